@@ -1,0 +1,380 @@
+/* actor.c - the actor thread: ready handshake, the poll loop, ordered merge of inputs, stop. */
+#include "actor_impl.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#include "mem.h"
+
+static int64_t s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------- control pipe */
+
+/* The pipe between owner and actor carries READY, STOP and STOP_ACK, encoded
+ * as every other message, so there is one codec for everything. */
+static int s_pipe_send(void *pipe, ta_msg_t *m) {
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    int rc = ta_msg_encode(m, &sb);
+    if (rc == TACT_OK && zmq_send(pipe, sb.data, sb.size, 0) < 0) rc = TACT_ETRANSPORT;
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* Receives one pipe message within timeout_ms; frees via zmq_msg_close into
+ * a caller buffer for text (READY carries a text the owner copies out). */
+static int s_pipe_recv(void *pipe, int timeout_ms, ta_msg_type_t *type, int64_t *status, char *text, size_t text_len,
+                       uint64_t *processed) {
+    zmq_pollitem_t item = {pipe, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&item, 1, timeout_ms) <= 0) return TACT_ETIMEDOUT;
+    zmq_msg_t frame;
+    zmq_msg_init(&frame);
+    if (zmq_msg_recv(&frame, pipe, 0) < 0) {
+        zmq_msg_close(&frame);
+        return TACT_ETRANSPORT;
+    }
+    ta_msg_t m;
+    uint64_t bulk_len;
+    int rc = ta_msg_decode(&m, zmq_msg_data(&frame), zmq_msg_size(&frame), 0, &bulk_len, NULL);
+    if (rc == TACT_OK) {
+        *type = m.type;
+        if (m.type == TA_MSG_READY) {
+            *status = m.as.ready.status;
+            if (text_len)
+                snprintf(text, text_len, "%.*s", (int)m.as.ready.text.len,
+                         m.as.ready.text.ptr ? (const char *)m.as.ready.text.ptr : "");
+        }
+        if (m.type == TA_MSG_STOP_ACK && processed) *processed = m.as.stop_ack.processed;
+    }
+    zmq_msg_close(&frame);
+    return rc;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m) {
+    ta_port_record_in(a->port, m);
+    a->processed++;
+    int rc;
+    if (a->dead.code) {
+        a->err = a->dead;
+        rc = TACT_EACTOR;
+    } else {
+        a->err.code = 0;
+        a->err.text[0] = '\0';
+        rc = a->ops->handle(a, m);
+    }
+    /* Errors are never answered with errors, so two failing actors cannot
+     * ping-pong. */
+    if (rc == TACT_OK || m->type == TA_MSG_ERROR) return;
+    ta_msg_t reply;
+    ta_msg_init(&reply, TA_MSG_ERROR);
+    reply.corr = m->corr;
+    reply.as.error.code = rc;
+    reply.as.error.what = ta_bytes_str(ta_msg_type_name(m->type));
+    reply.as.error.text = ta_bytes_str(a->err.text[0] ? a->err.text : tact_strerror(rc));
+    ta_error_t err;
+    if (ta_port_send(a->port, m->sender, &reply, &err) != TACT_OK)
+        ta_rt_report(a->rt, "actor %s: could not report an error to port %" PRIu32 ": %s", a->name, m->sender, err.text);
+}
+
+/* -------------------------------------------------------- ordered merge */
+
+static ta_input_t *s_input(ta_actor_t *a, uint32_t sender) {
+    for (size_t i = 0; i < a->ninputs; i++)
+        if (a->inputs[i].id == sender) return &a->inputs[i];
+    return NULL;
+}
+
+/* Returns true if (seq_a, id_a) sorts before (seq_b, id_b). */
+static int s_before(uint64_t seq_a, uint32_t id_a, uint64_t seq_b, uint32_t id_b) {
+    return seq_a < seq_b || (seq_a == seq_b && id_a < id_b);
+}
+
+/*
+ * Picks the input whose head message is next in (seq, sender) order, if it
+ * may go now: every other live input's next message (its queued head, or
+ * the one after its last processed, since sequence numbers are consecutive)
+ * must sort after it.  Returns NULL when the merge has to wait.
+ */
+static ta_input_t *s_next_ready(ta_actor_t *a) {
+    ta_input_t *best = NULL;
+    for (size_t i = 0; i < a->ninputs; i++) {
+        ta_input_t *in = &a->inputs[i];
+        if (in->head && (!best || s_before(in->head->msg.seq, in->id, best->head->msg.seq, best->id))) best = in;
+    }
+    if (!best) return NULL;
+    for (size_t i = 0; i < a->ninputs; i++) {
+        ta_input_t *in = &a->inputs[i];
+        if (in == best || in->ended || in->head) continue;
+        if (!s_before(best->head->msg.seq, best->id, in->last + 1, in->id)) return NULL;
+    }
+    return best;
+}
+
+static void s_release(ta_actor_t *a) {
+    ta_input_t *in;
+    while ((in = s_next_ready(a))) {
+        ta_queued_t *q = in->head;
+        in->head = q->next;
+        if (!in->head) in->tail = NULL;
+        in->last = q->msg.seq;
+        if (q->msg.type == TA_MSG_EOS) in->ended = 1;
+        ta_actor_dispatch(a, &q->msg);
+        ta_msg_release(&q->msg);
+        ta_free(q);
+    }
+    int waiting = 0;
+    for (size_t i = 0; i < a->ninputs; i++) waiting |= a->inputs[i].head != NULL;
+    if (!waiting) a->blocked_since_ms = 0;
+    else if (!a->blocked_since_ms) a->blocked_since_ms = s_now_ms();
+}
+
+/* Takes a received message: processes it now, or queues it for the merge. */
+static void s_accept(ta_actor_t *a, ta_msg_t *m) {
+    ta_input_t *in = s_input(a, m->sender);
+    if (!in) {
+        ta_actor_dispatch(a, m);
+        ta_msg_release(m);
+        return;
+    }
+    ta_queued_t *q = ta_malloc(sizeof *q);
+    if (!q) {
+        ta_rt_report(a->rt, "actor %s: out of memory queueing a message from %" PRIu32 "; processed it at once", a->name,
+                     m->sender);
+        ta_actor_dispatch(a, m);
+        ta_msg_release(m);
+        return;
+    }
+    q->next = NULL;
+    q->msg = *m;
+    ta_msg_init(m, TA_MSG_READY);
+    if (in->tail) in->tail->next = q;
+    else in->head = q;
+    in->tail = q;
+    s_release(a);
+}
+
+/* A merge that waited longer than the timeout gives up on the silent
+ * inputs (a dead producer must not hang its consumer) and says so. */
+static void s_check_stall(ta_actor_t *a) {
+    int timeout = ta_rt_config(a->rt)->timeout_ms;
+    if (!a->blocked_since_ms || s_now_ms() - a->blocked_since_ms < timeout) return;
+    for (size_t i = 0; i < a->ninputs; i++) {
+        ta_input_t *in = &a->inputs[i];
+        if (!in->ended && !in->head) {
+            in->ended = 1;
+            ta_rt_report(a->rt, "actor %s: input %" PRIu32 " silent for %d ms after seq %" PRIu64 "; treated as ended",
+                         a->name, in->id, timeout, in->last);
+        }
+    }
+    s_release(a);
+}
+
+/* ---------------------------------------------------------- the thread */
+
+static void *s_run(void *arg) {
+    ta_actor_t *a = arg;
+    ta_error_t err = {0, ""};
+    void *pipe = zmq_socket(ta_rt_zmq(a->rt), ZMQ_PAIR);
+    if (!pipe || zmq_connect(pipe, a->pipe_endpoint) != 0) {
+        /* The owner times out waiting for READY and reports it. */
+        if (pipe) zmq_close(pipe);
+        return NULL;
+    }
+    int rc = ta_port_open(a->rt, a->id, &a->port, &err);
+    if (rc == TACT_OK && a->ops->init) rc = a->ops->init(a, a->arg, &err);
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_READY);
+    m.sender = a->id;
+    m.as.ready.status = rc;
+    m.as.ready.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
+    s_pipe_send(pipe, &m);
+    if (rc != TACT_OK) {
+        ta_port_destroy(&a->port);
+        zmq_close(pipe);
+        return NULL;
+    }
+    void *mailbox = ta_port_mailbox(a->port);
+    int timeout = ta_rt_config(a->rt)->timeout_ms;
+    for (int running = 1; running;) {
+        zmq_pollitem_t items[2] = {{pipe, 0, ZMQ_POLLIN, 0}, {mailbox, 0, ZMQ_POLLIN, 0}};
+        /* Idle actors wait for work without a bound (the pipe wakes them for
+         * a stop); a merge that is waiting wakes up to check for a stall. */
+        int n = zmq_poll(items, 2, a->blocked_since_ms ? timeout / 4 + 1 : -1);
+        if (n < 0 && errno != EINTR) {
+            if (errno != ETERM) ta_rt_report(a->rt, "actor %s: poll: %s", a->name, zmq_strerror(errno));
+            break;
+        }
+        if (n > 0 && items[0].revents & ZMQ_POLLIN) {
+            ta_msg_type_t type = TA_MSG_READY;
+            int64_t st;
+            if (s_pipe_recv(pipe, 0, &type, &st, NULL, 0, NULL) == TACT_OK && type == TA_MSG_STOP) running = 0;
+        }
+        /* Take what is queued in the mailbox, a bounded batch per wake-up so
+         * the pipe is never starved. */
+        for (int i = 0; running && i < 256 && n > 0 && items[1].revents & ZMQ_POLLIN; i++) {
+            ta_msg_t in;
+            ta_msg_init(&in, TA_MSG_READY);
+            rc = ta_port_recv_raw(a->port, &in, &err);
+            if (rc == TACT_ETIMEDOUT) break; /* mailbox empty */
+            if (rc != TACT_OK) {
+                ta_rt_report(a->rt, "actor %s: %s", a->name, err.text);
+                continue;
+            }
+            s_accept(a, &in);
+        }
+        s_check_stall(a);
+    }
+    /* Stopping: what the merge still holds is processed in merge order. */
+    for (size_t i = 0; i < a->ninputs; i++) a->inputs[i].ended = 1;
+    s_release(a);
+    if (a->ops->fini) a->ops->fini(a);
+    ta_port_destroy(&a->port);
+    ta_msg_init(&m, TA_MSG_STOP_ACK);
+    m.sender = a->id;
+    m.as.stop_ack.processed = a->processed;
+    s_pipe_send(pipe, &m);
+    zmq_close(pipe);
+    return NULL;
+}
+
+static void s_free(ta_actor_t *a) {
+    if (a->pipe) zmq_close(a->pipe);
+    ta_free(a->inputs);
+    ta_free(a);
+}
+
+int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_actor_opts_t *opts,
+                   ta_actor_t **out, ta_error_t *err) {
+    *out = NULL;
+    if (!ops || !ops->handle) return ta_error_set(err, TACT_EINVAL, "actor: ops with a handle function required");
+    const char *name = ops->name ? ops->name : "actor";
+    ta_actor_t *a = ta_calloc(1, sizeof *a);
+    if (!a) return ta_error_set(err, TACT_ENOMEM, "actor %s: out of memory", name);
+    a->rt = rt;
+    a->ops = ops;
+    a->arg = arg;
+    snprintf(a->name, sizeof a->name, "%s", name);
+    if (opts && opts->n_ordered_inputs) {
+        a->inputs = ta_calloc(opts->n_ordered_inputs, sizeof *a->inputs);
+        if (!a->inputs) {
+            s_free(a);
+            return ta_error_set(err, TACT_ENOMEM, "actor %s: out of memory", name);
+        }
+        a->ninputs = opts->n_ordered_inputs;
+        for (size_t i = 0; i < a->ninputs; i++) a->inputs[i].id = opts->ordered_inputs[i];
+    }
+    a->id = ta_rt_reserve_id(rt, name);
+    a->pipe = zmq_socket(ta_rt_zmq(rt), ZMQ_PAIR);
+    snprintf(a->pipe_endpoint, sizeof a->pipe_endpoint, "inproc://tact-pipe-%p", (void *)a);
+    int linger = 0;
+    if (!a->id || !a->pipe || zmq_setsockopt(a->pipe, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_bind(a->pipe, a->pipe_endpoint) != 0) {
+        s_free(a);
+        return ta_error_set(err, a->id ? TACT_ETRANSPORT : TACT_ENOMEM, "actor %s: cannot create its control pipe",
+                            name);
+    }
+    if (pthread_create(&a->thread, NULL, s_run, a) != 0) {
+        s_free(a);
+        return ta_error_set(err, TACT_ENOMEM, "actor %s: cannot create its thread", name);
+    }
+    ta_msg_type_t type = TA_MSG_STOP;
+    int64_t status = TACT_EPROTO;
+    char text[256] = "";
+    int timeout = ta_rt_config(rt)->timeout_ms;
+    int rc = s_pipe_recv(a->pipe, timeout, &type, &status, text, sizeof text, NULL);
+    if (rc == TACT_ETIMEDOUT) {
+        /* The thread may still wake up and use a: abandon it rather than free. */
+        pthread_detach(a->thread);
+        ta_rt_abandon(rt);
+        return ta_error_set(err, TACT_ETIMEDOUT, "actor %s: not ready within %d ms", name, timeout);
+    }
+    if (rc == TACT_OK && (type != TA_MSG_READY || status != TACT_OK)) {
+        rc = type == TA_MSG_READY ? (int)status : TACT_EPROTO;
+        ta_error_set(err, rc, "actor %s: failed to start: %s", name, text[0] ? text : tact_strerror(rc));
+    } else if (rc != TACT_OK) {
+        ta_error_set(err, rc, "actor %s: bad ready handshake", name);
+    }
+    if (rc != TACT_OK) {
+        pthread_join(a->thread, NULL);
+        s_free(a);
+        return rc;
+    }
+    *out = a;
+    return TACT_OK;
+}
+
+int ta_actor_stop(ta_actor_t **pa, ta_error_t *err) {
+    ta_actor_t *a = *pa;
+    if (!a) return TACT_OK;
+    *pa = NULL;
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_STOP);
+    int timeout = ta_rt_config(a->rt)->timeout_ms;
+    ta_msg_type_t type = TA_MSG_READY;
+    int64_t st;
+    int rc = s_pipe_send(a->pipe, &m);
+    /* Anything but the acknowledgement on the pipe is out of protocol: skip it. */
+    while (rc == TACT_OK && type != TA_MSG_STOP_ACK)
+        rc = s_pipe_recv(a->pipe, timeout, &type, &st, NULL, 0, &a->processed);
+    if (rc != TACT_OK) {
+        pthread_detach(a->thread);
+        ta_rt_abandon(a->rt);
+        return ta_error_set(err, TACT_ETIMEDOUT, "actor %s: did not acknowledge stop within %d ms", a->name, timeout);
+    }
+    pthread_join(a->thread, NULL);
+    s_free(a);
+    return TACT_OK;
+}
+
+uint32_t ta_actor_id(const ta_actor_t *a) { return a->id; }
+const char *ta_actor_name(const ta_actor_t *a) { return a->name; }
+void *ta_actor_state(ta_actor_t *a) { return a->state; }
+void ta_actor_set_state(ta_actor_t *a, void *state) { a->state = state; }
+uint64_t ta_actor_processed(const ta_actor_t *a) { return a->processed; }
+
+int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m) {
+    ta_error_t err;
+    int rc = ta_port_send(self->port, dest, m, &err);
+    if (rc != TACT_OK) ta_error_set(&self->err, rc, "%s", err.text);
+    return rc;
+}
+
+int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply) {
+    reply->corr = req->corr;
+    return ta_actor_send(self, req->sender, reply);
+}
+
+static void s_vfail(ta_actor_t *self, int code, const char *fmt, va_list ap) {
+    self->err.code = code;
+    vsnprintf(self->err.text, sizeof self->err.text, fmt, ap);
+}
+
+int ta_actor_fail(ta_actor_t *self, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    s_vfail(self, code, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int ta_actor_fatal(ta_actor_t *self, int code, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    s_vfail(self, code, fmt, ap);
+    va_end(ap);
+    self->dead.code = TACT_EACTOR;
+    snprintf(self->dead.text, sizeof self->dead.text, "actor %s failed earlier: %s", self->name, self->err.text);
+    return code;
+}

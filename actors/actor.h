@@ -1,0 +1,75 @@
+/* actor.h - actors: a thread with a mailbox, one shape for every stage of the pipeline. */
+#ifndef TACT_ACTOR_H
+#define TACT_ACTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "runtime.h"
+
+typedef struct ta_actor ta_actor_t;
+
+/*
+ * What makes one actor differ from another.  init runs in the actor's
+ * thread before it reports ready (a failure there fails ta_actor_start);
+ * handle runs once per message in processing order; fini runs before the
+ * actor acknowledges a stop.  A handle that returns an error code makes the
+ * runtime reply ERROR(code, message type, text from ta_actor_fail) to the
+ * sender, with the request's correlation id, and the actor goes on.
+ */
+typedef struct ta_actor_ops {
+    const char *name;
+    int (*init)(ta_actor_t *self, void *arg, ta_error_t *err); /* may be NULL */
+    int (*handle)(ta_actor_t *self, ta_msg_t *msg);
+    void (*fini)(ta_actor_t *self); /* may be NULL */
+} ta_actor_ops_t;
+
+typedef struct ta_actor_opts {
+    /* Senders whose messages are merged in a fixed order: by (seq, sender
+     * id), whatever the arrival order.  Each such sender ends its stream with
+     * EOS.  Messages from other senders are processed as they arrive. */
+    const uint32_t *ordered_inputs;
+    size_t n_ordered_inputs;
+} ta_actor_opts_t;
+
+/*
+ * Starts an actor on rt: reserves its port id (in call order), spawns the
+ * thread and returns once the thread reported ready (mailbox bound, init
+ * done) or the configured timeout passed.  opts may be NULL.  Returns
+ * TACT_OK and *out, or the init/bind error (or TACT_ETIMEDOUT) with *out NULL.
+ */
+int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_actor_opts_t *opts,
+                   ta_actor_t **out, ta_error_t *err);
+
+/*
+ * Stops the actor: sends STOP through its control pipe and waits for the
+ * acknowledgement, then joins the thread and frees it.  Returns TACT_OK, or
+ * TACT_ETIMEDOUT if the actor did not answer in time (its thread is then
+ * detached and its memory abandoned rather than risking a hang).  *a is set
+ * to NULL either way; safe with *a == NULL.
+ */
+int ta_actor_stop(ta_actor_t **a, ta_error_t *err);
+
+uint32_t ta_actor_id(const ta_actor_t *a);
+const char *ta_actor_name(const ta_actor_t *a);
+/* The actor's state pointer, for handlers (set with ta_actor_set_state). */
+void *ta_actor_state(ta_actor_t *a);
+void ta_actor_set_state(ta_actor_t *a, void *state);
+/* Messages processed so far (valid after stop through the STOP_ACK too). */
+uint64_t ta_actor_processed(const ta_actor_t *a);
+
+/* From a handler: sends m to dest, or replies to req (dest = req's sender,
+ * corr = req's corr).  Return what ta_port_send returns. */
+int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m);
+int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply);
+
+/* From a handler: records the text of the error the handler is about to
+ * return and returns code, so `return ta_actor_fail(self, TACT_EINVAL, ...)`
+ * reads naturally. */
+int ta_actor_fail(ta_actor_t *self, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* From a handler: like ta_actor_fail, and the actor answers every later
+ * message with this error (TACT_EACTOR) until it is stopped. */
+int ta_actor_fatal(ta_actor_t *self, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+#endif

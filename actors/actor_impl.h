@@ -1,0 +1,47 @@
+/* actor_impl.h - the actor's state, shared by the actor loop (actor.c) and stage replay (replay.c). */
+#ifndef TACT_ACTOR_IMPL_H
+#define TACT_ACTOR_IMPL_H
+
+#include <pthread.h>
+
+#include "actor.h"
+
+/* A message held back until the ordered merge releases it. */
+typedef struct ta_queued {
+    struct ta_queued *next;
+    ta_msg_t msg;
+} ta_queued_t;
+
+/* One sender whose stream is merged in (seq, id) order. */
+typedef struct ta_input {
+    uint32_t id;
+    uint64_t last; /* seq of the last message processed from it */
+    int ended;     /* its EOS was processed (or it was given up on) */
+    ta_queued_t *head, *tail;
+} ta_input_t;
+
+struct ta_actor {
+    ta_rt_t *rt; /* NULL in replay */
+    const ta_actor_ops_t *ops;
+    void *arg;
+    void *state;
+    uint32_t id;
+    char name[64];
+    ta_port_t *port;
+    ta_input_t *inputs;
+    size_t ninputs;
+    int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
+    uint64_t processed;
+    ta_error_t err;  /* text of the error the current handler returns */
+    ta_error_t dead; /* set by ta_actor_fatal: every later message gets this */
+    /* Owner side. */
+    pthread_t thread;
+    void *pipe;
+    char pipe_endpoint[64];
+};
+
+/* Processes one message now: records it, runs the handler, replies ERROR on
+ * failure.  The caller keeps ownership of m. */
+void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m);
+
+#endif

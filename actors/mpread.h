@@ -1,0 +1,37 @@
+/* mpread.h - a bounds-checked msgpack reader that never allocates, for decoding untrusted bytes. */
+#ifndef TACT_MPREAD_H
+#define TACT_MPREAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * msgpack-c packs everything tact sends.  Its unpacker, though, allocates an
+ * array's elements as soon as it reads the header, so five hostile bytes can
+ * ask for gigabytes.  tact's decoders know the schema they expect, so they
+ * pull values with this reader instead: every read checks the bytes left and
+ * reports the offset where a value was expected.
+ */
+typedef struct ta_mpr {
+    const uint8_t *start;
+    const uint8_t *p;
+    const uint8_t *end;
+} ta_mpr_t;
+
+void ta_mpr_init(ta_mpr_t *r, const void *buf, size_t len);
+
+/* Current offset from the start of the buffer. */
+size_t ta_mpr_offset(const ta_mpr_t *r);
+
+/* Each read returns 0 and advances, or -1 leaving the reader where it was
+ * (wrong type, or the value runs past the end). */
+int ta_mpr_array(ta_mpr_t *r, uint32_t *count);
+int ta_mpr_u64(ta_mpr_t *r, uint64_t *v);
+int ta_mpr_i64(ta_mpr_t *r, int64_t *v);
+int ta_mpr_f64(ta_mpr_t *r, double *v);
+int ta_mpr_str(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
+int ta_mpr_bin(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
+/* Reads nil and returns 1, or returns 0 without moving when the next value is not nil. */
+int ta_mpr_nil(ta_mpr_t *r);
+
+#endif

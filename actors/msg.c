@@ -1,0 +1,221 @@
+/* msg.c - the envelope codec and message helpers, all driven by the schema in msg.h. */
+#include "msg.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mpread.h"
+
+int ta_error_set(ta_error_t *e, int code, const char *fmt, ...) {
+    if (e) {
+        e->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(e->text, sizeof e->text, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+ta_bytes_t ta_bytes_str(const char *s) {
+    ta_bytes_t b = {(const uint8_t *)s, s ? strlen(s) : 0};
+    return b;
+}
+
+/* ---------------------------------------------------------------- schema */
+
+typedef struct {
+    const char *name;
+    ta_field_kind_t kind;
+    size_t offset; /* within ta_msg_t */
+} s_field_t;
+
+typedef struct {
+    const char *name;
+    const s_field_t *fields;
+    size_t nfields;
+} s_type_t;
+
+#define S_FIELD(M, KIND, field) {#field, TA_FK_##KIND, offsetof(ta_msg_t, as.M.field)},
+/* A trailing sentinel keeps field-less tables non-empty. */
+#define S_FIELDS(NAME, name) static const s_field_t s_fields_##name[] = {TA_FIELDS_##NAME(S_FIELD, name){NULL, 0, 0}};
+TA_MSG_LIST(S_FIELDS)
+#undef S_FIELDS
+
+static const s_type_t s_types[TA_MSG__COUNT] = {
+#define S_TYPE(NAME, name) {#NAME, s_fields_##name, sizeof s_fields_##name / sizeof s_fields_##name[0] - 1},
+    TA_MSG_LIST(S_TYPE)
+#undef S_TYPE
+};
+
+const char *ta_msg_type_name(int type) {
+    return type >= 0 && type < TA_MSG__COUNT ? s_types[type].name : "?";
+}
+
+void ta_msg_init(ta_msg_t *m, ta_msg_type_t type) {
+    memset(m, 0, sizeof *m);
+    m->type = type;
+}
+
+void ta_msg_release(ta_msg_t *m) {
+    if (m->storage_free_) m->storage_free_(m->storage_);
+    ta_msg_type_t type = m->type;
+    ta_msg_init(m, type);
+}
+
+/* ----------------------------------------------------------------- codec */
+
+/* Envelope: [version, type, sender, dest, seq, corr, [payload...], bulk_len]. */
+enum { S_ENVELOPE_ITEMS = 8 };
+
+static int s_pack_bytes(msgpack_packer *pk, ta_field_kind_t kind, ta_bytes_t b) {
+    if (kind == TA_FK_STR)
+        return msgpack_pack_str(pk, b.len) || msgpack_pack_str_body(pk, b.ptr, b.len);
+    return msgpack_pack_bin(pk, b.len) || msgpack_pack_bin_body(pk, b.ptr, b.len);
+}
+
+int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
+    if (m->type >= TA_MSG__COUNT) return TACT_EINVAL;
+    const s_type_t *t = &s_types[m->type];
+    msgpack_packer pk;
+    msgpack_sbuffer_clear(sb);
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    int rc = msgpack_pack_array(&pk, S_ENVELOPE_ITEMS) || msgpack_pack_uint32(&pk, TA_PROTOCOL_VERSION) ||
+             msgpack_pack_uint32(&pk, m->type) || msgpack_pack_uint32(&pk, m->sender) ||
+             msgpack_pack_uint32(&pk, m->dest) || msgpack_pack_uint64(&pk, m->seq) ||
+             msgpack_pack_uint64(&pk, m->corr) || msgpack_pack_array(&pk, t->nfields);
+    for (size_t i = 0; !rc && i < t->nfields; i++) {
+        const void *f = (const char *)m + t->fields[i].offset;
+        switch (t->fields[i].kind) {
+        case TA_FK_U64: rc = msgpack_pack_uint64(&pk, *(const uint64_t *)f); break;
+        case TA_FK_I64: rc = msgpack_pack_int64(&pk, *(const int64_t *)f); break;
+        case TA_FK_F64: rc = msgpack_pack_double(&pk, *(const double *)f); break;
+        case TA_FK_STR:
+        case TA_FK_BIN: rc = s_pack_bytes(&pk, t->fields[i].kind, *(const ta_bytes_t *)f); break;
+        }
+    }
+    if (!rc) rc = msgpack_pack_uint64(&pk, m->bulk.len);
+    return rc ? TACT_ENOMEM : TACT_OK;
+}
+
+static const char *s_kind_name(ta_field_kind_t k) {
+    static const char *names[] = {"uint", "int", "float", "str", "bin"};
+    return names[k];
+}
+
+int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, uint64_t *bulk_len,
+                  ta_error_t *err) {
+    ta_mpr_t r;
+    uint32_t n;
+    uint64_t version, type, sender, dest;
+    ta_msg_init(m, TA_MSG_READY);
+    if (max_bytes && len > max_bytes)
+        return ta_error_set(err, TACT_ETOOBIG, "envelope of %zu bytes exceeds the limit of %zu", len, max_bytes);
+    ta_mpr_init(&r, buf, len);
+#define S_EXPECT(cond, what)                                                                    \
+    do {                                                                                        \
+        if (!(cond)) {                                                                          \
+            ta_msg_init(m, TA_MSG_READY);                                                       \
+            return ta_error_set(err, TACT_EPROTO, "byte %zu: expected %s", ta_mpr_offset(&r), what); \
+        }                                                                                       \
+    } while (0)
+    S_EXPECT(ta_mpr_array(&r, &n) == 0 && n == S_ENVELOPE_ITEMS, "an envelope (array of 8)");
+    S_EXPECT(ta_mpr_u64(&r, &version) == 0, "the protocol version (uint)");
+    if (version != TA_PROTOCOL_VERSION)
+        return ta_error_set(err, TACT_EVERSION, "protocol version %" PRIu64 ", this build speaks %d", version,
+                            TA_PROTOCOL_VERSION);
+    S_EXPECT(ta_mpr_u64(&r, &type) == 0 && type < TA_MSG__COUNT, "a known message type");
+    S_EXPECT(ta_mpr_u64(&r, &sender) == 0 && sender <= UINT32_MAX, "the sender id (uint32)");
+    S_EXPECT(ta_mpr_u64(&r, &dest) == 0 && dest <= UINT32_MAX, "the destination id (uint32)");
+    S_EXPECT(ta_mpr_u64(&r, &m->seq) == 0, "the sequence number (uint)");
+    S_EXPECT(ta_mpr_u64(&r, &m->corr) == 0, "the correlation id (uint)");
+    const s_type_t *t = &s_types[type];
+    S_EXPECT(ta_mpr_array(&r, &n) == 0 && n == t->nfields, "the payload array of the message type");
+    for (size_t i = 0; i < t->nfields; i++) {
+        void *f = (char *)m + t->fields[i].offset;
+        ta_bytes_t *b = f;
+        int bad;
+        switch (t->fields[i].kind) {
+        case TA_FK_U64: bad = ta_mpr_u64(&r, f); break;
+        case TA_FK_I64: bad = ta_mpr_i64(&r, f); break;
+        case TA_FK_F64: bad = ta_mpr_f64(&r, f); break;
+        case TA_FK_STR: bad = ta_mpr_str(&r, &b->ptr, &b->len); break;
+        default: bad = ta_mpr_bin(&r, &b->ptr, &b->len); break;
+        }
+        if (bad) {
+            size_t off = ta_mpr_offset(&r);
+            ta_msg_init(m, TA_MSG_READY);
+            return ta_error_set(err, TACT_EPROTO, "byte %zu: field %s.%s: expected %s", off, t->name,
+                                t->fields[i].name, s_kind_name(t->fields[i].kind));
+        }
+    }
+    S_EXPECT(ta_mpr_u64(&r, bulk_len) == 0, "the bulk length (uint)");
+    S_EXPECT(ta_mpr_offset(&r) == len, "the end of the envelope");
+#undef S_EXPECT
+    m->type = (ta_msg_type_t)type;
+    m->sender = (uint32_t)sender;
+    m->dest = (uint32_t)dest;
+    return TACT_OK;
+}
+
+/* ------------------------------------------------------------ comparison */
+
+static bool s_bytes_eq(ta_bytes_t a, ta_bytes_t b) {
+    return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
+}
+
+bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t where_len) {
+    const char *field = NULL;
+    char buf[64];
+    if (a->type != b->type) field = "type";
+    else if (a->sender != b->sender) field = "sender";
+    else if (a->dest != b->dest) field = "dest";
+    else if (a->seq != b->seq) field = "seq";
+    else if (a->corr != b->corr) field = "corr";
+    else {
+        const s_type_t *t = &s_types[a->type];
+        for (size_t i = 0; !field && i < t->nfields; i++) {
+            const char *fa = (const char *)a + t->fields[i].offset, *fb = (const char *)b + t->fields[i].offset;
+            bool eq;
+            switch (t->fields[i].kind) {
+            case TA_FK_U64:
+            case TA_FK_I64:
+            case TA_FK_F64: eq = memcmp(fa, fb, 8) == 0; break; /* bitwise, so NaN == NaN */
+            default: eq = s_bytes_eq(*(const ta_bytes_t *)fa, *(const ta_bytes_t *)fb); break;
+            }
+            if (!eq) {
+                snprintf(buf, sizeof buf, "payload.%s", t->fields[i].name);
+                field = buf;
+            }
+        }
+        if (!field && !s_bytes_eq(a->bulk, b->bulk)) field = "bulk";
+    }
+    if (field && where) snprintf(where, where_len, "%s", field);
+    return field == NULL;
+}
+
+char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
+    size_t at = 0;
+    const s_type_t *t = m->type < TA_MSG__COUNT ? &s_types[m->type] : NULL;
+#define S_PUT(...) \
+    do { if (at < len) at += (size_t)snprintf(buf + at, len - at, __VA_ARGS__); } while (0)
+    S_PUT("%s %" PRIu32 "->%" PRIu32 " seq=%" PRIu64 " corr=%" PRIu64, t ? t->name : "?", m->sender, m->dest, m->seq,
+          m->corr);
+    for (size_t i = 0; t && i < t->nfields; i++) {
+        const char *f = (const char *)m + t->fields[i].offset;
+        const ta_bytes_t *b = (const ta_bytes_t *)f;
+        switch (t->fields[i].kind) {
+        case TA_FK_U64: S_PUT(" %s=%" PRIu64, t->fields[i].name, *(const uint64_t *)f); break;
+        case TA_FK_I64: S_PUT(" %s=%" PRId64, t->fields[i].name, *(const int64_t *)f); break;
+        case TA_FK_F64: S_PUT(" %s=%.17g", t->fields[i].name, *(const double *)f); break;
+        case TA_FK_STR: S_PUT(" %s=\"%.*s\"", t->fields[i].name, (int)(b->len > 64 ? 64 : b->len), b->ptr ? (const char *)b->ptr : ""); break;
+        case TA_FK_BIN: S_PUT(" %s=<%zu bytes>", t->fields[i].name, b->len); break;
+        }
+    }
+    if (m->bulk.len) S_PUT(" bulk=<%zu bytes>", m->bulk.len);
+#undef S_PUT
+    if (len) buf[at < len ? at : len - 1] = '\0';
+    return buf;
+}

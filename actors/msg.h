@@ -1,0 +1,150 @@
+/* msg.h - the message schema (declared once), the in-memory message and its msgpack codec. */
+#ifndef TACT_MSG_H
+#define TACT_MSG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <msgpack.h>
+
+#include "tact.h"
+
+/* Version of the envelope layout; a peer speaking another version is refused. */
+#define TA_PROTOCOL_VERSION 1
+
+/* An error with its detail text, filled by functions that can say more than a code. */
+typedef struct ta_error {
+    int code;
+    char text[256];
+} ta_error_t;
+
+/* Sets e->code and formats e->text (e may be NULL); returns code. */
+int ta_error_set(ta_error_t *e, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A byte range that a message borrows from its frame (decoded) or its
+ * builder (to encode).  Strings are not NUL-terminated. */
+typedef struct ta_bytes {
+    const uint8_t *ptr;
+    size_t len;
+} ta_bytes_t;
+
+/* Borrows a C string as bytes (without the NUL). */
+ta_bytes_t ta_bytes_str(const char *s);
+
+/*
+ * The message types and their payload fields.  Everything else (the enum, the
+ * payload structs, the codec, the names used by dumps and replay diffs) is
+ * derived from these two tables, so a new message is one line in each.
+ * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes).
+ */
+#define TA_MSG_LIST(X)                                                                  \
+    X(READY, ready)           /* actor -> owner: started (status: 0) or failed */         \
+    X(STOP, stop)             /* owner -> actor: finish and exit */                       \
+    X(STOP_ACK, stop_ack)     /* actor -> owner: stopped; the thread exits next */        \
+    X(ERROR, error)           /* reply: the request with this corr failed */              \
+    X(EOS, eos)               /* end of an ordered input stream */                        \
+    X(ECHO, echo)             /* request: reply ECHO_REPLY with the same data and bulk */ \
+    X(ECHO_REPLY, echo_reply) /* reply to ECHO */                                         \
+    X(NUMS, nums)             /* work item: a key and float64 values in the bulk frame */ \
+    X(TOTAL, total)           /* result: a sum over processed work items */               \
+    X(DATA, data)             /* one-way payload, no reply (benchmarks, floods) */
+
+#define TA_FIELDS_READY(F, M) F(M, I64, status) F(M, STR, text)
+#define TA_FIELDS_STOP(F, M)
+#define TA_FIELDS_STOP_ACK(F, M) F(M, U64, processed)
+#define TA_FIELDS_ERROR(F, M) F(M, I64, code) F(M, STR, what) F(M, STR, text)
+#define TA_FIELDS_EOS(F, M)
+#define TA_FIELDS_ECHO(F, M) F(M, BIN, data)
+#define TA_FIELDS_ECHO_REPLY(F, M) F(M, BIN, data)
+#define TA_FIELDS_NUMS(F, M) F(M, U64, key) F(M, U64, producer) F(M, STR, label)
+#define TA_FIELDS_TOTAL(F, M) F(M, U64, count) F(M, F64, sum) F(M, BIN, digest)
+#define TA_FIELDS_DATA(F, M) F(M, BIN, data)
+
+typedef enum ta_msg_type {
+#define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,
+    TA_MSG_LIST(TA_MSG_ENUM_)
+#undef TA_MSG_ENUM_
+    TA_MSG__COUNT
+} ta_msg_type_t;
+
+typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN } ta_field_kind_t;
+
+#define TA_CTYPE_U64 uint64_t
+#define TA_CTYPE_I64 int64_t
+#define TA_CTYPE_F64 double
+#define TA_CTYPE_STR ta_bytes_t
+#define TA_CTYPE_BIN ta_bytes_t
+#define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
+/* Each payload struct starts with a placeholder so field-less messages are valid C. */
+#define TA_MSG_STRUCT_(NAME, name)             \
+    typedef struct ta_##name##_msg {           \
+        char unused_;                          \
+        TA_FIELDS_##NAME(TA_FIELD_DECL_, name) \
+    } ta_##name##_msg_t;
+TA_MSG_LIST(TA_MSG_STRUCT_)
+#undef TA_MSG_STRUCT_
+
+/* Who sent a message when it is the owner of an actor (start/stop control). */
+#define TA_ID_OWNER 0u
+
+/*
+ * A message.  Decoded messages borrow their STR/BIN fields and bulk bytes
+ * from storage the message owns (released by ta_msg_release); messages built
+ * for sending borrow from the caller until the send returns.
+ */
+typedef struct ta_msg {
+    ta_msg_type_t type;
+    uint32_t sender; /* port id of the sender */
+    uint32_t dest;   /* port id of the receiver */
+    uint64_t seq;    /* per (sender, dest) sequence number, from 1 */
+    uint64_t corr;   /* correlation id: a reply carries its request's */
+    union {
+#define TA_MSG_UNION_(NAME, name) ta_##name##_msg_t name;
+        TA_MSG_LIST(TA_MSG_UNION_)
+#undef TA_MSG_UNION_
+    } as;
+    ta_bytes_t bulk;  /* optional second frame (tensor bytes) */
+    void *bulk_owner; /* set when a send may take the bulk bytes without copying */
+    void (*bulk_free)(void *data, void *owner);
+    void *storage_; /* owned frames of a decoded message, freed by storage_free_ */
+    void (*storage_free_)(void *storage);
+} ta_msg_t;
+
+/* Initialises m as an empty message of the given type (every field zero). */
+void ta_msg_init(ta_msg_t *m, ta_msg_type_t type);
+
+/* Releases what a decoded message owns and leaves it empty; safe on any
+ * initialised message and twice. */
+void ta_msg_release(ta_msg_t *m);
+
+/* Returns the message type's name ("ECHO"), or "?" if out of range. */
+const char *ta_msg_type_name(int type);
+
+/* Encodes m's envelope (without bulk bytes; their length is encoded) into
+ * sb, which is cleared first.  Returns TACT_OK or TACT_ENOMEM. */
+int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb);
+
+/*
+ * Decodes an envelope of len bytes into m (which must be initialised), and
+ * checks every field: version, type, field count and kinds, no bytes left
+ * over, size <= max_bytes (0: no limit).  STR/BIN fields borrow from buf.
+ * On success *bulk_len is the announced bulk length.  On error returns
+ * TACT_EPROTO, TACT_ETOOBIG or TACT_EVERSION with the byte offset and field
+ * in err->text, and m is left empty.
+ */
+int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, uint64_t *bulk_len,
+                  ta_error_t *err);
+
+/*
+ * Compares two messages field by field (header, payload, bulk).  Returns
+ * true if equal; otherwise false with the first differing field's name
+ * ("seq", "payload.data", "bulk") in where (if not NULL).
+ */
+bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t where_len);
+
+/* Formats a one-line human-readable summary of m into buf; returns buf. */
+char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,30 @@
+/* replay.h - stage replay: re-drive one actor from its recorded inbox and check its outbox. */
+#ifndef TACT_REPLAY_H
+#define TACT_REPLAY_H
+
+#include "actor.h"
+#include "log.h"
+
+typedef struct ta_replay_report {
+    uint64_t in_count;  /* recorded messages fed to the actor */
+    uint64_t out_count; /* messages it sent that matched the recording */
+    int diverged;
+    uint64_t out_index;  /* index (from 0) of the first divergent sent message */
+    uint64_t in_index;   /* index of the inbox message being processed then */
+    char field[64];      /* first differing field, "missing" or "extra" */
+    char expected[320];  /* the recorded message, formatted */
+    char actual[320];    /* what the actor sent, formatted */
+} ta_replay_report_t;
+
+/*
+ * Builds a fresh actor from ops/arg (as ta_actor_start would, without a
+ * thread or sockets), feeds it the messages recorded as processed by port id
+ * in their recorded order, and compares every message it sends with the
+ * recorded ones, field by field.  Returns TACT_OK if the outbox matches,
+ * TACT_EMISMATCH with rep describing the first divergence, TACT_ENOTFOUND if
+ * the log has no stream for id, or the actor's init error.
+ */
+int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_report_t *rep,
+                    ta_error_t *err);
+
+#endif

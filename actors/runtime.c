@@ -1,0 +1,561 @@
+/* runtime.c - the runtime context, the id registry, and ports: mailboxes over inproc, ipc or tcp. */
+#include "runtime.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "log.h"
+#include "mem.h"
+
+/* ---------------------------------------------------------------- runtime */
+
+/* Copies the endpoint of port id into buf and its name into name (if not
+ * NULL); returns 0, or -1 if the port is not bound. */
+static int s_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len, char *name, size_t name_len);
+
+typedef struct {
+    char name[64];
+    char endpoint[256]; /* empty until the port bound its mailbox */
+} s_entry_t;
+
+struct ta_rt {
+    ta_rt_config_t cfg;
+    char log_path[4096];
+    char ipc_dir[1024];
+    void *zmq;
+    unsigned serial; /* distinguishes runtimes of one process in endpoint names */
+    pthread_mutex_t lock;
+    s_entry_t *entries; /* by id; entry 0 is the owner pseudo-port */
+    size_t nentries, cap;
+    ta_log_writer_t *log;
+    uint64_t reports;
+    char last_report[256];
+    int abandoned; /* actors left running after a timeout */
+};
+
+void ta_rt_config_default(ta_rt_config_t *c) {
+    memset(c, 0, sizeof *c);
+    c->transport = TA_TRANSPORT_INPROC;
+    c->timeout_ms = 5000;
+    c->max_msg_bytes = 16u << 20;
+    c->max_bulk_bytes = (size_t)1 << 30;
+    c->ipc_dir = "/tmp";
+}
+
+int ta_transport_parse(const char *name, ta_transport_t *out) {
+    static const char *names[] = {"inproc", "ipc", "tcp"};
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, names[i]) == 0) {
+            *out = (ta_transport_t)i;
+            return 0;
+        }
+    return -1;
+}
+
+const char *ta_transport_name(ta_transport_t t) {
+    return t == TA_TRANSPORT_IPC ? "ipc" : t == TA_TRANSPORT_TCP ? "tcp" : "inproc";
+}
+
+int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
+    static unsigned serial;
+    *out = NULL;
+    ta_rt_t *rt = ta_calloc(1, sizeof *rt);
+    if (!rt) return ta_error_set(err, TACT_ENOMEM, "runtime: out of memory");
+    if (cfg) rt->cfg = *cfg;
+    else ta_rt_config_default(&rt->cfg);
+    if (rt->cfg.timeout_ms <= 0 || rt->cfg.max_msg_bytes == 0 || rt->cfg.transport > TA_TRANSPORT_TCP) {
+        ta_free(rt);
+        return ta_error_set(err, TACT_EINVAL, "runtime: timeout_ms and max_msg_bytes must be positive");
+    }
+    snprintf(rt->ipc_dir, sizeof rt->ipc_dir, "%s", rt->cfg.ipc_dir ? rt->cfg.ipc_dir : "/tmp");
+    rt->cfg.ipc_dir = rt->ipc_dir;
+    if (rt->cfg.log_path) {
+        snprintf(rt->log_path, sizeof rt->log_path, "%s", rt->cfg.log_path);
+        rt->cfg.log_path = rt->log_path;
+    }
+    rt->serial = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+    pthread_mutex_init(&rt->lock, NULL);
+    if (ta_grow((void **)&rt->entries, &rt->cap, 1, sizeof *rt->entries) != TACT_OK) goto nomem;
+    memset(&rt->entries[0], 0, sizeof rt->entries[0]);
+    snprintf(rt->entries[0].name, sizeof rt->entries[0].name, "owner");
+    rt->nentries = 1;
+    if (rt->cfg.log_path) {
+        int rc = ta_log_writer_new(&rt->log, rt->cfg.log_path, err);
+        if (rc != TACT_OK) {
+            ta_free(rt->entries);
+            pthread_mutex_destroy(&rt->lock);
+            ta_free(rt);
+            return rc;
+        }
+    }
+    rt->zmq = zmq_ctx_new();
+    if (!rt->zmq) {
+        ta_rt_destroy(&rt, NULL);
+        return ta_error_set(err, TACT_ETRANSPORT, "runtime: zmq_ctx_new: %s", zmq_strerror(errno));
+    }
+    *out = rt;
+    return TACT_OK;
+nomem:
+    pthread_mutex_destroy(&rt->lock);
+    ta_free(rt);
+    return ta_error_set(err, TACT_ENOMEM, "runtime: out of memory");
+}
+
+int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
+    ta_rt_t *rt = *prt;
+    int rc = TACT_OK;
+    if (!rt) return TACT_OK;
+    *prt = NULL;
+    if (__atomic_load_n(&rt->abandoned, __ATOMIC_SEQ_CST)) {
+        /* A stray thread still holds sockets and this memory: wake it with
+         * ETERM and leave both to it instead of waiting forever. */
+        zmq_ctx_shutdown(rt->zmq);
+        return ta_error_set(err, TACT_ETIMEDOUT, "runtime: %d actor(s) did not stop in time; left running",
+                            rt->abandoned);
+    }
+    if (rt->zmq) zmq_ctx_term(rt->zmq);
+    if (rt->log) rc = ta_log_writer_finish(&rt->log, err);
+    pthread_mutex_destroy(&rt->lock);
+    ta_free(rt->entries);
+    ta_free(rt);
+    return rc;
+}
+
+const ta_rt_config_t *ta_rt_config(const ta_rt_t *rt) { return &rt->cfg; }
+void *ta_rt_zmq(ta_rt_t *rt) { return rt->zmq; }
+
+uint32_t ta_rt_reserve_id(ta_rt_t *rt, const char *name) {
+    uint32_t id = 0;
+    pthread_mutex_lock(&rt->lock);
+    if (rt->nentries < UINT32_MAX &&
+        ta_grow((void **)&rt->entries, &rt->cap, rt->nentries + 1, sizeof *rt->entries) == TACT_OK) {
+        id = (uint32_t)rt->nentries++;
+        memset(&rt->entries[id], 0, sizeof rt->entries[id]);
+        snprintf(rt->entries[id].name, sizeof rt->entries[id].name, "%s", name ? name : "port");
+    }
+    pthread_mutex_unlock(&rt->lock);
+    return id;
+}
+
+void ta_rt_abandon(ta_rt_t *rt) { __atomic_add_fetch(&rt->abandoned, 1, __ATOMIC_SEQ_CST); }
+
+void ta_rt_report(ta_rt_t *rt, const char *fmt, ...) {
+    if (!rt) return;
+    pthread_mutex_lock(&rt->lock);
+    rt->reports++;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(rt->last_report, sizeof rt->last_report, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&rt->lock);
+}
+
+uint64_t ta_rt_reports(ta_rt_t *rt, char *last, size_t last_len) {
+    pthread_mutex_lock(&rt->lock);
+    uint64_t n = rt->reports;
+    if (last && last_len) snprintf(last, last_len, "%s", rt->last_report);
+    pthread_mutex_unlock(&rt->lock);
+    return n;
+}
+
+int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len) { return s_endpoint(rt, id, buf, len, NULL, 0); }
+
+static int s_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len, char *name, size_t name_len) {
+    int rc = -1;
+    pthread_mutex_lock(&rt->lock);
+    if (id < rt->nentries && rt->entries[id].endpoint[0]) {
+        snprintf(buf, len, "%s", rt->entries[id].endpoint);
+        rc = 0;
+    }
+    if (name && id < rt->nentries) snprintf(name, name_len, "%s", rt->entries[id].name);
+    pthread_mutex_unlock(&rt->lock);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ ports */
+
+/* A message that arrived while a request waited for another one. */
+typedef struct s_deferred {
+    struct s_deferred *next;
+    ta_msg_t msg;
+} s_deferred_t;
+
+typedef struct {
+    void *sock;   /* PUSH connected to the destination's mailbox */
+    uint64_t seq; /* last sequence number sent there */
+} s_out_t;
+
+struct ta_port {
+    ta_rt_t *rt;
+    uint32_t id;
+    char name[64];
+    void *mailbox; /* PULL, bound */
+    s_out_t *outs; /* by destination id */
+    size_t nouts;
+    uint64_t next_corr;
+    s_deferred_t *deferred, *deferred_tail;
+    msgpack_sbuffer sb; /* encoding scratch, reused */
+    ta_log_stream_t *log;
+    ta_capture_fn capture;
+    void *capture_ud;
+};
+
+/* The frames a received message owns. */
+typedef struct {
+    zmq_msg_t env, bulk;
+    int has_bulk;
+} s_frames_t;
+
+static void s_frames_free(void *p) {
+    s_frames_t *f = p;
+    zmq_msg_close(&f->env);
+    if (f->has_bulk) zmq_msg_close(&f->bulk);
+    ta_free(f);
+}
+
+static void s_sockopts(void *sock, const ta_rt_config_t *cfg) {
+    int linger = 0, timeout = cfg->timeout_ms;
+    int64_t max = (int64_t)(cfg->max_msg_bytes > cfg->max_bulk_bytes ? cfg->max_msg_bytes : cfg->max_bulk_bytes);
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+    zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
+}
+
+/* Binds p's mailbox on the configured transport and publishes the endpoint. */
+static int s_bind(ta_port_t *p, ta_error_t *err) {
+    ta_rt_t *rt = p->rt;
+    char ep[256];
+    switch (rt->cfg.transport) {
+    case TA_TRANSPORT_INPROC: snprintf(ep, sizeof ep, "inproc://tact-%u-%" PRIu32, rt->serial, p->id); break;
+    case TA_TRANSPORT_IPC:
+        snprintf(ep, sizeof ep, "ipc://%s/tact-%ld-%u-%" PRIu32 ".sock", rt->ipc_dir, (long)getpid(), rt->serial,
+                 p->id);
+        break;
+    case TA_TRANSPORT_TCP: snprintf(ep, sizeof ep, "tcp://127.0.0.1:*"); break;
+    }
+    p->mailbox = zmq_socket(rt->zmq, ZMQ_PULL);
+    if (!p->mailbox) return ta_error_set(err, TACT_ETRANSPORT, "port %s: zmq_socket: %s", p->name, zmq_strerror(errno));
+    s_sockopts(p->mailbox, &rt->cfg);
+    if (zmq_bind(p->mailbox, ep) != 0)
+        return ta_error_set(err, TACT_ETRANSPORT, "port %s: bind %s: %s", p->name, ep, zmq_strerror(errno));
+    size_t len = sizeof ep;
+    if (zmq_getsockopt(p->mailbox, ZMQ_LAST_ENDPOINT, ep, &len) != 0)
+        return ta_error_set(err, TACT_ETRANSPORT, "port %s: endpoint: %s", p->name, zmq_strerror(errno));
+    pthread_mutex_lock(&rt->lock);
+    snprintf(rt->entries[p->id].endpoint, sizeof rt->entries[p->id].endpoint, "%s", ep);
+    pthread_mutex_unlock(&rt->lock);
+    return TACT_OK;
+}
+
+int ta_port_open(ta_rt_t *rt, uint32_t id, ta_port_t **out, ta_error_t *err) {
+    *out = NULL;
+    if (id == 0 || id >= rt->nentries) return ta_error_set(err, TACT_EINVAL, "port: id %" PRIu32 " not reserved", id);
+    ta_port_t *p = ta_calloc(1, sizeof *p);
+    if (!p) return ta_error_set(err, TACT_ENOMEM, "port: out of memory");
+    p->rt = rt;
+    p->id = id;
+    msgpack_sbuffer_init(&p->sb);
+    pthread_mutex_lock(&rt->lock);
+    snprintf(p->name, sizeof p->name, "%s", rt->entries[id].name);
+    pthread_mutex_unlock(&rt->lock);
+    int rc = s_bind(p, err);
+    if (rc == TACT_OK && rt->log && !(p->log = ta_log_writer_stream(rt->log, id, p->name)))
+        rc = ta_error_set(err, TACT_ENOMEM, "port %s: out of memory for its log stream", p->name);
+    if (rc != TACT_OK) {
+        ta_port_destroy(&p);
+        return rc;
+    }
+    *out = p;
+    return TACT_OK;
+}
+
+int ta_port_new(ta_rt_t *rt, const char *name, ta_port_t **out, ta_error_t *err) {
+    uint32_t id = ta_rt_reserve_id(rt, name);
+    if (!id) {
+        *out = NULL;
+        return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory for its id", name);
+    }
+    return ta_port_open(rt, id, out, err);
+}
+
+int ta_port_new_capture(uint32_t id, ta_capture_fn capture, void *ud, ta_port_t **out) {
+    ta_port_t *p = ta_calloc(1, sizeof *p);
+    *out = p;
+    if (!p) return TACT_ENOMEM;
+    p->id = id;
+    snprintf(p->name, sizeof p->name, "replay-%" PRIu32, id);
+    p->capture = capture;
+    p->capture_ud = ud;
+    msgpack_sbuffer_init(&p->sb);
+    return TACT_OK;
+}
+
+void ta_port_destroy(ta_port_t **pp) {
+    ta_port_t *p = *pp;
+    if (!p) return;
+    *pp = NULL;
+    for (size_t i = 0; i < p->nouts; i++)
+        if (p->outs[i].sock) zmq_close(p->outs[i].sock);
+    if (p->mailbox) zmq_close(p->mailbox);
+    if (p->rt && p->id < p->rt->nentries) {
+        pthread_mutex_lock(&p->rt->lock);
+        p->rt->entries[p->id].endpoint[0] = '\0';
+        pthread_mutex_unlock(&p->rt->lock);
+    }
+    while (p->deferred) {
+        s_deferred_t *d = p->deferred;
+        p->deferred = d->next;
+        ta_msg_release(&d->msg);
+        ta_free(d);
+    }
+    msgpack_sbuffer_destroy(&p->sb);
+    ta_free(p->outs);
+    ta_free(p);
+}
+
+uint32_t ta_port_id(const ta_port_t *p) { return p->id; }
+ta_rt_t *ta_port_rt(const ta_port_t *p) { return p->rt; }
+void *ta_port_mailbox(ta_port_t *p) { return p->mailbox; }
+
+/* Returns the destination slot of dest, connecting its socket on first use. */
+static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
+    if (dest >= p->nouts) {
+        size_t cap = p->nouts;
+        if (ta_grow((void **)&p->outs, &cap, (size_t)dest + 1, sizeof *p->outs) != TACT_OK)
+            return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory", p->name);
+        memset(p->outs + p->nouts, 0, (cap - p->nouts) * sizeof *p->outs);
+        p->nouts = cap;
+    }
+    s_out_t *o = &p->outs[dest];
+    if (!o->sock && !p->capture) {
+        char ep[256], name[64] = "?";
+        if (s_endpoint(p->rt, dest, ep, sizeof ep, name, sizeof name) != 0)
+            return ta_error_set(err, TACT_ENOTFOUND, "port %s: no port %" PRIu32 " is bound", p->name, dest);
+        void *s = zmq_socket(p->rt->zmq, ZMQ_PUSH);
+        if (!s) return ta_error_set(err, TACT_ETRANSPORT, "port %s: zmq_socket: %s", p->name, zmq_strerror(errno));
+        s_sockopts(s, &p->rt->cfg);
+        if (zmq_connect(s, ep) != 0) {
+            zmq_close(s);
+            return ta_error_set(err, TACT_ETRANSPORT, "port %s: connect to %s (%s): %s", p->name, name, ep,
+                                zmq_strerror(errno));
+        }
+        o->sock = s;
+    }
+    *out = o;
+    return TACT_OK;
+}
+
+/* Frees zero-copy bulk bytes that never reached the transport. */
+static void s_drop_bulk(ta_msg_t *m) {
+    if (m->bulk_free) m->bulk_free((void *)m->bulk.ptr, m->bulk_owner);
+    m->bulk_free = NULL;
+}
+
+int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
+    s_out_t *o = NULL;
+    int rc = s_out(p, dest, &o, err);
+    if (rc != TACT_OK) {
+        s_drop_bulk(m);
+        return rc;
+    }
+    m->sender = p->id;
+    m->dest = dest;
+    m->seq = o->seq + 1;
+    if (ta_msg_encode(m, &p->sb) != TACT_OK) {
+        s_drop_bulk(m);
+        return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory encoding %s", p->name, ta_msg_type_name(m->type));
+    }
+    if (p->capture) {
+        o->seq++;
+        rc = p->capture(p->capture_ud, m);
+        s_drop_bulk(m);
+        return rc;
+    }
+    const ta_rt_config_t *cfg = &p->rt->cfg;
+    if (p->sb.size > cfg->max_msg_bytes || m->bulk.len > cfg->max_bulk_bytes) {
+        s_drop_bulk(m);
+        return ta_error_set(err, TACT_ETOOBIG, "port %s: %s of %zu+%zu bytes exceeds the configured limits", p->name,
+                            ta_msg_type_name(m->type), p->sb.size, m->bulk.len);
+    }
+    int more = m->bulk.len ? ZMQ_SNDMORE : 0;
+    if (zmq_send(o->sock, p->sb.data, p->sb.size, more) < 0) goto fail;
+    if (more) {
+        zmq_msg_t frame;
+        if (m->bulk_free) {
+            if (zmq_msg_init_data(&frame, (void *)m->bulk.ptr, m->bulk.len, m->bulk_free, m->bulk_owner) != 0) goto fail;
+            m->bulk_free = NULL; /* the frame owns the bytes now */
+        } else {
+            if (zmq_msg_init_size(&frame, m->bulk.len) != 0) goto fail;
+            memcpy(zmq_msg_data(&frame), m->bulk.ptr, m->bulk.len);
+        }
+        /* The envelope frame is queued already, so the bulk frame goes out
+         * atomically with it (ZeroMQ sends multipart messages whole). */
+        if (zmq_msg_send(&frame, o->sock, 0) < 0) {
+            zmq_msg_close(&frame);
+            goto fail;
+        }
+    }
+    o->seq++;
+    if (p->log) ta_log_stream_record(p->log, TA_LOG_OUT, m);
+    return TACT_OK;
+fail:
+    rc = errno == EAGAIN ? TACT_ETIMEDOUT : TACT_ETRANSPORT;
+    s_drop_bulk(m);
+    return ta_error_set(err, rc, "port %s: send %s to port %" PRIu32 ": %s", p->name, ta_msg_type_name(m->type), dest,
+                        rc == TACT_ETIMEDOUT ? "no room within the timeout (is the peer alive?)" : zmq_strerror(errno));
+}
+
+/* Reads the rest of a multipart message so a bad one is consumed whole. */
+static void s_drain(void *sock) {
+    int more;
+    size_t len = sizeof more;
+    while (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &len) == 0 && more) {
+        zmq_msg_t junk;
+        zmq_msg_init(&junk);
+        if (zmq_msg_recv(&junk, sock, ZMQ_DONTWAIT) < 0) more = 0;
+        zmq_msg_close(&junk);
+        len = sizeof more;
+    }
+}
+
+static int s_has_more(void *sock) {
+    int more = 0;
+    size_t len = sizeof more;
+    zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &len);
+    return more;
+}
+
+int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
+    ta_msg_release(m);
+    s_frames_t *f = ta_malloc(sizeof *f);
+    if (!f) {
+        /* Consume the message anyway so the mailbox keeps moving. */
+        zmq_msg_t junk;
+        zmq_msg_init(&junk);
+        zmq_msg_recv(&junk, p->mailbox, ZMQ_DONTWAIT);
+        zmq_msg_close(&junk);
+        s_drain(p->mailbox);
+        return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory receiving", p->name);
+    }
+    f->has_bulk = 0;
+    zmq_msg_init(&f->env);
+    if (zmq_msg_recv(&f->env, p->mailbox, ZMQ_DONTWAIT) < 0) {
+        int e = errno;
+        zmq_msg_close(&f->env);
+        ta_free(f);
+        return ta_error_set(err, e == EAGAIN ? TACT_ETIMEDOUT : TACT_ETRANSPORT, "port %s: receive: %s", p->name,
+                            zmq_strerror(e));
+    }
+    uint64_t bulk_len = 0;
+    int rc = ta_msg_decode(m, zmq_msg_data(&f->env), zmq_msg_size(&f->env), p->rt->cfg.max_msg_bytes, &bulk_len, err);
+    if (rc == TACT_OK && bulk_len > p->rt->cfg.max_bulk_bytes)
+        rc = ta_error_set(err, TACT_ETOOBIG, "bulk of %" PRIu64 " bytes exceeds the limit", bulk_len);
+    if (rc == TACT_OK && bulk_len) {
+        zmq_msg_init(&f->bulk);
+        f->has_bulk = 1;
+        if (!s_has_more(p->mailbox) || zmq_msg_recv(&f->bulk, p->mailbox, ZMQ_DONTWAIT) < 0)
+            rc = ta_error_set(err, TACT_EPROTO, "bulk frame missing");
+        else if (zmq_msg_size(&f->bulk) != bulk_len)
+            rc = ta_error_set(err, TACT_EPROTO, "bulk frame of %zu bytes, envelope announced %" PRIu64,
+                              zmq_msg_size(&f->bulk), bulk_len);
+    }
+    if (rc == TACT_OK && s_has_more(p->mailbox)) rc = ta_error_set(err, TACT_EPROTO, "unexpected extra frames");
+    s_drain(p->mailbox);
+    if (rc != TACT_OK) {
+        char text[256];
+        snprintf(text, sizeof text, "%s", err ? err->text : "");
+        ta_error_set(err, rc, "port %s: rejected a message: %s", p->name, text);
+        ta_msg_init(m, TA_MSG_READY);
+        s_frames_free(f);
+        return rc;
+    }
+    if (f->has_bulk) {
+        m->bulk.ptr = zmq_msg_data(&f->bulk);
+        m->bulk.len = zmq_msg_size(&f->bulk);
+    }
+    m->storage_ = f;
+    m->storage_free_ = s_frames_free;
+    return TACT_OK;
+}
+
+void ta_port_record_in(ta_port_t *p, const ta_msg_t *m) {
+    if (p->log) ta_log_stream_record(p->log, TA_LOG_IN, m);
+}
+
+/* Waits until the mailbox is readable; returns TACT_OK or TACT_ETIMEDOUT. */
+static int s_wait(ta_port_t *p, int timeout_ms, ta_error_t *err) {
+    zmq_pollitem_t item = {p->mailbox, 0, ZMQ_POLLIN, 0};
+    int n = zmq_poll(&item, 1, timeout_ms);
+    if (n > 0) return TACT_OK;
+    if (n == 0) return ta_error_set(err, TACT_ETIMEDOUT, "port %s: nothing received within %d ms", p->name, timeout_ms);
+    return ta_error_set(err, TACT_ETRANSPORT, "port %s: poll: %s", p->name, zmq_strerror(errno));
+}
+
+int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err) {
+    if (p->deferred) {
+        s_deferred_t *d = p->deferred;
+        p->deferred = d->next;
+        if (!p->deferred) p->deferred_tail = NULL;
+        ta_msg_release(m);
+        *m = d->msg;
+        ta_free(d);
+        return TACT_OK;
+    }
+    int rc = s_wait(p, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms, err);
+    if (rc == TACT_OK) rc = ta_port_recv_raw(p, m, err);
+    if (rc == TACT_OK) ta_port_record_in(p, m);
+    return rc;
+}
+
+/* Milliseconds on a monotonic clock. */
+static int64_t s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
+    req->corr = ++p->next_corr | (uint64_t)p->id << 40;
+    int rc = ta_port_send(p, dest, req, err);
+    if (rc != TACT_OK) return rc;
+    int64_t deadline = s_now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - s_now_ms();
+        if (left < 0) left = 0;
+        rc = s_wait(p, (int)left, err);
+        if (rc != TACT_OK) {
+            return ta_error_set(err, rc, "port %s: no reply to %s from port %" PRIu32 " within %d ms", p->name,
+                                ta_msg_type_name(req->type), dest, timeout_ms);
+        }
+        rc = ta_port_recv_raw(p, reply, err);
+        if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
+        ta_port_record_in(p, reply);
+        if (reply->corr == req->corr) break;
+        s_deferred_t *d = ta_malloc(sizeof *d);
+        if (!d) {
+            ta_msg_release(reply);
+            return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory keeping a message", p->name);
+        }
+        d->next = NULL;
+        d->msg = *reply;
+        ta_msg_init(reply, TA_MSG_READY);
+        if (p->deferred_tail) p->deferred_tail->next = d;
+        else p->deferred = d;
+        p->deferred_tail = d;
+    }
+    if (reply->type == TA_MSG_ERROR) {
+        int code = (int)reply->as.error.code;
+        ta_bytes_t what = reply->as.error.what, text = reply->as.error.text;
+        return ta_error_set(err, code < 0 ? code : TACT_EACTOR, "%.*s: %.*s", (int)what.len,
+                            what.ptr ? (const char *)what.ptr : "", (int)text.len, text.ptr ? (const char *)text.ptr : "");
+    }
+    return TACT_OK;
+}

@@ -1,0 +1,125 @@
+/* runtime.h - the actor runtime: configuration, the id registry, transports and ports (mailboxes). */
+#ifndef TACT_RUNTIME_H
+#define TACT_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "msg.h"
+
+typedef enum ta_transport { TA_TRANSPORT_INPROC, TA_TRANSPORT_IPC, TA_TRANSPORT_TCP } ta_transport_t;
+
+typedef struct ta_rt_config {
+    ta_transport_t transport; /* how mailboxes are reached; inproc by default */
+    int timeout_ms;           /* bound on every blocking wait (default 5000) */
+    size_t max_msg_bytes;     /* largest envelope accepted (default 16 MiB) */
+    size_t max_bulk_bytes;    /* largest bulk frame accepted (default 1 GiB) */
+    const char *log_path;     /* record every message to this file; NULL: off */
+    const char *ipc_dir;      /* folder for ipc:// sockets (default /tmp) */
+} ta_rt_config_t;
+
+typedef struct ta_rt ta_rt_t;
+typedef struct ta_port ta_port_t;
+
+/* Fills c with the defaults above. */
+void ta_rt_config_default(ta_rt_config_t *c);
+
+/* Parses "inproc", "ipc" or "tcp"; returns 0, or -1 if the name is unknown. */
+int ta_transport_parse(const char *name, ta_transport_t *out);
+const char *ta_transport_name(ta_transport_t t);
+
+/*
+ * Creates a runtime (a ZeroMQ context, the id registry and, if cfg->log_path
+ * is set, the recorder).  cfg may be NULL for the defaults; it is copied.
+ * Returns TACT_OK and *out, or an error with *out NULL and err filled.
+ */
+int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err);
+
+/*
+ * Destroys the runtime: every port and actor must be gone.  With recording
+ * on, writes the log file first.  Returns TACT_OK or the log's write error;
+ * *rt is freed and set to NULL either way.  Safe with *rt == NULL.  If an
+ * actor was abandoned (see ta_rt_abandon), returns TACT_ETIMEDOUT without
+ * waiting for it, so destroying never hangs.
+ */
+int ta_rt_destroy(ta_rt_t **rt, ta_error_t *err);
+
+const ta_rt_config_t *ta_rt_config(const ta_rt_t *rt);
+void *ta_rt_zmq(ta_rt_t *rt);
+
+/* Reserves the next port id (ids start at 1, in call order, so a program
+ * that creates its actors in the same order gets the same ids).  Returns 0
+ * when the registry cannot grow. */
+uint32_t ta_rt_reserve_id(ta_rt_t *rt, const char *name);
+
+/* Counts an actor whose thread did not answer in time and was left running.
+ * ta_rt_destroy then cannot wait for its sockets: it shuts the transport
+ * down, leaves the runtime's memory to the stray thread and reports it. */
+void ta_rt_abandon(ta_rt_t *rt);
+
+/* Copies the endpoint port id's mailbox is bound on ("tcp://127.0.0.1:4711")
+ * into buf; returns 0, or -1 if no such port is bound. */
+int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
+
+/* Problems no caller can be told of (an undecodable message with no sender,
+ * a stalled input) are counted here with the latest text. */
+void ta_rt_report(ta_rt_t *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t ta_rt_reports(ta_rt_t *rt, char *last, size_t last_len);
+
+/*
+ * Creates a port: a mailbox bound on the configured transport, plus the
+ * sockets it sends through.  A port is used by one thread at a time.
+ * ta_port_new reserves a fresh id; ta_port_open binds one reserved earlier.
+ * Returns TACT_OK and *out, or an error (*out NULL).
+ */
+int ta_port_new(ta_rt_t *rt, const char *name, ta_port_t **out, ta_error_t *err);
+int ta_port_open(ta_rt_t *rt, uint32_t id, ta_port_t **out, ta_error_t *err);
+
+/*
+ * Creates a port with no sockets whose sends are handed to capture instead
+ * (stage replay).  rt may be NULL.  Returns TACT_OK or TACT_ENOMEM.
+ */
+typedef int (*ta_capture_fn)(void *ud, const ta_msg_t *m);
+int ta_port_new_capture(uint32_t id, ta_capture_fn capture, void *ud, ta_port_t **out);
+
+/* Closes the port's sockets and frees it; *p is set to NULL. */
+void ta_port_destroy(ta_port_t **p);
+
+uint32_t ta_port_id(const ta_port_t *p);
+ta_rt_t *ta_port_rt(const ta_port_t *p);
+
+/*
+ * Sends m to port dest: sets m->sender, m->dest and the next m->seq for that
+ * destination, encodes and sends it (with the bulk frame, zero-copy when
+ * m->bulk_free is set: the bytes then belong to the transport, which frees
+ * them even when the send fails).  Waits at most timeout_ms for room.
+ * Returns TACT_OK, TACT_ENOTFOUND (no such port), TACT_ETIMEDOUT, or
+ * TACT_ETRANSPORT/TACT_ENOMEM/TACT_ETOOBIG; err says which.
+ */
+int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err);
+
+/*
+ * Receives the next message into m (released first), waiting at most
+ * timeout_ms (< 0: the configured timeout).  Returns TACT_OK, TACT_ETIMEDOUT,
+ * or TACT_EPROTO/TACT_ETOOBIG/TACT_EVERSION for a bad message (which is
+ * consumed; the port keeps working).  The caller releases m.
+ */
+int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err);
+
+/*
+ * Sends req to dest with a fresh correlation id and waits (timeout_ms, < 0:
+ * configured) for the message carrying it; other messages that arrive
+ * meanwhile are kept for later ta_port_recv calls.  An ERROR reply is
+ * returned in *reply with its code as the result and its text in err.
+ */
+int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms,
+                    ta_error_t *err);
+
+/* For actors: the mailbox socket (to poll), a receive that does not record,
+ * and the recording of a message when it is processed. */
+void *ta_port_mailbox(ta_port_t *p);
+int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err);
+void ta_port_record_in(ta_port_t *p, const ta_msg_t *m);
+
+#endif

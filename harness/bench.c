@@ -1,0 +1,165 @@
+/* bench.c - `tact bench runtime`: the runtime against raw libzmq, side by side in one run. */
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <zmq.h>
+
+#include "actor.h"
+#include "builtin.h"
+#include "harness.h"
+
+static void s_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio) {
+    printf("{\"name\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"peer\":\"%s\",\"peer_value\":%.4g,\"ratio\":%.3f}\n", name,
+           value, unit, peer, peer_value, ratio);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------ raw libzmq */
+
+/* The peer: the same pattern written directly on libzmq (PUSH/PULL pairs,
+ * one thread echoing or counting), with no envelope, codec or dispatch. */
+typedef struct {
+    void *zmq;
+    int mode; /* 0: echo every message back; 1: count n messages, then answer once */
+    long n;
+} s_raw_t;
+
+static void *s_raw_server(void *arg) {
+    s_raw_t *r = arg;
+    void *in = zmq_socket(r->zmq, ZMQ_PULL), *out = zmq_socket(r->zmq, ZMQ_PUSH);
+    zmq_connect(in, "inproc://raw-a");
+    zmq_connect(out, "inproc://raw-b");
+    zmq_msg_t m;
+    zmq_msg_init(&m);
+    for (long i = 0; i < r->n; i++) {
+        zmq_msg_recv(&m, in, 0);
+        if (r->mode == 0) zmq_msg_send(&m, out, 0);
+    }
+    if (r->mode == 1) zmq_send(out, "done", 4, 0);
+    zmq_msg_close(&m);
+    zmq_close(in);
+    zmq_close(out);
+    return NULL;
+}
+
+/* Runs n messages of size bytes; returns seconds. */
+static double s_raw_run(int mode, long n, size_t size) {
+    s_raw_t r = {zmq_ctx_new(), mode, n};
+    void *out = zmq_socket(r.zmq, ZMQ_PUSH), *in = zmq_socket(r.zmq, ZMQ_PULL);
+    zmq_bind(out, "inproc://raw-a");
+    zmq_bind(in, "inproc://raw-b");
+    pthread_t th;
+    pthread_create(&th, NULL, s_raw_server, &r);
+    char *buf = calloc(1, size + 8);
+    double t0 = h_now();
+    for (long i = 0; i < n; i++) {
+        zmq_send(out, buf, size, 0);
+        if (mode == 0) zmq_recv(in, buf, size, 0);
+    }
+    if (mode == 1) zmq_recv(in, buf, size, 0);
+    double t = h_now() - t0;
+    pthread_join(th, NULL);
+    free(buf);
+    zmq_close(out);
+    zmq_close(in);
+    zmq_ctx_term(r.zmq);
+    return t;
+}
+
+/* ---------------------------------------------------------------- tact */
+
+/* Runs n messages of size bytes through a port and the echo actor; returns
+ * seconds, or a negative number on error. */
+static double s_tact_run(int mode, long n, size_t size, const char *log_path) {
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.log_path = log_path;
+    ta_rt_t *rt;
+    ta_port_t *port = NULL;
+    ta_actor_t *echo = NULL;
+    ta_error_t err;
+    double t = -1;
+    if (ta_rt_new(&rt, &cfg, &err) != TACT_OK) goto out;
+    if (ta_port_new(rt, "bench", &port, &err) != TACT_OK) goto out;
+    if (ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err) != TACT_OK) goto out;
+    uint8_t *buf = calloc(1, size);
+    ta_msg_t m, reply;
+    ta_msg_init(&reply, TA_MSG_READY);
+    double t0 = h_now();
+    for (long i = 0; i < n; i++) {
+        ta_msg_init(&m, mode == 0 ? TA_MSG_ECHO : TA_MSG_DATA);
+        m.as.echo.data.ptr = buf; /* echo and data share the layout of one BIN field */
+        m.as.echo.data.len = size;
+        int rc = mode == 0 ? ta_port_request(port, ta_actor_id(echo), &m, &reply, -1, &err)
+                           : ta_port_send(port, ta_actor_id(echo), &m, &err);
+        if (rc != TACT_OK) goto fail;
+    }
+    if (mode == 1) {
+        ta_msg_init(&m, TA_MSG_EOS);
+        if (ta_port_request(port, ta_actor_id(echo), &m, &reply, -1, &err) != TACT_OK) goto fail;
+        if (reply.as.total.count != (uint64_t)n) {
+            fprintf(stderr, "bench: echo counted %" PRIu64 " of %ld messages\n", reply.as.total.count, n);
+            goto fail;
+        }
+    }
+    t = h_now() - t0;
+fail:
+    ta_msg_release(&reply);
+    free(buf);
+out:
+    if (t < 0) fprintf(stderr, "bench: %s\n", err.text);
+    ta_actor_stop(&echo, NULL);
+    ta_port_destroy(&port);
+    ta_rt_destroy(&rt, NULL);
+    return t;
+}
+
+/* Best of `reps` alternating runs of both sides, which evens out the noise of
+ * a shared machine. */
+static void s_compare(int mode, long n, size_t size, int reps, double *tact_s, double *raw_s) {
+    *tact_s = *raw_s = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double a = s_tact_run(mode, n, size, NULL), b = s_raw_run(mode, n, size);
+        if (a >= 0 && a < *tact_s) *tact_s = a;
+        if (b < *raw_s) *raw_s = b;
+    }
+}
+
+int h_bench(int argc, char **argv) {
+    if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
+        fprintf(stderr, "usage: tact bench runtime [--quick]\n");
+        return 2;
+    }
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;
+    int reps = quick ? 1 : 3;
+    double a, b;
+
+    s_compare(0, n_rt, 64, reps, &a, &b);
+    s_line("runtime.roundtrip_64B", a / n_rt * 1e6, "us", "raw libzmq", b / n_rt * 1e6, b / a);
+    s_compare(1, n_tp, 64, reps, &a, &b);
+    s_line("runtime.throughput_64B", n_tp / a, "msg/s", "raw libzmq", n_tp / b, b / a);
+    s_compare(1, n_tp / 4, 4096, reps, &a, &b);
+    s_line("runtime.throughput_4KiB", n_tp / 4 / a, "msg/s", "raw libzmq", n_tp / 4 / b, b / a);
+
+    char path[] = "/tmp/tact-bench-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        perror("bench: mkstemp");
+        return 1;
+    }
+    close(fd);
+    double on = 1e30, off = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double x = s_tact_run(1, n_tp, 64, path), y = s_tact_run(1, n_tp, 64, NULL);
+        if (x >= 0 && x < on) on = x;
+        if (y >= 0 && y < off) off = y;
+    }
+    unlink(path);
+    s_line("runtime.log_on_vs_off", n_tp / on, "msg/s", "tact, logging off", n_tp / off, off / on);
+    return 0;
+}

@@ -1,0 +1,19 @@
+/* harness.h - the subcommands of the tact command. */
+#ifndef TACT_HARNESS_H
+#define TACT_HARNESS_H
+
+#include "runtime.h"
+
+/* Each returns the process exit status (0 on success) and prints its own errors. */
+int h_demo(int argc, char **argv);
+int h_bench(int argc, char **argv);
+int h_log(int argc, char **argv);
+
+/* Parses a --transport/--log option pair shared by subcommands into cfg;
+ * returns 1 if argv[*i] was one (advancing *i), 0 if not, -1 on a bad value. */
+int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg);
+
+/* Seconds on a monotonic clock. */
+double h_now(void);
+
+#endif

@@ -1,0 +1,41 @@
+/* logtool.c - `tact log check|dump FILE`: validate a message log or print it. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+#include "log.h"
+
+int h_log(int argc, char **argv) {
+    if (argc != 2 || (strcmp(argv[0], "check") != 0 && strcmp(argv[0], "dump") != 0)) {
+        fprintf(stderr, "usage: tact log check FILE | tact log dump FILE\n");
+        return 2;
+    }
+    ta_log_t *log;
+    ta_error_t err;
+    if (ta_log_load(argv[1], &log, &err) != TACT_OK) {
+        fprintf(stderr, "tact log: %s: %s\n", argv[1], err.text);
+        return 1;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < log->nstreams; i++) total += log->streams[i].nrecords;
+    if (strcmp(argv[0], "check") == 0) {
+        printf("%s: valid tact log v%d, %zu streams, %zu records, %zu payload bytes\n", argv[1], TA_LOG_VERSION,
+               log->nstreams, total, log->payload_len);
+    } else {
+        for (size_t i = 0; i < log->nstreams; i++) {
+            const ta_log_stream_info_t *st = &log->streams[i];
+            printf("port %" PRIu32 " (%s): %zu records\n", st->id, st->name, st->nrecords);
+            for (size_t k = 0; k < st->nrecords; k++) {
+                const ta_log_record_t *rec = &st->records[k];
+                ta_msg_t m;
+                char line[512];
+                ta_log_record_msg(rec, &m, NULL);
+                printf("  %6zu %12.3f ms %s %s\n", k, (double)rec->wall_ns * 1e-6, rec->dir == TA_LOG_IN ? "in " : "out",
+                       ta_msg_format(&m, line, sizeof line));
+            }
+        }
+    }
+    ta_log_free(&log);
+    return 0;
+}

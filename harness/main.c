@@ -1,0 +1,64 @@
+/* main.c - the tact command: demo, bench and log tools. */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+#include "tact.h"
+
+double h_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg) {
+    const char *opt = argv[*i];
+    if (strcmp(opt, "--transport") != 0 && strcmp(opt, "--log") != 0 && strcmp(opt, "--timeout-ms") != 0) return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tact: %s needs a value\n", opt);
+        return -1;
+    }
+    const char *val = argv[++*i];
+    if (strcmp(opt, "--transport") == 0 && ta_transport_parse(val, &cfg->transport) != 0) {
+        fprintf(stderr, "tact: unknown transport '%s' (inproc, ipc or tcp)\n", val);
+        return -1;
+    }
+    if (strcmp(opt, "--log") == 0) cfg->log_path = val;
+    if (strcmp(opt, "--timeout-ms") == 0 && sscanf(val, "%d", &cfg->timeout_ms) != 1) {
+        fprintf(stderr, "tact: --timeout-ms needs a number of milliseconds\n");
+        return -1;
+    }
+    return 1;
+}
+
+static void s_usage(FILE *f) {
+    fprintf(f,
+            "usage: tact <command> [options]\n"
+            "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
+            "  bench runtime                                     runtime vs raw libzmq (JSON lines)\n"
+            "  log   check FILE | dump FILE                      validate or print a message log\n"
+            "  version\n");
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        s_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "demo") == 0) return h_demo(argc - 2, argv + 2);
+    if (strcmp(cmd, "bench") == 0) return h_bench(argc - 2, argv + 2);
+    if (strcmp(cmd, "log") == 0) return h_log(argc - 2, argv + 2);
+    if (strcmp(cmd, "version") == 0) {
+        printf("tact %s\n", tact_version());
+        return 0;
+    }
+    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {
+        s_usage(stdout);
+        return 0;
+    }
+    fprintf(stderr, "tact: unknown command '%s'\n", cmd);
+    s_usage(stderr);
+    return 2;
+}

@@ -1,0 +1,307 @@
+/* test_actor.c - actors on every transport: start, echo, stop, errors, timeouts, hostile input. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <zmq.h>
+
+#include "actor.h"
+#include "builtin.h"
+#include "mem.h"
+#include "testutil.h"
+
+static double s_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Sends ECHO(data) with a bulk frame and checks the reply carries both back. */
+static void s_echo_once(ta_port_t *port, uint32_t dest, uint64_t *rng) {
+    uint8_t data[100], bulk[3000];
+    for (size_t i = 0; i < sizeof data; i++) data[i] = (uint8_t)tu_rand(rng);
+    for (size_t i = 0; i < sizeof bulk; i++) bulk[i] = (uint8_t)tu_rand(rng);
+    ta_msg_t req, reply;
+    ta_msg_init(&req, TA_MSG_ECHO);
+    ta_msg_init(&reply, TA_MSG_READY);
+    req.as.echo.data.ptr = data;
+    req.as.echo.data.len = sizeof data;
+    req.bulk.ptr = bulk;
+    req.bulk.len = sizeof bulk;
+    ta_error_t err = {0, ""};
+    int rc = ta_port_request(port, dest, &req, &reply, -1, &err);
+    cr_assert_eq(rc, TACT_OK, "echo: %s", err.text);
+    cr_assert_eq(reply.type, TA_MSG_ECHO_REPLY);
+    cr_assert_eq(reply.corr, req.corr);
+    cr_assert_eq(reply.sender, dest);
+    cr_assert_eq(reply.as.echo_reply.data.len, sizeof data);
+    cr_assert_arr_eq(reply.as.echo_reply.data.ptr, data, sizeof data);
+    cr_assert_eq(reply.bulk.len, sizeof bulk);
+    cr_assert_arr_eq(reply.bulk.ptr, bulk, sizeof bulk);
+    ta_msg_release(&reply);
+}
+
+static void s_start_echo_stop(ta_transport_t transport) {
+    uint64_t rng = tu_seed();
+    ta_rt_t *rt = tu_rt(transport, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    ta_error_t err = {0, ""};
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_port_id(port), 1);
+    cr_assert_eq(ta_actor_id(echo), 2);
+    for (int i = 0; i < 10; i++) s_echo_once(port, ta_actor_id(echo), &rng);
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK, "%s", err.text);
+    cr_assert_null(echo);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK, "%s", err.text);
+}
+
+Test(actors_actor, start_echo_stop_inproc) { s_start_echo_stop(TA_TRANSPORT_INPROC); }
+Test(actors_actor, start_echo_stop_ipc) { s_start_echo_stop(TA_TRANSPORT_IPC); }
+Test(actors_actor, start_echo_stop_tcp) { s_start_echo_stop(TA_TRANSPORT_TCP); }
+
+/* ------------------------------------------------------------ zero copy */
+
+typedef struct {
+    const uint8_t *seen;
+} s_peek_t;
+
+static int s_peek_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    (void)err;
+    ta_actor_set_state(self, arg);
+    return TACT_OK;
+}
+
+/* Remembers where the bulk bytes of DATA were, then answers EOS. */
+static int s_peek_handle(ta_actor_t *self, ta_msg_t *m) {
+    s_peek_t *p = ta_actor_state(self);
+    if (m->type == TA_MSG_DATA) __atomic_store_n(&p->seen, m->bulk.ptr, __ATOMIC_SEQ_CST);
+    ta_msg_t out;
+    ta_msg_init(&out, TA_MSG_TOTAL);
+    return m->type == TA_MSG_EOS ? ta_actor_reply(self, m, &out) : TACT_OK;
+}
+
+static const ta_actor_ops_t s_peek_ops = {"peek", s_peek_init, s_peek_handle, NULL};
+
+static int s_freed;
+static void s_free_bulk(void *data, void *owner) {
+    (void)owner;
+    free(data);
+    __atomic_add_fetch(&s_freed, 1, __ATOMIC_SEQ_CST);
+}
+
+Test(actors_actor, bulk_travels_zero_copy_in_process) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *peek;
+    s_peek_t state = {NULL};
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &s_peek_ops, &state, NULL, &peek, &err), TACT_OK);
+    uint8_t *bytes = malloc(1 << 20);
+    memset(bytes, 7, 1 << 20);
+    ta_msg_t m, reply;
+    ta_msg_init(&m, TA_MSG_DATA);
+    m.bulk.ptr = bytes;
+    m.bulk.len = 1 << 20;
+    m.bulk_free = s_free_bulk;
+    cr_assert_eq(ta_port_send(port, ta_actor_id(peek), &m, &err), TACT_OK, "%s", err.text);
+    ta_msg_init(&m, TA_MSG_EOS);
+    ta_msg_init(&reply, TA_MSG_READY);
+    cr_assert_eq(ta_port_request(port, ta_actor_id(peek), &m, &reply, -1, &err), TACT_OK, "%s", err.text);
+    ta_msg_release(&reply);
+    cr_assert_eq(__atomic_load_n(&state.seen, __ATOMIC_SEQ_CST), bytes, "the receiver saw the sender's own buffer");
+    cr_assert_eq(ta_actor_stop(&peek, &err), TACT_OK);
+    cr_assert_eq(__atomic_load_n(&s_freed, __ATOMIC_SEQ_CST), 1, "the transport freed the bytes once");
+    ta_port_destroy(&port);
+    ta_rt_destroy(&rt, NULL);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+/* Fails ECHO whose first data byte is 'x', goes fatal on 'f', echoes otherwise. */
+static int s_moody_handle(ta_actor_t *self, ta_msg_t *m) {
+    ta_bytes_t d = m->as.echo.data;
+    if (m->type == TA_MSG_ECHO && d.len && d.ptr[0] == 'x')
+        return ta_actor_fail(self, TACT_EINVAL, "moody: refusing '%.*s'", (int)d.len, (const char *)d.ptr);
+    if (m->type == TA_MSG_ECHO && d.len && d.ptr[0] == 'f') return ta_actor_fatal(self, TACT_EIO, "moody: disk gone");
+    return ta_echo_ops.handle(self, m);
+}
+
+static const ta_actor_ops_t s_moody_ops = {"moody", NULL, s_moody_handle, NULL};
+
+static int s_request_text(ta_port_t *port, uint32_t dest, const char *text, ta_error_t *err) {
+    ta_msg_t req, reply;
+    ta_msg_init(&req, TA_MSG_ECHO);
+    ta_msg_init(&reply, TA_MSG_READY);
+    req.as.echo.data = ta_bytes_str(text);
+    int rc = ta_port_request(port, dest, &req, &reply, -1, err);
+    if (rc == TACT_OK)
+        cr_assert(reply.as.echo_reply.data.len == strlen(text) &&
+                  memcmp(reply.as.echo_reply.data.ptr, text, strlen(text)) == 0);
+    ta_msg_release(&reply);
+    return rc;
+}
+
+Test(actors_actor, handler_error_is_replied_and_the_actor_goes_on) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *moody;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &s_moody_ops, NULL, NULL, &moody, &err), TACT_OK);
+    uint32_t id = ta_actor_id(moody);
+    cr_assert_eq(s_request_text(port, id, "hello", &err), TACT_OK);
+    cr_assert_eq(s_request_text(port, id, "xyz", &err), TACT_EINVAL);
+    cr_assert(strstr(err.text, "ECHO: moody: refusing 'xyz'"), "%s", err.text);
+    cr_assert_eq(s_request_text(port, id, "again", &err), TACT_OK, "still serving: %s", err.text);
+    /* A fatal failure: that request and every later one get an error. */
+    cr_assert_eq(s_request_text(port, id, "fail", &err), TACT_EIO);
+    cr_assert_eq(s_request_text(port, id, "hello", &err), TACT_EACTOR);
+    cr_assert(strstr(err.text, "failed earlier: moody: disk gone"), "%s", err.text);
+    cr_assert_eq(ta_actor_stop(&moody, &err), TACT_OK, "a failed actor still stops cleanly");
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+static int s_bad_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    (void)self;
+    (void)arg;
+    return ta_error_set(err, TACT_EIO, "cannot open the device");
+}
+
+Test(actors_actor, init_failure_fails_start_with_its_text) {
+    static const ta_actor_ops_t ops = {"broken", s_bad_init, s_moody_handle, NULL};
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_actor_t *a = (ta_actor_t *)1;
+    ta_error_t err;
+    cr_assert_eq(ta_actor_start(rt, &ops, NULL, NULL, &a, &err), TACT_EIO);
+    cr_assert_null(a);
+    cr_assert(strstr(err.text, "broken: failed to start: cannot open the device"), "%s", err.text);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+/* Waits up to 3 s for the runtime's report count to reach n. */
+static uint64_t s_wait_reports(ta_rt_t *rt, uint64_t n, char *last, size_t len) {
+    double end = s_now() + 3;
+    uint64_t got;
+    while ((got = ta_rt_reports(rt, last, len)) < n && s_now() < end) usleep(1000);
+    return got;
+}
+
+Test(actors_actor, hostile_messages_are_reported_and_skipped) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_TCP, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK);
+    char ep[256];
+    cr_assert_eq(ta_rt_endpoint(rt, ta_actor_id(echo), ep, sizeof ep), 0);
+    cr_assert(strncmp(ep, "tcp://127.0.0.1:", 16) == 0, "%s", ep);
+    /* A foreign peer writes junk straight to the actor's mailbox. */
+    void *zctx = zmq_ctx_new(), *raw = zmq_socket(zctx, ZMQ_PUSH);
+    cr_assert_eq(zmq_connect(raw, ep), 0);
+    uint64_t seed = tu_seed(), rng = seed;
+    uint8_t junk[64];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)tu_rand(&rng);
+    zmq_send(raw, junk, sizeof junk, 0);                  /* random bytes */
+    zmq_send(raw, "", 0, 0);                              /* empty frame */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_ECHO);
+    m.bulk.len = 10; /* announces a bulk frame that never comes */
+    ta_msg_encode(&m, &sb);
+    zmq_send(raw, sb.data, sb.size, 0);
+    m.bulk.len = 0;
+    ta_msg_encode(&m, &sb);
+    zmq_send(raw, sb.data, sb.size - 1, 0);               /* truncated */
+    zmq_send(raw, sb.data, sb.size, ZMQ_SNDMORE);         /* extra frames */
+    zmq_send(raw, "x", 1, ZMQ_SNDMORE);
+    zmq_send(raw, "y", 1, 0);
+    char last[256];
+    uint64_t got = s_wait_reports(rt, 5, last, sizeof last);
+    cr_assert_eq(got, 5, "seed %#llx: 5 bad messages reported, got %llu (last: %s)", (unsigned long long)seed,
+                 (unsigned long long)got, last);
+    cr_assert(strstr(last, "actor echo: port echo: rejected a message"), "%s", last);
+    cr_assert_eq(s_request_text(port, ta_actor_id(echo), "still alive", &err), TACT_OK, "%s", err.text);
+    msgpack_sbuffer_destroy(&sb);
+    zmq_close(raw);
+    zmq_ctx_term(zctx);
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+/* ---------------------------------------------------------------- timeouts */
+
+/* Never answers anything; sleeps on SLEEP-like ECHO "sleep" to look hung. */
+static int s_mute_handle(ta_actor_t *self, ta_msg_t *m) {
+    (void)self;
+    if (m->type == TA_MSG_ECHO && m->as.echo.data.len == 5 && memcmp(m->as.echo.data.ptr, "sleep", 5) == 0) sleep(2);
+    return TACT_OK;
+}
+
+static const ta_actor_ops_t s_mute_ops = {"mute", NULL, s_mute_handle, NULL};
+
+Test(actors_actor, a_peer_that_never_answers_times_out) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
+    ta_port_t *port;
+    ta_actor_t *mute;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &s_mute_ops, NULL, NULL, &mute, &err), TACT_OK);
+    double t0 = s_now();
+    int rc = s_request_text(port, ta_actor_id(mute), "hello", &err);
+    double dt = s_now() - t0;
+    cr_assert_eq(rc, TACT_ETIMEDOUT, "%s", err.text);
+    cr_assert(dt >= 0.19 && dt < 2.0, "timed out after %.3f s, configured 0.2 s", dt);
+    cr_assert(strstr(err.text, "no reply to ECHO from port 2 within 200 ms"), "%s", err.text);
+    /* Receiving with nothing to receive times out too. */
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_READY);
+    cr_assert_eq(ta_port_recv(port, &m, 50, &err), TACT_ETIMEDOUT);
+    cr_assert_eq(ta_actor_stop(&mute, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+Test(actors_actor, sending_to_a_port_that_is_not_bound_fails) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
+    ta_port_t *port;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_EOS);
+    cr_assert_eq(ta_port_send(port, 99, &m, &err), TACT_ENOTFOUND);
+    cr_assert(strstr(err.text, "no port 99 is bound"), "%s", err.text);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+Test(actors_actor, a_hung_actor_makes_stop_time_out_not_hang) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
+    ta_port_t *port;
+    ta_actor_t *mute;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &s_mute_ops, NULL, NULL, &mute, &err), TACT_OK);
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_ECHO);
+    m.as.echo.data = ta_bytes_str("sleep");
+    cr_assert_eq(ta_port_send(port, ta_actor_id(mute), &m, &err), TACT_OK);
+    usleep(50000); /* let it start sleeping */
+    double t0 = s_now();
+    cr_assert_eq(ta_actor_stop(&mute, &err), TACT_ETIMEDOUT);
+    cr_assert(strstr(err.text, "did not acknowledge stop within 200 ms"), "%s", err.text);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_ETIMEDOUT, "destroy reports the stray actor instead of waiting");
+    cr_assert(s_now() - t0 < 1.5, "neither stop nor destroy waited for the hung handler");
+}

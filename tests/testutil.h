@@ -1,0 +1,23 @@
+/* testutil.h - helpers shared by the Criterion suites: seeds, runtimes on each transport. */
+#ifndef TACT_TESTUTIL_H
+#define TACT_TESTUTIL_H
+
+#include <stdint.h>
+
+#include "runtime.h"
+
+/* The seed for this test's random inputs: TACT_SEED from the environment, or
+ * a fixed default.  Print it in every failure message. */
+uint64_t tu_seed(void);
+
+/* xorshift64* over *state. */
+uint64_t tu_rand(uint64_t *state);
+
+/* A runtime with the defaults, the given transport and timeout; aborts the
+ * test (cr_assert) on failure. */
+ta_rt_t *tu_rt(ta_transport_t transport, int timeout_ms, const char *log_path);
+
+/* A fresh temporary file path (the file exists, empty); caller frees with free(). */
+char *tu_tmpfile(const char *tag);
+
+#endif
