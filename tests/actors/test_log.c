@@ -1,0 +1,196 @@
+/* test_log.c - the message log: write/read round trip, identical runs, corruption and truncation. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "actor.h"
+#include "builtin.h"
+#include "log.h"
+#include "testutil.h"
+
+/* Records a short session with the echo actor: ECHO x3 (with bulk), DATA x2, EOS. */
+static void s_record(const char *path, ta_transport_t transport) {
+    ta_rt_t *rt = tu_rt(transport, 3000, path);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK);
+    uint8_t bulk[300];
+    for (size_t i = 0; i < sizeof bulk; i++) bulk[i] = (uint8_t)(i * 7);
+    for (int i = 0; i < 6; i++) {
+        ta_msg_t m, r;
+        ta_msg_init(&m, i < 3 ? TA_MSG_ECHO : i < 5 ? TA_MSG_DATA : TA_MSG_EOS);
+        ta_msg_init(&r, TA_MSG_READY);
+        m.as.echo.data = ta_bytes_str(i % 2 ? "odd" : "even"); /* ECHO and DATA share the layout */
+        m.bulk.ptr = bulk;
+        m.bulk.len = (size_t)i * 50;
+        int rc = m.type == TA_MSG_DATA ? ta_port_send(port, ta_actor_id(echo), &m, &err)
+                                       : ta_port_request(port, ta_actor_id(echo), &m, &r, -1, &err);
+        cr_assert_eq(rc, TACT_OK, "%s", err.text);
+        ta_msg_release(&r);
+    }
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK, "%s", err.text);
+}
+
+static uint8_t *s_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    uint8_t *buf = malloc(*len + 1);
+    cr_assert_eq(fread(buf, 1, *len, f), *len);
+    fclose(f);
+    return buf;
+}
+
+Test(actors_log, write_read_round_trip) {
+    char *path = tu_tmpfile("log");
+    s_record(path, TA_TRANSPORT_INPROC);
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(log->nstreams, 2);
+    const ta_log_stream_info_t *client = ta_log_find(log, 1), *echo = ta_log_find(log, 2);
+    cr_assert(client && echo);
+    cr_assert_str_eq(client->name, "client");
+    cr_assert_str_eq(echo->name, "echo");
+    /* The client sent 6 and received 4 replies; echo processed 6, sent 4. */
+    static const struct {
+        ta_log_dir_t dir;
+        ta_msg_type_t type;
+    } want_echo[] = {{TA_LOG_IN, TA_MSG_ECHO},  {TA_LOG_OUT, TA_MSG_ECHO_REPLY}, {TA_LOG_IN, TA_MSG_ECHO},
+                     {TA_LOG_OUT, TA_MSG_ECHO_REPLY}, {TA_LOG_IN, TA_MSG_ECHO}, {TA_LOG_OUT, TA_MSG_ECHO_REPLY},
+                     {TA_LOG_IN, TA_MSG_DATA},  {TA_LOG_IN, TA_MSG_DATA},        {TA_LOG_IN, TA_MSG_EOS},
+                     {TA_LOG_OUT, TA_MSG_TOTAL}};
+    cr_assert_eq(echo->nrecords, sizeof want_echo / sizeof want_echo[0]);
+    cr_assert_eq(client->nrecords, 10);
+    uint64_t last_ns = 0;
+    for (size_t k = 0; k < echo->nrecords; k++) {
+        ta_msg_t m;
+        cr_assert_eq(ta_log_record_msg(&echo->records[k], &m, &err), TACT_OK);
+        cr_assert_eq(echo->records[k].dir, want_echo[k].dir, "record %zu", k);
+        cr_assert_eq(m.type, want_echo[k].type, "record %zu is %s", k, ta_msg_type_name(m.type));
+        cr_assert_geq(echo->records[k].wall_ns, last_ns, "times are monotonic");
+        last_ns = echo->records[k].wall_ns;
+    }
+    /* The ECHO_REPLY of the second request carries 50 bulk bytes i*7. */
+    ta_msg_t r;
+    cr_assert_eq(ta_log_record_msg(&echo->records[3], &r, &err), TACT_OK);
+    cr_assert_eq(r.bulk.len, 50);
+    for (size_t i = 0; i < 50; i++) cr_assert_eq(r.bulk.ptr[i], (uint8_t)(i * 7));
+    cr_assert_eq(r.as.echo_reply.data.len, 3);
+    cr_assert(memcmp(r.as.echo_reply.data.ptr, "odd", 3) == 0);
+    /* The TOTAL counted the two DATA messages and their bytes. */
+    ta_msg_t t;
+    cr_assert_eq(ta_log_record_msg(&echo->records[9], &t, &err), TACT_OK);
+    cr_assert_eq(t.as.total.count, 2);
+    cr_assert_eq(t.as.total.sum, 3 + 150 + 4 + 200);
+    ta_log_free(&log);
+    unlink(path);
+    free(path);
+}
+
+Test(actors_log, two_runs_give_identical_logs_apart_from_times) {
+    char *a = tu_tmpfile("run-a"), *b = tu_tmpfile("run-b");
+    s_record(a, TA_TRANSPORT_INPROC);
+    usleep(2000);
+    s_record(b, TA_TRANSPORT_TCP); /* a different transport records the same messages */
+    ta_log_t *la, *lb;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(a, &la, &err), TACT_OK);
+    cr_assert_eq(ta_log_load(b, &lb, &err), TACT_OK);
+    cr_assert_eq(la->payload_len, lb->payload_len);
+    cr_assert(memcmp(la->data, lb->data, la->payload_len) == 0, "payloads are byte-identical");
+    cr_assert_lt(la->payload_len, la->len, "times are kept after the payload");
+    ta_log_free(&la);
+    ta_log_free(&lb);
+    unlink(a);
+    unlink(b);
+    free(a);
+    free(b);
+}
+
+Test(actors_log, every_truncation_is_an_error_with_an_offset) {
+    char *path = tu_tmpfile("trunc");
+    s_record(path, TA_TRANSPORT_INPROC);
+    size_t len;
+    uint8_t *buf = s_slurp(path, &len);
+    for (size_t n = 0; n < len; n++) {
+        ta_log_t *log = (ta_log_t *)1;
+        ta_error_t err;
+        int rc = ta_log_parse(buf, n, &log, &err);
+        cr_assert(rc == TACT_ECORRUPT, "truncated to %zu of %zu bytes: got %s", n, len, tact_status_name(rc));
+        cr_assert_null(log);
+        cr_assert(strstr(err.text, "byte offset "), "%s", err.text);
+    }
+    free(buf);
+    unlink(path);
+    free(path);
+}
+
+Test(actors_log, a_flipped_byte_in_a_record_names_its_offset) {
+    char *path = tu_tmpfile("flip");
+    s_record(path, TA_TRANSPORT_INPROC);
+    size_t len;
+    uint8_t *buf = s_slurp(path, &len);
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_parse(buf, len, &log, &err), TACT_OK);
+    /* Corrupt a bulk byte deep inside record 3 of the echo stream. */
+    const ta_log_record_t *rec = &ta_log_find(log, 2)->records[3];
+    size_t at = (size_t)(rec->bulk - log->data) + 10, rec_off = rec->offset;
+    ta_log_free(&log);
+    buf[at] ^= 0x40;
+    cr_assert_eq(ta_log_parse(buf, len, &log, &err), TACT_ECORRUPT);
+    char want[64];
+    snprintf(want, sizeof want, "byte offset %zu: record 3 of port echo: checksum mismatch", rec_off);
+    cr_assert(strstr(err.text, want), "%s (want '%s')", err.text, want);
+    buf[at] ^= 0x40;
+    /* Every single-byte corruption anywhere is caught or harmless (a time). */
+    uint64_t seed = tu_seed(), rng = seed;
+    for (int rep = 0; rep < 300; rep++) {
+        size_t i = tu_rand(&rng) % len;
+        uint8_t old = buf[i];
+        buf[i] ^= (uint8_t)(1 + tu_rand(&rng) % 255);
+        int rc = ta_log_parse(buf, len, &log, &err);
+        if (rc == TACT_OK) ta_log_free(&log);
+        else cr_assert(rc == TACT_ECORRUPT || rc == TACT_EVERSION, "seed %#llx", (unsigned long long)seed);
+        buf[i] = old;
+    }
+    free(buf);
+    unlink(path);
+    free(path);
+}
+
+Test(actors_log, foreign_files_and_versions_are_refused) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_parse("hello world", 11, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "not a tact log"), "%s", err.text);
+    /* ["TACTLOG", 2, 0] */
+    static const uint8_t v2[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x02, 0x00};
+    cr_assert_eq(ta_log_parse(v2, sizeof v2, &log, &err), TACT_EVERSION);
+    /* A header claiming 2^32 streams in 15 bytes. */
+    static const uint8_t huge[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x01, 0xce, 0xff, 0xff, 0xff, 0xff};
+    cr_assert_eq(ta_log_parse(huge, sizeof huge, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "exceeds the file"), "%s", err.text);
+    cr_assert_eq(ta_log_load("/nonexistent/tact.log", &log, &err), TACT_EIO);
+}
+
+Test(actors_log, an_unwritable_path_fails_when_the_runtime_starts) {
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.log_path = "/nonexistent/dir/run.tactlog";
+    ta_rt_t *rt;
+    ta_error_t err;
+    cr_assert_eq(ta_rt_new(&rt, &cfg, &err), TACT_EIO);
+    cr_assert_null(rt);
+    cr_assert(strstr(err.text, "cannot create /nonexistent/dir/run.tactlog"), "%s", err.text);
+}
