@@ -25,10 +25,11 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_error_t *err);
 /* Returns the stream of port id, creating it (thread-safe); NULL on ENOMEM. */
 ta_log_stream_t *ta_log_writer_stream(ta_log_writer_t *w, uint32_t id, const char *name);
 
-/* Appends one record (what port processed or sent).  A stream is written by
- * one thread only.  Returns TACT_OK, TACT_ENOMEM or TACT_EIO; a failed stream
- * makes ta_log_writer_finish fail. */
-int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m);
+/* Appends one record (what port processed or sent): env is m's encoded
+ * envelope when the caller has it, or NULL to encode it here.  A stream is
+ * written by one thread only.  Returns TACT_OK, TACT_ENOMEM or TACT_EIO; a
+ * failed stream makes ta_log_writer_finish fail. */
+int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m, const ta_bytes_t *env);
 
 /* Writes the file (streams in id order, then the wall-clock section) and
  * frees the recorder; *w is set to NULL.  Returns TACT_OK or TACT_EIO. */

@@ -108,7 +108,8 @@ typedef struct ta_msg {
     ta_bytes_t bulk;  /* optional second frame (tensor bytes) */
     void *bulk_owner; /* set when a send may take the bulk bytes without copying */
     void (*bulk_free)(void *data, void *owner);
-    void *storage_; /* owned frames of a decoded message, freed by storage_free_ */
+    ta_bytes_t wire_; /* a received message's envelope bytes as they travelled */
+    void *storage_;   /* owned frames of a decoded message, freed by storage_free_ */
     void (*storage_free_)(void *storage);
 } ta_msg_t;
 

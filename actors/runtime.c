@@ -226,6 +226,9 @@ static void s_sockopts(void *sock, const ta_rt_config_t *cfg) {
     zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sock, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
     zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    int hwm = 16384;
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
 }
 
 /* Binds p's mailbox on the configured transport and publishes the endpoint. */
@@ -403,7 +406,10 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
         }
     }
     o->seq++;
-    if (p->log) ta_log_stream_record(p->log, TA_LOG_OUT, m);
+    if (p->log) {
+        ta_bytes_t env = {(const uint8_t *)p->sb.data, p->sb.size};
+        ta_log_stream_record(p->log, TA_LOG_OUT, m, &env);
+    }
     return TACT_OK;
 fail:
     rc = errno == EAGAIN ? TACT_ETIMEDOUT : TACT_ETRANSPORT;
@@ -423,13 +429,6 @@ static void s_drain(void *sock) {
         zmq_msg_close(&junk);
         len = sizeof more;
     }
-}
-
-static int s_has_more(void *sock) {
-    int more = 0;
-    size_t len = sizeof more;
-    zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &len);
-    return more;
 }
 
 int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
@@ -460,14 +459,15 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
     if (rc == TACT_OK && bulk_len) {
         zmq_msg_init(&f->bulk);
         f->has_bulk = 1;
-        if (!s_has_more(p->mailbox) || zmq_msg_recv(&f->bulk, p->mailbox, ZMQ_DONTWAIT) < 0)
+        if (!zmq_msg_more(&f->env) || zmq_msg_recv(&f->bulk, p->mailbox, ZMQ_DONTWAIT) < 0)
             rc = ta_error_set(err, TACT_EPROTO, "bulk frame missing");
         else if (zmq_msg_size(&f->bulk) != bulk_len)
             rc = ta_error_set(err, TACT_EPROTO, "bulk frame of %zu bytes, envelope announced %" PRIu64,
                               zmq_msg_size(&f->bulk), bulk_len);
     }
-    if (rc == TACT_OK && s_has_more(p->mailbox)) rc = ta_error_set(err, TACT_EPROTO, "unexpected extra frames");
-    s_drain(p->mailbox);
+    int more = zmq_msg_more(f->has_bulk ? &f->bulk : &f->env);
+    if (rc == TACT_OK && more) rc = ta_error_set(err, TACT_EPROTO, "unexpected extra frames");
+    if (more) s_drain(p->mailbox);
     if (rc != TACT_OK) {
         char text[256];
         snprintf(text, sizeof text, "%s", err ? err->text : "");
@@ -480,13 +480,15 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
         m->bulk.ptr = zmq_msg_data(&f->bulk);
         m->bulk.len = zmq_msg_size(&f->bulk);
     }
+    m->wire_.ptr = zmq_msg_data(&f->env);
+    m->wire_.len = zmq_msg_size(&f->env);
     m->storage_ = f;
     m->storage_free_ = s_frames_free;
     return TACT_OK;
 }
 
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m) {
-    if (p->log) ta_log_stream_record(p->log, TA_LOG_IN, m);
+    if (p->log) ta_log_stream_record(p->log, TA_LOG_IN, m, m->wire_.len ? &m->wire_ : NULL);
 }
 
 /* Waits until the mailbox is readable; returns TACT_OK or TACT_ETIMEDOUT. */

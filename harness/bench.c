@@ -136,7 +136,7 @@ int h_bench(int argc, char **argv) {
     }
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;
-    int reps = quick ? 1 : 3;
+    int reps = quick ? 1 : 5;
     double a, b;
 
     s_compare(0, n_rt, 64, reps, &a, &b);
