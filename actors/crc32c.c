@@ -42,6 +42,11 @@ __attribute__((target("sse4.2"))) static uint32_t s_hard(uint32_t c, const uint8
 }
 #endif
 
+uint32_t ta_crc32c_portable(uint32_t crc, const void *p, size_t n) {
+    pthread_once(&s_once, s_init);
+    return ~s_soft(~crc, p, n);
+}
+
 uint32_t ta_crc32c(uint32_t crc, const void *p, size_t n) {
     pthread_once(&s_once, s_init);
     uint32_t c = ~crc;

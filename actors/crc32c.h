@@ -9,4 +9,7 @@
  * ta_crc32c(0, "123456789", 9) == 0xE3069283. */
 uint32_t ta_crc32c(uint32_t crc, const void *p, size_t n);
 
+/* The same function without the hardware path (for tests and other CPUs). */
+uint32_t ta_crc32c_portable(uint32_t crc, const void *p, size_t n);
+
 #endif

@@ -37,7 +37,8 @@ struct ta_rt {
     ta_log_writer_t *log;
     uint64_t reports;
     char last_report[256];
-    int abandoned; /* actors left running after a timeout */
+    int abandoned;     /* actors left running after a timeout */
+    size_t open_ports; /* ports not yet destroyed, actors' included */
 };
 
 void ta_rt_config_default(ta_rt_config_t *c) {
@@ -119,6 +120,15 @@ int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
         zmq_ctx_shutdown(rt->zmq);
         return ta_error_set(err, TACT_ETIMEDOUT, "runtime: %d actor(s) did not stop in time; left running",
                             rt->abandoned);
+    }
+    pthread_mutex_lock(&rt->lock);
+    size_t open = rt->open_ports;
+    pthread_mutex_unlock(&rt->lock);
+    if (open) {
+        /* zmq_ctx_term would wait for their sockets forever. */
+        *prt = rt;
+        return ta_error_set(err, TACT_EINVAL, "runtime: %zu port(s) still open; destroy them (and stop actors) first",
+                            open);
     }
     if (rt->zmq) zmq_ctx_term(rt->zmq);
     if (rt->log) rc = ta_log_writer_finish(&rt->log, err);
@@ -259,7 +269,10 @@ static int s_bind(ta_port_t *p, ta_error_t *err) {
 
 int ta_port_open(ta_rt_t *rt, uint32_t id, ta_port_t **out, ta_error_t *err) {
     *out = NULL;
-    if (id == 0 || id >= rt->nentries) return ta_error_set(err, TACT_EINVAL, "port: id %" PRIu32 " not reserved", id);
+    pthread_mutex_lock(&rt->lock);
+    int reserved = id != 0 && id < rt->nentries;
+    pthread_mutex_unlock(&rt->lock);
+    if (!reserved) return ta_error_set(err, TACT_EINVAL, "port: id %" PRIu32 " not reserved", id);
     ta_port_t *p = ta_calloc(1, sizeof *p);
     if (!p) return ta_error_set(err, TACT_ENOMEM, "port: out of memory");
     p->rt = rt;
@@ -267,6 +280,7 @@ int ta_port_open(ta_rt_t *rt, uint32_t id, ta_port_t **out, ta_error_t *err) {
     msgpack_sbuffer_init(&p->sb);
     pthread_mutex_lock(&rt->lock);
     snprintf(p->name, sizeof p->name, "%s", rt->entries[id].name);
+    rt->open_ports++;
     pthread_mutex_unlock(&rt->lock);
     int rc = s_bind(p, err);
     if (rc == TACT_OK && rt->log && !(p->log = ta_log_writer_stream(rt->log, id, p->name)))
@@ -307,9 +321,10 @@ void ta_port_destroy(ta_port_t **pp) {
     for (size_t i = 0; i < p->nouts; i++)
         if (p->outs[i].sock) zmq_close(p->outs[i].sock);
     if (p->mailbox) zmq_close(p->mailbox);
-    if (p->rt && p->id < p->rt->nentries) {
+    if (p->rt) {
         pthread_mutex_lock(&p->rt->lock);
         p->rt->entries[p->id].endpoint[0] = '\0';
+        p->rt->open_ports--;
         pthread_mutex_unlock(&p->rt->lock);
     }
     while (p->deferred) {

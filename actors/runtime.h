@@ -41,7 +41,8 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err);
  * on, writes the log file first.  Returns TACT_OK or the log's write error;
  * *rt is freed and set to NULL either way.  Safe with *rt == NULL.  If an
  * actor was abandoned (see ta_rt_abandon), returns TACT_ETIMEDOUT without
- * waiting for it, so destroying never hangs.
+ * waiting for it, so destroying never hangs.  If ports are still open,
+ * returns TACT_EINVAL and leaves *rt untouched (destroy them and retry).
  */
 int ta_rt_destroy(ta_rt_t **rt, ta_error_t *err);
 

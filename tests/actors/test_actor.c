@@ -305,3 +305,17 @@ Test(actors_actor, a_hung_actor_makes_stop_time_out_not_hang) {
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_ETIMEDOUT, "destroy reports the stray actor instead of waiting");
     cr_assert(s_now() - t0 < 1.5, "neither stop nor destroy waited for the hung handler");
 }
+
+Test(actors_actor, destroying_a_runtime_with_open_ports_is_refused_not_hung) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
+    ta_port_t *port;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    ta_rt_t *keep = rt;
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_EINVAL);
+    cr_assert_eq(rt, keep, "the runtime is left for a retry");
+    cr_assert(strstr(err.text, "1 port(s) still open"), "%s", err.text);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+    cr_assert_null(rt);
+}
