@@ -6,12 +6,10 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
-#include <criterion/parameterized.h>
 #include <zmq.h>
 
 #include "actor.h"
 #include "builtin.h"
-#include "mem.h"
 #include "testutil.h"
 
 static double s_now(void) {
@@ -318,4 +316,44 @@ Test(actors_actor, destroying_a_runtime_with_open_ports_is_refused_not_hung) {
     ta_port_destroy(&port);
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
     cr_assert_null(rt);
+}
+
+Test(actors_actor, oversized_messages_are_refused_at_both_ends) {
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.timeout_ms = 2000;
+    cfg.max_msg_bytes = 1024;
+    cfg.max_bulk_bytes = 4096;
+    ta_rt_t *rt;
+    ta_error_t err;
+    cr_assert_eq(ta_rt_new(&rt, &cfg, &err), TACT_OK);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK);
+    static uint8_t big[8192];
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_DATA);
+    m.as.data.data.ptr = big;
+    m.as.data.data.len = 2000; /* envelope over 1024 */
+    cr_assert_eq(ta_port_send(port, ta_actor_id(echo), &m, &err), TACT_ETOOBIG);
+    ta_msg_init(&m, TA_MSG_DATA);
+    m.bulk.ptr = big;
+    m.bulk.len = 5000; /* bulk over 4096 */
+    cr_assert_eq(ta_port_send(port, ta_actor_id(echo), &m, &err), TACT_ETOOBIG);
+    cr_assert(strstr(err.text, "exceeds the configured limits"), "%s", err.text);
+    /* A foreign peer ignoring the limit is rejected by the receiver. */
+    char ep[256];
+    cr_assert_eq(ta_rt_endpoint(rt, ta_actor_id(echo), ep, sizeof ep), 0);
+    void *raw = zmq_socket(ta_rt_zmq(rt), ZMQ_PUSH);
+    cr_assert_eq(zmq_connect(raw, ep), 0);
+    zmq_send(raw, big, 2000, 0);
+    char last[256];
+    cr_assert_eq(s_wait_reports(rt, 1, last, sizeof last), 1);
+    cr_assert(strstr(last, "exceeds the limit of 1024"), "%s", last);
+    zmq_close(raw);
+    cr_assert_eq(s_request_text(port, ta_actor_id(echo), "fine", &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
 }
