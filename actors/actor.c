@@ -124,7 +124,9 @@ static ta_input_t *s_next_ready(ta_actor_t *a) {
 
 static void s_release(ta_actor_t *a) {
     ta_input_t *in;
+    int progressed = 0;
     while ((in = s_next_ready(a))) {
+        progressed = 1;
         ta_queued_t *q = in->head;
         in->head = q->next;
         if (!in->head) in->tail = NULL;
@@ -136,8 +138,10 @@ static void s_release(ta_actor_t *a) {
     }
     int waiting = 0;
     for (size_t i = 0; i < a->ninputs; i++) waiting |= a->inputs[i].head != NULL;
+    /* The stall clock measures time without progress, not time with a
+     * non-empty queue: a slow but live input is never given up on. */
     if (!waiting) a->blocked_since_ms = 0;
-    else if (!a->blocked_since_ms) a->blocked_since_ms = s_now_ms();
+    else if (progressed || !a->blocked_since_ms) a->blocked_since_ms = s_now_ms();
 }
 
 /* Takes a received message: processes it now, or queues it for the merge. */

@@ -404,6 +404,12 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
     }
     int more = m->bulk.len ? ZMQ_SNDMORE : 0;
     if (zmq_send(o->sock, p->sb.data, p->sb.size, more) < 0) goto fail;
+    /* Recorded now, while zero-copy bulk bytes still belong to the sender:
+     * once handed over, an in-process receiver may free them. */
+    if (p->log) {
+        ta_bytes_t env = {(const uint8_t *)p->sb.data, p->sb.size};
+        ta_log_stream_record(p->log, TA_LOG_OUT, m, &env);
+    }
     if (more) {
         zmq_msg_t frame;
         if (m->bulk_free) {
@@ -421,10 +427,6 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
         }
     }
     o->seq++;
-    if (p->log) {
-        ta_bytes_t env = {(const uint8_t *)p->sb.data, p->sb.size};
-        ta_log_stream_record(p->log, TA_LOG_OUT, m, &env);
-    }
     return TACT_OK;
 fail:
     rc = errno == EAGAIN ? TACT_ETIMEDOUT : TACT_ETRANSPORT;
