@@ -19,7 +19,7 @@ build: deps
 run: build
 	$(BUILD)/tact demo
 
-test: test-release test-asan test-fuzz
+test: test-release test-fuzz test-asan
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
