@@ -122,6 +122,8 @@ static ta_input_t *s_next_ready(ta_actor_t *a) {
     return best;
 }
 
+static void s_offer(ta_actor_t *a, ta_msg_t *m);
+
 static void s_release(ta_actor_t *a) {
     ta_input_t *in;
     int progressed = 0;
@@ -132,8 +134,7 @@ static void s_release(ta_actor_t *a) {
         if (!in->head) in->tail = NULL;
         in->last = q->msg.seq;
         if (q->msg.type == TA_MSG_EOS) in->ended = 1;
-        ta_actor_dispatch(a, &q->msg);
-        ta_msg_release(&q->msg);
+        s_offer(a, &q->msg);
         ta_free(q);
     }
     int waiting = 0;
@@ -144,12 +145,50 @@ static void s_release(ta_actor_t *a) {
     else if (progressed || !a->blocked_since_ms) a->blocked_since_ms = s_now_ms();
 }
 
+/* Dispatches m unless the actor's accept holds it back; then retries what
+ * was held, oldest first, until nothing more is accepted.  Takes m. */
+static void s_offer(ta_actor_t *a, ta_msg_t *m) {
+    if (a->ops->accept && !a->ops->accept(a, m)) {
+        ta_queued_t *q = ta_malloc(sizeof *q);
+        if (q) {
+            q->next = NULL;
+            q->msg = *m;
+            ta_msg_init(m, TA_MSG_READY);
+            if (a->held_tail) a->held_tail->next = q;
+            else a->held = q;
+            a->held_tail = q;
+            return;
+        }
+        ta_rt_report(a->rt, "actor %s: out of memory holding a message back; processed it at once", a->name);
+    }
+    ta_actor_dispatch(a, m);
+    ta_msg_release(m);
+    for (int progress = 1; progress;) {
+        progress = 0;
+        ta_queued_t **pq = &a->held, *prev = NULL;
+        while (*pq) {
+            ta_queued_t *q = *pq;
+            if (!a->ops->accept(a, &q->msg)) {
+                prev = q;
+                pq = &q->next;
+                continue;
+            }
+            *pq = q->next;
+            if (a->held_tail == q) a->held_tail = prev;
+            ta_actor_dispatch(a, &q->msg);
+            ta_msg_release(&q->msg);
+            ta_free(q);
+            progress = 1;
+            break; /* state changed: start again from the oldest */
+        }
+    }
+}
+
 /* Takes a received message: processes it now, or queues it for the merge. */
 static void s_accept(ta_actor_t *a, ta_msg_t *m) {
     ta_input_t *in = s_input(a, m->sender);
     if (!in) {
-        ta_actor_dispatch(a, m);
-        ta_msg_release(m);
+        s_offer(a, m);
         return;
     }
     ta_queued_t *q = ta_malloc(sizeof *q);
@@ -254,6 +293,12 @@ static void *s_run(void *arg) {
 }
 
 static void s_free(ta_actor_t *a) {
+    while (a->held) {
+        ta_queued_t *q = a->held;
+        a->held = q->next;
+        ta_msg_release(&q->msg);
+        ta_free(q);
+    }
     if (a->pipe) zmq_close(a->pipe);
     ta_free(a->inputs);
     ta_free(a);

@@ -22,6 +22,12 @@ typedef struct ta_actor_ops {
     int (*init)(ta_actor_t *self, void *arg, ta_error_t *err); /* may be NULL */
     int (*handle)(ta_actor_t *self, ta_msg_t *msg);
     void (*fini)(ta_actor_t *self); /* may be NULL */
+    /* May be NULL.  Returns 0 to hold msg back: it is neither recorded nor
+     * handled until a later message has been handled and accept says yes.
+     * This is how an actor fed by several senders processes their messages
+     * in an order fixed by their contents, not by arrival (DESIGN.md §2);
+     * it must not change state.  Held messages are retried oldest first. */
+    int (*accept)(ta_actor_t *self, const ta_msg_t *msg);
 } ta_actor_ops_t;
 
 typedef struct ta_actor_opts {

@@ -30,6 +30,7 @@ struct ta_actor {
     ta_port_t *port;
     ta_input_t *inputs;
     size_t ninputs;
+    ta_queued_t *held, *held_tail; /* messages accept() held back, oldest first */
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     uint64_t processed;
     ta_error_t err;  /* text of the error the current handler returns */

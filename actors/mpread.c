@@ -151,3 +151,48 @@ int ta_mpr_nil(ta_mpr_t *r) {
     }
     return 0;
 }
+
+/* Skips one value; depth bounds the recursion a hostile input can cause. */
+static int s_skip(ta_mpr_t *r, int depth) {
+    if (depth > 64 || s_left(r) < 1) return -1;
+    uint8_t b = r->p[0];
+    uint64_t u;
+    int sig;
+    double f;
+    const uint8_t *ptr;
+    size_t len;
+    uint32_t n;
+    if (b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3)) return s_int(r, &u, &sig);
+    if (b == 0xc0 || b == 0xc2 || b == 0xc3) { /* nil, false, true */
+        r->p++;
+        return 0;
+    }
+    if (b == 0xca || b == 0xcb) return ta_mpr_f64(r, &f);
+    if ((b & 0xe0) == 0xa0 || (b >= 0xd9 && b <= 0xdb)) return ta_mpr_str(r, &ptr, &len);
+    if (b >= 0xc4 && b <= 0xc6) return ta_mpr_bin(r, &ptr, &len);
+    const uint8_t *save = r->p;
+    if ((b & 0xf0) == 0x90 || b == 0xdc || b == 0xdd) {
+        if (ta_mpr_array(r, &n) != 0) return -1;
+        for (uint32_t k = 0; k < n; k++)
+            if (s_skip(r, depth + 1) != 0) {
+                r->p = save;
+                return -1;
+            }
+        return 0;
+    }
+    if ((b & 0xf0) == 0x80 || b == 0xde || b == 0xdf) { /* maps: 2n values */
+        int width = b == 0xde ? 2 : b == 0xdf ? 4 : 0;
+        if (s_left(r) < (size_t)1 + width) return -1;
+        n = width ? (uint32_t)s_be(r->p + 1, width) : (uint32_t)(b & 0x0f);
+        r->p += 1 + width;
+        for (uint64_t k = 0; k < 2ull * n; k++)
+            if (s_skip(r, depth + 1) != 0) {
+                r->p = save;
+                return -1;
+            }
+        return 0;
+    }
+    return -1; /* ext types and the reserved byte are not used by tact */
+}
+
+int ta_mpr_skip(ta_mpr_t *r) { return s_skip(r, 0); }

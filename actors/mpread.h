@@ -31,6 +31,9 @@ int ta_mpr_i64(ta_mpr_t *r, int64_t *v);
 int ta_mpr_f64(ta_mpr_t *r, double *v);
 int ta_mpr_str(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
 int ta_mpr_bin(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
+/* Skips one whole value of any type (nesting at most 64 deep), checking it
+ * is well formed and within the buffer; returns 0, or -1 leaving r in place. */
+int ta_mpr_skip(ta_mpr_t *r);
 /* Reads nil and returns 1, or returns 0 without moving when the next value is not nil. */
 int ta_mpr_nil(ta_mpr_t *r);
 

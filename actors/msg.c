@@ -94,6 +94,12 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
         case TA_FK_F64: rc = msgpack_pack_double(&pk, *(const double *)f); break;
         case TA_FK_STR:
         case TA_FK_BIN: rc = s_pack_bytes(&pk, t->fields[i].kind, *(const ta_bytes_t *)f); break;
+        case TA_FK_MP: {
+            /* Already msgpack: appended as is; an empty field encodes nil. */
+            const ta_bytes_t *b = f;
+            rc = b->len ? msgpack_sbuffer_write(sb, (const char *)b->ptr, b->len) : msgpack_pack_nil(&pk);
+            break;
+        }
         }
     }
     if (!rc) rc = msgpack_pack_uint64(&pk, m->bulk.len);
@@ -101,7 +107,7 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
 }
 
 static const char *s_kind_name(ta_field_kind_t k) {
-    static const char *names[] = {"uint", "int", "float", "str", "bin"};
+    static const char *names[] = {"uint", "int", "float", "str", "bin", "msgpack value"};
     return names[k];
 }
 
@@ -142,6 +148,13 @@ int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, ui
         case TA_FK_I64: bad = ta_mpr_i64(&r, f); break;
         case TA_FK_F64: bad = ta_mpr_f64(&r, f); break;
         case TA_FK_STR: bad = ta_mpr_str(&r, &b->ptr, &b->len); break;
+        case TA_FK_MP: {
+            const uint8_t *start = r.p;
+            bad = ta_mpr_skip(&r);
+            b->ptr = start;
+            b->len = (size_t)(r.p - start);
+            break;
+        }
         default: bad = ta_mpr_bin(&r, &b->ptr, &b->len); break;
         }
         if (bad) {
@@ -212,6 +225,7 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
         case TA_FK_F64: S_PUT(" %s=%.17g", t->fields[i].name, *(const double *)f); break;
         case TA_FK_STR: S_PUT(" %s=\"%.*s\"", t->fields[i].name, (int)(b->len > 64 ? 64 : b->len), b->ptr ? (const char *)b->ptr : ""); break;
         case TA_FK_BIN: S_PUT(" %s=<%zu bytes>", t->fields[i].name, b->len); break;
+        case TA_FK_MP: S_PUT(" %s=<msgpack, %zu bytes>", t->fields[i].name, b->len); break;
         }
     }
     if (m->bulk.len) S_PUT(" bulk=<%zu bytes>", m->bulk.len);

@@ -37,7 +37,9 @@ ta_bytes_t ta_bytes_str(const char *s);
  * The message types and their payload fields.  Everything else (the enum, the
  * payload structs, the codec, the names used by dumps and replay diffs) is
  * derived from these two tables, so a new message is one line in each.
- * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes).
+ * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), MP (one
+ * embedded msgpack value, checked well formed on decode; the stage that
+ * owns the message reads its structure with mpread.h).
  */
 #define TA_MSG_LIST(X)                                                                  \
     X(READY, ready)           /* actor -> owner: started (status: 0) or failed */         \
@@ -49,7 +51,21 @@ ta_bytes_t ta_bytes_str(const char *s);
     X(ECHO_REPLY, echo_reply) /* reply to ECHO */                                         \
     X(NUMS, nums)             /* work item: a key and float64 values in the bulk frame */ \
     X(TOTAL, total)           /* result: a sum over processed work items */               \
-    X(DATA, data)             /* one-way payload, no reply (benchmarks, floods) */
+    X(DATA, data)             /* one-way payload, no reply (benchmarks, floods, reads) */ \
+    X(OP_BATCH, op_batch)     /* client -> graph: ops to add to the lazy graph */        \
+    X(REALIZE, realize)       /* client -> graph: compute these tensors; reply DONE */   \
+    X(DONE, done)             /* reply: the request with this corr has finished */       \
+    X(READ, read)             /* client -> graph: a tensor's bytes; reply DATA */        \
+    X(WRITE, write)           /* host bytes (bulk) for a buffer */                       \
+    X(RELEASE, release)       /* client -> graph: tensors the program dropped */         \
+    X(SCHEDULE, schedule)     /* graph -> scheduler: a subgraph to realize */            \
+    X(KERNELS, kernels)       /* scheduler -> planner: kernels in dependency order */    \
+    X(COMPILE, compile)       /* planner -> compiler: build one kernel */                \
+    X(PROGRAM, program)       /* compiler -> planner -> executor: a built kernel */      \
+    X(SCHEDULED, scheduled)   /* scheduler -> graph: the nodes that will get buffers */  \
+    X(PLAN, plan)             /* planner -> executor: kernels with buffers assigned */   \
+    X(COPY_OUT, copy_out)     /* graph -> executor: send a buffer's bytes to a port */   \
+    X(FREE, free)             /* graph -> executor: buffers nobody needs any more */
 
 #define TA_FIELDS_READY(F, M) F(M, I64, status) F(M, STR, text)
 #define TA_FIELDS_STOP(F, M)
@@ -61,6 +77,20 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_NUMS(F, M) F(M, U64, key) F(M, U64, producer) F(M, STR, label)
 #define TA_FIELDS_TOTAL(F, M) F(M, U64, count) F(M, F64, sum) F(M, BIN, digest)
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
+#define TA_FIELDS_OP_BATCH(F, M) F(M, MP, ops)
+#define TA_FIELDS_REALIZE(F, M) F(M, MP, ids)
+#define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, STR, text)
+#define TA_FIELDS_READ(F, M) F(M, U64, id)
+#define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
+#define TA_FIELDS_RELEASE(F, M) F(M, MP, ids)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, nodes) F(M, MP, targets)
+#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, kernels)
+#define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, MP, ast)
+#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, path) F(M, STR, text)
+#define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, MP, ids) F(M, MP, temps)
+#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, U64, barrier) F(M, MP, steps) F(M, STR, text)
+#define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
+#define TA_FIELDS_FREE(F, M) F(M, MP, bufs)
 
 typedef enum ta_msg_type {
 #define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,
@@ -69,13 +99,14 @@ typedef enum ta_msg_type {
     TA_MSG__COUNT
 } ta_msg_type_t;
 
-typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN } ta_field_kind_t;
+typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP } ta_field_kind_t;
 
 #define TA_CTYPE_U64 uint64_t
 #define TA_CTYPE_I64 int64_t
 #define TA_CTYPE_F64 double
 #define TA_CTYPE_STR ta_bytes_t
 #define TA_CTYPE_BIN ta_bytes_t
+#define TA_CTYPE_MP ta_bytes_t
 #define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
 /* Each payload struct starts with a placeholder so field-less messages are valid C. */
 #define TA_MSG_STRUCT_(NAME, name)             \

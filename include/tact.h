@@ -3,32 +3,40 @@
 #define TACT_H
 
 /*
- * tact ("tensor actors") runs every stage of a lazy tensor pipeline (graph
- * builder, scheduler, memory planner, compiler, device executors, gradient
- * engine) as an actor that talks to the others only through ZeroMQ messages
- * encoded with msgpack.  This release holds the foundation: status codes, the
- * allocator hook and the version.  The tensor API arrives on top of it.
+ * tact ("tensor actors") is a lazy tensor library: building an expression
+ * only records it; realizing it runs a pipeline of actors (graph builder,
+ * scheduler, memory planner, compiler pool, device executor) that talk only
+ * through ZeroMQ messages encoded with msgpack, fuse the expression into
+ * kernels, generate C, compile it and run it on all CPU cores.
  *
- * Worked example: install an allocator that fails after a budget, which is
- * how tact's own tests inject allocation failures.
+ * Worked example: (a * b + 1).sum() over two 2x3 float32 tensors.
  *
- *     static size_t budget = 1 << 20;
- *     static void *my_alloc(void *ud, void *ptr, size_t old, size_t size) {
- *         (void)ud; (void)old;
- *         if (size == 0) { free(ptr); return NULL; }
- *         if (size > budget) return NULL;        // tact reports TACT_ENOMEM
- *         budget -= size;
- *         return realloc(ptr, size);
- *     }
- *
- *     tact_set_allocator(my_alloc, NULL);
- *     printf("tact %s\n", tact_version());
- *     printf("%s\n", tact_strerror(TACT_ETIMEDOUT));  // "timed out waiting for a peer"
+ *     tact_ctx *ctx;
+ *     if (tact_ctx_open(&ctx, NULL) != TACT_OK) return 1;  // in-process, CPU
+ *     float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {6, 5, 4, 3, 2, 1};
+ *     int64_t shape[2] = {2, 3};
+ *     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+ *     tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
+ *     tact_tensor *s = tact_sum(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)), -1, NULL, 0);
+ *     double v;
+ *     if (tact_item(s, &v) != TACT_OK)                  // the first sync point
+ *         fprintf(stderr, "%s\n", tact_error_message(s)); // e.g. a shape mismatch
+ *     else
+ *         printf("%g\n", v);                               // 62
+ *     tact_ctx_close(&ctx);                                 // frees every tensor
  *
  * Conventions:
  * - Functions that can fail return a tact_status (TACT_OK is 0, errors are
  *   negative) and never abort the host program on user error.
- * - Names are tact_<noun>_<verb>; enum values are TACT_<ENUM>_<VALUE>.
+ * - Tensor builders never return NULL and never block: a bad call (wrong
+ *   shapes, a bad axis, a bad dtype) returns an error tensor that carries the
+ *   first error (code and message naming the op and the shapes); ops on an
+ *   error tensor return it; realize/read/item report it.  This is cairo's
+ *   sticky error: check once, at the end.
+ * - Tensors belong to the innermost scope open when they were made;
+ *   tact_scope_end releases them, except those passed to tact_keep.  There
+ *   are no per-op frees.  Closing the context releases everything.
+ * - Names are tact_<noun>_<verb> or tact_<op>; enum values TACT_<ENUM>_<VALUE>.
  */
 
 #include <stddef.h>
@@ -57,7 +65,11 @@ extern "C" {
     XX(EACTOR,    -10, "actor failed")                                          \
     XX(ESTOPPED,  -11, "actor is stopped")                                      \
     XX(EMISMATCH, -12, "replay diverged from the recording")                    \
-    XX(ENOTFOUND, -13, "no such actor or record")
+    XX(ENOTFOUND, -13, "no such actor or record")                               \
+    XX(ECOMPILE,  -14, "kernel failed to compile")                              \
+    XX(ESHAPE,    -15, "invalid shape or axis")                                 \
+    XX(EDTYPE,    -16, "unsupported dtype for this op")                         \
+    XX(EDEVICE,   -17, "device unavailable or failed")
 
 typedef enum tact_status {
 #define TACT_STATUS_ENUM_(name, code, text) TACT_##name = code,
@@ -84,8 +96,190 @@ const char *tact_version(void);
  * creating any tact object; memory must be freed by the allocator that
  * allocated it.  ZeroMQ and msgpack-c keep their own allocators.
  */
+/* The element types, in the reference's order of promotion priority. */
+#define TACT_DTYPE_MAP(XX)                       \
+    XX(BOOL, bool, 1)                            \
+    XX(INT8, int8, 1)                            \
+    XX(UINT8, uint8, 1)                          \
+    XX(INT16, int16, 2)                          \
+    XX(UINT16, uint16, 2)                        \
+    XX(INT32, int32, 4)                          \
+    XX(UINT32, uint32, 4)                        \
+    XX(INT64, int64, 8)                          \
+    XX(UINT64, uint64, 8)                        \
+    XX(FLOAT16, float16, 2)                      \
+    XX(BFLOAT16, bfloat16, 2)                    \
+    XX(FLOAT32, float32, 4)                      \
+    XX(FLOAT64, float64, 8)
+
+typedef enum tact_dtype {
+#define TACT_DTYPE_ENUM_(NAME, name, size) TACT_##NAME,
+    TACT_DTYPE_MAP(TACT_DTYPE_ENUM_)
+#undef TACT_DTYPE_ENUM_
+    TACT_DTYPE_COUNT
+} tact_dtype;
+
 typedef void *(*tact_alloc_fn)(void *ud, void *ptr, size_t old_size, size_t size);
 void tact_set_allocator(tact_alloc_fn fn, void *ud);
+
+/* ================================================================ contexts */
+
+typedef struct tact_ctx tact_ctx;
+typedef struct tact_tensor tact_tensor;
+
+typedef struct tact_options {
+    const char *transport; /* "inproc" (default), "ipc" or "tcp" */
+    int cpu_threads;       /* threads of the CPU device; 0: one per core */
+    int compile_workers;   /* compiler pool size; 0: 2 */
+    const char *log_path;  /* record every message to this file; NULL: off */
+    int timeout_ms;        /* bound on every wait for a reply; 0: 60000 */
+} tact_options;
+
+/* Fills o with the defaults above. */
+void tact_options_default(tact_options *o);
+
+/*
+ * Opens a context: starts the actors and returns once they are all ready.
+ * opts may be NULL for the defaults.  Returns TACT_OK and *out, or an error
+ * with *out NULL (the reason is printed by nobody: call
+ * tact_last_open_error for its text).
+ */
+int tact_ctx_open(tact_ctx **out, const tact_options *opts);
+/* The text of the last tact_ctx_open failure in this thread. */
+const char *tact_last_open_error(void);
+
+/* Releases every tensor, stops the actors and frees the context; *ctx is
+ * set to NULL.  Returns TACT_OK or the first error met while stopping (the
+ * context is freed either way).  Safe with *ctx == NULL. */
+int tact_ctx_close(tact_ctx **ctx);
+
+/* The text of the context's last error (a failed realize, read or stop);
+ * "" if none. */
+const char *tact_ctx_error(const tact_ctx *ctx);
+
+/* Debug counters of the last realize: kernels run, and kernels compiled
+ * (not found in a cache). */
+typedef struct tact_stats {
+    uint64_t kernels;
+    uint64_t realizes;
+} tact_stats;
+void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);
+
+/* ================================================================== scopes */
+
+/* Opens a scope; tensors made until the matching tact_scope_end belong to it. */
+int tact_scope_begin(tact_ctx *ctx);
+/* Releases the tensors of the innermost scope except the kept ones, which
+ * move to the enclosing scope.  Returns TACT_EINVAL if only the root scope
+ * is open. */
+int tact_scope_end(tact_ctx *ctx);
+/* Keeps t beyond its scope (it moves to the enclosing one when its scope
+ * ends).  Returns t. */
+tact_tensor *tact_keep(tact_tensor *t);
+
+/* ================================================================ creation */
+
+/* A tensor holding a copy of numel(shape) elements of dtype at data. */
+tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* A tensor whose contents are unspecified until written. */
+tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value);
+tact_tensor *tact_zeros(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+tact_tensor *tact_ones(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+/* [start, stop) by step, as the reference's arange (dtype float32 if any
+ * argument is fractional, else int32, unless dtype >= 0 is given). */
+tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, int dtype);
+/* The n x n identity. */
+tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype);
+/* Weakly typed scalars (Python numbers in the reference): next to a tensor
+ * they take its dtype when they can (see DESIGN.md trap 10). */
+tact_tensor *tact_scalar(tact_ctx *ctx, double value);
+tact_tensor *tact_scalar_int(tact_ctx *ctx, int64_t value);
+tact_tensor *tact_scalar_bool(tact_ctx *ctx, int value);
+
+/* ================================================================= queries */
+
+int tact_ndim(const tact_tensor *t);
+/* Dim k (negative counts from the end); -1 if out of range. */
+int64_t tact_dim(const tact_tensor *t, int k);
+/* Copies the shape into out (tact_ndim(t) entries). */
+void tact_shape(const tact_tensor *t, int64_t *out);
+int64_t tact_numel(const tact_tensor *t);
+tact_dtype tact_dtype_of(const tact_tensor *t);
+const char *tact_device(const tact_tensor *t);
+/* The tensor's sticky status (TACT_OK unless it is an error tensor) and the
+ * message of its first error ("" if none). */
+int tact_status_of(const tact_tensor *t);
+const char *tact_error_message(const tact_tensor *t);
+const char *tact_dtype_name(tact_dtype d);
+
+/* ===================================================================== ops */
+
+/* Unary.  Float ops cast ints to float32 first, as the reference does. */
+tact_tensor *tact_exp2(tact_tensor *x);
+tact_tensor *tact_log2(tact_tensor *x);
+tact_tensor *tact_sin(tact_tensor *x);
+tact_tensor *tact_sqrt(tact_tensor *x);
+tact_tensor *tact_recip(tact_tensor *x);
+tact_tensor *tact_neg(tact_tensor *x);
+tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype);
+/* Reinterprets the bits; dtype must have the same size. */
+tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype);
+
+/* Binary, with broadcasting and dtype promotion.  idiv and mod truncate
+ * toward zero (C semantics; division by zero gives 0); cmplt/cmpne give
+ * bool; xor/and/or/shl/shr need ints or bools. */
+tact_tensor *tact_add(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_sub(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_mul(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_div(tact_tensor *a, tact_tensor *b); /* true division: ints become float32 */
+tact_tensor *tact_idiv(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_mod(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_maximum(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_cmplt(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_cmpne(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_xor(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_and(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_or(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_shl(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b);
+
+/* Ternary: where(cond, a, b) picks a where cond is true; mulacc is a*b+c. */
+tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c);
+
+/* Reductions over naxes axes (negative count from the end; naxes < 0: all
+ * axes, axes may be NULL).  keepdim keeps reduced dims as size 1.  sum
+ * accumulates ints in at least int32 (unsigned: uint32) and returns that,
+ * and 16-bit floats in float32, cast back (DESIGN.md trap 5). */
+tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim);
+tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim);
+
+/* Movement (views: no data moves until a kernel reads them).  reshape
+ * accepts one -1; expand prepends dims and grows size-1 dims (-1 keeps a
+ * dim); pad takes {before, after} per dim and a fill value; shrink takes
+ * {begin, end} per dim; flip reverses the given axes. */
+tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape);
+tact_tensor *tact_permute(tact_tensor *x, const int *order);
+tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape);
+tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value);
+tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]);
+tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes);
+
+/* A contiguous copy (or x itself once it is realized and contiguous). */
+tact_tensor *tact_contiguous(tact_tensor *x);
+
+/* ============================================================ sync points */
+
+/* Computes the tensors (they stay computed).  Returns TACT_OK, the first
+ * error of an error tensor among them, or the pipeline's error (a compile
+ * failure, a timeout); the message is in tact_ctx_error. */
+int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors);
+/* Realizes t and copies its elements (row-major, numel * dtype size bytes)
+ * into buf; bytes must be at least that.  Returns TACT_OK or an error. */
+int tact_read(tact_tensor *t, void *buf, size_t bytes);
+/* Reads a one-element tensor as a double. */
+int tact_item(tact_tensor *t, double *out);
 
 #ifdef __cplusplus
 }

@@ -35,6 +35,15 @@ static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes) {
         case TA_FK_U64: *(uint64_t *)f = r; break;
         case TA_FK_I64: *(int64_t *)f = (int64_t)r; break;
         case TA_FK_F64: *(double *)f = (double)(int64_t)r / 3.0; break;
+        case TA_FK_MP: { /* a valid msgpack value: a str header over the bytes that follow */
+            ta_bytes_t *b = f;
+            size_t n = (size_t)(r >> 32) % 31;
+            uint8_t *p = bytes + nbytes / 2 + i * 40; /* a region per field */
+            p[0] = (uint8_t)(0xa0 | n);
+            b->ptr = p;
+            b->len = n + 1;
+            break;
+        }
         default: {
             ta_bytes_t *b = f;
             b->ptr = bytes + r % (nbytes / 2);

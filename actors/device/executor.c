@@ -1,0 +1,411 @@
+/* executor.c - a device executor actor: buffers, programs and plans, run as their inputs become ready (dataflow). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "device.h"
+#include "dtype.h"
+#include "mem.h"
+#include "mpread.h"
+#include "pipeline.h"
+
+/*
+ * Messages: WRITE, COPY_OUT and FREE from the graph builder; PLAN and
+ * PROGRAM from the planner.  They come from different
+ * senders in any order, so nothing here assumes one: a plan step runs when
+ * its program has arrived and every input buffer exists (inputs the client
+ * writes are waited for; others, like tact_empty's, are zero-filled), and a
+ * copy-out waits until its buffer has been computed.  Plans run one after
+ * another, in arrival order, each step in schedule order.
+ */
+
+typedef struct {
+    uint64_t id;
+    void *ptr;
+    uint64_t bytes;
+} s_buf_t;
+
+typedef struct {
+    uint64_t realize, index;
+    int status;
+    char text[512];
+    ta_program_t prog;
+} s_prog_t;
+
+typedef struct {
+    int index, nbufs, nfrees;
+    uint64_t bufs[TA_AST_MAX_BUFS], bytes[TA_AST_MAX_BUFS], reuse;
+    uint8_t writes[TA_AST_MAX_BUFS];
+    int64_t numel;
+    uint64_t *frees;
+} s_step_t;
+
+typedef struct s_plan {
+    struct s_plan *next;
+    uint64_t realize, reply_to, corr;
+    int nsteps, done;
+    s_step_t *steps;
+    char text[128];
+} s_plan_t;
+
+typedef struct s_copy {
+    struct s_copy *next;
+    uint64_t buf, bytes, reply_to, corr;
+} s_copy_t;
+
+typedef struct {
+    ta_pipeline_t *w;
+    const ta_device_ops_t *dev_ops;
+    ta_device_t *dev;
+    s_buf_t *bufs;
+    size_t nbufs, bufs_cap;
+    s_prog_t *progs;
+    size_t nprogs, progs_cap;
+    s_plan_t *plans, *plans_tail;
+    s_copy_t *copies;
+    uint64_t from_graph; /* messages processed from the graph builder */
+} s_state_t;
+
+/* ---------------------------------------------------------------- buffers */
+
+static s_buf_t *s_buf(s_state_t *s, uint64_t id) {
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].id == id) return &s->bufs[i];
+    return NULL;
+}
+
+static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, ta_error_t *err) {
+    if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK) {
+        ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+        return NULL;
+    }
+    s_buf_t *b = &s->bufs[s->nbufs];
+    if (s->dev_ops->alloc(s->dev, bytes, &b->ptr, err) != TACT_OK) return NULL;
+    if (zero) memset(b->ptr, 0, bytes);
+    b->id = id;
+    b->bytes = bytes;
+    s->nbufs++;
+    return b;
+}
+
+/* Removes buffer id; frees its memory unless keep_memory. */
+static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
+    for (size_t i = 0; i < s->nbufs; i++)
+        if (s->bufs[i].id == id) {
+            if (!keep_memory) s->dev_ops->free(s->dev, s->bufs[i].ptr);
+            s->bufs[i] = s->bufs[--s->nbufs];
+            return;
+        }
+}
+
+/* --------------------------------------------------------------- programs */
+
+static s_prog_t *s_prog(s_state_t *s, uint64_t realize, uint64_t index) {
+    for (size_t i = 0; i < s->nprogs; i++)
+        if (s->progs[i].realize == realize && s->progs[i].index == index) return &s->progs[i];
+    return NULL;
+}
+
+static void s_drop_programs(s_state_t *s, uint64_t realize) {
+    for (size_t i = 0; i < s->nprogs;) {
+        if (s->progs[i].realize == realize) {
+            s->dev_ops->unload(s->dev, &s->progs[i].prog);
+            s->progs[i] = s->progs[--s->nprogs];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ plans */
+
+static void s_plan_free(s_plan_t *p) {
+    for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees);
+    ta_free(p->steps);
+    ta_free(p);
+}
+
+static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
+    ta_mpr_t r;
+    uint32_t n, k;
+    uint64_t v;
+    ta_mpr_init(&r, m->as.plan.steps.ptr, m->as.plan.steps.len);
+    if (ta_mpr_array(&r, &n) || n > m->as.plan.steps.len) return ta_error_set(err, TACT_EPROTO, "executor: malformed plan");
+    s_plan_t *p = ta_calloc(1, sizeof *p);
+    if (!p || !(p->steps = ta_calloc(n ? n : 1, sizeof *p->steps))) {
+        ta_free(p);
+        return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    }
+    p->nsteps = (int)n;
+    p->realize = m->as.plan.realize;
+    p->reply_to = m->as.plan.reply_to;
+    p->corr = m->corr;
+    snprintf(p->text, sizeof p->text, "%.*s", (int)m->as.plan.text.len, m->as.plan.text.ptr ? (const char *)m->as.plan.text.ptr : "");
+    for (uint32_t i = 0; i < n; i++) {
+        s_step_t *st = &p->steps[i];
+        int ok = ta_mpr_array(&r, &k) == 0 && k == 7 && ta_mpr_u64(&r, &v) == 0;
+        st->index = (int)v;
+        ok = ok && ta_mpr_array(&r, &k) == 0 && k >= 1 && k <= TA_AST_MAX_BUFS;
+        st->nbufs = (int)k;
+        for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bufs[b]) == 0;
+        ok = ok && ta_mpr_i64(&r, &st->numel) == 0 && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
+        for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bytes[b]) == 0;
+        ok = ok && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
+        for (int b = 0; ok && b < st->nbufs; b++) {
+            ok = ta_mpr_u64(&r, &v) == 0;
+            st->writes[b] = (uint8_t)(v != 0);
+        }
+        ok = ok && ta_mpr_u64(&r, &st->reuse) == 0 && ta_mpr_array(&r, &k) == 0 && k <= 1024;
+        if (ok && k && !(st->frees = ta_calloc(k, sizeof *st->frees))) {
+            s_plan_free(p);
+            return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+        }
+        st->nfrees = ok ? (int)k : 0;
+        for (int f = 0; ok && f < st->nfrees; f++) ok = ta_mpr_u64(&r, &st->frees[f]) == 0;
+        if (!ok) {
+            s_plan_free(p);
+            return ta_error_set(err, TACT_EPROTO, "executor: byte %zu: malformed plan step %u", ta_mpr_offset(&r), i);
+        }
+    }
+    *out = p;
+    return TACT_OK;
+}
+
+static double s_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+/* Tells the plan's requester that it failed, and drops it. */
+static void s_fail_plan(ta_actor_t *self, s_state_t *s, s_plan_t *p, int code, const char *text) {
+    ta_msg_t e;
+    ta_msg_init(&e, TA_MSG_ERROR);
+    e.corr = p->corr;
+    e.as.error.code = code;
+    e.as.error.what = ta_bytes_str("PLAN");
+    e.as.error.text = ta_bytes_str(text);
+    ta_actor_send(self, (uint32_t)p->reply_to, &e);
+    s_drop_programs(s, p->realize);
+}
+
+/* Runs one step if it can; returns 1 if it ran, 0 if it must wait, -1 on failure. */
+static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
+    ta_error_t err = {0, ""};
+    s_prog_t *pr = s_prog(s, p->realize, (uint64_t)st->index);
+    if (!pr) return 0;
+    if (pr->status != TACT_OK) {
+        s_fail_plan(self, s, p, pr->status, pr->text);
+        return -1;
+    }
+    for (int b = 1; b < st->nbufs; b++)
+        if (!s_buf(s, st->bufs[b])) {
+            if (st->writes[b]) return 0; /* its bytes are still on their way */
+            if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, &err)) goto fail;
+        }
+    s_buf_t *out = s_buf(s, st->bufs[0]);
+    if (!out) {
+        s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
+        if (old && old->bytes >= st->bytes[0]) {
+            /* The planner found a dead temporary: its memory becomes the output. */
+            void *ptr = old->ptr;
+            uint64_t bytes = old->bytes;
+            s_buf_drop(s, st->reuse, 1);
+            if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK) {
+                s->dev_ops->free(s->dev, ptr);
+                ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
+                goto fail;
+            }
+            s->bufs[s->nbufs++] = (s_buf_t){st->bufs[0], ptr, bytes};
+        } else if (!s_buf_new(s, st->bufs[0], st->bytes[0], 0, &err)) {
+            goto fail;
+        }
+    }
+    void *ptrs[TA_AST_MAX_BUFS];
+    for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
+    double t0 = s_ms();
+    if (s->dev_ops->launch(s->dev, &pr->prog, ptrs, st->numel, &err) != TACT_OK) goto fail;
+    if (s->w->debug >= 2) {
+        double ms = s_ms() - t0, bytes = 0;
+        for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
+        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", pr->prog.name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
+    }
+    for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
+    return 1;
+fail:
+    s_fail_plan(self, s, p, err.code ? err.code : TACT_EDEVICE, err.text);
+    return -1;
+}
+
+/* Sends what waiting copy-outs can now send. */
+static void s_copies(ta_actor_t *self, s_state_t *s) {
+    for (s_copy_t **pc = &s->copies; *pc;) {
+        s_copy_t *c = *pc;
+        s_buf_t *b = s_buf(s, c->buf);
+        if (!b) {
+            pc = &c->next;
+            continue;
+        }
+        ta_msg_t d;
+        ta_msg_init(&d, TA_MSG_DATA);
+        d.corr = c->corr;
+        d.bulk.ptr = b->ptr;
+        d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
+        ta_actor_send(self, (uint32_t)c->reply_to, &d);
+        *pc = c->next;
+        ta_free(c);
+    }
+}
+
+/* Runs whatever can run now. */
+static void s_pump(ta_actor_t *self, s_state_t *s) {
+    while (s->plans) {
+        s_plan_t *p = s->plans;
+        int rc = 1;
+        while (p->done < p->nsteps && (rc = s_step(self, s, p, &p->steps[p->done])) == 1) p->done++;
+        if (rc == 0) break;
+        if (rc == 1) {
+            if (s->w->debug >= 1) fprintf(stderr, "tact: realize %" PRIu64 ": %d kernels, %s\n", p->realize, p->nsteps, p->text);
+            ta_msg_t d;
+            ta_msg_init(&d, TA_MSG_DONE);
+            d.corr = p->corr;
+            d.as.done.kernels = (uint64_t)p->nsteps;
+            d.as.done.text = ta_bytes_str(p->text);
+            ta_actor_send(self, (uint32_t)p->reply_to, &d);
+            s_drop_programs(s, p->realize);
+        }
+        s->plans = p->next;
+        if (!s->plans) s->plans_tail = NULL;
+        s_plan_free(p);
+    }
+    s_copies(self, s);
+}
+
+/* ----------------------------------------------------------------- actor */
+
+static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    s_state_t *s = ta_calloc(1, sizeof *s);
+    if (!s) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    s->w = arg;
+    s->dev_ops = &ta_cpu_device;
+    int rc = s->dev_ops->open(&s->dev, s->w->cpu_threads, err);
+    if (rc != TACT_OK) {
+        ta_free(s);
+        return rc;
+    }
+    ta_actor_set_state(self, s);
+    return TACT_OK;
+}
+
+static void s_fini(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    for (size_t i = 0; i < s->nbufs; i++) s->dev_ops->free(s->dev, s->bufs[i].ptr);
+    for (size_t i = 0; i < s->nprogs; i++) s->dev_ops->unload(s->dev, &s->progs[i].prog);
+    while (s->plans) {
+        s_plan_t *p = s->plans;
+        s->plans = p->next;
+        s_plan_free(p);
+    }
+    while (s->copies) {
+        s_copy_t *c = s->copies;
+        s->copies = c->next;
+        ta_free(c);
+    }
+    ta_free(s->bufs);
+    ta_free(s->progs);
+    s->dev_ops->close(&s->dev);
+    ta_free(s);
+}
+
+static int s_handle(ta_actor_t *self, ta_msg_t *m) {
+    s_state_t *s = ta_actor_state(self);
+    ta_error_t err = {0, ""};
+    if (m->sender == s->w->graph) s->from_graph++;
+    switch (m->type) {
+    case TA_MSG_WRITE: {
+        s_buf_t *b = s_buf(s, m->as.write.buf);
+        if (b && b->bytes != m->bulk.len) {
+            s_buf_drop(s, m->as.write.buf, 0);
+            b = NULL;
+        }
+        if (!b && !(b = s_buf_new(s, m->as.write.buf, m->bulk.len, 0, &err))) return ta_actor_fail(self, err.code, "%s", err.text);
+        if (s->dev_ops->copy_in(s->dev, b->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK)
+            return ta_actor_fail(self, err.code, "%s", err.text);
+        break;
+    }
+    case TA_MSG_PROGRAM: {
+        if (ta_grow((void **)&s->progs, &s->progs_cap, s->nprogs + 1, sizeof *s->progs) != TACT_OK)
+            return ta_actor_fail(self, TACT_ENOMEM, "executor: out of memory");
+        s_prog_t *pr = &s->progs[s->nprogs];
+        memset(pr, 0, sizeof *pr);
+        pr->realize = m->as.program.realize;
+        pr->index = m->as.program.index;
+        pr->status = (int)m->as.program.status;
+        snprintf(pr->text, sizeof pr->text, "%.*s", (int)m->as.program.text.len,
+                 m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
+        if (pr->status == TACT_OK) {
+            char path[1024], name[64];
+            snprintf(path, sizeof path, "%.*s", (int)m->as.program.path.len, (const char *)m->as.program.path.ptr);
+            snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
+            pr->status = s->dev_ops->load(s->dev, path, name, &pr->prog, &err);
+            if (pr->status != TACT_OK) snprintf(pr->text, sizeof pr->text, "%s", err.text);
+        } else if (pr->status > 0 || pr->status < -100) {
+            pr->status = TACT_ECOMPILE;
+        }
+        s->nprogs++;
+        break;
+    }
+    case TA_MSG_PLAN: {
+        s_plan_t *p = NULL;
+        int rc = s_parse_plan(m, &p, &err);
+        if (rc != TACT_OK) {
+            ta_msg_t e;
+            ta_msg_init(&e, TA_MSG_ERROR);
+            e.corr = m->corr;
+            e.as.error.code = rc;
+            e.as.error.what = ta_bytes_str("PLAN");
+            e.as.error.text = ta_bytes_str(err.text);
+            ta_actor_send(self, (uint32_t)m->as.plan.reply_to, &e);
+            return TACT_OK;
+        }
+        if (s->plans_tail) s->plans_tail->next = p;
+        else s->plans = p;
+        s->plans_tail = p;
+        break;
+    }
+    case TA_MSG_COPY_OUT: {
+        s_copy_t *c = ta_calloc(1, sizeof *c);
+        if (!c) return ta_actor_fail(self, TACT_ENOMEM, "executor: out of memory");
+        c->buf = m->as.copy_out.buf;
+        c->bytes = m->as.copy_out.bytes;
+        c->reply_to = m->as.copy_out.reply_to;
+        c->corr = m->corr;
+        c->next = s->copies;
+        s->copies = c;
+        break;
+    }
+    case TA_MSG_FREE: {
+        ta_mpr_t r;
+        uint32_t n;
+        uint64_t id;
+        ta_mpr_init(&r, m->as.free.bufs.ptr, m->as.free.bufs.len);
+        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list");
+        for (uint32_t i = 0; i < n; i++)
+            if (ta_mpr_u64(&r, &id) == 0) s_buf_drop(s, id, 0);
+        break;
+    }
+    default: return ta_actor_fail(self, TACT_EINVAL, "executor: cannot handle %s", ta_msg_type_name(m->type));
+    }
+    s_pump(self, s);
+    return TACT_OK;
+}
+
+/* A plan waits until everything the graph sent before it has been processed
+ * (its barrier), so it always follows the writes it reads. */
+static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
+    s_state_t *s = ta_actor_state(self);
+    return m->type != TA_MSG_PLAN || s->from_graph >= m->as.plan.barrier;
+}
+
+const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini, s_accept};

@@ -1,0 +1,257 @@
+/* planner.c - the memory planner actor: assigns buffers to a schedule, reusing dead temporaries, and fans out compiles. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ast.h"
+#include "dtype.h"
+#include "mem.h"
+#include "mpread.h"
+#include "pipeline.h"
+
+/*
+ * KERNELS then SCHEDULED (both from the scheduler, so in that order) give a
+ * schedule and its temporaries: buffers no tensor needs after this realize.
+ * Each kernel goes to a compiler (round robin by kernel index, so the same
+ * program always splits the same way) and the whole PLAN to the executor.
+ *
+ * Reuse: once a temporary's last reader has run, its memory is free; a later
+ * temporary output of at most that size takes it over instead of a fresh
+ * allocation.  Buffers a live tensor holds are never reused (DESIGN.md trap 7).
+ */
+
+typedef struct {
+    const uint8_t *ast; /* the packed AST, forwarded to a compiler as is */
+    size_t ast_len;
+    int nbufs;
+    uint64_t bufs[TA_AST_MAX_BUFS];
+    uint8_t writes[TA_AST_MAX_BUFS];
+    uint64_t bytes[TA_AST_MAX_BUFS];
+    int64_t numel;
+} s_kernel_t;
+
+typedef struct {
+    ta_pipeline_t *w;
+    uint8_t *kernels; /* the KERNELS payload waiting for its SCHEDULED */
+    size_t kernels_len;
+    uint64_t realize, barrier;
+    uint64_t next_program; /* index of the program to pass on next */
+} s_state_t;
+
+static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_error_t *err) {
+    ta_mpr_t r;
+    uint32_t n, m;
+    ta_mpr_init(&r, p, len);
+    if (ta_mpr_array(&r, &n) || n > len) return ta_error_set(err, TACT_EPROTO, "planner: malformed kernels");
+    s_kernel_t *ks = ta_calloc(n ? n : 1, sizeof *ks);
+    if (!ks) return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    ta_ast_t *ast = ta_malloc(sizeof *ast);
+    if (!ast) {
+        ta_free(ks);
+        return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    }
+    int rc = TACT_OK;
+    for (uint32_t q = 0; q < n && rc == TACT_OK; q++) {
+        s_kernel_t *k = &ks[q];
+        if (ta_mpr_array(&r, &m) || m != 3) {
+            rc = ta_error_set(err, TACT_EPROTO, "planner: malformed kernel %u", q);
+            break;
+        }
+        k->ast = r.p;
+        if ((rc = ta_ast_unpack(ast, &r, err)) != TACT_OK) break;
+        k->ast_len = (size_t)(r.p - k->ast);
+        k->numel = 1;
+        for (int d = 0; d < ast->ndim; d++) k->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
+        uint64_t v;
+        if (ta_mpr_array(&r, &m) || (int)m != ast->nbufs) rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u buffers", q);
+        k->nbufs = ast->nbufs;
+        for (int b = 0; rc == TACT_OK && b < k->nbufs; b++) {
+            if (ta_mpr_u64(&r, &k->bufs[b])) rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u buffer id", q);
+            k->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
+        }
+        if (rc == TACT_OK && (ta_mpr_array(&r, &m) || (int)m != k->nbufs)) rc = ta_error_set(err, TACT_EPROTO, "planner: flags");
+        for (int b = 0; rc == TACT_OK && b < k->nbufs; b++) {
+            if (ta_mpr_u64(&r, &v)) rc = ta_error_set(err, TACT_EPROTO, "planner: flag");
+            k->writes[b] = (uint8_t)(v != 0);
+        }
+    }
+    ta_free(ast);
+    if (rc != TACT_OK) {
+        ta_free(ks);
+        return rc;
+    }
+    *out = ks;
+    *nk = (int)n;
+    return TACT_OK;
+}
+
+static int s_in(const uint64_t *set, int n, uint64_t id) {
+    for (int i = 0; i < n; i++)
+        if (set[i] == id) return 1;
+    return 0;
+}
+
+/* Plans the realize whose kernels are waiting, with the temporaries in m. */
+static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t *err) {
+    s_kernel_t *ks = NULL;
+    int nk = 0, rc = s_parse(s->kernels, s->kernels_len, &ks, &nk, err);
+    if (rc != TACT_OK) return rc;
+    ta_mpr_t r;
+    uint32_t nt;
+    uint64_t temps[1024];
+    ta_mpr_init(&r, m->as.scheduled.temps.ptr, m->as.scheduled.temps.len);
+    if (ta_mpr_array(&r, &nt) || nt > 1024) nt = 0; /* a bad or huge list: reuse nothing */
+    for (uint32_t i = 0; i < nt; i++)
+        if (ta_mpr_u64(&r, &temps[i])) nt = i;
+    /* Last reader of each temporary. */
+    int last[1024];
+    for (uint32_t t = 0; t < nt; t++) {
+        last[t] = -1;
+        for (int q = 0; q < nk; q++)
+            for (int b = 1; b < ks[q].nbufs; b++)
+                if (ks[q].bufs[b] == temps[t]) last[t] = q;
+    }
+    /* Walk the schedule: dead temporaries go to a pool that later outputs take from. */
+    uint64_t pool[1024], pool_bytes[1024], live = 0, peak = 0, unplanned = 0;
+    int npool = 0;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, (size_t)nk);
+    for (int q = 0; q < nk && !bad; q++) {
+        s_kernel_t *k = &ks[q];
+        uint64_t reuse = 0;
+        unplanned += k->bytes[0];
+        if (s_in(temps, (int)nt, k->bufs[0])) {
+            int best = -1;
+            for (int i = 0; i < npool; i++)
+                if (pool_bytes[i] >= k->bytes[0] && (best < 0 || pool_bytes[i] < pool_bytes[best])) best = i;
+            if (best >= 0) {
+                reuse = pool[best];
+                pool[best] = pool[npool - 1];
+                pool_bytes[best] = pool_bytes[--npool];
+            }
+        }
+        if (!reuse) live += k->bytes[0];
+        if (live > peak) peak = live;
+        for (uint32_t t = 0; t < nt; t++)
+            if (last[t] == q && npool < 1024) {
+                /* Its memory may hold a later output; the entry keeps its size. */
+                uint64_t bytes = 0;
+                for (int p = 0; p <= q; p++)
+                    if (ks[p].bufs[0] == temps[t]) bytes = ks[p].bytes[0];
+                if (bytes) {
+                    pool[npool] = temps[t];
+                    pool_bytes[npool++] = bytes;
+                }
+            }
+        /* [index, [bufs], numel, [bytes], [writes], reuse, [frees]]: the last
+         * step frees whatever is left in the pool. */
+        bad = msgpack_pack_array(&pk, 7) || msgpack_pack_uint32(&pk, (uint32_t)q) || msgpack_pack_array(&pk, (size_t)k->nbufs);
+        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bufs[b]);
+        bad = bad || msgpack_pack_int64(&pk, k->numel) || msgpack_pack_array(&pk, (size_t)k->nbufs);
+        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bytes[b]);
+        bad = bad || msgpack_pack_array(&pk, (size_t)k->nbufs);
+        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint8(&pk, k->writes[b]);
+        bad = bad || msgpack_pack_uint64(&pk, reuse);
+        int nfree = q == nk - 1 ? npool : 0;
+        bad = bad || msgpack_pack_array(&pk, (size_t)nfree);
+        for (int i = 0; !bad && i < nfree; i++) bad = msgpack_pack_uint64(&pk, pool[i]);
+    }
+    char text[128];
+    snprintf(text, sizeof text, "planned_peak=%" PRIu64 " unplanned=%" PRIu64, peak, unplanned);
+    if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    /* Compiles first, so compilation overlaps the executor's other work. */
+    for (int q = 0; q < nk && rc == TACT_OK; q++) {
+        ta_msg_t c;
+        ta_msg_init(&c, TA_MSG_COMPILE);
+        c.corr = m->corr;
+        c.as.compile.realize = s->realize;
+        c.as.compile.index = (uint64_t)q;
+        c.as.compile.ast.ptr = ks[q].ast;
+        c.as.compile.ast.len = ks[q].ast_len;
+        rc = ta_actor_send(self, s->w->compiler[q % s->w->ncompilers], &c);
+    }
+    if (rc == TACT_OK) {
+        ta_msg_t p;
+        ta_msg_init(&p, TA_MSG_PLAN);
+        p.corr = m->corr;
+        p.as.plan.realize = s->realize;
+        p.as.plan.reply_to = s->w->graph;
+        p.as.plan.barrier = s->barrier;
+        p.as.plan.steps.ptr = (const uint8_t *)sb.data;
+        p.as.plan.steps.len = sb.size;
+        p.as.plan.text = ta_bytes_str(text);
+        rc = ta_actor_send(self, s->w->executor, &p);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    ta_free(ks);
+    return rc;
+}
+
+static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    s_state_t *s = ta_calloc(1, sizeof *s);
+    if (!s) return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    s->w = arg;
+    ta_actor_set_state(self, s);
+    return TACT_OK;
+}
+
+static void s_fini(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    ta_free(s->kernels);
+    ta_free(s);
+}
+
+static int s_handle(ta_actor_t *self, ta_msg_t *m) {
+    s_state_t *s = ta_actor_state(self);
+    ta_error_t err = {0, ""};
+    if (m->type == TA_MSG_KERNELS) {
+        ta_free(s->kernels);
+        s->kernels_len = m->as.kernels.kernels.len;
+        s->kernels = ta_malloc(s->kernels_len ? s->kernels_len : 1);
+        if (!s->kernels) return ta_actor_fail(self, TACT_ENOMEM, "planner: out of memory");
+        memcpy(s->kernels, m->as.kernels.kernels.ptr, s->kernels_len);
+        s->realize = m->as.kernels.realize;
+        s->barrier = m->as.kernels.barrier;
+        s->next_program = 0;
+        return TACT_OK;
+    }
+    if (m->type == TA_MSG_PROGRAM) {
+        if (m->as.program.realize != s->realize) return TACT_OK; /* of a realize that failed */
+        ta_msg_t p;
+        ta_msg_init(&p, TA_MSG_PROGRAM);
+        p.corr = m->corr;
+        p.as.program = m->as.program;
+        s->next_program++;
+        return ta_actor_send(self, s->w->executor, &p);
+    }
+    if (m->type == TA_MSG_SCHEDULED) {
+        int rc = s->kernels && m->as.scheduled.realize == s->realize ? s_plan(self, s, m, &err)
+                                                                      : ta_error_set(&err, TACT_EPROTO, "planner: SCHEDULED without KERNELS");
+        ta_free(s->kernels);
+        s->kernels = NULL;
+        if (rc != TACT_OK) {
+            /* The graph waits for this realize: the error goes there. */
+            ta_msg_t e;
+            ta_msg_init(&e, TA_MSG_ERROR);
+            e.corr = m->corr;
+            e.as.error.code = rc;
+            e.as.error.what = ta_bytes_str("PLAN");
+            e.as.error.text = ta_bytes_str(err.text);
+            ta_actor_send(self, s->w->graph, &e);
+        }
+        return TACT_OK;
+    }
+    return ta_actor_fail(self, TACT_EINVAL, "planner: cannot handle %s", ta_msg_type_name(m->type));
+}
+
+/* Programs come from several compilers in any order; they are passed on in
+ * kernel order, so the executor's inbox is the same every run. */
+static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
+    s_state_t *s = ta_actor_state(self);
+    return m->type != TA_MSG_PROGRAM || m->as.program.realize != s->realize || m->as.program.index == s->next_program;
+}
+
+const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini, s_accept};

@@ -1,0 +1,78 @@
+/* ast.h - a kernel's AST: the fused ops one kernel computes, as the scheduler sends it to the compiler. */
+#ifndef TACT_AST_H
+#define TACT_AST_H
+
+#include <msgpack.h>
+#include <stdint.h>
+
+#include "dtype.h"
+#include "msg.h"
+#include "ops.h"
+#include "view.h"
+
+#define TA_AST_MAX_NODES 256
+#define TA_AST_MAX_BUFS 32
+#define TA_AST_MAX_VIEWS 32
+
+/*
+ * Nodes are in topological order (a node's sources come before it) and the
+ * last node is the kernel's one STORE.  Shapes:
+ *  - full shape: the kernel's iteration space.  For a reduce kernel it is
+ *    the reduce's input shape; reduce_mask has bit k set for every reduced
+ *    dim k.  For an elementwise kernel reduce_mask is 0.
+ *  - output shape: the full shape with reduced dims set to 1.
+ * Nodes feeding the reduce (and the reduce's source) work on the full
+ * shape; the reduce and the nodes after it work on the output shape.  LOAD
+ * and CONST nodes carry a view (an index into views) over the shape of
+ * where they are used; STORE's view is over the output shape.
+ */
+typedef struct ta_ast_node {
+    ta_op_t op;
+    tact_dtype dtype; /* of the result */
+    int nsrc;
+    int16_t src[3];
+    int16_t buf;      /* LOAD/STORE: kernel buffer index (0 is the output) */
+    int16_t view;     /* LOAD/STORE/CONST: index into views; CONST: -1 when unmasked */
+    ta_value_t value; /* CONST */
+} ta_ast_node_t;
+
+typedef struct ta_ast {
+    int nnodes;
+    ta_ast_node_t nodes[TA_AST_MAX_NODES];
+    int nviews;
+    ta_vstack_t views[TA_AST_MAX_VIEWS];
+    int nbufs;
+    tact_dtype buf_dtype[TA_AST_MAX_BUFS];
+    int64_t buf_size[TA_AST_MAX_BUFS]; /* elements */
+    int ndim;
+    int64_t shape[TA_MAX_DIMS]; /* the full shape */
+    uint32_t reduce_mask;
+    int nfused;
+    uint64_t fused[TA_AST_MAX_NODES]; /* graph node ids this kernel computes, for dumps */
+} ta_ast_t;
+
+/* Resets a to an empty kernel over the full shape. */
+void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_mask);
+
+/* Appends a node and returns its index, or -1 when the kernel is full.
+ * ta_ast_view adds a view and returns its index, or -1 when full. */
+int ta_ast_add(ta_ast_t *a, ta_ast_node_t node);
+int ta_ast_view(ta_ast_t *a, const ta_vstack_t *view);
+
+/* Checks that a is well formed (indices in range, arities, dtypes of
+ * sources consistent with their ops, one STORE at the end, views of the
+ * right shape).  Returns TACT_OK or TACT_EINVAL with the reason in err. */
+int ta_ast_check(const ta_ast_t *a, ta_error_t *err);
+
+/* The kernel's name, as STYLE.md asks: "E_<output dims>" for elementwise,
+ * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */
+void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
+
+/* Appends a's msgpack encoding to pk.  Returns 0, or -1 on allocation failure. */
+int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk);
+/* Decodes one AST from r and checks it (ta_ast_check).  Returns TACT_OK or
+ * TACT_EPROTO/TACT_EINVAL with the reason (and byte offset) in err. */
+struct ta_mpr;
+int ta_ast_unpack(ta_ast_t *a, struct ta_mpr *r, ta_error_t *err);
+
+#endif

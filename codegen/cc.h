@@ -1,0 +1,45 @@
+/* cc.h - compiling rendered C kernels with the system compiler into shared objects, cached on disk. */
+#ifndef TACT_CC_H
+#define TACT_CC_H
+
+#include <stdint.h>
+
+#include "msg.h"
+
+typedef void (*ta_kernel_fn)(int64_t start, int64_t end, void **bufs);
+
+typedef struct ta_program {
+    char name[64];
+    char path[1024]; /* the shared object */
+    char key[33];    /* hex hash of compiler, flags and source */
+    void *dl;
+    ta_kernel_fn fn;
+    double compile_ms; /* 0 when the object came from the disk cache */
+    int cached;
+} ta_program_t;
+
+/* The compiler command (TACT_CC, default "cc"), and the cache folder
+ * (TACT_CACHE_DIR, default $HOME/.cache/tact, else /tmp/tact-cache) written
+ * into buf, which is returned. */
+const char *ta_cc_compiler(void);
+const char *ta_cc_cache_dir(char *buf, size_t len);
+/* The flags every kernel is compiled with. */
+const char *ta_cc_flags(void);
+
+/*
+ * Compiles the prelude plus src (which defines the function name) into a
+ * shared object, or finds it in the disk cache under a key hashed from the
+ * compiler, the flags and the source, then loads it.  Returns TACT_OK with
+ * *out filled, or TACT_ECOMPILE with the kernel's name and the compiler's
+ * message in err (TACT_EIO when the cache folder is unusable).
+ */
+int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t *err);
+
+/* Loads the function name from the shared object at path into *out.
+ * Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */
+int ta_cc_load(const char *path, const char *name, ta_program_t *out, ta_error_t *err);
+
+/* Unloads the program's shared object (the file stays in the cache). */
+void ta_cc_unload(ta_program_t *p);
+
+#endif

@@ -1,0 +1,30 @@
+/* render.h - the C renderer: a kernel AST becomes one C function the CPU device compiles. */
+#ifndef TACT_RENDER_H
+#define TACT_RENDER_H
+
+#include <stddef.h>
+
+#include "ast.h"
+
+/*
+ * Every kernel has the signature
+ *
+ *     void NAME(int64_t start, int64_t end, void **bufs)
+ *
+ * and computes the output elements with flat (row-major) output index in
+ * [start, end), each one completely (all of its reduce, in a fixed order)
+ * in the calling thread; bufs[b] is kernel buffer b.  The CPU device splits
+ * the output into ranges, so results do not depend on the thread count.
+ * 16-bit floats are stored as their bits and computed in float, rounded
+ * back after every op, which gives the results of native 16-bit arithmetic.
+ */
+
+/* Renders a (checked first) into *src (allocated with ta_malloc; the caller
+ * frees it with ta_free) and the kernel's name into name.  Returns TACT_OK,
+ * TACT_EINVAL for a malformed AST or TACT_ENOMEM, with err filled. */
+int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_error_t *err);
+
+/* The source every kernel file starts with (types and helpers). */
+const char *ta_render_prelude(void);
+
+#endif

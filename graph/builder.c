@@ -1,0 +1,609 @@
+/* builder.c - the graph builder actor: owns the lazy graph (bases and views), sends subgraphs to schedule. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "mem.h"
+#include "mpread.h"
+#include "ops.h"
+#include "pipeline.h"
+#include "shape.h"
+
+/*
+ * Messages: OP_BATCH, RELEASE, REALIZE and READ from the client; SCHEDULED
+ * from the scheduler; DONE or ERROR from the executor (for a realize).
+ *
+ * A node is a base (an op that makes new values) or a view (a movement op:
+ * a view stack over a base).  Movement ops are folded into the view stack
+ * as they arrive, so a view always points straight at its base.  A base has
+ * a buffer once a realize computed it (or the client wrote it); kernels
+ * read such bases instead of recomputing them.
+ */
+
+typedef struct g_node {
+    uint64_t id;
+    ta_op_t op; /* for views: the movement op that made it */
+    tact_dtype dtype;
+    ta_shape_t shape;
+    int nsrc;
+    uint64_t src[3];
+    int nargs;
+    int64_t args[2 * TA_MAX_DIMS];
+    int is_view;
+    uint64_t base;   /* views: the base; bases: their own id */
+    ta_vstack_t *st; /* views: over the base's shape */
+    int buffer;      /* the base has a buffer on the executor */
+    int writes;      /* EMPTY whose bytes the client sends */
+    int client_ref;  /* the client still holds the tensor */
+    int children;    /* live nodes naming this one as a source or base */
+    uint64_t mark;   /* traversal stamp */
+} g_node_t;
+
+typedef struct {
+    ta_pipeline_t *w;
+    g_node_t **slots; /* open addressing by id */
+    size_t cap, count;
+    uint64_t next_internal; /* ids of nodes the builder makes itself */
+    uint64_t realize_seq, stamp;
+    /* The realize in flight (the client waits for it, so one at a time). */
+    uint64_t pending_realize, pending_corr;
+    int have_scheduled, have_done;
+    uint64_t done_kernels;
+    uint64_t *frees; /* buffers to free once no realize is in flight */
+    size_t nfrees, frees_cap;
+    uint64_t sent_exec; /* messages sent to the executor (see s_to_executor) */
+    uint64_t *given; /* nodes the pending realize gives buffers to */
+    size_t ngiven, given_cap;
+} g_state_t;
+
+/* --------------------------------------------------------------- the map */
+
+static size_t s_slot(const g_state_t *g, uint64_t id) {
+    size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (g->cap - 1);
+    while (g->slots[i] && g->slots[i]->id != id) i = (i + 1) & (g->cap - 1);
+    return i;
+}
+
+static g_node_t *s_find(const g_state_t *g, uint64_t id) {
+    if (!g->cap) return NULL;
+    return g->slots[s_slot(g, id)];
+}
+
+static int s_insert(g_state_t *g, g_node_t *n) {
+    if ((g->count + 1) * 2 > g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 1024;
+        g_node_t **old = g->slots;
+        size_t oldcap = g->cap;
+        g->slots = ta_calloc(cap, sizeof *g->slots);
+        if (!g->slots) {
+            g->slots = old;
+            return TACT_ENOMEM;
+        }
+        g->cap = cap;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i]) g->slots[s_slot(g, old[i]->id)] = old[i];
+        ta_free(old);
+    }
+    g->slots[s_slot(g, n->id)] = n;
+    g->count++;
+    return TACT_OK;
+}
+
+/* Removes id, re-placing the entries after it (linear probing deletion). */
+static void s_remove(g_state_t *g, uint64_t id) {
+    size_t i = s_slot(g, id);
+    if (!g->slots[i]) return;
+    g->slots[i] = NULL;
+    g->count--;
+    for (size_t j = (i + 1) & (g->cap - 1); g->slots[j]; j = (j + 1) & (g->cap - 1)) {
+        g_node_t *n = g->slots[j];
+        g->slots[j] = NULL;
+        g->slots[s_slot(g, n->id)] = n;
+    }
+}
+
+static void s_node_free(g_node_t *n) {
+    ta_free(n->st);
+    ta_free(n);
+}
+
+/* Everything the graph sends the executor goes through here.  A schedule
+ * carries the count so far, and the executor holds its plan back until it
+ * has processed that many: the plan then always follows the writes and
+ * frees sent before it, whatever the arrival order of the two streams. */
+static int s_to_executor(ta_actor_t *self, g_state_t *g, ta_msg_t *m) {
+    int rc = ta_actor_send(self, g->w->executor, m);
+    if (rc == TACT_OK) g->sent_exec++;
+    return rc;
+}
+
+/* ------------------------------------------------------------- releasing */
+
+static void s_queue_free(g_state_t *g, uint64_t buf) {
+    if (ta_grow((void **)&g->frees, &g->frees_cap, g->nfrees + 1, sizeof *g->frees) == TACT_OK) g->frees[g->nfrees++] = buf;
+}
+
+/* Sends the queued frees unless a realize still needs them. */
+static int s_flush_frees(ta_actor_t *self, g_state_t *g) {
+    if (g->pending_realize || !g->nfrees) return TACT_OK;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, g->nfrees);
+    for (size_t i = 0; !bad && i < g->nfrees; i++) bad = msgpack_pack_uint64(&pk, g->frees[i]);
+    int rc = TACT_ENOMEM;
+    if (!bad) {
+        ta_msg_t m;
+        ta_msg_init(&m, TA_MSG_FREE);
+        m.as.free.bufs.ptr = (const uint8_t *)sb.data;
+        m.as.free.bufs.len = sb.size;
+        rc = s_to_executor(self, g, &m);
+    }
+    msgpack_sbuffer_destroy(&sb);
+    g->nfrees = 0;
+    return rc;
+}
+
+/* Drops n if nothing refers to it any more, and then its sources in turn. */
+static void s_maybe_drop(g_state_t *g, g_node_t *n) {
+    if (!n || n->client_ref || n->children) return;
+    uint64_t deps[4];
+    int nd = 0;
+    for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
+    if (n->is_view) deps[nd++] = n->base;
+    if (!n->is_view && n->buffer) s_queue_free(g, n->id);
+    s_remove(g, n->id);
+    s_node_free(n);
+    for (int i = 0; i < nd; i++) {
+        g_node_t *d = s_find(g, deps[i]);
+        if (d) {
+            d->children--;
+            s_maybe_drop(g, d);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ adding ops */
+
+static g_node_t *s_new_node(g_state_t *g, uint64_t id) {
+    g_node_t *n = ta_calloc(1, sizeof *n);
+    if (!n) return NULL;
+    n->id = id;
+    n->base = id;
+    if (s_insert(g, n) != TACT_OK) {
+        ta_free(n);
+        return NULL;
+    }
+    return n;
+}
+
+static void s_ref(g_state_t *g, uint64_t id) {
+    g_node_t *n = s_find(g, id);
+    if (n) n->children++;
+}
+
+/* The view stack of src as seen from a new view: its own, or a fresh one. */
+static int s_view_of(const g_node_t *src, ta_vstack_t *st) {
+    if (src->is_view) *st = *src->st;
+    else ta_vstack_init(st, src->shape.ndim, src->shape.d);
+    return 0;
+}
+
+/* Applies movement op n->op (with n's args and shape) to st. */
+static int s_apply(const g_node_t *n, ta_vstack_t *st) {
+    int64_t pairs[TA_MAX_DIMS][2];
+    int order[TA_MAX_DIMS];
+    switch (n->op) {
+    case TA_OP_RESHAPE: return ta_vstack_reshape(st, n->shape.ndim, n->shape.d);
+    case TA_OP_EXPAND: return ta_vstack_expand(st, n->shape.d);
+    case TA_OP_PERMUTE:
+        for (int k = 0; k < n->nargs; k++) order[k] = (int)n->args[k];
+        return ta_vstack_permute(st, order);
+    case TA_OP_PAD:
+    case TA_OP_SHRINK:
+        for (int k = 0; k < n->nargs / 2; k++) pairs[k][0] = n->args[2 * k], pairs[k][1] = n->args[2 * k + 1];
+        return n->op == TA_OP_PAD ? ta_vstack_pad(st, (const int64_t(*)[2])pairs) : ta_vstack_shrink(st, (const int64_t(*)[2])pairs);
+    case TA_OP_STRIDE: return ta_vstack_stride(st, n->args);
+    default: return -1;
+    }
+}
+
+/* Recomputes an op's result shape from its sources with the client's own
+ * functions, so a malformed batch is refused instead of corrupting the graph. */
+static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
+    g_node_t *src[3] = {NULL, NULL, NULL};
+    for (int i = 0; i < n->nsrc; i++)
+        if (!(src[i] = s_find(g, n->src[i])))
+            return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): unknown source %" PRIu64, n->id, ta_op_name(n->op), n->src[i]);
+    ta_shape_t want;
+    int rc = TACT_OK, arity = ta_op_arity(n->op);
+    ta_op_class_t cls = ta_op_class(n->op);
+    if (n->op == TA_OP_CONST || n->op == TA_OP_EMPTY) arity = 0;
+    if (n->nsrc != arity) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): %d sources", n->id, ta_op_name(n->op), n->nsrc);
+    int64_t pairs[TA_MAX_DIMS][2];
+    int order[TA_MAX_DIMS], norm[TA_MAX_DIMS];
+    uint32_t mask;
+    switch (cls) {
+    case TA_OPC_UNARY:
+    case TA_OPC_BINARY:
+    case TA_OPC_TERNARY:
+        want = src[0]->shape;
+        for (int i = 1; i < n->nsrc; i++)
+            if (!ta_shape_equal(&src[i]->shape, &want)) rc = TACT_ESHAPE;
+        break;
+    case TA_OPC_REDUCE:
+        if (n->nargs != 1) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": reduce without axes", n->id);
+        want = src[0]->shape;
+        mask = (uint32_t)n->args[0];
+        if (mask >> want.ndim) rc = TACT_ESHAPE;
+        for (int k = 0; k < want.ndim; k++)
+            if (mask >> k & 1) want.d[k] = 1;
+        break;
+    case TA_OPC_MOVEMENT:
+        switch (n->op) {
+        case TA_OP_RESHAPE: rc = ta_shape_reshape(&src[0]->shape, n->shape.ndim, n->shape.d, &want, err); break;
+        case TA_OP_EXPAND: {
+            ta_shape_t al;
+            rc = n->shape.ndim == src[0]->shape.ndim ? ta_shape_expand(&src[0]->shape, n->shape.ndim, n->shape.d, &al, &want, err)
+                                                     : TACT_ESHAPE;
+            break;
+        }
+        case TA_OP_PERMUTE:
+            if (n->nargs != src[0]->shape.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": permute order", n->id);
+            for (int k = 0; k < n->nargs; k++) order[k] = (int)n->args[k];
+            rc = ta_shape_permute(&src[0]->shape, order, norm, &want, err);
+            break;
+        case TA_OP_PAD:
+        case TA_OP_SHRINK:
+            if (n->nargs != 2 * src[0]->shape.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": pad/shrink args", n->id);
+            for (int k = 0; k < src[0]->shape.ndim; k++) pairs[k][0] = n->args[2 * k], pairs[k][1] = n->args[2 * k + 1];
+            rc = n->op == TA_OP_PAD ? ta_shape_pad(&src[0]->shape, (const int64_t(*)[2])pairs, &want, err)
+                                    : ta_shape_shrink(&src[0]->shape, (const int64_t(*)[2])pairs, &want, err);
+            break;
+        default: /* STRIDE */
+            want = src[0]->shape;
+            if (n->nargs != want.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": stride args", n->id);
+            for (int k = 0; k < want.ndim; k++) {
+                int64_t m = n->args[k] < 0 ? -n->args[k] : n->args[k];
+                if (!m) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": stride 0", n->id);
+                want.d[k] = (want.d[k] + m - 1) / m;
+            }
+        }
+        break;
+    default: /* CONST, EMPTY, CONTIGUOUS */
+        want = n->nsrc ? src[0]->shape : n->shape;
+        break;
+    }
+    if (rc == TACT_OK && !ta_shape_equal(&want, &n->shape)) rc = TACT_ESHAPE;
+    if (rc != TACT_OK) return ta_error_set(err, rc, "op %" PRIu64 " (%s): shape does not follow from its sources", n->id, ta_op_name(n->op));
+    return TACT_OK;
+}
+
+/* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
+static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
+    uint32_t n, k;
+    uint64_t id, op, dtype, src;
+    int64_t v;
+    if (ta_mpr_array(r, &n) || n != 6 || ta_mpr_u64(r, &id) || ta_mpr_u64(r, &op) || op >= TA_OP__COUNT ||
+        ta_mpr_u64(r, &dtype) || !ta_dtype_valid((int)dtype) || ta_mpr_array(r, &k) || k > TA_MAX_DIMS)
+        return ta_error_set(err, TACT_EPROTO, "op batch: byte %zu: malformed op record", ta_mpr_offset(r));
+    if (!id || s_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
+    g_node_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.id = id;
+    tmp.op = (ta_op_t)op;
+    tmp.dtype = (tact_dtype)dtype;
+    tmp.shape.ndim = (int)k;
+    for (uint32_t i = 0; i < k; i++)
+        if (ta_mpr_i64(r, &tmp.shape.d[i]) || tmp.shape.d[i] < 0) return ta_error_set(err, TACT_EPROTO, "op batch: bad shape");
+    if (ta_mpr_array(r, &k) || k > 3) return ta_error_set(err, TACT_EPROTO, "op batch: bad sources");
+    tmp.nsrc = (int)k;
+    for (uint32_t i = 0; i < k; i++) {
+        if (ta_mpr_u64(r, &src)) return ta_error_set(err, TACT_EPROTO, "op batch: bad source id");
+        tmp.src[i] = src;
+    }
+    if (ta_mpr_array(r, &k) || k > 2 * TA_MAX_DIMS) return ta_error_set(err, TACT_EPROTO, "op batch: bad args");
+    tmp.nargs = (int)k;
+    for (uint32_t i = 0; i < k; i++) {
+        if (ta_mpr_i64(r, &v)) return ta_error_set(err, TACT_EPROTO, "op batch: bad arg");
+        tmp.args[i] = v;
+    }
+    ta_op_class_t cls = ta_op_class(tmp.op);
+    if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_ASSIGN || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
+        return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": %s is not supported yet", id, ta_op_name(tmp.op));
+    int rc = s_validate(g, &tmp, err);
+    if (rc != TACT_OK) return rc;
+    g_node_t *nd = s_new_node(g, id);
+    if (!nd) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+    *nd = tmp;
+    nd->base = id;
+    nd->client_ref = 1;
+    nd->writes = tmp.op == TA_OP_EMPTY && tmp.nargs == 1 && tmp.args[0] == 1;
+    nd->buffer = nd->writes; /* the client's bytes are on their way to the executor */
+    for (int i = 0; i < nd->nsrc; i++) s_ref(g, nd->src[i]);
+    g_node_t *s0 = nd->nsrc ? s_find(g, nd->src[0]) : NULL;
+    if (cls == TA_OPC_MOVEMENT || (tmp.op == TA_OP_CONTIGUOUS && s0->is_view && ta_vstack_contiguous(s0->st)) ||
+        (tmp.op == TA_OP_CONTIGUOUS && !s0->is_view)) {
+        /* A view: movement folded into the source's stack.  contiguous()
+         * of something already laid out contiguously is a view too. */
+        ta_vstack_t st;
+        s_view_of(s0, &st);
+        if (cls == TA_OPC_MOVEMENT && s_apply(nd, &st) != 0) {
+            /* Too many stacked views: read the source through a copy. */
+            return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": view stack too deep (more than %d views)", id, TA_MAX_VIEWS);
+        }
+        if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+        *nd->st = st;
+        nd->is_view = 1;
+        nd->base = s0->is_view ? s0->base : s0->id;
+        s_ref(g, nd->base);
+    }
+    return TACT_OK;
+}
+
+/* -------------------------------------------------------------- realizing */
+
+typedef struct {
+    msgpack_sbuffer sb;
+    msgpack_packer pk;
+    size_t count;
+    int bad;
+} s_out_t;
+
+/* Packs a view stack as ast.c does: [[ndim, shape, strides, offset, has_mask, mask, contiguous], ...]. */
+static int s_pack_st(msgpack_packer *pk, const ta_vstack_t *st) {
+    int bad = msgpack_pack_array(pk, (size_t)st->nviews);
+    for (int v = 0; !bad && v < st->nviews; v++) {
+        const ta_view_t *w = &st->views[v];
+        bad = msgpack_pack_array(pk, 6) || msgpack_pack_array(pk, (size_t)w->ndim);
+        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->shape[k]);
+        bad = bad || msgpack_pack_array(pk, (size_t)w->ndim);
+        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->strides[k]);
+        bad = bad || msgpack_pack_int64(pk, w->offset) || msgpack_pack_uint8(pk, w->has_mask) ||
+              msgpack_pack_array(pk, w->has_mask ? (size_t)w->ndim * 2 : 0);
+        for (int k = 0; !bad && w->has_mask && k < w->ndim; k++)
+            bad = msgpack_pack_int64(pk, w->mask[k][0]) || msgpack_pack_int64(pk, w->mask[k][1]);
+        bad = bad || msgpack_pack_uint8(pk, w->contiguous);
+    }
+    return bad;
+}
+
+/*
+ * Emits n and everything it needs that has no buffer yet, sources first:
+ * a node is [id, op, dtype, [shape], [srcs], [args], base, st|nil, flags]
+ * with flags bit 0 = has a buffer, 1 = must be kept after this realize,
+ * 2 = its bytes come from the client.
+ */
+static void s_emit_node(g_state_t *g, g_node_t *n, s_out_t *o) {
+    if (n->mark == g->stamp || o->bad) return;
+    n->mark = g->stamp;
+    int leaf = !n->is_view && n->buffer;
+    if (!leaf) {
+        for (int i = 0; i < n->nsrc && !n->is_view; i++) s_emit_node(g, s_find(g, n->src[i]), o);
+        if (n->is_view) s_emit_node(g, s_find(g, n->base), o);
+    }
+    msgpack_packer *pk = &o->pk;
+    int bad = msgpack_pack_array(pk, 9) || msgpack_pack_uint64(pk, n->id) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
+              msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->shape.ndim);
+    for (int k = 0; !bad && k < n->shape.ndim; k++) bad = msgpack_pack_int64(pk, n->shape.d[k]);
+    int nsrc = leaf || n->is_view ? 0 : n->nsrc;
+    bad = bad || msgpack_pack_array(pk, (size_t)nsrc);
+    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(pk, n->src[i]);
+    bad = bad || msgpack_pack_array(pk, (size_t)n->nargs);
+    for (int i = 0; !bad && i < n->nargs; i++) bad = msgpack_pack_int64(pk, n->args[i]);
+    bad = bad || msgpack_pack_uint64(pk, n->base);
+    if (!bad) bad = n->is_view ? s_pack_st(pk, n->st) : msgpack_pack_nil(pk);
+    int keep = n->client_ref || n->children > 0;
+    bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0)));
+    o->bad |= bad;
+    o->count++;
+}
+
+/* Starts realizing ids: sends the subgraph to the scheduler, or answers at
+ * once when everything already has a buffer. */
+static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    ta_mpr_t r;
+    uint32_t n;
+    ta_mpr_init(&r, m->as.realize.ids.ptr, m->as.realize.ids.len);
+    if (ta_mpr_array(&r, &n) || n > 65536) return ta_actor_fail(self, TACT_EPROTO, "realize: malformed id list");
+    if (g->pending_realize) return ta_actor_fail(self, TACT_EINVAL, "realize: another realize is in flight");
+    uint64_t ids[256];
+    if (n > 256) return ta_actor_fail(self, TACT_EINVAL, "realize: at most 256 tensors at once");
+    int needed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        g_node_t *t;
+        if (ta_mpr_u64(&r, &ids[i]) || !(t = s_find(g, ids[i])))
+            return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, ids[i]);
+        g_node_t *b = t->is_view ? s_find(g, t->base) : t;
+        if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
+    }
+    if (!needed) {
+        ta_msg_t done;
+        ta_msg_init(&done, TA_MSG_DONE);
+        return ta_actor_reply(self, m, &done);
+    }
+    s_out_t o;
+    msgpack_sbuffer_init(&o.sb);
+    msgpack_packer_init(&o.pk, &o.sb, msgpack_sbuffer_write);
+    o.count = 0;
+    o.bad = 0;
+    g->stamp++;
+    for (uint32_t i = 0; i < n; i++) s_emit_node(g, s_find(g, ids[i]), &o);
+    msgpack_sbuffer nodes, targets;
+    msgpack_sbuffer_init(&nodes);
+    msgpack_sbuffer_init(&targets);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
+    int bad = o.bad || msgpack_pack_array(&pk, o.count) || msgpack_sbuffer_write(&nodes, o.sb.data, o.sb.size);
+    msgpack_packer_init(&pk, &targets, msgpack_sbuffer_write);
+    bad = bad || msgpack_pack_array(&pk, n);
+    for (uint32_t i = 0; !bad && i < n; i++) bad = msgpack_pack_uint64(&pk, ids[i]);
+    int rc = TACT_ENOMEM;
+    if (!bad) {
+        ta_msg_t s;
+        ta_msg_init(&s, TA_MSG_SCHEDULE);
+        s.corr = ++g->realize_seq;
+        s.as.schedule.realize = g->realize_seq;
+        s.as.schedule.barrier = g->sent_exec;
+        s.as.schedule.nodes.ptr = (const uint8_t *)nodes.data;
+        s.as.schedule.nodes.len = nodes.size;
+        s.as.schedule.targets.ptr = (const uint8_t *)targets.data;
+        s.as.schedule.targets.len = targets.size;
+        rc = ta_actor_send(self, g->w->scheduler, &s);
+    }
+    msgpack_sbuffer_destroy(&o.sb);
+    msgpack_sbuffer_destroy(&nodes);
+    msgpack_sbuffer_destroy(&targets);
+    if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
+    g->pending_realize = g->realize_seq;
+    g->pending_corr = m->corr;
+    g->have_scheduled = g->have_done = 0;
+    return TACT_OK;
+}
+
+/* Marks the nodes the scheduler gave buffers to. */
+static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    if (m->as.scheduled.realize != g->pending_realize) return ta_actor_fail(self, TACT_EPROTO, "scheduled: not the pending realize");
+    ta_mpr_t r;
+    uint32_t n;
+    uint64_t id;
+    ta_mpr_init(&r, m->as.scheduled.ids.ptr, m->as.scheduled.ids.len);
+    if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "scheduled: malformed ids");
+    for (uint32_t i = 0; i < n; i++) {
+        if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "scheduled: malformed ids");
+        g_node_t *nd = s_find(g, id);
+        if (nd && !nd->is_view && !nd->buffer) {
+            if (ta_grow((void **)&g->given, &g->given_cap, g->ngiven + 1, sizeof *g->given) != TACT_OK)
+                return ta_actor_fail(self, TACT_ENOMEM, "graph: out of memory");
+            g->given[g->ngiven++] = id;
+            nd->buffer = 1;
+        }
+    }
+    g->have_scheduled = 1;
+    return TACT_OK;
+}
+
+/* Answers the client once the executor finished (or failed) the realize. */
+static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    ta_msg_t reply;
+    ta_msg_init(&reply, m->type);
+    reply.corr = g->pending_corr;
+    if (m->type == TA_MSG_ERROR) {
+        /* Nothing of a failed realize can be trusted to exist: a later
+         * realize computes it again. */
+        for (size_t i = 0; i < g->ngiven; i++) {
+            g_node_t *nd = s_find(g, g->given[i]);
+            if (nd) nd->buffer = 0;
+        }
+        reply.as.error = m->as.error;
+    } else {
+        reply.as.done.kernels = m->as.done.kernels;
+    }
+    g->pending_realize = 0;
+    g->ngiven = 0;
+    int rc = ta_actor_send(self, g->w->client, &reply);
+    s_flush_frees(self, g);
+    return rc;
+}
+
+/* READ: the executor sends the bytes of the tensor's buffer to the client. */
+static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    g_node_t *t = s_find(g, m->as.read.id);
+    if (!t) return ta_actor_fail(self, TACT_EINVAL, "read: unknown tensor %" PRIu64, m->as.read.id);
+    g_node_t *b = t->is_view ? s_find(g, t->base) : t;
+    if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st)))
+        return ta_actor_fail(self, TACT_EINVAL, "read: tensor %" PRIu64 " is not realized contiguously", t->id);
+    ta_msg_t c;
+    ta_msg_init(&c, TA_MSG_COPY_OUT);
+    c.corr = m->corr;
+    c.as.copy_out.buf = b->id;
+    c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
+    c.as.copy_out.reply_to = m->sender;
+    return s_to_executor(self, g, &c);
+}
+
+/* ---------------------------------------------------------------- actor */
+
+static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    g_state_t *g = ta_calloc(1, sizeof *g);
+    if (!g) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+    g->w = arg;
+    g->next_internal = 1ull << 62;
+    ta_actor_set_state(self, g);
+    return TACT_OK;
+}
+
+static void s_fini(ta_actor_t *self) {
+    g_state_t *g = ta_actor_state(self);
+    for (size_t i = 0; i < g->cap; i++)
+        if (g->slots[i]) s_node_free(g->slots[i]);
+    ta_free(g->slots);
+    ta_free(g->frees);
+    ta_free(g->given);
+    ta_free(g);
+}
+
+static int s_handle(ta_actor_t *self, ta_msg_t *m) {
+    g_state_t *g = ta_actor_state(self);
+    ta_error_t err;
+    switch (m->type) {
+    case TA_MSG_OP_BATCH: {
+        ta_mpr_t r;
+        uint32_t n;
+        ta_mpr_init(&r, m->as.op_batch.ops.ptr, m->as.op_batch.ops.len);
+        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "op batch: not an array");
+        for (uint32_t i = 0; i < n; i++) {
+            int rc = s_add_op(g, &r, &err);
+            /* The client computed every shape itself, so this is a bug or a
+             * hostile peer: the ops before it stay, the rest is refused. */
+            if (rc != TACT_OK) return ta_actor_fail(self, rc, "%s", err.text);
+        }
+        return TACT_OK;
+    }
+    case TA_MSG_RELEASE: {
+        ta_mpr_t r;
+        uint32_t n;
+        uint64_t id;
+        ta_mpr_init(&r, m->as.release.ids.ptr, m->as.release.ids.len);
+        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "release: not an array");
+        for (uint32_t i = 0; i < n; i++) {
+            if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "release: bad id");
+            g_node_t *nd = s_find(g, id);
+            if (nd) {
+                nd->client_ref = 0;
+                s_maybe_drop(g, nd);
+            }
+        }
+        return s_flush_frees(self, g);
+    }
+    case TA_MSG_REALIZE: return s_realize(self, g, m);
+    case TA_MSG_SCHEDULED: return s_scheduled(self, g, m);
+    case TA_MSG_DONE:
+    case TA_MSG_ERROR:
+        if (!g->pending_realize || m->corr != g->pending_realize) return TACT_OK; /* stale */
+        return s_finish(self, g, m);
+    case TA_MSG_READ: return s_read(self, g, m);
+    case TA_MSG_WRITE: {
+        g_node_t *nd = s_find(g, m->as.write.buf);
+        if (!nd || !nd->writes) return ta_actor_fail(self, TACT_EINVAL, "write: tensor %" PRIu64 " takes no data", m->as.write.buf);
+        ta_msg_t w;
+        ta_msg_init(&w, TA_MSG_WRITE);
+        w.as.write.buf = m->as.write.buf;
+        w.bulk = m->bulk;
+        return s_to_executor(self, g, &w);
+    }
+    default: return ta_actor_fail(self, TACT_EINVAL, "graph: cannot handle %s", ta_msg_type_name(m->type));
+    }
+}
+
+/* The end of a realize waits until its SCHEDULED has been processed, so the
+ * two always appear in that order (they come from different actors). */
+static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
+    g_state_t *g = ta_actor_state(self);
+    int ending = m->type == TA_MSG_DONE || m->type == TA_MSG_ERROR;
+    return !(ending && m->sender != g->w->scheduler && g->pending_realize && m->corr == g->pending_realize && !g->have_scheduled);
+}
+
+const ta_actor_ops_t ta_graph_ops = {"graph", s_init, s_handle, s_fini, s_accept};

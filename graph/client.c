@@ -1,0 +1,913 @@
+/* client.c - the public tensor API (include/tact.h): runs in the user's thread, streams ops to the graph builder. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dtype.h"
+#include "mem.h"
+#include "ops.h"
+#include "pipeline.h"
+#include "shape.h"
+#include "tact.h"
+
+/* ------------------------------------------------------------------ state */
+
+struct tact_tensor {
+    tact_ctx *ctx;
+    uint64_t id; /* 0 for error tensors and unmaterialized scalars */
+    tact_dtype dtype;
+    ta_shape_t shape;
+    int status;
+    char *message;
+    int kept;
+    /* Weakly typed scalars keep their value until they meet a tensor. */
+    int weak;
+    ta_scalar_kind_t kind;
+    double fvalue;
+    int64_t ivalue;
+};
+
+typedef struct {
+    tact_tensor **items;
+    size_t n, cap;
+} s_scope_t;
+
+enum { S_BATCH_OPS = 512 };
+
+struct tact_ctx {
+    ta_rt_t *rt;
+    ta_port_t *port;
+    ta_pipeline_t wiring;
+    ta_actor_t *graph, *scheduler, *planner, *executor, *compilers[TA_MAX_COMPILERS];
+    int timeout_ms;
+    uint64_t next_id;
+    s_scope_t *scopes;
+    size_t nscopes, scopes_cap;
+    msgpack_sbuffer batch; /* op records not yet sent */
+    size_t nbatch;
+    uint64_t *released;
+    size_t nreleased, released_cap;
+    char error[512];
+    tact_stats stats;
+};
+
+static _Thread_local char s_open_error[512];
+
+const char *tact_last_open_error(void) { return s_open_error; }
+
+void tact_options_default(tact_options *o) {
+    memset(o, 0, sizeof *o);
+    o->transport = "inproc";
+}
+
+/* --------------------------------------------------------- tensor objects */
+
+/* Adds t to the innermost scope; returns t, or NULL on allocation failure. */
+static tact_tensor *s_own(tact_ctx *ctx, tact_tensor *t) {
+    s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1];
+    if (ta_grow((void **)&sc->items, &sc->cap, sc->n + 1, sizeof *sc->items) != TACT_OK) {
+        ta_free(t);
+        return NULL;
+    }
+    sc->items[sc->n++] = t;
+    return t;
+}
+
+/* An error tensor carrying code and the formatted message.  When even that
+ * cannot be allocated, a static one stands in (never freed). */
+__attribute__((format(printf, 3, 4))) static tact_tensor *s_error(tact_ctx *ctx, int code, const char *fmt, ...) {
+    static tact_tensor oom = {NULL, 0, TACT_FLOAT32, {0, {0}}, TACT_ENOMEM, (char *)"out of memory", 0, 0, 0, 0, 0};
+    tact_tensor *t = ta_calloc(1, sizeof *t);
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (!t || !(t->message = ta_strdup(msg))) {
+        ta_free(t);
+        return &oom;
+    }
+    t->ctx = ctx;
+    t->status = code;
+    t = s_own(ctx, t);
+    return t ? t : &oom;
+}
+
+static tact_tensor *s_new(tact_ctx *ctx, tact_dtype dtype, const ta_shape_t *shape) {
+    tact_tensor *t = ta_calloc(1, sizeof *t);
+    if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
+    t->ctx = ctx;
+    t->id = ctx->next_id++;
+    t->dtype = dtype;
+    t->shape = *shape;
+    t->message = NULL;
+    tact_tensor *owned = s_own(ctx, t);
+    return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
+}
+
+static void s_free_tensor(tact_tensor *t) {
+    if (!t->ctx) return; /* the static out-of-memory tensor */
+    ta_free(t->message);
+    ta_free(t);
+}
+
+/* ---------------------------------------------------------------- op records */
+
+/*
+ * An op record is [id, op, dtype, [shape], [src ids], [args]] (docs/messages.md).
+ * Records accumulate in ctx->batch and travel as one OP_BATCH message.
+ */
+static int s_flush(tact_ctx *ctx, ta_error_t *err);
+
+static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs,
+                    int nargs, const int64_t *args) {
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &ctx->batch, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, 6) || msgpack_pack_uint64(&pk, out->id) || msgpack_pack_uint8(&pk, (uint8_t)op) ||
+              msgpack_pack_uint8(&pk, (uint8_t)out->dtype) || msgpack_pack_array(&pk, (size_t)out->shape.ndim);
+    for (int k = 0; !bad && k < out->shape.ndim; k++) bad = msgpack_pack_int64(&pk, out->shape.d[k]);
+    bad = bad || msgpack_pack_array(&pk, (size_t)nsrc);
+    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(&pk, srcs[i]->id);
+    bad = bad || msgpack_pack_array(&pk, (size_t)nargs);
+    for (int i = 0; !bad && i < nargs; i++) bad = msgpack_pack_int64(&pk, args[i]);
+    if (bad) return TACT_ENOMEM;
+    if (++ctx->nbatch >= S_BATCH_OPS) return s_flush(ctx, NULL);
+    return TACT_OK;
+}
+
+static int s_flush(tact_ctx *ctx, ta_error_t *err) {
+    int rc = TACT_OK;
+    if (ctx->nbatch) {
+        /* The array header goes in front of the records gathered so far. */
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        if (msgpack_pack_array(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
+            rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
+        } else {
+            ta_msg_t m;
+            ta_msg_init(&m, TA_MSG_OP_BATCH);
+            m.as.op_batch.ops.ptr = (const uint8_t *)sb.data;
+            m.as.op_batch.ops.len = sb.size;
+            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
+        }
+        msgpack_sbuffer_destroy(&sb);
+        msgpack_sbuffer_clear(&ctx->batch);
+        ctx->nbatch = 0;
+    }
+    if (rc == TACT_OK && ctx->nreleased) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        int bad = msgpack_pack_array(&pk, ctx->nreleased);
+        for (size_t i = 0; !bad && i < ctx->nreleased; i++) bad = msgpack_pack_uint64(&pk, ctx->released[i]);
+        if (bad) {
+            rc = ta_error_set(err, TACT_ENOMEM, "out of memory releasing tensors");
+        } else {
+            ta_msg_t m;
+            ta_msg_init(&m, TA_MSG_RELEASE);
+            m.as.release.ids.ptr = (const uint8_t *)sb.data;
+            m.as.release.ids.len = sb.size;
+            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
+        }
+        msgpack_sbuffer_destroy(&sb);
+        ctx->nreleased = 0;
+    }
+    return rc;
+}
+
+/* Makes the node of out from op and sources; on failure turns out into an error. */
+static tact_tensor *s_emit(tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs, int nargs,
+                           const int64_t *args) {
+    if (out->status) return out;
+    if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args) != TACT_OK) {
+        out->status = TACT_ENOMEM;
+        out->message = ta_strdup("out of memory recording an op");
+    }
+    return out;
+}
+
+/* -------------------------------------------------------------- contexts */
+
+static void s_stop_all(tact_ctx *ctx, ta_error_t *first) {
+    ta_error_t err;
+    ta_actor_t **all[] = {&ctx->graph, &ctx->scheduler, &ctx->planner, &ctx->executor};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (ta_actor_stop(all[i], &err) != TACT_OK && first && !first->code) *first = err;
+    for (int i = 0; i < TA_MAX_COMPILERS; i++)
+        if (ta_actor_stop(&ctx->compilers[i], &err) != TACT_OK && first && !first->code) *first = err;
+}
+
+int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
+    *out = NULL;
+    s_open_error[0] = '\0';
+    tact_options o;
+    if (opts) o = *opts;
+    else tact_options_default(&o);
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    if (o.transport && ta_transport_parse(o.transport, &cfg.transport) != 0) {
+        snprintf(s_open_error, sizeof s_open_error, "unknown transport '%s' (inproc, ipc or tcp)", o.transport);
+        return TACT_EINVAL;
+    }
+    cfg.log_path = o.log_path;
+    if (o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS || o.cpu_threads < 0 || o.timeout_ms < 0) {
+        snprintf(s_open_error, sizeof s_open_error, "options out of range (compile_workers 0..%d, cpu_threads >= 0)",
+                 TA_MAX_COMPILERS);
+        return TACT_EINVAL;
+    }
+    tact_ctx *ctx = ta_calloc(1, sizeof *ctx);
+    if (!ctx) {
+        snprintf(s_open_error, sizeof s_open_error, "out of memory");
+        return TACT_ENOMEM;
+    }
+    ctx->timeout_ms = o.timeout_ms ? o.timeout_ms : 60000;
+    ctx->next_id = 1;
+    msgpack_sbuffer_init(&ctx->batch);
+    ta_error_t err = {0, ""};
+    int rc = ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, 1, sizeof *ctx->scopes);
+    if (rc != TACT_OK) goto fail_nomem;
+    memset(&ctx->scopes[0], 0, sizeof ctx->scopes[0]);
+    ctx->nscopes = 1;
+    if ((rc = ta_rt_new(&ctx->rt, &cfg, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_port_new(ctx->rt, "client", &ctx->port, &err)) != TACT_OK) goto fail;
+    ta_pipeline_t *w = &ctx->wiring;
+    const char *dbg = getenv("TACT_DEBUG");
+    w->debug = dbg ? atoi(dbg) : 0;
+    w->cpu_threads = o.cpu_threads;
+    w->ncompilers = o.compile_workers ? o.compile_workers : 2;
+    w->client = ta_port_id(ctx->port);
+    /* Start order fixes the port ids, so logs of two runs line up. */
+    if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, w, NULL, &ctx->graph, &err)) != TACT_OK) goto fail;
+    w->graph = ta_actor_id(ctx->graph);
+    if ((rc = ta_actor_start(ctx->rt, &ta_scheduler_ops, w, NULL, &ctx->scheduler, &err)) != TACT_OK) goto fail;
+    w->scheduler = ta_actor_id(ctx->scheduler);
+    if ((rc = ta_actor_start(ctx->rt, &ta_planner_ops, w, NULL, &ctx->planner, &err)) != TACT_OK) goto fail;
+    w->planner = ta_actor_id(ctx->planner);
+    for (int i = 0; i < w->ncompilers; i++) {
+        if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, w, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
+        w->compiler[i] = ta_actor_id(ctx->compilers[i]);
+    }
+    if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, w, NULL, &ctx->executor, &err)) != TACT_OK) goto fail;
+    w->executor = ta_actor_id(ctx->executor);
+    *out = ctx;
+    return TACT_OK;
+fail_nomem:
+    rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
+fail:
+    snprintf(s_open_error, sizeof s_open_error, "%s", err.text);
+    s_stop_all(ctx, NULL);
+    ta_port_destroy(&ctx->port);
+    ta_rt_destroy(&ctx->rt, NULL);
+    ta_free(ctx->scopes);
+    msgpack_sbuffer_destroy(&ctx->batch);
+    ta_free(ctx);
+    return rc;
+}
+
+int tact_ctx_close(tact_ctx **pctx) {
+    tact_ctx *ctx = *pctx;
+    if (!ctx) return TACT_OK;
+    *pctx = NULL;
+    for (size_t s = ctx->nscopes; s-- > 0;) {
+        for (size_t i = 0; i < ctx->scopes[s].n; i++) s_free_tensor(ctx->scopes[s].items[i]);
+        ta_free(ctx->scopes[s].items);
+    }
+    ta_free(ctx->scopes);
+    ta_error_t first = {0, ""};
+    s_stop_all(ctx, &first);
+    ta_port_destroy(&ctx->port);
+    ta_error_t err;
+    int rc = ta_rt_destroy(&ctx->rt, &err);
+    if (rc != TACT_OK && !first.code) first = err;
+    msgpack_sbuffer_destroy(&ctx->batch);
+    ta_free(ctx->released);
+    ta_free(ctx);
+    return first.code;
+}
+
+const char *tact_ctx_error(const tact_ctx *ctx) { return ctx->error; }
+void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) { *out = ctx->stats; }
+
+/* ----------------------------------------------------------------- scopes */
+
+int tact_scope_begin(tact_ctx *ctx) {
+    if (ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, ctx->nscopes + 1, sizeof *ctx->scopes) != TACT_OK)
+        return TACT_ENOMEM;
+    memset(&ctx->scopes[ctx->nscopes], 0, sizeof ctx->scopes[0]);
+    ctx->nscopes++;
+    return TACT_OK;
+}
+
+int tact_scope_end(tact_ctx *ctx) {
+    if (ctx->nscopes <= 1) return TACT_EINVAL;
+    s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
+    int rc = TACT_OK;
+    for (size_t i = 0; i < sc->n; i++) {
+        tact_tensor *t = sc->items[i];
+        if (t->kept) {
+            t->kept = 0;
+            if (ta_grow((void **)&parent->items, &parent->cap, parent->n + 1, sizeof *parent->items) == TACT_OK) {
+                parent->items[parent->n++] = t;
+                continue;
+            }
+            rc = TACT_ENOMEM; /* cannot keep it: release it rather than leak */
+        }
+        if (t->id && ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
+            ctx->released[ctx->nreleased++] = t->id;
+        s_free_tensor(t);
+    }
+    ta_free(sc->items);
+    ctx->nscopes--;
+    /* Releases travel with the next batch; a long loop of scopes sends them
+     * on its own once they pile up. */
+    if (ctx->nreleased >= S_BATCH_OPS) s_flush(ctx, NULL);
+    return rc;
+}
+
+tact_tensor *tact_keep(tact_tensor *t) {
+    if (t->ctx) t->kept = 1;
+    return t;
+}
+
+/* ---------------------------------------------------------------- queries */
+
+int tact_ndim(const tact_tensor *t) { return t->shape.ndim; }
+int64_t tact_dim(const tact_tensor *t, int k) {
+    if (k < 0) k += t->shape.ndim;
+    return k >= 0 && k < t->shape.ndim ? t->shape.d[k] : -1;
+}
+void tact_shape(const tact_tensor *t, int64_t *out) { memcpy(out, t->shape.d, sizeof(int64_t) * (size_t)t->shape.ndim); }
+int64_t tact_numel(const tact_tensor *t) { return ta_shape_numel(&t->shape); }
+tact_dtype tact_dtype_of(const tact_tensor *t) { return t->dtype; }
+const char *tact_device(const tact_tensor *t) {
+    (void)t;
+    return "CPU";
+}
+int tact_status_of(const tact_tensor *t) { return t->status; }
+const char *tact_error_message(const tact_tensor *t) { return t->message ? t->message : ""; }
+const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
+
+/* --------------------------------------------------------------- creation */
+
+/* Packs a value of dtype d as the int64 bits an op record carries. */
+static int64_t s_bits(tact_dtype d, ta_value_t v) {
+    if (ta_dtype_is_bool(d)) return v.b;
+    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
+    if (ta_dtype_is_float(d)) {
+        double f = d == TACT_FLOAT32 ? (double)(float)v.f : v.f;
+        int64_t b;
+        memcpy(&b, &f, sizeof b);
+        return b;
+    }
+    return ta_dtype_is_unsigned(d) ? (int64_t)v.u : v.i;
+}
+
+/* A CONST node of shape () holding v. */
+static tact_tensor *s_const(tact_ctx *ctx, tact_dtype d, ta_value_t v) {
+    ta_shape_t scalar = {0, {0}};
+    tact_tensor *t = s_new(ctx, d, &scalar);
+    int64_t bits = s_bits(d, v);
+    return s_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
+}
+
+/* The tensor a weak scalar becomes as dtype d. */
+static tact_tensor *s_materialize(tact_tensor *w, tact_dtype d) {
+    ta_value_t v;
+    if (w->kind == TA_SCALAR_FLOAT) {
+        v = ta_value_from_double(d, w->fvalue);
+    } else {
+        ta_value_t iv;
+        memset(&iv, 0, sizeof iv);
+        iv.i = w->ivalue;
+        v = ta_value_convert(d, TACT_INT64, iv);
+    }
+    return s_const(w->ctx, d, v);
+}
+
+/* A weak scalar on its own takes its kind's default dtype. */
+static tact_tensor *s_solid(tact_tensor *t) {
+    if (!t->weak || t->status) return t;
+    return s_materialize(t, t->kind == TA_SCALAR_BOOL ? TACT_BOOL : t->kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32);
+}
+
+static tact_tensor *s_weak(tact_ctx *ctx, ta_scalar_kind_t kind, double f, int64_t i) {
+    tact_tensor *t = ta_calloc(1, sizeof *t);
+    if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
+    t->ctx = ctx;
+    t->weak = 1;
+    t->kind = kind;
+    t->fvalue = f;
+    t->ivalue = i;
+    t->dtype = kind == TA_SCALAR_BOOL ? TACT_BOOL : kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32;
+    tact_tensor *owned = s_own(ctx, t);
+    return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
+}
+
+tact_tensor *tact_scalar(tact_ctx *ctx, double v) { return s_weak(ctx, TA_SCALAR_FLOAT, v, 0); }
+tact_tensor *tact_scalar_int(tact_ctx *ctx, int64_t v) { return s_weak(ctx, TA_SCALAR_INT, 0, v); }
+tact_tensor *tact_scalar_bool(tact_ctx *ctx, int v) { return s_weak(ctx, TA_SCALAR_BOOL, 0, v != 0); }
+
+/* Checks dtype and shape of a creation call. */
+static tact_tensor *s_check_new(tact_ctx *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s) {
+    ta_error_t err;
+    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "%s: dtype %d is not a tact_dtype", op, dtype);
+    if (ndim > 0 && !shape) return s_error(ctx, TACT_EINVAL, "%s: shape is NULL", op);
+    if (ta_shape_make(s, ndim, shape, op, &err) != TACT_OK) return s_error(ctx, err.code, "%s", err.text);
+    return NULL;
+}
+
+tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    ta_shape_t s;
+    tact_tensor *bad = s_check_new(ctx, "empty", dtype, ndim, shape, &s);
+    if (bad) return bad;
+    /* "Unspecified" contents are zeros: runs stay deterministic. */
+    size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
+    void *zeros = ta_calloc(bytes ? bytes : 1, 1);
+    if (!zeros) return s_error(ctx, TACT_ENOMEM, "empty: out of memory for %zu bytes", bytes);
+    tact_tensor *t = tact_from_data(ctx, dtype, ndim, shape, zeros);
+    ta_free(zeros);
+    return t;
+}
+
+tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    ta_shape_t s;
+    tact_tensor *bad = s_check_new(ctx, "from_data", dtype, ndim, shape, &s);
+    if (bad) return bad;
+    size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
+    if (!data && bytes) return s_error(ctx, TACT_EINVAL, "from_data: data is NULL");
+    /* EMPTY with argument 1: its bytes follow in a WRITE, which the graph
+     * builder passes to the executor. */
+    int64_t data_follows = 1;
+    tact_tensor *t = s_emit(s_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
+    if (t->status) return t;
+    ta_error_t err;
+    int rc = s_flush(ctx, &err);
+    /* Bools are normalized to 0/1 so kernels can rely on it. */
+    uint8_t *norm = NULL;
+    if (rc == TACT_OK && dtype == TACT_BOOL && bytes) {
+        norm = ta_malloc(bytes);
+        if (!norm) rc = ta_error_set(&err, TACT_ENOMEM, "from_data: out of memory");
+        for (size_t i = 0; norm && i < bytes; i++) norm[i] = ((const uint8_t *)data)[i] != 0;
+    }
+    if (rc == TACT_OK) {
+        ta_msg_t m;
+        ta_msg_init(&m, TA_MSG_WRITE);
+        m.as.write.buf = t->id;
+        m.bulk.ptr = norm ? norm : data;
+        m.bulk.len = bytes;
+        rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, &err);
+    }
+    ta_free(norm);
+    if (rc != TACT_OK) {
+        t->status = rc;
+        t->message = ta_strdup(err.text);
+    }
+    return t;
+}
+
+tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
+    ta_shape_t s;
+    tact_tensor *bad = s_check_new(ctx, "full", dtype, ndim, shape, &s);
+    if (bad) return bad;
+    tact_tensor *c = s_const(ctx, dtype, ta_value_from_double(dtype, value));
+    int64_t ones[TA_MAX_DIMS];
+    for (int k = 0; k < ndim; k++) ones[k] = 1;
+    return tact_expand(tact_reshape(c, ndim, ones), ndim, shape);
+}
+
+tact_tensor *tact_zeros(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    return tact_full(ctx, dtype, ndim, shape, 0);
+}
+tact_tensor *tact_ones(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    return tact_full(ctx, dtype, ndim, shape, 1);
+}
+
+tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, int dtype) {
+    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
+        return s_error(ctx, TACT_EINVAL, "arange(%g, %g, %g): step must be non-zero and all finite", start, stop, step);
+    if (dtype < 0) {
+        int fractional = start != floor(start) || stop != floor(stop) || step != floor(step);
+        dtype = fractional ? TACT_FLOAT32 : TACT_INT32;
+    }
+    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "arange: dtype %d is not a tact_dtype", dtype);
+    double count = ceil((stop - start) / step);
+    int64_t n = count > 0 ? (int64_t)count : 0;
+    size_t es = ta_dtype_size((tact_dtype)dtype);
+    uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
+    if (!buf) return s_error(ctx, TACT_ENOMEM, "arange: out of memory for %" PRId64 " elements", n);
+    for (int64_t i = 0; i < n; i++) ta_value_store((tact_dtype)dtype, buf + i * es, ta_value_from_double((tact_dtype)dtype, start + (double)i * step));
+    tact_tensor *t = tact_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
+    ta_free(buf);
+    return t;
+}
+
+tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
+    if (n < 0) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64, n);
+    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "eye: dtype %d is not a tact_dtype", dtype);
+    size_t es = ta_dtype_size(dtype);
+    uint8_t *buf = ta_calloc(n ? (size_t)(n * n) : 1, es);
+    if (!buf) return s_error(ctx, TACT_ENOMEM, "eye: out of memory");
+    for (int64_t i = 0; i < n; i++) ta_value_store(dtype, buf + (i * n + i) * es, ta_value_from_double(dtype, 1));
+    int64_t shape[2] = {n, n};
+    tact_tensor *t = tact_from_data(ctx, dtype, 2, shape, buf);
+    ta_free(buf);
+    return t;
+}
+
+/* ------------------------------------------------------------- op helpers */
+
+/* Returns the first error tensor among xs, or NULL. */
+static tact_tensor *s_any_error(int n, tact_tensor *const *xs) {
+    for (int i = 0; i < n; i++)
+        if (xs[i]->status) return xs[i];
+    return NULL;
+}
+
+static tact_tensor *s_unary(tact_tensor *x, ta_op_t op, tact_dtype out_dtype) {
+    x = s_solid(x);
+    if (x->status) return x;
+    const tact_tensor *src[1] = {x};
+    return s_emit(s_new(x->ctx, out_dtype, &x->shape), op, 1, src, 0, NULL);
+}
+
+tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype) {
+    if (x->status) return x;
+    if (!ta_dtype_valid(dtype)) return s_error(x->ctx, TACT_EDTYPE, "cast: dtype %d is not a tact_dtype", dtype);
+    x = s_solid(x);
+    if (x->dtype == dtype) return x;
+    return s_unary(x, TA_OP_CAST, dtype);
+}
+
+tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype) {
+    if (x->status) return x;
+    x = s_solid(x);
+    if (!ta_dtype_valid(dtype) || ta_dtype_size(dtype) != ta_dtype_size(x->dtype))
+        return s_error(x->ctx, TACT_EDTYPE, "bitcast: %s to %s needs dtypes of the same size", ta_dtype_name(x->dtype),
+                       ta_dtype_valid(dtype) ? ta_dtype_name(dtype) : "an invalid dtype");
+    if (x->dtype == dtype) return x;
+    return s_unary(x, TA_OP_BITCAST, dtype);
+}
+
+/* Float-only unary ops cast ints (and bools) to float32 first. */
+static tact_tensor *s_float_unary(tact_tensor *x, ta_op_t op) {
+    if (x->status) return x;
+    x = tact_cast(s_solid(x), ta_dtype_upper_float(s_solid(x)->dtype));
+    return s_unary(x, op, x->dtype);
+}
+
+tact_tensor *tact_exp2(tact_tensor *x) { return s_float_unary(x, TA_OP_EXP2); }
+tact_tensor *tact_log2(tact_tensor *x) { return s_float_unary(x, TA_OP_LOG2); }
+tact_tensor *tact_sin(tact_tensor *x) { return s_float_unary(x, TA_OP_SIN); }
+tact_tensor *tact_sqrt(tact_tensor *x) { return s_float_unary(x, TA_OP_SQRT); }
+tact_tensor *tact_recip(tact_tensor *x) { return s_float_unary(x, TA_OP_RECIP); }
+tact_tensor *tact_neg(tact_tensor *x) {
+    x = s_solid(x);
+    return x->status ? x : s_unary(x, TA_OP_NEG, x->dtype);
+}
+
+/* Broadcasts x to shape (prepending 1s, then expanding). */
+static tact_tensor *s_broadcast_to(tact_tensor *x, const ta_shape_t *shape) {
+    if (ta_shape_equal(&x->shape, shape)) return x;
+    int64_t dims[TA_MAX_DIMS];
+    int pad = shape->ndim - x->shape.ndim;
+    for (int k = 0; k < shape->ndim; k++) dims[k] = k < pad ? 1 : x->shape.d[k - pad];
+    if (pad) x = tact_reshape(x, shape->ndim, dims);
+    return tact_expand(x, shape->ndim, shape->d);
+}
+
+/* The reference's _broadcasted: weak scalars take the other side's dtype
+ * when they can, then both sides promote and broadcast. */
+static int s_match(tact_tensor **pa, tact_tensor **pb, const char *op) {
+    tact_tensor *a = *pa, *b = *pb;
+    if (a->weak && b->weak) a = s_solid(a);
+    if (b->weak) b = s_materialize(b, ta_dtype_of_scalar(a->dtype, b->kind));
+    if (a->weak) a = s_materialize(a, ta_dtype_of_scalar(b->dtype, a->kind));
+    if (a->status || b->status) {
+        *pa = a->status ? a : b;
+        return -1;
+    }
+    if (a->dtype != b->dtype) {
+        tact_dtype d = ta_dtype_promote(a->dtype, b->dtype);
+        a = tact_cast(a, d);
+        b = tact_cast(b, d);
+    }
+    ta_shape_t out;
+    ta_error_t err;
+    if (ta_shape_broadcast(&a->shape, &b->shape, op, &out, &err) != TACT_OK) {
+        *pa = s_error(a->ctx, err.code, "%s", err.text);
+        return -1;
+    }
+    *pa = s_broadcast_to(a, &out);
+    *pb = s_broadcast_to(b, &out);
+    return (*pa)->status || (*pb)->status ? ((*pa = (*pa)->status ? *pa : *pb), -1) : 0;
+}
+
+static tact_tensor *s_binary(tact_tensor *a, tact_tensor *b, ta_op_t op, const char *name) {
+    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+    if (e) return e;
+    if (a->ctx != b->ctx) return s_error(a->ctx, TACT_EINVAL, "%s: tensors of two contexts", name);
+    if (s_match(&a, &b, name) != 0) return a;
+    int bitwise = op == TA_OP_XOR || op == TA_OP_AND || op == TA_OP_OR || op == TA_OP_SHL || op == TA_OP_SHR;
+    if (bitwise && ta_dtype_is_float(a->dtype))
+        return s_error(a->ctx, TACT_EDTYPE, "%s: needs ints or bools, got %s", name, ta_dtype_name(a->dtype));
+    if ((op == TA_OP_SHL || op == TA_OP_SHR) && ta_dtype_is_bool(a->dtype))
+        return s_error(a->ctx, TACT_EDTYPE, "%s: needs ints, got bool", name);
+    tact_dtype out = op == TA_OP_CMPLT || op == TA_OP_CMPNE ? TACT_BOOL : a->dtype;
+    const tact_tensor *src[2] = {a, b};
+    return s_emit(s_new(a->ctx, out, &a->shape), op, 2, src, 0, NULL);
+}
+
+tact_tensor *tact_add(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_ADD, "add"); }
+tact_tensor *tact_mul(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MUL, "mul"); }
+tact_tensor *tact_idiv(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_IDIV, "idiv"); }
+tact_tensor *tact_mod(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MOD, "mod"); }
+tact_tensor *tact_maximum(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MAX, "maximum"); }
+tact_tensor *tact_cmplt(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_CMPLT, "cmplt"); }
+tact_tensor *tact_cmpne(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_CMPNE, "cmpne"); }
+tact_tensor *tact_xor(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_XOR, "xor"); }
+tact_tensor *tact_and(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_AND, "and"); }
+tact_tensor *tact_or(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_OR, "or"); }
+tact_tensor *tact_shl(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_SHL, "shl"); }
+tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_SHR, "shr"); }
+tact_tensor *tact_sub(tact_tensor *a, tact_tensor *b) {
+    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+    if (e) return e;
+    if (s_match(&a, &b, "sub") != 0) return a;
+    return tact_add(a, tact_neg(b));
+}
+
+tact_tensor *tact_div(tact_tensor *a, tact_tensor *b) {
+    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+    if (e) return e;
+    if (s_match(&a, &b, "div") != 0) return a;
+    /* True division upcasts ints, then multiplies by the reciprocal, as the reference does. */
+    tact_dtype f = ta_dtype_upper_float(a->dtype);
+    a = tact_cast(a, f);
+    b = tact_cast(b, f);
+    return tact_mul(a, tact_recip(b));
+}
+
+tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b) {
+    tact_tensor *e = s_any_error(3, (tact_tensor *[]){cond, a, b});
+    if (e) return e;
+    cond = tact_cast(s_solid(cond), TACT_BOOL);
+    if (s_match(&a, &b, "where") != 0) return a;
+    ta_shape_t out;
+    ta_error_t err;
+    if (ta_shape_broadcast(&cond->shape, &a->shape, "where", &out, &err) != TACT_OK)
+        return s_error(a->ctx, err.code, "%s", err.text);
+    cond = s_broadcast_to(cond, &out);
+    a = s_broadcast_to(a, &out);
+    b = s_broadcast_to(b, &out);
+    if ((e = s_any_error(3, (tact_tensor *[]){cond, a, b}))) return e;
+    const tact_tensor *src[3] = {cond, a, b};
+    return s_emit(s_new(a->ctx, a->dtype, &out), TA_OP_WHERE, 3, src, 0, NULL);
+}
+
+tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c) {
+    tact_tensor *e = s_any_error(3, (tact_tensor *[]){a, b, c});
+    if (e) return e;
+    if (s_match(&a, &b, "mulacc") != 0) return a;
+    if (s_match(&a, &c, "mulacc") != 0) return a;
+    b = s_broadcast_to(b, &a->shape);
+    if ((e = s_any_error(3, (tact_tensor *[]){a, b, c}))) return e;
+    b = tact_cast(b, a->dtype);
+    const tact_tensor *src[3] = {a, b, c};
+    return s_emit(s_new(a->ctx, a->dtype, &a->shape), TA_OP_MULACC, 3, src, 0, NULL);
+}
+
+/* -------------------------------------------------------------- reductions */
+
+static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
+    x = s_solid(x);
+    if (x->status) return x;
+    uint32_t mask;
+    ta_shape_t kept;
+    ta_error_t err;
+    if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "%s: axes is NULL", name);
+    if (ta_shape_reduce(&x->shape, naxes, axes, name, &mask, &kept, &err) != TACT_OK)
+        return s_error(x->ctx, err.code, "%s", err.text);
+    tact_tensor *r = x;
+    if (mask) {
+        int64_t arg = mask;
+        const tact_tensor *src[1] = {x};
+        r = s_emit(s_new(x->ctx, x->dtype, &kept), op, 1, src, 1, &arg);
+    }
+    if (keepdim || r->status) return r;
+    int64_t dims[TA_MAX_DIMS];
+    int n = 0;
+    for (int k = 0; k < x->shape.ndim; k++)
+        if (!(mask >> k & 1)) dims[n++] = x->shape.d[k];
+    return tact_reshape(r, n, dims);
+}
+
+tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+    x = s_solid(x);
+    if (x->status) return x;
+    tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
+    tact_tensor *r = s_reduce(tact_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
+    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? tact_cast(r, d) : r;
+}
+
+tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+    return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
+}
+
+/* ---------------------------------------------------------------- movement */
+
+static tact_tensor *s_movement(tact_tensor *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
+    const tact_tensor *src[1] = {x};
+    return s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
+}
+
+tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
+    x = s_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (ndim > 0 && !shape) return s_error(x->ctx, TACT_EINVAL, "reshape: shape is NULL");
+    if (ta_shape_reshape(&x->shape, ndim, shape, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
+    if (ta_shape_equal(&out, &x->shape)) return x;
+    return s_movement(x, TA_OP_RESHAPE, &out, 0, NULL);
+}
+
+tact_tensor *tact_permute(tact_tensor *x, const int *order) {
+    x = s_solid(x);
+    if (x->status) return x;
+    int norm[TA_MAX_DIMS];
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !order) return s_error(x->ctx, TACT_EINVAL, "permute: order is NULL");
+    if (ta_shape_permute(&x->shape, order, norm, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
+    int64_t args[TA_MAX_DIMS];
+    int identity = 1;
+    for (int k = 0; k < x->shape.ndim; k++) {
+        args[k] = norm[k];
+        identity &= norm[k] == k;
+    }
+    return identity ? x : s_movement(x, TA_OP_PERMUTE, &out, x->shape.ndim, args);
+}
+
+tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape) {
+    x = s_solid(x);
+    if (x->status) return x;
+    ta_shape_t aligned, out;
+    ta_error_t err;
+    if (ndim > 0 && !shape) return s_error(x->ctx, TACT_EINVAL, "expand: shape is NULL");
+    if (ta_shape_expand(&x->shape, ndim, shape, &aligned, &out, &err) != TACT_OK)
+        return s_error(x->ctx, err.code, "%s", err.text);
+    if (aligned.ndim != x->shape.ndim) x = tact_reshape(x, aligned.ndim, aligned.d);
+    if (x->status || ta_shape_equal(&out, &x->shape)) return x;
+    return s_movement(x, TA_OP_EXPAND, &out, 0, NULL);
+}
+
+tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value) {
+    x = s_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !pads) return s_error(x->ctx, TACT_EINVAL, "pad: pads is NULL");
+    if (ta_shape_pad(&x->shape, pads, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
+    if (ta_shape_equal(&out, &x->shape)) return x;
+    int64_t args[2 * TA_MAX_DIMS];
+    for (int k = 0; k < x->shape.ndim; k++) args[2 * k] = pads[k][0], args[2 * k + 1] = pads[k][1];
+    tact_tensor *p = s_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
+    if (value == 0 || p->status) return p;
+    /* A non-zero fill: where(pad(ones), pad(x), value). */
+    tact_tensor *inside = s_movement(tact_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
+                                     2 * x->shape.ndim, args);
+    ta_value_t v = ta_value_from_double(x->dtype, value);
+    return tact_where(inside, p, s_broadcast_to(s_const(x->ctx, x->dtype, v), &out));
+}
+
+tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]) {
+    x = s_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !ranges) return s_error(x->ctx, TACT_EINVAL, "shrink: ranges is NULL");
+    if (ta_shape_shrink(&x->shape, ranges, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
+    int64_t args[2 * TA_MAX_DIMS];
+    int identity = 1;
+    for (int k = 0; k < x->shape.ndim; k++) {
+        args[2 * k] = ranges[k][0], args[2 * k + 1] = ranges[k][1];
+        identity &= ranges[k][0] == 0 && ranges[k][1] == x->shape.d[k];
+    }
+    return identity ? x : s_movement(x, TA_OP_SHRINK, &out, 2 * x->shape.ndim, args);
+}
+
+tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
+    x = s_solid(x);
+    if (x->status) return x;
+    uint32_t mask;
+    ta_shape_t ignored;
+    ta_error_t err;
+    if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "flip: axes is NULL");
+    if (ta_shape_reduce(&x->shape, naxes, axes, "flip", &mask, &ignored, &err) != TACT_OK)
+        return s_error(x->ctx, err.code, "%s", err.text);
+    if (!mask) return x;
+    int64_t args[TA_MAX_DIMS];
+    for (int k = 0; k < x->shape.ndim; k++) args[k] = mask >> k & 1 ? -1 : 1;
+    return s_movement(x, TA_OP_STRIDE, &x->shape, x->shape.ndim, args);
+}
+
+tact_tensor *tact_contiguous(tact_tensor *x) {
+    x = s_solid(x);
+    return x->status ? x : s_unary(x, TA_OP_CONTIGUOUS, x->dtype);
+}
+
+/* -------------------------------------------------------------- sync points */
+
+/* Waits for the reply to req; returns its status with ctx->error set. */
+static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
+    ta_error_t err = {0, ""};
+    int rc = s_flush(ctx, &err);
+    if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
+    if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+    return rc;
+}
+
+int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+    for (int i = 0; i < n; i++)
+        if (tensors[i]->status) {
+            snprintf(ctx->error, sizeof ctx->error, "%s", tensors[i]->message ? tensors[i]->message : "");
+            return tensors[i]->status;
+        }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, (size_t)n);
+    for (int i = 0; !bad && i < n; i++) {
+        const tact_tensor *t = s_solid(tensors[i]);
+        if (t->status) {
+            msgpack_sbuffer_destroy(&sb);
+            return t->status;
+        }
+        bad = msgpack_pack_uint64(&pk, t->id);
+    }
+    if (bad) {
+        msgpack_sbuffer_destroy(&sb);
+        return TACT_ENOMEM;
+    }
+    ta_msg_t req, reply;
+    ta_msg_init(&req, TA_MSG_REALIZE);
+    ta_msg_init(&reply, TA_MSG_READY);
+    req.as.realize.ids.ptr = (const uint8_t *)sb.data;
+    req.as.realize.ids.len = sb.size;
+    int rc = s_request(ctx, &req, &reply);
+    if (rc == TACT_OK && reply.type == TA_MSG_DONE) {
+        ctx->stats.kernels = reply.as.done.kernels;
+        ctx->stats.realizes++;
+    }
+    ta_msg_release(&reply);
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+int tact_read(tact_tensor *t, void *buf, size_t bytes) {
+    if (t->status) return t->status;
+    tact_ctx *ctx = t->ctx;
+    t = s_solid(t);
+    size_t need = (size_t)tact_numel(t) * ta_dtype_size(t->dtype);
+    if (bytes < need) {
+        snprintf(ctx->error, sizeof ctx->error, "read: buffer of %zu bytes, the tensor has %zu", bytes, need);
+        return TACT_EINVAL;
+    }
+    /* Reading goes through a contiguous copy, which is t itself when t is
+     * already a realized contiguous buffer. */
+    tact_tensor *c = tact_contiguous(t);
+    int rc = tact_realize(ctx, 1, &c);
+    if (rc != TACT_OK) return rc;
+    ta_msg_t req, reply;
+    ta_msg_init(&req, TA_MSG_READ);
+    ta_msg_init(&reply, TA_MSG_READY);
+    req.as.read.id = c->id;
+    rc = s_request(ctx, &req, &reply);
+    if (rc == TACT_OK && (reply.type != TA_MSG_DATA || reply.bulk.len != need)) {
+        snprintf(ctx->error, sizeof ctx->error, "read: expected %zu bytes, got %zu", need, reply.bulk.len);
+        rc = TACT_EPROTO;
+    }
+    if (rc == TACT_OK && need) memcpy(buf, reply.bulk.ptr, need);
+    ta_msg_release(&reply);
+    return rc;
+}
+
+int tact_item(tact_tensor *t, double *out) {
+    if (t->status) return t->status;
+    if (tact_numel(t) != 1) {
+        snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", tact_numel(t));
+        return TACT_ESHAPE;
+    }
+    uint8_t buf[8];
+    tact_tensor *s = s_solid(t);
+    int rc = tact_read(s, buf, sizeof buf);
+    if (rc == TACT_OK) *out = ta_value_as_double(s->dtype, ta_value_load(s->dtype, buf));
+    return rc;
+}

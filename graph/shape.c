@@ -1,0 +1,185 @@
+/* shape.c - op validation and result shapes; the client and the graph builder call the same functions. */
+#include "shape.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+void ta_shape_format(const ta_shape_t *s, char *buf, size_t len) {
+    size_t at = (size_t)snprintf(buf, len, "(");
+    for (int k = 0; k < s->ndim && at < len; k++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64, k ? ", " : "", s->d[k]);
+    if (at < len) snprintf(buf + at, len - at, s->ndim == 1 ? ",)" : ")");
+}
+
+int ta_shape_make(ta_shape_t *s, int ndim, const int64_t *dims, const char *op, ta_error_t *err) {
+    if (ndim < 0 || ndim > TA_MAX_DIMS)
+        return ta_error_set(err, TACT_ESHAPE, "%s: %d dims (at most %d)", op, ndim, TA_MAX_DIMS);
+    s->ndim = ndim;
+    for (int k = 0; k < ndim; k++) {
+        if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "%s: dim %d is %" PRId64 " (negative)", op, k, dims[k]);
+        s->d[k] = dims[k];
+    }
+    return TACT_OK;
+}
+
+int64_t ta_shape_numel(const ta_shape_t *s) {
+    int64_t n = 1;
+    for (int k = 0; k < s->ndim; k++) n *= s->d[k];
+    return n;
+}
+
+int ta_shape_equal(const ta_shape_t *a, const ta_shape_t *b) {
+    if (a->ndim != b->ndim) return 0;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->d[k] != b->d[k]) return 0;
+    return 1;
+}
+
+int ta_shape_broadcast(const ta_shape_t *a, const ta_shape_t *b, const char *op, ta_shape_t *out, ta_error_t *err) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    ta_shape_t r = {n, {0}};
+    for (int k = 0; k < n; k++) {
+        int ka = k - (n - a->ndim), kb = k - (n - b->ndim);
+        int64_t da = ka >= 0 ? a->d[ka] : 1, db = kb >= 0 ? b->d[kb] : 1;
+        if (da != db && da != 1 && db != 1) {
+            char sa[128], sb[128];
+            ta_shape_format(a, sa, sizeof sa);
+            ta_shape_format(b, sb, sizeof sb);
+            return ta_error_set(err, TACT_ESHAPE, "%s: shapes %s and %s do not broadcast (dim %d: %" PRId64 " vs %" PRId64 ")",
+                                op, sa, sb, k, da, db);
+        }
+        r.d[k] = da == 1 ? db : da;
+    }
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_reshape(const ta_shape_t *in, int ndim, const int64_t *dims, ta_shape_t *out, ta_error_t *err) {
+    char si[128];
+    ta_shape_format(in, si, sizeof si);
+    if (ndim < 0 || ndim > TA_MAX_DIMS) return ta_error_set(err, TACT_ESHAPE, "reshape: %d dims (at most %d)", ndim, TA_MAX_DIMS);
+    int infer = -1;
+    int64_t known = 1;
+    ta_shape_t r = {ndim, {0}};
+    for (int k = 0; k < ndim; k++) {
+        if (dims[k] == -1) {
+            if (infer >= 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: more than one -1", si);
+            infer = k;
+            continue;
+        }
+        if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: dim %d is %" PRId64, si, k, dims[k]);
+        r.d[k] = dims[k];
+        known *= dims[k];
+    }
+    int64_t numel = ta_shape_numel(in);
+    if (infer >= 0) {
+        if (known == 0 || numel % known != 0)
+            return ta_error_set(err, TACT_ESHAPE, "reshape of %s: cannot infer the -1 dim", si);
+        r.d[infer] = numel / known;
+        known *= r.d[infer];
+    }
+    if (known != numel) {
+        char so[128];
+        ta_shape_format(&r, so, sizeof so);
+        return ta_error_set(err, TACT_ESHAPE, "reshape of %s (%" PRId64 " elements) to %s (%" PRId64 " elements)", si, numel, so,
+                            known);
+    }
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_permute(const ta_shape_t *in, const int *order, int *norm, ta_shape_t *out, ta_error_t *err) {
+    int seen[TA_MAX_DIMS] = {0};
+    ta_shape_t r = {in->ndim, {0}};
+    for (int k = 0; k < in->ndim; k++) {
+        int o = order[k] < 0 ? order[k] + in->ndim : order[k];
+        if (o < 0 || o >= in->ndim || seen[o]) {
+            char si[128];
+            ta_shape_format(in, si, sizeof si);
+            return ta_error_set(err, TACT_ESHAPE, "permute of %s: order is not a permutation of 0..%d (entry %d is %d)", si,
+                                in->ndim - 1, k, order[k]);
+        }
+        seen[o] = 1;
+        norm[k] = o;
+        r.d[k] = in->d[o];
+    }
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_expand(const ta_shape_t *in, int ndim, const int64_t *dims, ta_shape_t *aligned, ta_shape_t *out,
+                    ta_error_t *err) {
+    char si[128];
+    ta_shape_format(in, si, sizeof si);
+    if (ndim < in->ndim || ndim > TA_MAX_DIMS)
+        return ta_error_set(err, TACT_ESHAPE, "expand of %s to %d dims", si, ndim);
+    ta_shape_t al = {ndim, {0}}, r = {ndim, {0}};
+    for (int k = 0; k < ndim; k++) {
+        int ki = k - (ndim - in->ndim);
+        al.d[k] = ki >= 0 ? in->d[ki] : 1;
+        int64_t want = dims[k] == -1 ? al.d[k] : dims[k];
+        if (want < 0 || (al.d[k] != want && al.d[k] != 1))
+            return ta_error_set(err, TACT_ESHAPE, "expand of %s: dim %d cannot become %" PRId64 " (only size-1 dims expand)", si,
+                                k, dims[k]);
+        r.d[k] = want;
+    }
+    *aligned = al;
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_pad(const ta_shape_t *in, const int64_t (*pads)[2], ta_shape_t *out, ta_error_t *err) {
+    ta_shape_t r = *in;
+    for (int k = 0; k < in->ndim; k++) {
+        if (pads[k][0] < 0 || pads[k][1] < 0) {
+            char si[128];
+            ta_shape_format(in, si, sizeof si);
+            return ta_error_set(err, TACT_ESHAPE, "pad of %s: dim %d pads (%" PRId64 ", %" PRId64 ") must be >= 0", si, k,
+                                pads[k][0], pads[k][1]);
+        }
+        r.d[k] = in->d[k] + pads[k][0] + pads[k][1];
+    }
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_shrink(const ta_shape_t *in, const int64_t (*ranges)[2], ta_shape_t *out, ta_error_t *err) {
+    ta_shape_t r = *in;
+    for (int k = 0; k < in->ndim; k++) {
+        if (ranges[k][0] < 0 || ranges[k][0] > ranges[k][1] || ranges[k][1] > in->d[k]) {
+            char si[128];
+            ta_shape_format(in, si, sizeof si);
+            return ta_error_set(err, TACT_ESHAPE, "shrink of %s: dim %d range [%" PRId64 ", %" PRId64 ") is outside [0, %" PRId64 "]",
+                                si, k, ranges[k][0], ranges[k][1], in->d[k]);
+        }
+        r.d[k] = ranges[k][1] - ranges[k][0];
+    }
+    *out = r;
+    return TACT_OK;
+}
+
+int ta_shape_reduce(const ta_shape_t *in, int naxes, const int *axes, const char *op, uint32_t *mask, ta_shape_t *out,
+                    ta_error_t *err) {
+    uint32_t m = 0;
+    if (naxes < 0) {
+        m = in->ndim ? (uint32_t)((1ull << in->ndim) - 1) : 0;
+    } else {
+        for (int i = 0; i < naxes; i++) {
+            int a = axes[i] < 0 ? axes[i] + in->ndim : axes[i];
+            if (a < 0 || a >= in->ndim || (m >> a & 1)) {
+                char si[128];
+                ta_shape_format(in, si, sizeof si);
+                return ta_error_set(err, TACT_ESHAPE, "%s of %s: axis %d is %s", op, si, axes[i],
+                                    a >= 0 && a < in->ndim ? "repeated" : "out of range");
+            }
+            m |= 1u << a;
+        }
+    }
+    ta_shape_t r = *in;
+    for (int k = 0; k < in->ndim; k++)
+        if (m >> k & 1) r.d[k] = 1;
+    *mask = m;
+    *out = r;
+    return TACT_OK;
+}

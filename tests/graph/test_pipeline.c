@@ -1,0 +1,315 @@
+/* test_pipeline.c - the public API end to end: values against naive C loops, fusion counts, errors, determinism. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "dtype.h"
+#include "log.h"
+#include "tact.h"
+#include "testutil.h"
+
+static tact_ctx *s_open(int threads, const char *log_path) {
+    tact_options o;
+    tact_options_default(&o);
+    o.cpu_threads = threads;
+    o.log_path = log_path;
+    o.timeout_ms = 60000;
+    tact_ctx *ctx = NULL;
+    int rc = tact_ctx_open(&ctx, &o);
+    cr_assert_eq(rc, TACT_OK, "open: %s", tact_last_open_error());
+    return ctx;
+}
+
+static uint64_t s_kernels(tact_ctx *ctx) {
+    tact_stats st;
+    tact_ctx_stats(ctx, &st);
+    return st.kernels;
+}
+
+static float *s_randf(uint64_t *rng, size_t n) {
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = (float)((double)(tu_rand(rng) >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+    return p;
+}
+
+/* ------------------------------------------------------------- fusion */
+
+Test(graph_pipeline, fma_is_one_kernel_and_exact) {
+    uint64_t seed = tu_seed(), rng = seed;
+    tact_ctx *ctx = s_open(0, NULL);
+    enum { N = 10000 };
+    float *x = s_randf(&rng, N), *y = s_randf(&rng, N), *z = s_randf(&rng, N), out[N];
+    int64_t shape[1] = {N};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, shape, x);
+    tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 1, shape, y);
+    tact_tensor *c = tact_from_data(ctx, TACT_FLOAT32, 1, shape, z);
+    tact_tensor *r = tact_add(tact_mul(a, b), c);
+    cr_assert_eq(tact_realize(ctx, 1, &r), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 1, "a*b+c is one kernel");
+    cr_assert_eq(tact_read(r, out, sizeof out), TACT_OK);
+    for (int i = 0; i < N; i++) {
+        float want = x[i] * y[i];
+        want = want + z[i];
+        cr_assert(memcmp(&want, &out[i], 4) == 0, "seed %#llx: element %d: %a vs %a", (unsigned long long)seed, i, out[i], want);
+    }
+    free(x), free(y), free(z);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+Test(graph_pipeline, chain_of_ten_elementwise_ops_is_one_kernel) {
+    tact_ctx *ctx = s_open(0, NULL);
+    float x[64];
+    for (int i = 0; i < 64; i++) x[i] = (float)i * 0.25f - 4;
+    int64_t shape[2] = {8, 8};
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    for (int k = 0; k < 10; k++) t = k % 2 ? tact_mul(t, tact_scalar(ctx, 0.5)) : tact_add(t, tact_scalar(ctx, 1.0));
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 1);
+    float out[64];
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    for (int i = 0; i < 64; i++) {
+        float v = x[i];
+        for (int k = 0; k < 10; k++) v = k % 2 ? v * 0.5f : v + 1.0f;
+        cr_assert_eq(out[i], v, "element %d", i);
+    }
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, mul_then_sum_is_one_kernel) {
+    uint64_t seed = tu_seed(), rng = seed;
+    tact_ctx *ctx = s_open(0, NULL);
+    enum { R = 33, C = 70 };
+    float *x = s_randf(&rng, R * C), *y = s_randf(&rng, R * C), out[R];
+    int64_t shape[2] = {R, C};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x), *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
+    int axis = 1;
+    tact_tensor *s = tact_sum(tact_mul(a, b), 1, &axis, 0);
+    cr_assert_eq(tact_ndim(s), 1);
+    cr_assert_eq(tact_realize(ctx, 1, &s), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 1);
+    cr_assert_eq(tact_read(s, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < R; i++) {
+        float acc = 0;
+        for (int j = 0; j < C; j++) acc = acc + x[i * C + j] * y[i * C + j];
+        cr_assert(memcmp(&acc, &out[i], 4) == 0, "seed %#llx: row %d: %a vs %a", (unsigned long long)seed, i, out[i], acc);
+    }
+    free(x), free(y);
+    tact_ctx_close(&ctx);
+}
+
+/* matmul written as the reference does: (N,1,K) * (1,M,K) summed over K. */
+static tact_tensor *s_matmul(tact_tensor *a, tact_tensor *b) {
+    int64_t n = tact_dim(a, 0), k = tact_dim(a, 1), m = tact_dim(b, 1);
+    int64_t as[3] = {n, 1, k}, bs[3] = {1, m, k}, full[3] = {n, m, k};
+    int order[2] = {1, 0};
+    tact_tensor *ae = tact_expand(tact_reshape(a, 3, as), 3, full);
+    tact_tensor *be = tact_expand(tact_reshape(tact_permute(b, order), 3, bs), 3, full);
+    int axis = 2;
+    return tact_sum(tact_mul(ae, be), 1, &axis, 0);
+}
+
+Test(graph_pipeline, matmul_is_one_kernel_and_matches_a_triple_loop) {
+    uint64_t seed = tu_seed(), rng = seed;
+    tact_ctx *ctx = s_open(0, NULL);
+    enum { N = 19, K = 23, M = 17 };
+    float *x = s_randf(&rng, N * K), *y = s_randf(&rng, K * M), out[N * M];
+    int64_t sa[2] = {N, K}, sb[2] = {K, M};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, sa, x), *b = tact_from_data(ctx, TACT_FLOAT32, 2, sb, y);
+    tact_tensor *c = s_matmul(a, b);
+    cr_assert_eq(tact_realize(ctx, 1, &c), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 1);
+    cr_assert_eq(tact_read(c, out, sizeof out), TACT_OK);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < M; j++) {
+            float acc = 0;
+            for (int q = 0; q < K; q++) acc = acc + x[i * K + q] * y[q * M + j];
+            cr_assert(memcmp(&acc, &out[i * M + j], 4) == 0, "seed %#llx: (%d,%d): %a vs %a", (unsigned long long)seed, i, j,
+                      out[i * M + j], acc);
+        }
+    free(x), free(y);
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, softmax_takes_at_most_three_kernels) {
+    uint64_t seed = tu_seed(), rng = seed;
+    tact_ctx *ctx = s_open(0, NULL);
+    enum { R = 7, C = 13 };
+    float *x = s_randf(&rng, R * C), out[R * C];
+    int64_t shape[2] = {R, C};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    int axis = 1;
+    /* softmax as the reference writes it: exp(x - max) / sum(exp(x - max)), exp via exp2. */
+    tact_tensor *m = tact_max(a, 1, &axis, 1);
+    tact_tensor *e = tact_exp2(tact_mul(tact_sub(a, m), tact_scalar(ctx, 1.0 / log(2.0))));
+    tact_tensor *s = tact_div(e, tact_sum(e, 1, &axis, 1));
+    cr_assert_eq(tact_realize(ctx, 1, &s), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_leq(s_kernels(ctx), 3, "softmax took %llu kernels", (unsigned long long)s_kernels(ctx));
+    cr_assert_eq(tact_read(s, out, sizeof out), TACT_OK);
+    for (int i = 0; i < R; i++) {
+        double mx = -INFINITY, sum = 0;
+        for (int j = 0; j < C; j++) mx = fmax(mx, x[i * C + j]);
+        for (int j = 0; j < C; j++) sum += exp(x[i * C + j] - mx);
+        for (int j = 0; j < C; j++) {
+            double want = exp(x[i * C + j] - mx) / sum;
+            cr_assert(fabs(out[i * C + j] - want) < 1e-6, "seed %#llx: (%d,%d): %g vs %g", (unsigned long long)seed, i, j,
+                      out[i * C + j], want);
+        }
+    }
+    free(x);
+    tact_ctx_close(&ctx);
+}
+
+/* ------------------------------------------------------------ movement */
+
+Test(graph_pipeline, movement_views_read_the_right_elements) {
+    tact_ctx *ctx = s_open(0, NULL);
+    int32_t x[24];
+    for (int i = 0; i < 24; i++) x[i] = i;
+    int64_t shape[3] = {2, 3, 4};
+    tact_tensor *a = tact_from_data(ctx, TACT_INT32, 3, shape, x);
+    /* permute (2,0,1) -> shape (4,2,3); element [i][j][k] = x[j][k][i]. */
+    int order[3] = {2, 0, 1};
+    int32_t out[64];
+    tact_tensor *p = tact_permute(a, order);
+    cr_assert_eq(tact_read(p, out, 24 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) cr_assert_eq(out[i * 6 + j * 3 + k], x[j * 12 + k * 4 + i]);
+    /* flip the last axis, then shrink to [1,3) on it: [j][k][l] = x[j][k][3 - (l+1)]. */
+    int ax = 2;
+    int64_t rg[3][2] = {{0, 2}, {0, 3}, {1, 3}};
+    tact_tensor *f = tact_shrink(tact_flip(a, 1, &ax), (const int64_t(*)[2])rg);
+    cr_assert_eq(tact_read(f, out, 12 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 3; k++)
+            for (int l = 0; l < 2; l++) cr_assert_eq(out[j * 6 + k * 2 + l], x[j * 12 + k * 4 + (3 - (l + 1))]);
+    /* pad dim 1 by (1, 2) with 7: shape (2, 6, 4). */
+    int64_t pads[3][2] = {{0, 0}, {1, 2}, {0, 0}};
+    tact_tensor *pd = tact_pad(a, (const int64_t(*)[2])pads, 7);
+    cr_assert_eq(tact_dim(pd, 1), 6);
+    cr_assert_eq(tact_read(pd, out, 48 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int j = 0; j < 2; j++)
+        for (int k = 0; k < 6; k++)
+            for (int l = 0; l < 4; l++) {
+                int32_t want = k >= 1 && k < 4 ? x[j * 12 + (k - 1) * 4 + l] : 7;
+                cr_assert_eq(out[j * 24 + k * 4 + l], want, "pad (%d,%d,%d)", j, k, l);
+            }
+    /* reshape of the permuted tensor, then expand of a size-1 dim. */
+    int64_t rs[2] = {8, 3}, ex_in[3] = {8, 1, 3}, ex[3] = {8, 2, 3};
+    tact_tensor *e = tact_expand(tact_reshape(tact_reshape(p, 2, rs), 3, ex_in), 3, ex);
+    cr_assert_eq(tact_read(e, out, 48 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 8; i++)
+        for (int r = 0; r < 2; r++)
+            for (int k = 0; k < 3; k++) {
+                int flat = i * 3 + k; /* index into p's (4,2,3) row-major order */
+                int pi = flat / 6, pj = flat / 3 % 2, pk = flat % 3;
+                cr_assert_eq(out[i * 6 + r * 3 + k], x[pj * 12 + pk * 4 + pi]);
+            }
+    tact_ctx_close(&ctx);
+}
+
+/* --------------------------------------------------------------- errors */
+
+Test(graph_pipeline, bad_calls_return_error_tensors_naming_op_and_shapes) {
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t s1[2] = {2, 3}, s2[2] = {4, 5};
+    tact_tensor *a = tact_zeros(ctx, TACT_FLOAT32, 2, s1), *b = tact_zeros(ctx, TACT_FLOAT32, 2, s2);
+    tact_tensor *c = tact_add(a, b);
+    cr_assert_eq(tact_status_of(c), TACT_ESHAPE);
+    cr_assert(strstr(tact_error_message(c), "add: shapes (2, 3) and (4, 5) do not broadcast"), "%s", tact_error_message(c));
+    /* Sticky: ops on an error tensor return it; realize reports it. */
+    tact_tensor *d = tact_exp2(tact_mul(c, a));
+    cr_assert_eq(d, c);
+    cr_assert_eq(tact_realize(ctx, 1, &d), TACT_ESHAPE);
+    int axis = 5;
+    tact_tensor *e = tact_sum(a, 1, &axis, 0);
+    cr_assert(strstr(tact_error_message(e), "sum of (2, 3): axis 5 is out of range"), "%s", tact_error_message(e));
+    int order[2] = {0, 0};
+    cr_assert(strstr(tact_error_message(tact_permute(a, order)), "not a permutation"));
+    int64_t r[1] = {7};
+    cr_assert(strstr(tact_error_message(tact_reshape(a, 1, r)), "reshape of (2, 3) (6 elements) to (7,) (7 elements)"),
+              "%s", tact_error_message(tact_reshape(a, 1, r)));
+    cr_assert_eq(tact_status_of(tact_xor(a, a)), TACT_EDTYPE);
+    cr_assert_eq(tact_status_of(tact_cast(a, (tact_dtype)99)), TACT_EDTYPE);
+    /* The context still works after all that. */
+    tact_tensor *ok = tact_add(a, tact_scalar(ctx, 2.0));
+    float out[6];
+    cr_assert_eq(tact_read(ok, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], 2.0f);
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, a_compile_failure_names_the_kernel_and_the_context_goes_on) {
+    char *cache = tu_tmpfile("cache");
+    unlink(cache);
+    setenv("TACT_CACHE_DIR", cache, 1);
+    setenv("TACT_CC", "false", 1);
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t s[1] = {5};
+    tact_tensor *a = tact_full(ctx, TACT_FLOAT32, 1, s, 3.0);
+    tact_tensor *b = tact_sqrt(a);
+    int rc = tact_realize(ctx, 1, &b);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert(strstr(tact_ctx_error(ctx), "kernel E_5 failed to compile with `false`"), "%s", tact_ctx_error(ctx));
+    unsetenv("TACT_CC");
+    float out[5];
+    cr_assert_eq(tact_read(b, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 5; i++) cr_assert_eq(out[i], sqrtf(3.0f));
+    tact_ctx_close(&ctx);
+    free(cache);
+}
+
+/* ---------------------------------------------------------- determinism */
+
+/* A small program with reduces and broadcasting; returns its bytes. */
+static void s_program(tact_ctx *ctx, float *out, int n) {
+    uint64_t rng = 42;
+    float *x = s_randf(&rng, (size_t)n * 300);
+    int64_t shape[2] = {n, 300};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    int axis = 1;
+    tact_tensor *m = tact_sum(tact_mul(a, tact_sin(a)), 1, &axis, 1);
+    tact_tensor *r = tact_sum(tact_div(a, tact_add(m, tact_scalar(ctx, 3.0))), 1, &axis, 0);
+    cr_assert_eq(tact_read(r, out, (size_t)n * sizeof *out), TACT_OK, "%s", tact_ctx_error(ctx));
+    free(x);
+}
+
+Test(graph_pipeline, results_are_bitwise_identical_for_one_and_many_threads) {
+    enum { N = 20000 };
+    static float one[N], many[N];
+    tact_ctx *ctx = s_open(1, NULL);
+    s_program(ctx, one, N);
+    tact_ctx_close(&ctx);
+    ctx = s_open(8, NULL);
+    s_program(ctx, many, N);
+    tact_ctx_close(&ctx);
+    cr_assert(memcmp(one, many, sizeof one) == 0, "1 thread and 8 threads differ");
+}
+
+Test(graph_pipeline, two_runs_log_identical_messages) {
+    char *a = tu_tmpfile("plog-a"), *b = tu_tmpfile("plog-b");
+    enum { N = 50 };
+    float ra[N], rb[N];
+    tact_ctx *ctx = s_open(1, a);
+    s_program(ctx, ra, N);
+    tact_ctx_close(&ctx);
+    ctx = s_open(2, b);
+    s_program(ctx, rb, N);
+    tact_ctx_close(&ctx);
+    cr_assert(memcmp(ra, rb, sizeof ra) == 0);
+    ta_log_t *la, *lb;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(a, &la, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_log_load(b, &lb, &err), TACT_OK, "%s", err.text);
+    cr_assert_geq(la->nstreams, 7, "every actor recorded");
+    cr_assert_eq(la->payload_len, lb->payload_len);
+    cr_assert(memcmp(la->data, lb->data, la->payload_len) == 0, "the logs differ apart from their times");
+    ta_log_free(&la);
+    ta_log_free(&lb);
+    unlink(a), unlink(b);
+    free(a), free(b);
+}
