@@ -82,7 +82,11 @@ int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t
     snprintf(out->name, sizeof out->name, "%s", name);
     char dirbuf[900];
     const char *cc = ta_cc_compiler(), *dir = ta_cc_cache_dir(dirbuf, sizeof dirbuf);
-    const char *parts[] = {cc, s_flags, ta_render_prelude(), src};
+    /* The renderer's opening comment lists graph node ids, which differ
+     * between graphs computing the same kernel: it is not part of the key. */
+    const char *body = src;
+    if (strncmp(body, "/*", 2) == 0 && strstr(body, "*/")) body = strstr(body, "*/") + 2;
+    const char *parts[] = {cc, s_flags, ta_render_prelude(), body};
     s_key(parts, 4, out->key);
     snprintf(out->path, sizeof out->path, "%s/%s-%s.so", dir, name, out->key);
     if (access(out->path, R_OK) == 0 && s_load(out, NULL) == TACT_OK) {

@@ -130,11 +130,12 @@ static void s_compare(int mode, long n, size_t size, int reps, double *tact_s, d
 }
 
 int h_bench(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc >= 1 && strcmp(argv[0], "pipeline") == 0) return h_bench_pipeline(quick);
     if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
-        fprintf(stderr, "usage: tact bench runtime [--quick]\n");
+        fprintf(stderr, "usage: tact bench runtime|pipeline [--quick]\n");
         return 2;
     }
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;
     int reps = quick ? 1 : 5;
     double a, b;

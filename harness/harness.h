@@ -7,6 +7,8 @@
 /* Each returns the process exit status (0 on success) and prints its own errors. */
 int h_demo(int argc, char **argv);
 int h_bench(int argc, char **argv);
+/* `bench pipeline`: returns 0 when every measurement ran. */
+int h_bench_pipeline(int quick);
 int h_log(int argc, char **argv);
 
 /* Parses a --transport/--log option pair shared by subcommands into cfg;

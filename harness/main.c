@@ -36,7 +36,7 @@ static void s_usage(FILE *f) {
     fprintf(f,
             "usage: tact <command> [options]\n"
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
-            "  bench runtime                                     runtime vs raw libzmq (JSON lines)\n"
+            "  bench runtime|pipeline [--quick]                  measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump FILE                      validate or print a message log\n"
             "  version\n");
 }

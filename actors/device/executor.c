@@ -65,7 +65,37 @@ typedef struct {
     s_plan_t *plans, *plans_tail;
     s_copy_t *copies;
     uint64_t from_graph; /* messages processed from the graph builder */
+    s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
+    size_t ncache, cache_cap;
+    uint64_t cached_bytes;
 } s_state_t;
+
+enum { S_CACHE_LIMIT = 1 << 30 };
+
+/* Allocations come from the cache of freed ones of the same size when
+ * possible (as the reference's LRU allocator): a fresh allocation of a big
+ * buffer costs a page fault per 4 KiB on first touch, which can take longer
+ * than the kernel writing it. */
+static int s_alloc(s_state_t *s, uint64_t bytes, void **ptr, ta_error_t *err) {
+    for (size_t i = 0; i < s->ncache; i++)
+        if (s->cache[i].bytes == bytes) {
+            *ptr = s->cache[i].ptr;
+            s->cached_bytes -= bytes;
+            s->cache[i] = s->cache[--s->ncache];
+            return TACT_OK;
+        }
+    return s->dev_ops->alloc(s->dev, bytes, ptr, err);
+}
+
+static void s_release_memory(s_state_t *s, void *ptr, uint64_t bytes) {
+    if (s->cached_bytes + bytes <= S_CACHE_LIMIT &&
+        ta_grow((void **)&s->cache, &s->cache_cap, s->ncache + 1, sizeof *s->cache) == TACT_OK) {
+        s->cache[s->ncache++] = (s_buf_t){0, ptr, bytes};
+        s->cached_bytes += bytes;
+        return;
+    }
+    s->dev_ops->free(s->dev, ptr);
+}
 
 /* ---------------------------------------------------------------- buffers */
 
@@ -81,7 +111,7 @@ static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, t
         return NULL;
     }
     s_buf_t *b = &s->bufs[s->nbufs];
-    if (s->dev_ops->alloc(s->dev, bytes, &b->ptr, err) != TACT_OK) return NULL;
+    if (s_alloc(s, bytes, &b->ptr, err) != TACT_OK) return NULL;
     if (zero) memset(b->ptr, 0, bytes);
     b->id = id;
     b->bytes = bytes;
@@ -93,7 +123,7 @@ static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, t
 static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
     for (size_t i = 0; i < s->nbufs; i++)
         if (s->bufs[i].id == id) {
-            if (!keep_memory) s->dev_ops->free(s->dev, s->bufs[i].ptr);
+            if (!keep_memory) s_release_memory(s, s->bufs[i].ptr, s->bufs[i].bytes);
             s->bufs[i] = s->bufs[--s->nbufs];
             return;
         }
@@ -213,7 +243,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
             uint64_t bytes = old->bytes;
             s_buf_drop(s, st->reuse, 1);
             if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK) {
-                s->dev_ops->free(s->dev, ptr);
+                s_release_memory(s, ptr, bytes);
                 ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
                 goto fail;
             }
@@ -301,6 +331,8 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
     for (size_t i = 0; i < s->nbufs; i++) s->dev_ops->free(s->dev, s->bufs[i].ptr);
+    for (size_t i = 0; i < s->ncache; i++) s->dev_ops->free(s->dev, s->cache[i].ptr);
+    ta_free(s->cache);
     for (size_t i = 0; i < s->nprogs; i++) s->dev_ops->unload(s->dev, &s->progs[i].prog);
     while (s->plans) {
         s_plan_t *p = s->plans;

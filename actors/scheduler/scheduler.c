@@ -275,7 +275,7 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (si < 0) return -1;
         a.src[s] = (int16_t)si;
     }
-    if (k->ast->nfused < TA_AST_MAX_NODES) k->ast->fused[k->ast->nfused++] = n->id;
+    if (i != k->root && k->ast->nfused < TA_AST_MAX_NODES) k->ast->fused[k->ast->nfused++] = n->id;
     return s_add(k, a);
 }
 

@@ -1,0 +1,207 @@
+/* bench_pipeline.c - `tact bench pipeline`: fused elementwise, matmul, client overhead and realize latency, with peers. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "tact.h"
+
+static void s_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio) {
+    printf("{\"name\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"peer\":\"%s\",\"peer_value\":%.4g,\"ratio\":%.3f}\n", name,
+           value, unit, peer, peer_value, ratio);
+    fflush(stdout);
+}
+
+static float *s_fill(size_t n, unsigned seed) {
+    float *p = malloc(n * sizeof *p);
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        p[i] = (float)(x >> 8) / 16777216.0f - 0.5f;
+    }
+    return p;
+}
+
+/* The peer of the fused elementwise kernel: the same loop in plain C, built
+ * with the harness's -O3. */
+__attribute__((noinline)) static void s_fma_loop(float *restrict o, const float *a, const float *b, const float *c, size_t n) {
+    for (size_t i = 0; i < n; i++) o[i] = a[i] * b[i] + c[i];
+}
+
+static int s_fma(int reps) {
+    enum { N = 16 << 20 };
+    float *a = s_fill(N, 1), *b = s_fill(N, 2), *c = s_fill(N, 3), *o = malloc((size_t)N * sizeof *o);
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, NULL) != TACT_OK) {
+        fprintf(stderr, "bench: %s\n", tact_last_open_error());
+        return 1;
+    }
+    int64_t shape[1] = {N};
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 1, shape, a), *tb = tact_from_data(ctx, TACT_FLOAT32, 1, shape, b),
+                *tc = tact_from_data(ctx, TACT_FLOAT32, 1, shape, c);
+    tact_tensor *in[3] = {ta, tb, tc};
+    int rc = tact_realize(ctx, 3, in);
+    double best = 1e30, peer = 1e30;
+    for (int r = 0; r < reps && rc == TACT_OK; r++) {
+        tact_scope_begin(ctx);
+        tact_tensor *res = tact_add(tact_mul(ta, tb), tc);
+        double t0 = h_now();
+        rc = tact_realize(ctx, 1, &res);
+        double t = h_now() - t0;
+        if (t < best) best = t;
+        tact_scope_end(ctx);
+        t0 = h_now();
+        s_fma_loop(o, a, b, c, N);
+        t = h_now() - t0;
+        if (t < peer) peer = t;
+    }
+    if (rc != TACT_OK) fprintf(stderr, "bench: fma: %s\n", tact_ctx_error(ctx));
+    double bytes = 4.0 * N * sizeof(float);
+    if (rc == TACT_OK) s_line("pipeline.fma_16M", bytes / best * 1e-9, "GB/s", "plain C loop -O3", bytes / peer * 1e-9, peer / best);
+    tact_ctx_close(&ctx);
+    free(a), free(b), free(c), free(o);
+    return rc != TACT_OK;
+}
+
+/* ------------------------------------------------------------------ matmul */
+
+static tact_tensor *s_matmul(tact_tensor *a, tact_tensor *b) {
+    int64_t n = tact_dim(a, 0), k = tact_dim(a, 1), m = tact_dim(b, 1);
+    int64_t as[3] = {n, 1, k}, bs[3] = {1, m, k}, full[3] = {n, m, k};
+    int order[2] = {1, 0}, axis = 2;
+    tact_tensor *ae = tact_expand(tact_reshape(a, 3, as), 3, full);
+    tact_tensor *be = tact_expand(tact_reshape(tact_permute(b, order), 3, bs), 3, full);
+    return tact_sum(tact_mul(ae, be), 1, &axis, 0);
+}
+
+__attribute__((noinline)) static void s_naive(float *o, const float *a, const float *b, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float acc = 0;
+            for (int k = 0; k < n; k++) acc += a[i * n + k] * b[k * n + j];
+            o[i * n + j] = acc;
+        }
+}
+
+typedef void (*s_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int);
+
+static int s_mm(int reps) {
+    enum { N = 1024 };
+    float *a = s_fill((size_t)N * N, 4), *b = s_fill((size_t)N * N, 5), *o = malloc((size_t)N * N * sizeof *o);
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, NULL) != TACT_OK) return 1;
+    int64_t shape[2] = {N, N};
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 2, shape, a), *tb = tact_from_data(ctx, TACT_FLOAT32, 2, shape, b);
+    tact_tensor *in[2] = {ta, tb};
+    int rc = tact_realize(ctx, 2, in);
+    double best = 1e30;
+    for (int r = 0; r < reps && rc == TACT_OK; r++) {
+        tact_scope_begin(ctx);
+        tact_tensor *c = s_matmul(ta, tb);
+        double t0 = h_now();
+        rc = tact_realize(ctx, 1, &c);
+        double t = h_now() - t0;
+        if (t < best) best = t;
+        tact_scope_end(ctx);
+    }
+    if (rc != TACT_OK) fprintf(stderr, "bench: matmul: %s\n", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    double flops = 2.0 * N * N * N, t0 = h_now();
+    s_naive(o, a, b, N);
+    double naive = h_now() - t0;
+    if (rc == TACT_OK) s_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "naive triple loop -O3", flops / naive * 1e-9, naive / best);
+    /* OpenBLAS where installed, found at run time so it is no build dependency. */
+    void *dl = dlopen("libopenblas.so.0", RTLD_NOW);
+    s_sgemm_fn sgemm = NULL;
+    if (dl) *(void **)&sgemm = dlsym(dl, "cblas_sgemm");
+    if (sgemm && rc == TACT_OK) {
+        double blas = 1e30;
+        for (int r = 0; r < reps; r++) {
+            t0 = h_now();
+            sgemm(101, 111, 111, N, N, N, 1.0f, a, N, b, N, 0.0f, o, N); /* row major, no transposes */
+            double t = h_now() - t0;
+            if (t < blas) blas = t;
+        }
+        s_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "OpenBLAS cblas_sgemm", flops / blas * 1e-9, blas / best);
+    }
+    if (dl) dlclose(dl);
+    free(a), free(b), free(o);
+    return rc != TACT_OK;
+}
+
+/* ----------------------------------------------------------- the client */
+
+/* The peer's figures, from harness/peer_tinygrad.py when tinygrad is installed. */
+static int s_tinygrad(double *overhead_us, double *first_ms, double *cached_ms) {
+    char cmd[1200], exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return -1;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(cmd, sizeof cmd, "python3 '%s/../harness/peer_tinygrad.py' 2>/dev/null", exe);
+    FILE *p = popen(cmd, "r");
+    if (!p) return -1;
+    char buf[512] = "";
+    size_t got = fread(buf, 1, sizeof buf - 1, p);
+    buf[got] = '\0';
+    int status = pclose(p);
+    if (status != 0 || sscanf(buf, "{\"client_overhead_us\": %lf, \"first_realize_ms\": %lf, \"cached_realize_ms\": %lf", overhead_us,
+                              first_ms, cached_ms) != 3)
+        return -1;
+    return 0;
+}
+
+static int s_client(void) {
+    char dir[] = "/tmp/tact-bench-cache-XXXXXX";
+    if (!mkdtemp(dir)) return 1;
+    setenv("TACT_CACHE_DIR", dir, 1); /* a first realize that really compiles */
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, NULL) != TACT_OK) return 1;
+    int64_t shape[1] = {16};
+    tact_tensor *x = tact_ones(ctx, TACT_FLOAT32, 1, shape), *one = tact_scalar(ctx, 1.0);
+    double t0 = h_now();
+    for (int i = 0; i < 10000; i++) x = tact_add(x, one);
+    double overhead = (h_now() - t0) / 10000 * 1e6;
+    int64_t big[1] = {1 << 16};
+    tact_tensor *a = tact_ones(ctx, TACT_FLOAT32, 1, big), *b = tact_ones(ctx, TACT_FLOAT32, 1, big), *c = tact_ones(ctx, TACT_FLOAT32, 1, big);
+    tact_tensor *abc[3] = {tact_contiguous(a), tact_contiguous(b), tact_contiguous(c)};
+    int rc = tact_realize(ctx, 3, abc);
+    tact_tensor *r = tact_add(tact_mul(abc[0], abc[1]), tact_mul(abc[2], tact_scalar(ctx, 3.5)));
+    t0 = h_now();
+    if (rc == TACT_OK) rc = tact_realize(ctx, 1, &r);
+    double first = (h_now() - t0) * 1e3, cached = 1e30;
+    for (int i = 0; i < 5 && rc == TACT_OK; i++) {
+        tact_scope_begin(ctx);
+        r = tact_add(tact_mul(abc[0], abc[1]), tact_mul(abc[2], tact_scalar(ctx, 3.5)));
+        t0 = h_now();
+        rc = tact_realize(ctx, 1, &r);
+        double t = (h_now() - t0) * 1e3;
+        if (t < cached) cached = t;
+        tact_scope_end(ctx);
+    }
+    if (rc != TACT_OK) fprintf(stderr, "bench: client: %s\n", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    char rm[128];
+    snprintf(rm, sizeof rm, "rm -rf '%s'", dir);
+    if (system(rm) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
+    unsetenv("TACT_CACHE_DIR");
+    double tg_over, tg_first, tg_cached;
+    int have = s_tinygrad(&tg_over, &tg_first, &tg_cached) == 0;
+    const char *peer = have ? "tinygrad 0.9 (CLANG)" : "target (tinygrad not installed)";
+    s_line("pipeline.client_overhead_us", overhead, "us", peer, have ? tg_over : 2.0, (have ? tg_over : 2.0) / overhead);
+    if (rc == TACT_OK) {
+        s_line("pipeline.first_realize_ms", first, "ms", have ? peer : "none", have ? tg_first : 0, have ? tg_first / first : 0);
+        s_line("pipeline.cached_realize_ms", cached, "ms", have ? peer : "none", have ? tg_cached : 0, have ? tg_cached / cached : 0);
+    }
+    return rc != TACT_OK;
+}
+
+int h_bench_pipeline(int quick) {
+    int bad = s_fma(quick ? 2 : 5);
+    bad |= s_mm(quick ? 1 : 3);
+    bad |= s_client();
+    return bad;
+}
