@@ -38,6 +38,7 @@ typedef struct g_node {
     int client_ref;  /* the client still holds the tensor */
     int children;    /* live nodes naming this one as a source or base */
     uint64_t mark;   /* traversal stamp */
+    int internal;    /* while realizing: consumers inside the subgraph */
 } g_node_t;
 
 typedef struct {
@@ -370,21 +371,29 @@ static int s_pack_st(msgpack_packer *pk, const ta_vstack_t *st) {
     return bad;
 }
 
-/*
- * Emits n and everything it needs that has no buffer yet, sources first:
- * a node is [id, op, dtype, [shape], [srcs], [args], base, st|nil, flags]
- * with flags bit 0 = has a buffer, 1 = must be kept after this realize,
- * 2 = its bytes come from the client.
- */
-static void s_emit_node(g_state_t *g, g_node_t *n, s_out_t *o) {
-    if (n->mark == g->stamp || o->bad) return;
+/* Collects n and everything it needs that has no buffer yet, sources first. */
+static int s_collect(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, size_t *cap) {
+    if (!n || n->mark == g->stamp) return TACT_OK;
     n->mark = g->stamp;
-    int leaf = !n->is_view && n->buffer;
-    if (!leaf) {
-        for (int i = 0; i < n->nsrc && !n->is_view; i++) s_emit_node(g, s_find(g, n->src[i]), o);
-        if (n->is_view) s_emit_node(g, s_find(g, n->base), o);
+    n->internal = 0;
+    if (n->is_view || !n->buffer) {
+        for (int i = 0; i < n->nsrc && !n->is_view; i++)
+            if (s_collect(g, s_find(g, n->src[i]), list, len, cap) != TACT_OK) return TACT_ENOMEM;
+        if (n->is_view && s_collect(g, s_find(g, n->base), list, len, cap) != TACT_OK) return TACT_ENOMEM;
     }
-    msgpack_packer *pk = &o->pk;
+    if (ta_grow((void **)list, cap, *len + 1, sizeof **list) != TACT_OK) return TACT_ENOMEM;
+    (*list)[(*len)++] = n;
+    return TACT_OK;
+}
+
+/*
+ * Packs one node of the subgraph: [id, op, dtype, [shape], [srcs], [args],
+ * base, st|nil, flags] with flags bit 0 = has a buffer, 1 = must be kept
+ * after this realize (the client holds it, or a node outside the subgraph
+ * reads it), 2 = its bytes come from the client.
+ */
+static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
+    int leaf = !n->is_view && n->buffer;
     int bad = msgpack_pack_array(pk, 9) || msgpack_pack_uint64(pk, n->id) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
               msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->shape.ndim);
     for (int k = 0; !bad && k < n->shape.ndim; k++) bad = msgpack_pack_int64(pk, n->shape.d[k]);
@@ -395,10 +404,9 @@ static void s_emit_node(g_state_t *g, g_node_t *n, s_out_t *o) {
     for (int i = 0; !bad && i < n->nargs; i++) bad = msgpack_pack_int64(pk, n->args[i]);
     bad = bad || msgpack_pack_uint64(pk, n->base);
     if (!bad) bad = n->is_view ? s_pack_st(pk, n->st) : msgpack_pack_nil(pk);
-    int keep = n->client_ref || n->children > 0;
+    int keep = n->client_ref || n->children > n->internal;
     bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0)));
-    o->bad |= bad;
-    o->count++;
+    return bad;
 }
 
 /* Starts realizing ids: sends the subgraph to the scheduler, or answers at
@@ -424,13 +432,28 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         ta_msg_init(&done, TA_MSG_DONE);
         return ta_actor_reply(self, m, &done);
     }
+    g_node_t **list = NULL;
+    size_t len = 0, cap = 0;
+    g->stamp++;
+    int crc = TACT_OK;
+    for (uint32_t i = 0; i < n && crc == TACT_OK; i++) crc = s_collect(g, s_find(g, ids[i]), &list, &len, &cap);
+    /* Consumers inside the subgraph, counted as children counts them. */
+    for (size_t i = 0; i < len; i++) {
+        g_node_t *c = list[i];
+        for (int k = 0; k < c->nsrc; k++) {
+            g_node_t *d = s_find(g, c->src[k]);
+            if (d && d->mark == g->stamp) d->internal++;
+        }
+        g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
+        if (b && b->mark == g->stamp) b->internal++;
+    }
     s_out_t o;
     msgpack_sbuffer_init(&o.sb);
     msgpack_packer_init(&o.pk, &o.sb, msgpack_sbuffer_write);
-    o.count = 0;
-    o.bad = 0;
-    g->stamp++;
-    for (uint32_t i = 0; i < n; i++) s_emit_node(g, s_find(g, ids[i]), &o);
+    o.count = len;
+    o.bad = crc != TACT_OK;
+    for (size_t i = 0; i < len && !o.bad; i++) o.bad = s_pack_node(list[i], &o.pk);
+    ta_free(list);
     msgpack_sbuffer nodes, targets;
     msgpack_sbuffer_init(&nodes);
     msgpack_sbuffer_init(&targets);
@@ -490,6 +513,7 @@ static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     ta_msg_t reply;
     ta_msg_init(&reply, m->type);
     reply.corr = g->pending_corr;
+    if (m->type == TA_MSG_DONE) reply.as.done.text = m->as.done.text;
     if (m->type == TA_MSG_ERROR) {
         /* Nothing of a failed realize can be trusted to exist: a later
          * realize computes it again. */

@@ -862,9 +862,18 @@ int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
     req.as.realize.ids.ptr = (const uint8_t *)sb.data;
     req.as.realize.ids.len = sb.size;
     int rc = s_request(ctx, &req, &reply);
-    if (rc == TACT_OK && reply.type == TA_MSG_DONE) {
+    if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
+        char text[128];
+        unsigned long long peak = 0, unplanned = 0;
+        snprintf(text, sizeof text, "%.*s", (int)reply.as.done.text.len, reply.as.done.text.ptr ? (const char *)reply.as.done.text.ptr : "");
+        if (sscanf(text, "planned_peak=%llu unplanned=%llu", &peak, &unplanned) == 2) {
+            ctx->stats.planned_peak_bytes = peak;
+            ctx->stats.unplanned_bytes = unplanned;
+        }
         ctx->stats.kernels = reply.as.done.kernels;
         ctx->stats.realizes++;
+    } else if (rc == TACT_OK) {
+        ctx->stats.kernels = 0;
     }
     ta_msg_release(&reply);
     msgpack_sbuffer_destroy(&sb);

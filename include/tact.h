@@ -157,10 +157,13 @@ int tact_ctx_close(tact_ctx **ctx);
  * "" if none. */
 const char *tact_ctx_error(const tact_ctx *ctx);
 
-/* Debug counters of the last realize: kernels run, and kernels compiled
- * (not found in a cache). */
+/* Counters: kernels the last realize ran, its buffer memory as the memory
+ * planner placed it (peak bytes live at once) and without reuse (the sum of
+ * every kernel output), and how many realizes ran kernels. */
 typedef struct tact_stats {
     uint64_t kernels;
+    uint64_t planned_peak_bytes;
+    uint64_t unplanned_bytes;
     uint64_t realizes;
 } tact_stats;
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);

@@ -341,6 +341,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         }
         s_node_t *b = &g.nodes[g.nodes[t].base];
         if (!b->has_buffer) b->rp = 1;
+        b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
     }
     for (int i = 0; rc == TACT_OK && i < g.n; i++)
         if (!g.nodes[i].is_view && !g.nodes[i].has_buffer && (g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_EMPTY))

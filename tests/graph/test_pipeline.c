@@ -313,3 +313,38 @@ Test(graph_pipeline, two_runs_log_identical_messages) {
     unlink(a), unlink(b);
     free(a), free(b);
 }
+
+Test(graph_pipeline, the_planner_reuses_dead_temporaries) {
+    tact_ctx *ctx = s_open(0, NULL);
+    /* x (8,8,8,8,8,8) summed one axis at a time: each sum feeds the next
+     * reduce, so each is its own kernel, and only the last is kept. */
+    enum { D = 8 };
+    static float x[D * D * D * D * D * D];
+    for (int i = 0; i < D * D * D * D * D * D; i++) x[i] = (float)(i % 7) - 3;
+    int64_t shape[6] = {D, D, D, D, D, D};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 6, shape, x);
+    tact_scope_begin(ctx);
+    tact_tensor *t = a;
+    for (int axis = 5; axis >= 1; axis--) t = tact_sum(tact_mul(t, tact_scalar(ctx, 0.5)), 1, &axis, 0);
+    tact_keep(t);
+    tact_scope_end(ctx); /* the intermediates' handles are gone: they are temporaries now */
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_stats st;
+    tact_ctx_stats(ctx, &st);
+    cr_assert_eq(st.kernels, 5);
+    uint64_t unplanned = 4 * (32768 + 4096 + 512 + 64 + 8);
+    cr_assert_eq(st.unplanned_bytes, unplanned);
+    /* t1 and t2 live together; t3 and t4 take over their memory; t5 is kept. */
+    cr_assert_lt(st.planned_peak_bytes, unplanned, "planned %llu, unplanned %llu", (unsigned long long)st.planned_peak_bytes,
+                 (unsigned long long)unplanned);
+    cr_assert_eq(st.planned_peak_bytes, 4 * (32768 + 4096 + 8));
+    float out[8];
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    for (int i = 0; i < D; i++) {
+        double want = 0;
+        for (int j = 0; j < D * D * D * D * D; j++) want += x[i * D * D * D * D * D + j];
+        want *= 0.5 * 0.5 * 0.5 * 0.5 * 0.5;
+        cr_assert(fabs(out[i] - want) < 1e-3, "row %d: %g vs %g", i, out[i], want);
+    }
+    tact_ctx_close(&ctx);
+}
