@@ -38,13 +38,23 @@ typedef struct g_node {
     int client_ref;  /* the client still holds the tensor */
     int children;    /* live nodes naming this one as a source or base */
     uint64_t mark;   /* traversal stamp */
+    uint64_t hash;   /* of its op, dtype, shape, sources and args (0: not shareable) */
+    uint64_t alias;  /* the node this one duplicates (common subexpression), or 0 */
     int internal;    /* while realizing: consumers inside the subgraph */
 } g_node_t;
+
+/* Common subexpressions: the hash of an op's content -> a live node with it. */
+typedef struct {
+    uint64_t hash, id; /* id 0: empty slot */
+} g_cse_t;
 
 typedef struct {
     ta_pipeline_t *w;
     g_node_t **slots; /* open addressing by id */
     size_t cap, count;
+    g_cse_t *cse;
+    size_t cse_cap, cse_count;
+    uint64_t cse_hits;
     uint64_t next_internal; /* ids of nodes the builder makes itself */
     uint64_t realize_seq, stamp;
     /* The realize in flight (the client waits for it, so one at a time). */
@@ -109,6 +119,76 @@ static void s_node_free(g_node_t *n) {
     ta_free(n);
 }
 
+/* ------------------------------------------------- common subexpressions */
+
+static uint64_t s_content_hash(const g_node_t *n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+#define S_MIX(v) (h = (h ^ (uint64_t)(v)) * 0x100000001b3ull, h ^= h >> 31)
+    S_MIX(n->op);
+    S_MIX(n->dtype);
+    S_MIX(n->shape.ndim);
+    for (int k = 0; k < n->shape.ndim; k++) S_MIX(n->shape.d[k]);
+    S_MIX(n->nsrc);
+    for (int i = 0; i < n->nsrc; i++) S_MIX(n->src[i]);
+    S_MIX(n->nargs);
+    for (int i = 0; i < n->nargs; i++) S_MIX(n->args[i]);
+#undef S_MIX
+    return h ? h : 1;
+}
+
+static size_t s_cse_slot(const g_state_t *g, uint64_t hash) {
+    size_t i = (size_t)hash & (g->cse_cap - 1);
+    while (g->cse[i].id && g->cse[i].hash != hash) i = (i + 1) & (g->cse_cap - 1);
+    return i;
+}
+
+/* A live node with the same content as n (same op on the same sources with
+ * the same arguments), or NULL. */
+static g_node_t *s_cse_find(g_state_t *g, const g_node_t *n) {
+    if (!g->cse_cap) return NULL;
+    g_cse_t *e = &g->cse[s_cse_slot(g, n->hash)];
+    g_node_t *m = e->id ? s_find(g, e->id) : NULL;
+    if (!m || m->op != n->op || m->dtype != n->dtype || !ta_shape_equal(&m->shape, &n->shape) || m->nsrc != n->nsrc ||
+        m->nargs != n->nargs)
+        return NULL;
+    for (int i = 0; i < n->nsrc; i++)
+        if (m->src[i] != n->src[i]) return NULL;
+    for (int i = 0; i < n->nargs; i++)
+        if (m->args[i] != n->args[i]) return NULL;
+    return m;
+}
+
+static void s_cse_add(g_state_t *g, const g_node_t *n) {
+    if ((g->cse_count + 1) * 2 > g->cse_cap) {
+        size_t cap = g->cse_cap ? g->cse_cap * 2 : 1024;
+        g_cse_t *old = g->cse, *fresh = ta_calloc(cap, sizeof *fresh);
+        if (!fresh) return; /* sharing is an optimization: go without */
+        size_t oldcap = g->cse_cap;
+        g->cse = fresh;
+        g->cse_cap = cap;
+        for (size_t i = 0; i < oldcap; i++)
+            if (old[i].id) g->cse[s_cse_slot(g, old[i].hash)] = old[i];
+        ta_free(old);
+    }
+    g_cse_t *e = &g->cse[s_cse_slot(g, n->hash)];
+    if (!e->id) g->cse_count++;
+    e->hash = n->hash;
+    e->id = n->id;
+}
+
+static void s_cse_remove(g_state_t *g, const g_node_t *n) {
+    if (!g->cse_cap || !n->hash) return;
+    size_t i = s_cse_slot(g, n->hash);
+    if (g->cse[i].id != n->id) return;
+    g->cse[i].id = 0;
+    g->cse_count--;
+    for (size_t j = (i + 1) & (g->cse_cap - 1); g->cse[j].id; j = (j + 1) & (g->cse_cap - 1)) {
+        g_cse_t e = g->cse[j];
+        g->cse[j].id = 0;
+        g->cse[s_cse_slot(g, e.hash)] = e;
+    }
+}
+
 /* Everything the graph sends the executor goes through here.  A schedule
  * carries the count so far, and the executor holds its plan back until it
  * has processed that many: the plan then always follows the writes and
@@ -155,6 +235,7 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n) {
     for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
     if (n->is_view) deps[nd++] = n->base;
     if (!n->is_view && n->buffer) s_queue_free(g, n->id);
+    s_cse_remove(g, n);
     s_remove(g, n->id);
     s_node_free(n);
     for (int i = 0; i < nd; i++) {
@@ -311,15 +392,48 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         if (ta_mpr_i64(r, &v)) return ta_error_set(err, TACT_EPROTO, "op batch: bad arg");
         tmp.args[i] = v;
     }
+    /* A source that duplicates another node is read as that node, so
+     * chains of duplicates are found duplicate too. */
+    for (int i = 0; i < tmp.nsrc; i++) {
+        g_node_t *sn = s_find(g, tmp.src[i]);
+        if (sn && sn->alias) tmp.src[i] = sn->alias;
+    }
     ta_op_class_t cls = ta_op_class(tmp.op);
     if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_ASSIGN || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
         return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": %s is not supported yet", id, ta_op_name(tmp.op));
     int rc = s_validate(g, &tmp, err);
     if (rc != TACT_OK) return rc;
+    /* Common subexpressions: an op already in the graph makes this node a
+     * view of the existing one (EMPTY never: it holds new data). */
+    g_node_t *same = NULL;
+    if (tmp.op != TA_OP_EMPTY) {
+        tmp.hash = s_content_hash(&tmp);
+        same = s_cse_find(g, &tmp);
+    }
     g_node_t *nd = s_new_node(g, id);
     if (!nd) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+    if (same) {
+        nd->op = same->op;
+        nd->dtype = same->dtype;
+        nd->shape = same->shape;
+        nd->nsrc = 1;
+        nd->src[0] = same->id;
+        nd->client_ref = 1;
+        ta_vstack_t st;
+        s_view_of(same, &st);
+        if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+        *nd->st = st;
+        nd->is_view = 1;
+        nd->base = same->is_view ? same->base : same->id;
+        s_ref(g, same->id);
+        s_ref(g, nd->base);
+        nd->alias = same->id;
+        g->cse_hits++;
+        return TACT_OK;
+    }
     *nd = tmp;
     nd->base = id;
+    if (nd->hash) s_cse_add(g, nd);
     nd->client_ref = 1;
     nd->writes = tmp.op == TA_OP_EMPTY && tmp.nargs == 1 && tmp.args[0] == 1;
     nd->buffer = nd->writes; /* the client's bytes are on their way to the executor */
@@ -566,6 +680,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->slots);
     ta_free(g->frees);
     ta_free(g->given);
+    ta_free(g->cse);
     ta_free(g);
 }
 

@@ -168,6 +168,10 @@ typedef struct {
     int buf_writes[TA_AST_MAX_BUFS];
     /* Loads and constants already emitted, to share them. */
     int memo_node[TA_AST_MAX_NODES], memo_ast[TA_AST_MAX_NODES], memo_view[TA_AST_MAX_NODES], nmemo;
+    /* ALU nodes already emitted, by node and the view they were read through
+     * (a node shared by two consumers is computed once per kernel). */
+    int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], nalu;
+    ta_vstack_t *alu_st; /* TA_AST_MAX_NODES entries */
 } s_kernel_t;
 
 static int s_force(s_kernel_t *k, int node) {
@@ -264,6 +268,8 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         return ta_error_set(&g->err, TACT_EINVAL, "cannot schedule %s", ta_op_name(n->op)), -1;
     if (s_masked(st) && !ta_op_pad_safe(n->op) && i != k->root) return s_force(k, i); /* DESIGN.md trap 3 */
     if (n->op == TA_OP_CONTIGUOUS) return s_emit(k, n->src[0], st, pre);
+    for (int m = 0; m < k->nalu; m++)
+        if (k->alu_node[m] == i && ta_vstack_equal(&k->alu_st[m], st)) return k->alu_ast[m];
     ta_ast_node_t a;
     memset(&a, 0, sizeof a);
     a.op = n->op;
@@ -276,13 +282,21 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         a.src[s] = (int16_t)si;
     }
     if (i != k->root && k->ast->nfused < TA_AST_MAX_NODES) k->ast->fused[k->ast->nfused++] = n->id;
-    return s_add(k, a);
+    int idx = s_add(k, a);
+    if (idx >= 0 && k->nalu < TA_AST_MAX_NODES) {
+        k->alu_node[k->nalu] = i;
+        k->alu_st[k->nalu] = *st;
+        k->alu_ast[k->nalu++] = idx;
+    }
+    return idx;
 }
 
 /* Builds the kernel computing realize point root into ast. */
 static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     s_node_t *n = &g->nodes[root];
+    ta_vstack_t *alu_st = k->alu_st;
     memset(k, 0, sizeof *k);
+    k->alu_st = alu_st;
     k->g = g;
     k->ast = ast;
     k->root = root;
@@ -351,7 +365,8 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s_kernel_t *ks = NULL;
     int *roots = NULL, nk = 0;
     if (rc == TACT_OK && !(asts = ta_malloc(sizeof *asts * (size_t)(g.n ? g.n : 1))) ) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
-    if (rc == TACT_OK && !(ks = ta_malloc(sizeof *ks))) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
+    if (rc == TACT_OK && (!(ks = ta_calloc(1, sizeof *ks)) || !(ks->alu_st = ta_malloc(sizeof *ks->alu_st * TA_AST_MAX_NODES))))
+        rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc == TACT_OK && !(roots = ta_malloc(sizeof *roots * (size_t)(g.n ? g.n : 1)))) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     for (int pass = 0; rc == TACT_OK && pass <= g.n; pass++) {
         g.restart = 0;
@@ -449,6 +464,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     msgpack_sbuffer_destroy(&ids);
     msgpack_sbuffer_destroy(&temps);
     ta_free(asts);
+    if (ks) ta_free(ks->alu_st);
     ta_free(ks);
     ta_free(roots);
     ta_free(g.nodes);

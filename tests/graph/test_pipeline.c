@@ -348,3 +348,22 @@ Test(graph_pipeline, the_planner_reuses_dead_temporaries) {
     }
     tact_ctx_close(&ctx);
 }
+
+Test(graph_pipeline, common_subexpressions_are_computed_once) {
+    tact_ctx *ctx = s_open(0, NULL);
+    float x[100], y[100];
+    for (int i = 0; i < 100; i++) x[i] = (float)i / 7, y[i] = (float)(100 - i) / 3;
+    int64_t shape[1] = {100};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, shape, x), *b = tact_from_data(ctx, TACT_FLOAT32, 1, shape, y);
+    /* The same expression built twice is one node in the graph: one kernel
+     * realizes both, and it computes exp2(a*b) once per element. */
+    tact_tensor *p = tact_exp2(tact_mul(a, b)), *q = tact_exp2(tact_mul(a, b));
+    tact_tensor *both[2] = {p, q};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 1, "p and q share one kernel");
+    float op[100], oq[100];
+    cr_assert_eq(tact_read(p, op, sizeof op), TACT_OK);
+    cr_assert_eq(tact_read(q, oq, sizeof oq), TACT_OK);
+    cr_assert(memcmp(op, oq, sizeof op) == 0);
+    tact_ctx_close(&ctx);
+}
