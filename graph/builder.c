@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "dtype.h"
+#include "fold.h"
 #include "mem.h"
 #include "mpread.h"
 #include "ops.h"
@@ -363,6 +364,104 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     return TACT_OK;
 }
 
+/* Makes nd (a fresh node) a view of same with the same shape: a duplicate
+ * or a folded identity (x+0, x*1) reads same's data. */
+static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *err) {
+    nd->op = same->op;
+    nd->dtype = same->dtype;
+    nd->shape = same->shape;
+    nd->nsrc = 1;
+    nd->src[0] = same->id;
+    nd->client_ref = 1;
+    ta_vstack_t st;
+    s_view_of(same, &st);
+    if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+    *nd->st = st;
+    nd->is_view = 1;
+    nd->base = same->is_view ? same->base : same->id;
+    nd->alias = same->alias ? same->alias : same->id;
+    s_ref(g, same->id);
+    s_ref(g, nd->base);
+    return TACT_OK;
+}
+
+/* True (with the value) when n holds one value everywhere: a CONST, or a
+ * view of one without a mask (padding would bring zeros in). */
+static int s_const_value(g_state_t *g, const g_node_t *n, ta_value_t *v) {
+    const g_node_t *b = n->is_view ? s_find(g, n->base) : n;
+    if (!b || b->op != TA_OP_CONST || b->nargs != 1) return 0;
+    if (n->is_view)
+        for (int i = 0; i < n->st->nviews; i++)
+            if (n->st->views[i].has_mask) return 0;
+    uint64_t bits = (uint64_t)b->args[0];
+    memset(v, 0, sizeof *v);
+    if (ta_dtype_is_bool(b->dtype)) v->b = (uint8_t)(bits != 0);
+    else if (b->dtype == TACT_FLOAT16 || b->dtype == TACT_BFLOAT16) v->h = (uint16_t)bits;
+    else if (ta_dtype_is_float(b->dtype)) memcpy(&v->f, &bits, sizeof v->f);
+    else if (ta_dtype_is_unsigned(b->dtype)) v->u = bits;
+    else v->i = (int64_t)bits;
+    return 1;
+}
+
+static int64_t s_const_bits(tact_dtype d, ta_value_t v) {
+    if (ta_dtype_is_bool(d)) return v.b;
+    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
+    if (ta_dtype_is_float(d)) {
+        int64_t b;
+        memcpy(&b, &v.f, sizeof b);
+        return b;
+    }
+    return ta_dtype_is_unsigned(d) ? (int64_t)v.u : v.i;
+}
+
+/*
+ * Constant folding, as the reference folds: an elementwise op on constants
+ * becomes a constant; x+0 and x*1 are x; x*0 is 0 (ignoring a NaN or inf
+ * in x, as the reference does: DESIGN.md trap 2); x*-1 is -x; -(-x) is x.
+ * Returns 1 when tmp was rewritten (into a CONST, or *alias set to the node
+ * it equals), 0 when nothing folds.
+ */
+static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
+    ta_op_class_t cls = ta_op_class(tmp->op);
+    if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY) return 0;
+    g_node_t *src[3];
+    ta_value_t val[3];
+    int nconst = 0, isconst[3] = {0, 0, 0};
+    for (int i = 0; i < tmp->nsrc; i++) {
+        src[i] = s_find(g, tmp->src[i]);
+        if (src[i] && s_const_value(g, src[i], &val[i])) isconst[i] = 1, nconst++;
+    }
+    if (nconst == tmp->nsrc && tmp->op != TA_OP_BITCAST) {
+        ta_value_t r;
+        if (ta_fold_eval(tmp->op, tmp->dtype, src[tmp->op == TA_OP_WHERE ? 1 : 0]->dtype, tmp->nsrc, val, &r) == 0) {
+            tmp->op = TA_OP_CONST;
+            tmp->nsrc = 0;
+            tmp->nargs = 1;
+            tmp->args[0] = s_const_bits(tmp->dtype, r);
+            return 1;
+        }
+    }
+    if (tmp->op == TA_OP_NEG && src[0]->op == TA_OP_NEG && !src[0]->is_view) {
+        *alias = s_find(g, src[0]->src[0]);
+        return *alias != NULL;
+    }
+    if ((tmp->op != TA_OP_ADD && tmp->op != TA_OP_MUL) || nconst != 1) return 0;
+    int c = isconst[0] ? 0 : 1, x = 1 - c;
+    tact_dtype d = tmp->dtype;
+    if (tmp->op == TA_OP_ADD && ta_fold_is(d, val[c], 0)) *alias = src[x];
+    else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], 1)) *alias = src[x];
+    else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], 0)) *alias = src[c];
+    else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], -1) && !ta_dtype_is_bool(d)) {
+        tmp->op = TA_OP_NEG;
+        tmp->nsrc = 1;
+        tmp->src[0] = src[x]->id;
+        return 1;
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 /* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
 static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
     uint32_t n, k;
@@ -403,33 +502,20 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": %s is not supported yet", id, ta_op_name(tmp.op));
     int rc = s_validate(g, &tmp, err);
     if (rc != TACT_OK) return rc;
-    /* Common subexpressions: an op already in the graph makes this node a
-     * view of the existing one (EMPTY never: it holds new data). */
+    /* Folding first, then common subexpressions: an op already in the
+     * graph makes this node a view of the existing one (EMPTY never: it
+     * holds new data). */
     g_node_t *same = NULL;
-    if (tmp.op != TA_OP_EMPTY) {
+    s_fold(g, &tmp, &same);
+    if (tmp.op != TA_OP_EMPTY && !same) {
         tmp.hash = s_content_hash(&tmp);
         same = s_cse_find(g, &tmp);
     }
     g_node_t *nd = s_new_node(g, id);
     if (!nd) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     if (same) {
-        nd->op = same->op;
-        nd->dtype = same->dtype;
-        nd->shape = same->shape;
-        nd->nsrc = 1;
-        nd->src[0] = same->id;
-        nd->client_ref = 1;
-        ta_vstack_t st;
-        s_view_of(same, &st);
-        if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
-        *nd->st = st;
-        nd->is_view = 1;
-        nd->base = same->is_view ? same->base : same->id;
-        s_ref(g, same->id);
-        s_ref(g, nd->base);
-        nd->alias = same->id;
         g->cse_hits++;
-        return TACT_OK;
+        return s_make_alias(g, nd, same, err);
     }
     *nd = tmp;
     nd->base = id;

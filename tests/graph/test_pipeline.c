@@ -367,3 +367,33 @@ Test(graph_pipeline, common_subexpressions_are_computed_once) {
     cr_assert(memcmp(op, oq, sizeof op) == 0);
     tact_ctx_close(&ctx);
 }
+
+Test(graph_pipeline, constants_fold_in_the_graph) {
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t shape[1] = {6};
+    float x[6] = {1, -2, NAN, INFINITY, -0.5f, 8}, out[6];
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 1, shape, x);
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK);
+    /* x + 0 and x * 1 are x itself: nothing to compute. */
+    tact_tensor *same = tact_mul(tact_add(t, tact_zeros(ctx, TACT_FLOAT32, 1, shape)), tact_scalar(ctx, 1.0));
+    cr_assert_eq(tact_realize(ctx, 1, &same), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_kernels(ctx), 0, "x + 0 and x * 1 fold away");
+    cr_assert_eq(tact_read(same, out, sizeof out), TACT_OK);
+    cr_assert(memcmp(out, x, sizeof x) == 0);
+    /* x * 0 is 0 even where x is NaN or inf, as in the reference (trap 2). */
+    tact_tensor *zero = tact_mul(t, tact_scalar(ctx, 0.0));
+    cr_assert_eq(tact_read(zero, out, sizeof out), TACT_OK);
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], 0.0f, "element %d", i);
+    /* x * -1 is neg(x), and neg(neg(x)) is x. */
+    tact_tensor *nn = tact_neg(tact_mul(t, tact_scalar(ctx, -1.0)));
+    cr_assert_eq(tact_realize(ctx, 1, &nn), TACT_OK);
+    cr_assert_eq(s_kernels(ctx), 0, "-(-x) folds to x");
+    /* All-constant arithmetic happens in the graph: 2 * 3 + 1 = 7, cast to int8. */
+    tact_tensor *c = tact_cast(tact_add(tact_mul(tact_full(ctx, TACT_FLOAT32, 1, shape, 2), tact_full(ctx, TACT_FLOAT32, 1, shape, 3)),
+                                        tact_scalar(ctx, 1.0)),
+                               TACT_INT8);
+    int8_t seven[6];
+    cr_assert_eq(tact_read(c, seven, sizeof seven), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_assert_eq(seven[i], 7);
+    tact_ctx_close(&ctx);
+}
