@@ -146,12 +146,19 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
 
 /* ---------------------------------------------------------------- nodes */
 
+/* Reduce kernels compute up to this many neighbouring outputs per loop
+ * iteration (lanes), so the loads of the innermost output dim are
+ * contiguous across lanes and the C compiler vectorizes them. */
+#define S_MAX_LANES 8
+
 typedef struct {
     const ta_ast_t *a;
     s_str_t *out;
     ta_sym_arena_t *ar;
-    const ta_sym_t *full_idx[TA_MAX_DIMS], *out_idx[TA_MAX_DIMS];
-    char names[TA_AST_MAX_NODES][16];
+    const ta_sym_t **full_idx, **out_idx; /* the current lane's */
+    const ta_sym_t *lane_full[S_MAX_LANES][TA_MAX_DIMS], *lane_out[S_MAX_LANES][TA_MAX_DIMS];
+    int nlanes, lane;
+    char names[S_MAX_LANES][TA_AST_MAX_NODES][16];
     int pre[TA_AST_MAX_NODES]; /* computed inside the reduce loop */
     int nalu, nval;
     int depth;
@@ -178,8 +185,8 @@ static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, char *pos, size_
 static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     const ta_ast_t *a = c->a;
     tact_dtype d = n->dtype, sd = a->nodes[n->src[0]].dtype;
-    const char *x = c->names[n->src[0]], *y = n->nsrc > 1 ? c->names[n->src[1]] : "",
-               *z = n->nsrc > 2 ? c->names[n->src[2]] : "";
+    const char *x = c->names[c->lane][n->src[0]], *y = n->nsrc > 1 ? c->names[c->lane][n->src[1]] : "",
+               *z = n->nsrc > 2 ? c->names[c->lane][n->src[2]] : "";
     char tmp[256];
     int f64 = sd == TACT_FLOAT64, bits = (int)ta_dtype_size(d) * 8;
     switch (n->op) {
@@ -261,63 +268,64 @@ static int s_node(s_ctx_t *c, int i) {
                 return -1;
             }
             if (!always) {
-                snprintf(c->names[i], sizeof c->names[i], "alu%d", c->nalu++);
+                snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
                 s_indent(c);
-                s_put(o, "%s %s = %s ? %s : 0;\n", s_reg(d), c->names[i], never ? "0" : valid, lit.p);
+                s_put(o, "%s %s = %s ? %s : 0;\n", s_reg(d), c->names[c->lane][i], never ? "0" : valid, lit.p);
                 ta_free(lit.p);
                 return 0;
             }
         }
-        snprintf(c->names[i], sizeof c->names[i], "(%s)", lit.p);
-        if (strlen(lit.p) + 2 >= sizeof c->names[i]) { /* long literals get a variable */
-            snprintf(c->names[i], sizeof c->names[i], "alu%d", c->nalu++);
+        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "(%s)", lit.p);
+        if (strlen(lit.p) + 2 >= sizeof c->names[c->lane][i]) { /* long literals get a variable */
+            snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
             s_indent(c);
-            s_put(o, "const %s %s = %s;\n", s_reg(d), c->names[i], lit.p);
+            s_put(o, "const %s %s = %s;\n", s_reg(d), c->names[c->lane][i], lit.p);
         }
         ta_free(lit.p);
         return 0;
     }
     case TA_OP_LOAD: {
         if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-        snprintf(c->names[i], sizeof c->names[i], "val%d", c->nval++);
+        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "val%d", c->nval++);
         char load[1100];
         if (d == TACT_FLOAT16) snprintf(load, sizeof load, "tact_h2f(data%d[%s])", n->buf, pos);
         else if (d == TACT_BFLOAT16) snprintf(load, sizeof load, "tact_bf2f(data%d[%s])", n->buf, pos);
         else snprintf(load, sizeof load, "data%d[%s]", n->buf, pos);
         s_indent(c);
-        if (never) s_put(o, "%s %s = 0;\n", s_reg(d), c->names[i]);
-        else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), c->names[i], load);
-        else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), c->names[i], valid, load);
+        if (never) s_put(o, "%s %s = 0;\n", s_reg(d), c->names[c->lane][i]);
+        else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), c->names[c->lane][i], load);
+        else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), c->names[c->lane][i], valid, load);
         return 0;
     }
     case TA_OP_SUM:
     case TA_OP_RMAX: {
         /* The accumulator was declared before the reduce loop; update it. */
         s_str_t e = {0};
-        const char *x = c->names[n->src[0]];
-        char upd[300];
+        const char *x = c->names[c->lane][n->src[0]];
+        char upd[300], acc[16];
+        snprintf(acc, sizeof acc, "acc%d", c->lane);
         if (n->op == TA_OP_RMAX) {
-            if (ta_dtype_is_float(d)) snprintf(upd, sizeof upd, "%s(acc0,%s)", d == TACT_FLOAT64 ? "tact_maxd" : "tact_maxf", x);
-            else snprintf(upd, sizeof upd, "(acc0>%s?acc0:%s)", x, x);
+            if (ta_dtype_is_float(d)) snprintf(upd, sizeof upd, "%s(%s,%s)", d == TACT_FLOAT64 ? "tact_maxd" : "tact_maxf", acc, x);
+            else snprintf(upd, sizeof upd, "(%s>%s?%s:%s)", acc, x, acc, x);
             s_put(&e, "%s", upd);
         } else if (s_signed(d)) {
-            s_put(&e, "(%s)((uint64_t)acc0+(uint64_t)%s)", s_reg(d), x);
+            s_put(&e, "(%s)((uint64_t)%s+(uint64_t)%s)", s_reg(d), acc, x);
         } else if (ta_dtype_is_bool(d)) {
-            s_put(&e, "(acc0|%s)", x);
+            s_put(&e, "(%s|%s)", acc, x);
         } else {
-            snprintf(upd, sizeof upd, "acc0+%s", x);
+            snprintf(upd, sizeof upd, "%s+%s", acc, x);
             s_round(&e, d, upd);
         }
         if (e.failed) return -1;
         s_indent(c);
-        s_put(o, "acc0 = %s;\n", e.p);
+        s_put(o, "%s = %s;\n", acc, e.p);
         ta_free(e.p);
-        snprintf(c->names[i], sizeof c->names[i], "acc0");
+        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "%s", acc);
         return 0;
     }
     case TA_OP_STORE: {
         if (s_index(c, n, 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-        const char *x = c->names[n->src[0]];
+        const char *x = c->names[c->lane][n->src[0]];
         s_indent(c);
         if (d == TACT_FLOAT16) s_put(o, "data0[%s] = tact_f2h(%s);\n", pos, x);
         else if (d == TACT_BFLOAT16) s_put(o, "data0[%s] = tact_f2bf(%s);\n", pos, x);
@@ -326,26 +334,26 @@ static int s_node(s_ctx_t *c, int i) {
     }
     case TA_OP_BITCAST: {
         tact_dtype sd = c->a->nodes[n->src[0]].dtype;
-        snprintf(c->names[i], sizeof c->names[i], "alu%d", c->nalu++);
-        const char *x = c->names[n->src[0]];
+        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
+        const char *x = c->names[c->lane][n->src[0]];
         s_indent(c);
-        s_put(o, "%s %s; { %s tmp = ", s_reg(d), c->names[i], s_mem(sd));
+        s_put(o, "%s %s; { %s tmp = ", s_reg(d), c->names[c->lane][i], s_mem(sd));
         if (sd == TACT_FLOAT16) s_put(o, "tact_f2h(%s)", x);
         else if (sd == TACT_BFLOAT16) s_put(o, "tact_f2bf(%s)", x);
         else s_put(o, "%s", x);
         if (s_is16(d))
-            s_put(o, "; uint16_t bits; memcpy(&bits, &tmp, 2); %s = %s(bits); }\n", c->names[i],
+            s_put(o, "; uint16_t bits; memcpy(&bits, &tmp, 2); %s = %s(bits); }\n", c->names[c->lane][i],
                   d == TACT_FLOAT16 ? "tact_h2f" : "tact_bf2f");
-        else s_put(o, "; memcpy(&%s, &tmp, sizeof tmp); }\n", c->names[i]);
+        else s_put(o, "; memcpy(&%s, &tmp, sizeof tmp); }\n", c->names[c->lane][i]);
         return 0;
     }
     default: {
         s_str_t e = {0};
         s_alu(c, &e, n);
         if (e.failed) return -1;
-        snprintf(c->names[i], sizeof c->names[i], "alu%d", c->nalu++);
+        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
         s_indent(c);
-        s_put(o, "%s %s = %s;\n", s_reg(d), c->names[i], e.p);
+        s_put(o, "%s %s = %s;\n", s_reg(d), c->names[c->lane][i], e.p);
         ta_free(e.p);
         return 0;
     }
@@ -383,28 +391,41 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
     c.ar = ta_sym_arena_new();
     if (!c.ar) return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
 
-    /* Index variables: the flat output index, and one per reduced dim. */
-    int64_t out_shape[TA_MAX_DIMS], numel = 1;
+    /* Index variables: the output group index gidx0 (lanes outputs each),
+     * and one per reduced dim. */
+    int64_t out_shape[TA_MAX_DIMS], numel = 1, inner = 1;
     for (int k = 0; k < a->ndim; k++) {
         out_shape[k] = a->reduce_mask >> k & 1 ? 1 : a->shape[k];
         numel *= out_shape[k];
+        if (out_shape[k] > 1) inner = out_shape[k];
     }
-    const ta_sym_t *gidx = ta_sym_var(c.ar, 0, "gidx0", 0, numel > 0 ? numel - 1 : 0);
-    int64_t stride = 1;
-    for (int k = a->ndim - 1; k >= 0; k--) {
-        c.out_idx[k] = out_shape[k] == 1 ? ta_sym_const(c.ar, 0) : ta_sym_mod(c.ar, ta_sym_div(c.ar, gidx, stride), out_shape[k]);
-        stride *= out_shape[k];
-    }
+    c.nlanes = 1;
+    if (a->reduce_mask)
+        for (int l = S_MAX_LANES; l > 1; l /= 2)
+            if (inner % l == 0) {
+                c.nlanes = l;
+                break;
+            }
+    int64_t groups = numel / c.nlanes;
+    const ta_sym_t *gidx = ta_sym_var(c.ar, 0, "gidx0", 0, groups > 0 ? groups - 1 : 0);
     int nred = 0, red_dims[TA_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) {
+    const ta_sym_t *ridx[TA_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++)
         if (a->reduce_mask >> k & 1) {
             char vname[16];
             snprintf(vname, sizeof vname, "ridx%d", nred);
             red_dims[nred] = k;
-            c.full_idx[k] = ta_sym_var(c.ar, 1 + nred++, vname, 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
-        } else {
-            c.full_idx[k] = c.out_idx[k];
+            ridx[nred] = ta_sym_var(c.ar, 1 + nred, vname, 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+            nred++;
         }
+    for (int l = 0; l < c.nlanes; l++) {
+        const ta_sym_t *flat = ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, c.nlanes), l);
+        int64_t stride = 1;
+        for (int k = a->ndim - 1; k >= 0; k--) {
+            c.lane_out[l][k] = out_shape[k] == 1 ? ta_sym_const(c.ar, 0) : ta_sym_mod(c.ar, ta_sym_div(c.ar, flat, stride), out_shape[k]);
+            stride *= out_shape[k];
+        }
+        for (int k = 0, j = 0; k < a->ndim; k++) c.lane_full[l][k] = a->reduce_mask >> k & 1 ? ridx[j++] : c.lane_out[l][k];
     }
     int reduce = -1;
     for (int i = 0; i < a->nnodes; i++)
@@ -417,22 +438,34 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
     s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs) {\n", name);
     for (int b = 0; b < a->nbufs; b++)
         s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
-    s_put(&o, "  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {\n");
+    if (c.nlanes > 1)
+        s_put(&o, "  /* %d neighbouring outputs per iteration; start and end are multiples of %d */\n"
+                  "  for (int64_t gidx0 = start/%d; gidx0 < end/%d; gidx0++) {\n",
+              c.nlanes, c.nlanes, c.nlanes, c.nlanes);
+    else
+        s_put(&o, "  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {\n");
     c.depth = 2;
     int status = 0;
     if (reduce >= 0) {
         tact_dtype rd = a->nodes[reduce].dtype;
-        s_indent(&c);
-        s_put(&o, "%s acc0 = ", s_reg(rd));
-        s_identity(&o, a->nodes[reduce].op, rd);
-        s_put(&o, ";\n");
+        for (int l = 0; l < c.nlanes; l++) {
+            s_indent(&c);
+            s_put(&o, "%s acc%d = ", s_reg(rd), l);
+            s_identity(&o, a->nodes[reduce].op, rd);
+            s_put(&o, ";\n");
+        }
         for (int j = 0; j < nred; j++) {
             s_indent(&c);
             s_put(&o, "for (int64_t ridx%d = 0; ridx%d < %" PRId64 "; ridx%d++) {\n", j, j, a->shape[red_dims[j]], j);
             c.depth++;
         }
         for (int i = 0; i < a->nnodes && !status; i++)
-            if (c.pre[i] || i == reduce) status = s_node(&c, i);
+            for (c.lane = 0; c.lane < c.nlanes && !status; c.lane++)
+                if (c.pre[i] || i == reduce) {
+                    c.full_idx = c.lane_full[c.lane];
+                    c.out_idx = c.lane_out[c.lane];
+                    status = s_node(&c, i);
+                }
         for (int j = 0; j < nred; j++) {
             c.depth--;
             s_indent(&c);
@@ -440,7 +473,12 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
         }
     }
     for (int i = 0; i < a->nnodes && !status; i++)
-        if (!c.pre[i] && i != reduce) status = s_node(&c, i);
+        for (c.lane = 0; c.lane < c.nlanes && !status; c.lane++)
+            if (!c.pre[i] && i != reduce) {
+                c.full_idx = c.lane_full[c.lane];
+                c.out_idx = c.lane_out[c.lane];
+                status = s_node(&c, i);
+            }
     s_put(&o, "  }\n}\n");
     ta_sym_arena_destroy(&c.ar);
     if (status || o.failed) {

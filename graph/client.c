@@ -140,26 +140,8 @@ static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc,
 
 static int s_flush(tact_ctx *ctx, ta_error_t *err) {
     int rc = TACT_OK;
-    if (ctx->nbatch) {
-        /* The array header goes in front of the records gathered so far. */
-        msgpack_sbuffer sb;
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        if (msgpack_pack_array(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
-            rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
-        } else {
-            ta_msg_t m;
-            ta_msg_init(&m, TA_MSG_OP_BATCH);
-            m.as.op_batch.ops.ptr = (const uint8_t *)sb.data;
-            m.as.op_batch.ops.len = sb.size;
-            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
-        }
-        msgpack_sbuffer_destroy(&sb);
-        msgpack_sbuffer_clear(&ctx->batch);
-        ctx->nbatch = 0;
-    }
-    if (rc == TACT_OK && ctx->nreleased) {
+    /* Releases first: the graph frees what they drop before new ops arrive. */
+    if (ctx->nreleased) {
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
         msgpack_packer pk;
@@ -177,6 +159,25 @@ static int s_flush(tact_ctx *ctx, ta_error_t *err) {
         }
         msgpack_sbuffer_destroy(&sb);
         ctx->nreleased = 0;
+    }
+    if (rc == TACT_OK && ctx->nbatch) {
+        /* The array header goes in front of the records gathered so far. */
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        if (msgpack_pack_array(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
+            rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
+        } else {
+            ta_msg_t m;
+            ta_msg_init(&m, TA_MSG_OP_BATCH);
+            m.as.op_batch.ops.ptr = (const uint8_t *)sb.data;
+            m.as.op_batch.ops.len = sb.size;
+            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
+        }
+        msgpack_sbuffer_destroy(&sb);
+        msgpack_sbuffer_clear(&ctx->batch);
+        ctx->nbatch = 0;
     }
     return rc;
 }
@@ -307,7 +308,9 @@ int tact_scope_begin(tact_ctx *ctx) {
 int tact_scope_end(tact_ctx *ctx) {
     if (ctx->nscopes <= 1) return TACT_EINVAL;
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
-    int rc = TACT_OK;
+    /* The ops that made these tensors go out before their release does
+     * (the next flush sends releases ahead of newer ops). */
+    int rc = s_flush(ctx, NULL);
     for (size_t i = 0; i < sc->n; i++) {
         tact_tensor *t = sc->items[i];
         if (t->kept) {
@@ -324,9 +327,7 @@ int tact_scope_end(tact_ctx *ctx) {
     }
     ta_free(sc->items);
     ctx->nscopes--;
-    /* Releases travel with the next batch; a long loop of scopes sends them
-     * on its own once they pile up. */
-    if (ctx->nreleased >= S_BATCH_OPS) s_flush(ctx, NULL);
+    /* Releases travel with the next flush. */
     return rc;
 }
 

@@ -27,7 +27,7 @@ struct ta_device {
     int quit;
 };
 
-enum { S_MIN_CHUNK = 4096 }; /* output elements; below this, threads cost more than they give */
+enum { S_MIN_CHUNK = 256 }; /* output elements; below this, threads cost more than they give */
 
 /* Takes chunks of the current launch until none is left. */
 static void s_drain(ta_device_t *d) {
@@ -143,6 +143,7 @@ static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64
     if (n <= 0) return TACT_OK;
     int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4);
     if (chunk < S_MIN_CHUNK) chunk = S_MIN_CHUNK;
+    chunk = (chunk + 63) / 64 * 64; /* kernels that compute several outputs at once need aligned ranges */
     if (d->nthreads == 1 || chunk >= n) {
         prog->fn(0, n, bufs);
         return TACT_OK;
