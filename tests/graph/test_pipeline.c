@@ -397,3 +397,19 @@ Test(graph_pipeline, constants_fold_in_the_graph) {
     for (int i = 0; i < 6; i++) cr_assert_eq(seven[i], 7);
     tact_ctx_close(&ctx);
 }
+
+Test(graph_pipeline, the_worked_example_of_the_header_gives_62_in_one_kernel) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK, "%s", tact_last_open_error());
+    float x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {6, 5, 4, 3, 2, 1};
+    int64_t shape[2] = {2, 3};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
+    tact_tensor *s = tact_sum(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)), -1, NULL, 0);
+    double v = 0;
+    cr_assert_eq(tact_item(s, &v), TACT_OK, "%s", tact_error_message(s));
+    cr_assert_eq(v, 62.0); /* 6+10+12+12+10+6 + 6 */
+    cr_assert_eq(s_kernels(ctx), 1);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    cr_assert_null(ctx);
+}
