@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "actor.h"
+#include "ast.h"
 #include "builtin.h"
 
 static int s_write(const char *dir, const char *name, const void *data, size_t len) {
@@ -14,10 +15,38 @@ static int s_write(const char *dir, const char *name, const void *data, size_t l
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR\n");
+    if (argc != 4) {
+        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR AST_DIR\n");
         return 2;
     }
+    /* A reduce kernel over a permuted, padded load: sum(x^T padded) + 1. */
+    static ta_ast_t ast;
+    int64_t full[2] = {4, 6};
+    ta_ast_init(&ast, 2, full, 2);
+    ast.nbufs = 2;
+    ast.buf_dtype[0] = ast.buf_dtype[1] = TACT_FLOAT32;
+    ast.buf_size[0] = 4;
+    ast.buf_size[1] = 20;
+    ta_vstack_t in, out;
+    int64_t src[2] = {5, 4}, pads[2][2] = {{0, 1}, {0, 0}}, outs[2] = {4, 1};
+    int order[2] = {1, 0};
+    ta_vstack_init(&in, 2, src);
+    ta_vstack_pad(&in, (const int64_t(*)[2])pads);
+    ta_vstack_permute(&in, order);
+    ta_vstack_init(&out, 2, outs);
+    int vin = ta_ast_view(&ast, &in), vout = ta_ast_view(&ast, &out);
+    ta_ast_node_t ld = {TA_OP_LOAD, TACT_FLOAT32, 0, {0, 0, 0}, 1, (int16_t)vin, {0}};
+    ta_ast_node_t sm = {TA_OP_SUM, TACT_FLOAT32, 1, {0, 0, 0}, 0, -1, {0}};
+    ta_ast_node_t one = {TA_OP_CONST, TACT_FLOAT32, 0, {0, 0, 0}, 0, -1, {.f = 1.0}};
+    ta_ast_node_t ad = {TA_OP_ADD, TACT_FLOAT32, 2, {1, 2, 0}, 0, -1, {0}};
+    ta_ast_node_t st = {TA_OP_STORE, TACT_FLOAT32, 1, {3, 0, 0}, 0, (int16_t)vout, {0}};
+    ta_ast_add(&ast, ld), ta_ast_add(&ast, sm), ta_ast_add(&ast, one), ta_ast_add(&ast, ad), ta_ast_add(&ast, st);
+    msgpack_sbuffer ab;
+    msgpack_sbuffer_init(&ab);
+    msgpack_packer apk;
+    msgpack_packer_init(&apk, &ab, msgpack_sbuffer_write);
+    if (ta_ast_pack(&ast, &apk) != 0 || s_write(argv[3], "reduce", ab.data, ab.size) != 0) return 1;
+    msgpack_sbuffer_destroy(&ab);
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     for (int t = 0; t < TA_MSG__COUNT; t++) {
