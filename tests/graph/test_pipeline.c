@@ -9,6 +9,8 @@
 
 #include "dtype.h"
 #include "log.h"
+#include "pipeline.h"
+#include "replay.h"
 #include "tact.h"
 #include "testutil.h"
 
@@ -412,4 +414,33 @@ Test(graph_pipeline, the_worked_example_of_the_header_gives_62_in_one_kernel) {
     cr_assert_eq(s_kernels(ctx), 1);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     cr_assert_null(ctx);
+}
+
+Test(graph_pipeline, scheduler_and_planner_replay_a_recorded_run_byte_for_byte) {
+    char *path = tu_tmpfile("stages");
+    enum { N = 40 };
+    float out[N];
+    tact_ctx *ctx = s_open(2, path);
+    s_program(ctx, out, N);
+    tact_ctx_close(&ctx);
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    /* Port ids follow the start order of tact_ctx_open. */
+    ta_pipeline_t w;
+    memset(&w, 0, sizeof w);
+    w.client = 1, w.graph = 2, w.scheduler = 3, w.planner = 4, w.compiler[0] = 5, w.compiler[1] = 6, w.executor = 7;
+    w.ncompilers = 2;
+    cr_assert_str_eq(ta_log_find(log, 3)->name, "scheduler");
+    cr_assert_str_eq(ta_log_find(log, 4)->name, "planner");
+    const ta_actor_ops_t *ops[2] = {&ta_scheduler_ops, &ta_planner_ops};
+    for (int i = 0; i < 2; i++) {
+        ta_replay_report_t rep;
+        int rc = ta_replay_actor(log, (uint32_t)(3 + i), ops[i], &w, &rep, &err);
+        cr_assert_eq(rc, TACT_OK, "%s: %s", ops[i]->name, err.text);
+        cr_assert_gt(rep.out_count, 0);
+    }
+    ta_log_free(&log);
+    unlink(path);
+    free(path);
 }
