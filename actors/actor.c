@@ -77,15 +77,21 @@ void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m) {
     /* Errors are never answered with errors, so two failing actors cannot
      * ping-pong. */
     if (rc == TACT_OK || m->type == TA_MSG_ERROR) return;
-    ta_msg_t reply;
-    ta_msg_init(&reply, TA_MSG_ERROR);
-    reply.corr = m->corr;
-    reply.as.error.code = rc;
-    reply.as.error.what = ta_bytes_str(ta_msg_type_name(m->type));
-    reply.as.error.text = ta_bytes_str(a->err.text[0] ? a->err.text : tact_strerror(rc));
+    ta_actor_send_error(a, m->sender, m->corr, rc, ta_msg_type_name(m->type), a->err.text[0] ? a->err.text : tact_strerror(rc));
+}
+
+int ta_actor_send_error(ta_actor_t *self, uint32_t dest, uint64_t corr, int code, const char *what, const char *text) {
+    ta_msg_t e;
+    ta_msg_init(&e, TA_MSG_ERROR);
+    e.corr = corr;
+    e.as.error.code = code;
+    e.as.error.what = ta_bytes_str(what);
+    e.as.error.text = ta_bytes_str(text);
     ta_error_t err;
-    if (ta_port_send(a->port, m->sender, &reply, &err) != TACT_OK)
-        ta_rt_report(a->rt, "actor %s: could not report an error to port %" PRIu32 ": %s", a->name, m->sender, err.text);
+    int rc = ta_port_send(self->port, dest, &e, &err);
+    if (rc != TACT_OK)
+        ta_rt_report(self->rt, "actor %s: could not report an error to port %" PRIu32 ": %s", self->name, dest, err.text);
+    return rc;
 }
 
 /* -------------------------------------------------------- ordered merge */

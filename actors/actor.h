@@ -69,6 +69,11 @@ uint64_t ta_actor_processed(const ta_actor_t *a);
 int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m);
 int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply);
 
+/* Sends ERROR(code, what, text) with correlation id corr to dest: how a
+ * stage tells whoever waits for a piece of work that it failed.  A failed
+ * send is reported to the runtime (ta_rt_report).  Returns the send's status. */
+int ta_actor_send_error(ta_actor_t *self, uint32_t dest, uint64_t corr, int code, const char *what, const char *text);
+
 /* From a handler: records the text of the error the handler is about to
  * return and returns code, so `return ta_actor_fail(self, TACT_EINVAL, ...)`
  * reads naturally. */

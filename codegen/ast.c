@@ -128,7 +128,7 @@ static ta_value_t s_value_from_bits(tact_dtype d, uint64_t u) {
 }
 
 /* A view stack: [[ndim, [shape], [strides], offset, has_mask, [lo, hi, ...]], ...]. */
-static int s_pack_vstack(const ta_vstack_t *st, msgpack_packer *pk) {
+int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk) {
     int bad = msgpack_pack_array(pk, (size_t)st->nviews);
     for (int v = 0; !bad && v < st->nviews; v++) {
         const ta_view_t *w = &st->views[v];
@@ -153,7 +153,7 @@ int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk) {
         bad = msgpack_pack_array(pk, 2) || msgpack_pack_uint8(pk, (uint8_t)a->buf_dtype[b]) ||
               msgpack_pack_int64(pk, a->buf_size[b]);
     bad = bad || msgpack_pack_array(pk, (size_t)a->nviews);
-    for (int v = 0; !bad && v < a->nviews; v++) bad = s_pack_vstack(&a->views[v], pk);
+    for (int v = 0; !bad && v < a->nviews; v++) bad = ta_vstack_pack(&a->views[v], pk);
     bad = bad || msgpack_pack_array(pk, (size_t)a->nnodes);
     for (int i = 0; !bad && i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
@@ -180,7 +180,7 @@ static int s_small(ta_mpr_t *r, int64_t lo, int64_t hi, int64_t *v) {
     return ta_mpr_i64(r, v) == 0 && *v >= lo && *v <= hi ? 0 : -1;
 }
 
-static int s_unpack_vstack(ta_vstack_t *st, ta_mpr_t *r) {
+int ta_vstack_unpack(ta_vstack_t *st, ta_mpr_t *r) {
     uint32_t n, m;
     int64_t v;
     if (s_arr(r, -TA_MAX_VIEWS, &n) || n < 1) return -1;
@@ -227,7 +227,7 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
     }
     S_NEED(s_arr(r, -TA_AST_MAX_VIEWS, &n) == 0, "the views");
     a->nviews = (int)n;
-    for (int i = 0; i < a->nviews; i++) S_NEED(s_unpack_vstack(&a->views[i], r) == 0, "a view stack");
+    for (int i = 0; i < a->nviews; i++) S_NEED(ta_vstack_unpack(&a->views[i], r) == 0, "a view stack");
     S_NEED(s_arr(r, -TA_AST_MAX_NODES, &n) == 0, "the nodes");
     a->nnodes = (int)n;
     for (int i = 0; i < a->nnodes; i++) {

@@ -68,11 +68,18 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err);
  * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
 
+/* A view stack's msgpack form, shared by every message that carries one:
+ * [[ndim, [shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...].
+ * Pack returns 0 or -1 (allocation); unpack returns 0, or -1 when the bytes
+ * are not a well-formed stack (then st is unspecified). */
+struct ta_mpr;
+int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk);
+int ta_vstack_unpack(ta_vstack_t *st, struct ta_mpr *r);
+
 /* Appends a's msgpack encoding to pk.  Returns 0, or -1 on allocation failure. */
 int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk);
 /* Decodes one AST from r and checks it (ta_ast_check).  Returns TACT_OK or
  * TACT_EPROTO/TACT_EINVAL with the reason (and byte offset) in err. */
-struct ta_mpr;
 int ta_ast_unpack(ta_ast_t *a, struct ta_mpr *r, ta_error_t *err);
 
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ast.h"
 #include "dtype.h"
 #include "fold.h"
 #include "mem.h"
@@ -553,24 +554,6 @@ typedef struct {
     int bad;
 } s_out_t;
 
-/* Packs a view stack as ast.c does: [[ndim, shape, strides, offset, has_mask, mask, contiguous], ...]. */
-static int s_pack_st(msgpack_packer *pk, const ta_vstack_t *st) {
-    int bad = msgpack_pack_array(pk, (size_t)st->nviews);
-    for (int v = 0; !bad && v < st->nviews; v++) {
-        const ta_view_t *w = &st->views[v];
-        bad = msgpack_pack_array(pk, 6) || msgpack_pack_array(pk, (size_t)w->ndim);
-        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->shape[k]);
-        bad = bad || msgpack_pack_array(pk, (size_t)w->ndim);
-        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->strides[k]);
-        bad = bad || msgpack_pack_int64(pk, w->offset) || msgpack_pack_uint8(pk, w->has_mask) ||
-              msgpack_pack_array(pk, w->has_mask ? (size_t)w->ndim * 2 : 0);
-        for (int k = 0; !bad && w->has_mask && k < w->ndim; k++)
-            bad = msgpack_pack_int64(pk, w->mask[k][0]) || msgpack_pack_int64(pk, w->mask[k][1]);
-        bad = bad || msgpack_pack_uint8(pk, w->contiguous);
-    }
-    return bad;
-}
-
 /* Collects n and everything it needs that has no buffer yet, sources first. */
 static int s_collect(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, size_t *cap) {
     if (!n || n->mark == g->stamp) return TACT_OK;
@@ -603,7 +586,7 @@ static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
     bad = bad || msgpack_pack_array(pk, (size_t)n->nargs);
     for (int i = 0; !bad && i < n->nargs; i++) bad = msgpack_pack_int64(pk, n->args[i]);
     bad = bad || msgpack_pack_uint64(pk, n->base);
-    if (!bad) bad = n->is_view ? s_pack_st(pk, n->st) : msgpack_pack_nil(pk);
+    if (!bad) bad = n->is_view ? ta_vstack_pack(n->st, pk) : msgpack_pack_nil(pk);
     int keep = n->client_ref || n->children > n->internal;
     bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0)));
     return bad;

@@ -720,6 +720,41 @@ tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim) {
     return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
 }
 
+tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b) {
+    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+    if (e) return e;
+    a = s_solid(a);
+    b = s_solid(b);
+    int n1 = a->shape.ndim, n2 = b->shape.ndim, tail = n2 < 2 ? n2 : 2;
+    char sa[128], sb[128];
+    ta_shape_format(&a->shape, sa, sizeof sa);
+    ta_shape_format(&b->shape, sb, sizeof sb);
+    if (!n1 || !n2) return s_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: both need at least one dim", sa, sb);
+    if (a->shape.d[n1 - 1] != b->shape.d[n2 - tail])
+        return s_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: %" PRId64 " columns against %" PRId64 " rows", sa, sb,
+                       a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
+    /* As the reference: x (..., [1,] k) times w (..., [1,] k, m) moved to
+     * (..., m, k), multiplied with broadcasting and summed over k. */
+    int ones = n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1;
+    if (ones > 1) ones = 1;
+    int64_t xs[TA_MAX_DIMS], ws[TA_MAX_DIMS];
+    int nx = 0, nw = 0;
+    if (n1 + ones > TA_MAX_DIMS || n2 + ones > TA_MAX_DIMS) return s_error(a->ctx, TACT_ESHAPE, "matmul: too many dims");
+    for (int k = 0; k < n1 - 1; k++) xs[nx++] = a->shape.d[k];
+    for (int k = 0; k < ones; k++) xs[nx++] = 1;
+    xs[nx++] = a->shape.d[n1 - 1];
+    for (int k = 0; k < n2 - 2; k++) ws[nw++] = b->shape.d[k];
+    for (int k = 0; k < ones; k++) ws[nw++] = 1;
+    for (int k = n2 - tail; k < n2; k++) ws[nw++] = b->shape.d[k];
+    int order[TA_MAX_DIMS];
+    for (int k = 0; k < nw; k++) order[k] = k;
+    order[nw - 1] = nw - tail;
+    order[nw - tail] = nw - 1;
+    tact_tensor *x = tact_reshape(a, nx, xs), *w = tact_permute(tact_reshape(b, nw, ws), order);
+    int last = -1;
+    return tact_cast(tact_sum(tact_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
+}
+
 /* ---------------------------------------------------------------- movement */
 
 static tact_tensor *s_movement(tact_tensor *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {

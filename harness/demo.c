@@ -216,14 +216,6 @@ static void s_reference(const float *x, const float *w1, const float *b1, const 
     free(hid);
 }
 
-static tact_tensor *s_matmul(tact_tensor *a, tact_tensor *b) {
-    int64_t n = tact_dim(a, 0), k = tact_dim(a, 1), m = tact_dim(b, 1);
-    int64_t as[3] = {n, 1, k}, bs[3] = {1, m, k}, full[3] = {n, m, k};
-    int order[2] = {1, 0}, axis = 2;
-    tact_tensor *ae = tact_expand(tact_reshape(a, 3, as), 3, full);
-    tact_tensor *be = tact_expand(tact_reshape(tact_permute(b, order), 3, bs), 3, full);
-    return tact_sum(tact_mul(ae, be), 1, &axis, 0);
-}
 
 static float *s_rand(size_t n, uint64_t *x, float scale) {
     float *p = malloc(n * sizeof *p);
@@ -262,8 +254,8 @@ int h_demo(int argc, char **argv) {
     int64_t sx[2] = {N, D}, sw1[2] = {D, H}, sb1[2] = {1, H}, sw2[2] = {H, K};
     tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, sx, x), *tw1 = tact_from_data(ctx, TACT_FLOAT32, 2, sw1, w1),
                 *tb1 = tact_from_data(ctx, TACT_FLOAT32, 2, sb1, b1), *tw2 = tact_from_data(ctx, TACT_FLOAT32, 2, sw2, w2);
-    tact_tensor *hid = tact_maximum(tact_add(s_matmul(tx, tw1), tb1), tact_scalar(ctx, 0.0));
-    tact_tensor *logits = s_matmul(hid, tw2);
+    tact_tensor *hid = tact_maximum(tact_add(tact_matmul(tx, tw1), tb1), tact_scalar(ctx, 0.0));
+    tact_tensor *logits = tact_matmul(hid, tw2);
     int axis = 1;
     tact_tensor *m = tact_max(logits, 1, &axis, 1);
     tact_tensor *e = tact_exp2(tact_mul(tact_sub(logits, m), tact_scalar(ctx, 1.4426950408889634)));

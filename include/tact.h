@@ -258,6 +258,11 @@ tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c);
 tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim);
 
+/* Matrix product with the reference's broadcasting (its dot): a's last dim
+ * against b's second to last (or only) dim; leading dims broadcast.  It is
+ * a broadcast multiply and a sum, which the scheduler fuses into one kernel. */
+tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b);
+
 /* Movement (views: no data moves until a kernel reads them).  reshape
  * accepts one -1; expand prepends dims and grows size-1 dims (-1 keeps a
  * dim); pad takes {before, after} per dim and a fill value; shrink takes

@@ -210,13 +210,7 @@ static double s_ms(void) {
 
 /* Tells the plan's requester that it failed, and drops it. */
 static void s_fail_plan(ta_actor_t *self, s_state_t *s, s_plan_t *p, int code, const char *text) {
-    ta_msg_t e;
-    ta_msg_init(&e, TA_MSG_ERROR);
-    e.corr = p->corr;
-    e.as.error.code = code;
-    e.as.error.what = ta_bytes_str("PLAN");
-    e.as.error.text = ta_bytes_str(text);
-    ta_actor_send(self, (uint32_t)p->reply_to, &e);
+    ta_actor_send_error(self, (uint32_t)p->reply_to, p->corr, code, "PLAN", text);
     s_drop_programs(s, p->realize);
 }
 
@@ -392,13 +386,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         s_plan_t *p = NULL;
         int rc = s_parse_plan(m, &p, &err);
         if (rc != TACT_OK) {
-            ta_msg_t e;
-            ta_msg_init(&e, TA_MSG_ERROR);
-            e.corr = m->corr;
-            e.as.error.code = rc;
-            e.as.error.what = ta_bytes_str("PLAN");
-            e.as.error.text = ta_bytes_str(err.text);
-            ta_actor_send(self, (uint32_t)m->as.plan.reply_to, &e);
+            ta_actor_send_error(self, (uint32_t)m->as.plan.reply_to, m->corr, rc, "PLAN", err.text);
             return TACT_OK;
         }
         if (s->plans_tail) s->plans_tail->next = p;

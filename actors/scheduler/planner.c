@@ -234,13 +234,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         s->kernels = NULL;
         if (rc != TACT_OK) {
             /* The graph waits for this realize: the error goes there. */
-            ta_msg_t e;
-            ta_msg_init(&e, TA_MSG_ERROR);
-            e.corr = m->corr;
-            e.as.error.code = rc;
-            e.as.error.what = ta_bytes_str("PLAN");
-            e.as.error.text = ta_bytes_str(err.text);
-            ta_actor_send(self, s->w->graph, &e);
+            ta_actor_send_error(self, s->w->graph, m->corr, rc, "PLAN", err.text);
         }
         return TACT_OK;
     }

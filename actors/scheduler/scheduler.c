@@ -57,31 +57,6 @@ static int s_find(const s_graph_t *g, uint64_t id) {
     return -1;
 }
 
-static int s_read_st(ta_mpr_t *r, ta_vstack_t *st) {
-    uint32_t n, m;
-    int64_t v;
-    if (ta_mpr_array(r, &n) || n < 1 || n > TA_MAX_VIEWS) return -1;
-    st->nviews = (int)n;
-    for (uint32_t i = 0; i < n; i++) {
-        ta_view_t *w = &st->views[i];
-        if (ta_mpr_array(r, &m) || m != 6 || ta_mpr_array(r, &m) || m > TA_MAX_DIMS) return -1;
-        w->ndim = (int)m;
-        for (int k = 0; k < w->ndim; k++)
-            if (ta_mpr_i64(r, &w->shape[k]) || w->shape[k] < 0) return -1;
-        if (ta_mpr_array(r, &m) || (int)m != w->ndim) return -1;
-        for (int k = 0; k < w->ndim; k++)
-            if (ta_mpr_i64(r, &w->strides[k])) return -1;
-        if (ta_mpr_i64(r, &w->offset) || ta_mpr_i64(r, &v) || v < 0 || v > 1) return -1;
-        w->has_mask = v;
-        if (ta_mpr_array(r, &m) || m != (w->has_mask ? 2u * (uint32_t)w->ndim : 0u)) return -1;
-        for (int k = 0; w->has_mask && k < w->ndim; k++)
-            if (ta_mpr_i64(r, &w->mask[k][0]) || ta_mpr_i64(r, &w->mask[k][1])) return -1;
-        if (ta_mpr_i64(r, &v) || v < 0 || v > 1) return -1;
-        w->contiguous = v;
-    }
-    return 0;
-}
-
 static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     ta_mpr_t r;
     uint32_t n, m, k;
@@ -118,7 +93,7 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
             d->is_view = 0;
             d->base = (int)i;
         } else {
-            S_NEED(s_read_st(&r, &d->st) == 0);
+            S_NEED(ta_vstack_unpack(&d->st, &r) == 0);
             d->is_view = 1;
             d->base = s_find(g, base);
             S_NEED(d->base >= 0 && !g->nodes[d->base].is_view);
@@ -427,38 +402,28 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         }
         if (bad) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     }
-    ta_msg_t out;
     if (rc == TACT_OK) {
-        ta_msg_init(&out, TA_MSG_SCHEDULED);
-        out.corr = m->corr;
-        out.as.scheduled.realize = m->as.schedule.realize;
-        out.as.scheduled.kernels = (uint64_t)nk;
-        out.as.scheduled.ids.ptr = (const uint8_t *)ids.data;
-        out.as.scheduled.ids.len = ids.size;
-        out.as.scheduled.temps.ptr = (const uint8_t *)temps.data;
-        out.as.scheduled.temps.len = temps.size;
-        rc = ta_actor_send(self, s->w->graph, &out);
-        if (rc == TACT_OK) {
-            /* The planner learns the temporaries from the same message. */
-            ta_msg_init(&out, TA_MSG_KERNELS);
-            out.corr = m->corr;
-            out.as.kernels.realize = m->as.schedule.realize;
-            out.as.kernels.barrier = m->as.schedule.barrier;
-            out.as.kernels.kernels.ptr = (const uint8_t *)kb.data;
-            out.as.kernels.kernels.len = kb.size;
-            rc = ta_actor_send(self, s->w->planner, &out);
-            if (rc == TACT_OK) {
-                ta_msg_init(&out, TA_MSG_SCHEDULED);
-                out.corr = m->corr;
-                out.as.scheduled.realize = m->as.schedule.realize;
-                out.as.scheduled.kernels = (uint64_t)nk;
-                out.as.scheduled.ids.ptr = (const uint8_t *)ids.data;
-                out.as.scheduled.ids.len = ids.size;
-                out.as.scheduled.temps.ptr = (const uint8_t *)temps.data;
-                out.as.scheduled.temps.len = temps.size;
-                rc = ta_actor_send(self, s->w->planner, &out);
-            }
-        }
+        /* SCHEDULED to the graph (which buffers will exist), then KERNELS and
+         * the same SCHEDULED to the planner (which are temporaries). */
+        ta_msg_t sch, ker;
+        ta_msg_init(&sch, TA_MSG_SCHEDULED);
+        sch.corr = m->corr;
+        sch.as.scheduled.realize = m->as.schedule.realize;
+        sch.as.scheduled.kernels = (uint64_t)nk;
+        sch.as.scheduled.ids.ptr = (const uint8_t *)ids.data;
+        sch.as.scheduled.ids.len = ids.size;
+        sch.as.scheduled.temps.ptr = (const uint8_t *)temps.data;
+        sch.as.scheduled.temps.len = temps.size;
+        ta_msg_t again = sch;
+        ta_msg_init(&ker, TA_MSG_KERNELS);
+        ker.corr = m->corr;
+        ker.as.kernels.realize = m->as.schedule.realize;
+        ker.as.kernels.barrier = m->as.schedule.barrier;
+        ker.as.kernels.kernels.ptr = (const uint8_t *)kb.data;
+        ker.as.kernels.kernels.len = kb.size;
+        rc = ta_actor_send(self, s->w->graph, &sch);
+        if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &ker);
+        if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &again);
     }
     msgpack_sbuffer_destroy(&kb);
     msgpack_sbuffer_destroy(&ids);
@@ -470,13 +435,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     ta_free(g.nodes);
     if (rc != TACT_OK) {
         /* The graph is waiting for this realize: tell it, as the executor would. */
-        ta_msg_t e;
-        ta_msg_init(&e, TA_MSG_ERROR);
-        e.corr = m->corr;
-        e.as.error.code = rc;
-        e.as.error.what = ta_bytes_str("SCHEDULE");
-        e.as.error.text = ta_bytes_str(g.err.text[0] ? g.err.text : tact_strerror(rc));
-        ta_actor_send(self, s->w->graph, &e);
+        ta_actor_send_error(self, s->w->graph, m->corr, rc, "SCHEDULE", g.err.text[0] ? g.err.text : tact_strerror(rc));
     }
     return TACT_OK;
 }
