@@ -434,3 +434,27 @@ Test(graph_pipeline, scheduler_and_planner_replay_a_recorded_run_byte_for_byte) 
     unlink(path);
     free(path);
 }
+
+Test(graph_pipeline, the_pipeline_gives_the_same_bits_over_tcp_and_ipc) {
+    enum { N = 30 };
+    float ref[N], got[N];
+    tact_ctx *ctx = s_open(0, NULL);
+    s_program(ctx, ref, N);
+    tact_ctx_close(&ctx);
+    const char *transports[2] = {"tcp", "ipc"};
+    for (int i = 0; i < 2; i++) {
+        tact_options o;
+        tact_options_default(&o);
+        o.transport = transports[i];
+        cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s: %s", transports[i], tact_last_open_error());
+        s_program(ctx, got, N);
+        tact_ctx_close(&ctx);
+        cr_assert(memcmp(ref, got, sizeof ref) == 0, "%s differs from inproc", transports[i]);
+    }
+    tact_options o;
+    tact_options_default(&o);
+    o.transport = "carrier-pigeon";
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
+    cr_assert_null(ctx);
+    cr_assert(strstr(tact_last_open_error(), "unknown transport 'carrier-pigeon'"), "%s", tact_last_open_error());
+}
