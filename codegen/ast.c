@@ -127,7 +127,7 @@ static ta_value_t s_value_from_bits(tact_dtype d, uint64_t u) {
     return v;
 }
 
-/* A view stack: [[ndim, [shape], [strides], offset, has_mask, [lo, hi, ...]], ...]. */
+/* A view stack: [[[shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...]. */
 int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk) {
     int bad = msgpack_pack_array(pk, (size_t)st->nviews);
     for (int v = 0; !bad && v < st->nviews; v++) {

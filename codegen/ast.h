@@ -69,7 +69,7 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err);
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
 
 /* A view stack's msgpack form, shared by every message that carries one:
- * [[ndim, [shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...].
+ * [[[shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...].
  * Pack returns 0 or -1 (allocation); unpack returns 0, or -1 when the bytes
  * are not a well-formed stack (then st is unspecified). */
 struct ta_mpr;

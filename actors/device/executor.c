@@ -65,6 +65,7 @@ typedef struct {
     s_plan_t *plans, *plans_tail;
     s_copy_t *copies;
     uint64_t from_graph; /* messages processed from the graph builder */
+    uint64_t last_plan;  /* realize of the newest plan taken */
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
     uint64_t cached_bytes;
@@ -383,6 +384,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         break;
     }
     case TA_MSG_PLAN: {
+        s->last_plan = m->as.plan.realize; /* its programs may come in now, whatever happens to it */
         s_plan_t *p = NULL;
         int rc = s_parse_plan(m, &p, &err);
         if (rc != TACT_OK) {
@@ -422,10 +424,13 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
 }
 
 /* A plan waits until everything the graph sent before it has been processed
- * (its barrier), so it always follows the writes it reads. */
+ * (its barrier), so it always follows the writes it reads; its programs
+ * wait for it, so they never overtake a held plan. */
 static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
-    return m->type != TA_MSG_PLAN || s->from_graph >= m->as.plan.barrier;
+    if (m->type == TA_MSG_PLAN) return s->from_graph >= m->as.plan.barrier;
+    if (m->type == TA_MSG_PROGRAM) return s->last_plan >= m->as.program.realize;
+    return 1;
 }
 
 const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini, s_accept};
