@@ -19,9 +19,15 @@
  * programs arrive in.
  */
 
+enum { S_MEMO = 512 };
+
 typedef struct {
     ta_pipeline_t *w;
     ta_ast_t ast;
+    /* The in-memory cache: paths of objects this worker built or found, so
+     * a kernel seen again skips the disk cache's check and load. */
+    char (*memo)[1024];
+    int nmemo, next_memo;
 } s_state_t;
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -32,7 +38,25 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     return TACT_OK;
 }
 
-static void s_fini(ta_actor_t *self) { ta_free(ta_actor_state(self)); }
+static void s_fini(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    ta_free(s->memo);
+    ta_free(s);
+}
+
+static int s_memo_has(const s_state_t *s, const char *path) {
+    for (int i = 0; i < s->nmemo; i++)
+        if (strcmp(s->memo[i], path) == 0) return 1;
+    return 0;
+}
+
+/* Remembers path, replacing the oldest entry when full. */
+static void s_memo_add(s_state_t *s, const char *path) {
+    if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) return;
+    snprintf(s->memo[s->next_memo], sizeof s->memo[0], "%s", path);
+    s->next_memo = (s->next_memo + 1) % S_MEMO;
+    if (s->nmemo < S_MEMO) s->nmemo++;
+}
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
@@ -46,7 +70,15 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     int rc = ta_ast_unpack(&s->ast, &r, &err);
     if (rc == TACT_OK) rc = ta_render_c(&s->ast, &src, name, sizeof name, &err);
     if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
-    if (rc == TACT_OK) rc = ta_cc_build(name, src, &prog, &err);
+    if (rc == TACT_OK) {
+        ta_cc_path(name, src, prog.path, sizeof prog.path);
+        if (s_memo_has(s, prog.path)) {
+            prog.cached = 1;
+        } else {
+            rc = ta_cc_build(name, src, &prog, &err);
+            if (rc == TACT_OK) s_memo_add(s, prog.path);
+        }
+    }
     /* Timings stay out of messages, so two runs log the same bytes. */
     if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", name, prog.compile_ms);
     ta_cc_unload(&prog); /* loading proved it; the executor loads its own */

@@ -157,23 +157,28 @@ static int s_client(void) {
     double t0 = h_now();
     for (int i = 0; i < 10000; i++) x = tact_add(x, one);
     double overhead = (h_now() - t0) / 10000 * 1e6;
-    int64_t big[1] = {1 << 16};
-    tact_tensor *a = tact_ones(ctx, TACT_FLOAT32, 1, big), *b = tact_ones(ctx, TACT_FLOAT32, 1, big), *c = tact_ones(ctx, TACT_FLOAT32, 1, big);
-    tact_tensor *abc[3] = {tact_contiguous(a), tact_contiguous(b), tact_contiguous(c)};
-    int rc = tact_realize(ctx, 3, abc);
-    tact_tensor *r = tact_add(tact_mul(abc[0], abc[1]), tact_mul(abc[2], tact_scalar(ctx, 3.5)));
-    t0 = h_now();
-    if (rc == TACT_OK) rc = tact_realize(ctx, 1, &r);
-    double first = (h_now() - t0) * 1e3, cached = 1e30;
-    for (int i = 0; i < 5 && rc == TACT_OK; i++) {
+    /* Realize latency: a*b + c*3.5 on fresh inputs each time (inputs are
+     * uploaded and realized before the clock starts), so nothing is shared
+     * with an earlier result; the first compiles, the others hit the cache. */
+    enum { M = 1 << 16 };
+    float *host = s_fill(M, 7);
+    int64_t big[1] = {M};
+    double first = 0, cached = 1e30;
+    int rc = TACT_OK;
+    for (int i = 0; i < 6 && rc == TACT_OK; i++) {
         tact_scope_begin(ctx);
-        r = tact_add(tact_mul(abc[0], abc[1]), tact_mul(abc[2], tact_scalar(ctx, 3.5)));
+        tact_tensor *in[3];
+        for (int j = 0; j < 3; j++) in[j] = tact_from_data(ctx, TACT_FLOAT32, 1, big, host);
+        rc = tact_realize(ctx, 3, in);
+        tact_tensor *r = tact_add(tact_mul(in[0], in[1]), tact_mul(in[2], tact_scalar(ctx, 3.5)));
         t0 = h_now();
-        rc = tact_realize(ctx, 1, &r);
+        if (rc == TACT_OK) rc = tact_realize(ctx, 1, &r);
         double t = (h_now() - t0) * 1e3;
-        if (t < cached) cached = t;
+        if (i == 0) first = t;
+        else if (t < cached) cached = t;
         tact_scope_end(ctx);
     }
+    free(host);
     if (rc != TACT_OK) fprintf(stderr, "bench: client: %s\n", tact_ctx_error(ctx));
     tact_ctx_close(&ctx);
     char rm[128];

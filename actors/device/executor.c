@@ -66,6 +66,8 @@ typedef struct {
     s_copy_t *copies;
     uint64_t from_graph; /* messages processed from the graph builder */
     uint64_t last_plan;  /* realize of the newest plan taken */
+    ta_program_t *loaded; /* every object loaded so far, by path: loaded once */
+    size_t nloaded, loaded_cap;
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
     uint64_t cached_bytes;
@@ -138,15 +140,30 @@ static s_prog_t *s_prog(s_state_t *s, uint64_t realize, uint64_t index) {
     return NULL;
 }
 
+/* Forgets a realize's programs; their objects stay loaded for the next
+ * realize that runs the same kernels. */
 static void s_drop_programs(s_state_t *s, uint64_t realize) {
     for (size_t i = 0; i < s->nprogs;) {
-        if (s->progs[i].realize == realize) {
-            s->dev_ops->unload(s->dev, &s->progs[i].prog);
-            s->progs[i] = s->progs[--s->nprogs];
-        } else {
-            i++;
-        }
+        if (s->progs[i].realize == realize) s->progs[i] = s->progs[--s->nprogs];
+        else i++;
     }
+}
+
+/* Loads the object at path once, and returns the loaded program. */
+static int s_load(s_state_t *s, const char *path, const char *name, ta_program_t *out, ta_error_t *err) {
+    for (size_t i = 0; i < s->nloaded; i++)
+        if (strcmp(s->loaded[i].path, path) == 0 && strcmp(s->loaded[i].name, name) == 0) {
+            *out = s->loaded[i];
+            return TACT_OK;
+        }
+    int rc = s->dev_ops->load(s->dev, path, name, out, err);
+    if (rc != TACT_OK) return rc;
+    if (ta_grow((void **)&s->loaded, &s->loaded_cap, s->nloaded + 1, sizeof *s->loaded) != TACT_OK) {
+        s->dev_ops->unload(s->dev, out);
+        return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    }
+    s->loaded[s->nloaded++] = *out;
+    return TACT_OK;
 }
 
 /* ------------------------------------------------------------------ plans */
@@ -328,7 +345,8 @@ static void s_fini(ta_actor_t *self) {
     for (size_t i = 0; i < s->nbufs; i++) s->dev_ops->free(s->dev, s->bufs[i].ptr);
     for (size_t i = 0; i < s->ncache; i++) s->dev_ops->free(s->dev, s->cache[i].ptr);
     ta_free(s->cache);
-    for (size_t i = 0; i < s->nprogs; i++) s->dev_ops->unload(s->dev, &s->progs[i].prog);
+    for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, &s->loaded[i]);
+    ta_free(s->loaded);
     while (s->plans) {
         s_plan_t *p = s->plans;
         s->plans = p->next;
@@ -375,7 +393,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             char path[1024], name[64];
             snprintf(path, sizeof path, "%.*s", (int)m->as.program.path.len, (const char *)m->as.program.path.ptr);
             snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
-            pr->status = s->dev_ops->load(s->dev, path, name, &pr->prog, &err);
+            pr->status = s_load(s, path, name, &pr->prog, &err);
             if (pr->status != TACT_OK) snprintf(pr->text, sizeof pr->text, "%s", err.text);
         } else if (pr->status > 0 || pr->status < -100) {
             pr->status = TACT_ECOMPILE;
