@@ -42,6 +42,7 @@ typedef struct g_node {
     uint64_t mark;   /* traversal stamp */
     uint64_t hash;   /* of its op, dtype, shape, sources and args (0: not shareable) */
     uint64_t alias;  /* the node this one duplicates (common subexpression), or 0 */
+    uint64_t buf;    /* the buffer holding its data: its own id, or an ASSIGN's target's */
     int internal;    /* while realizing: consumers inside the subgraph */
 } g_node_t;
 
@@ -236,7 +237,7 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n) {
     int nd = 0;
     for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
     if (n->is_view) deps[nd++] = n->base;
-    if (!n->is_view && n->buffer) s_queue_free(g, n->id);
+    if (!n->is_view && n->buffer && n->buf == n->id) s_queue_free(g, n->id); /* an assign's buffer is its target's */
     s_cse_remove(g, n);
     s_remove(g, n->id);
     s_node_free(n);
@@ -381,6 +382,7 @@ static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *
     nd->is_view = 1;
     nd->base = same->is_view ? same->base : same->id;
     nd->alias = same->alias ? same->alias : same->id;
+    nd->buf = nd->base;
     s_ref(g, same->id);
     s_ref(g, nd->base);
     return TACT_OK;
@@ -499,16 +501,26 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         if (sn && sn->alias) tmp.src[i] = sn->alias;
     }
     ta_op_class_t cls = ta_op_class(tmp.op);
-    if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_ASSIGN || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
+    if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
         return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": %s is not supported yet", id, ta_op_name(tmp.op));
     int rc = s_validate(g, &tmp, err);
     if (rc != TACT_OK) return rc;
+    tmp.buf = id;
+    if (tmp.op == TA_OP_ASSIGN) {
+        /* An assign writes into its target's buffer: the target must be a
+         * base, and the value must match it. */
+        g_node_t *t = s_find(g, tmp.src[0]), *v = s_find(g, tmp.src[1]);
+        if (t->is_view) return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": the target is a view", id);
+        if (v->dtype != t->dtype || !ta_shape_equal(&v->shape, &t->shape))
+            return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": value and target differ in dtype or shape", id);
+        tmp.buf = t->buf;
+    }
     /* Folding first, then common subexpressions: an op already in the
      * graph makes this node a view of the existing one (EMPTY never: it
      * holds new data). */
     g_node_t *same = NULL;
-    s_fold(g, &tmp, &same);
-    if (tmp.op != TA_OP_EMPTY && !same) {
+    if (tmp.op != TA_OP_ASSIGN) s_fold(g, &tmp, &same);
+    if (tmp.op != TA_OP_EMPTY && tmp.op != TA_OP_ASSIGN && !same) {
         tmp.hash = s_content_hash(&tmp);
         same = s_cse_find(g, &tmp);
     }
@@ -540,6 +552,7 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         *nd->st = st;
         nd->is_view = 1;
         nd->base = s0->is_view ? s0->base : s0->id;
+        nd->buf = nd->base;
         s_ref(g, nd->base);
     }
     return TACT_OK;
@@ -571,13 +584,14 @@ static int s_collect(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, s
 
 /*
  * Packs one node of the subgraph: [id, op, dtype, [shape], [srcs], [args],
- * base, st|nil, flags] with flags bit 0 = has a buffer, 1 = must be kept
+ * base, st|nil, flags, buf] with flags bit 0 = has a buffer, 1 = must be kept
  * after this realize (the client holds it, or a node outside the subgraph
- * reads it), 2 = its bytes come from the client.
+ * reads it), 2 = its bytes come from the client; buf is the buffer that
+ * holds its data (an assign's is its target's).
  */
 static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
     int leaf = !n->is_view && n->buffer;
-    int bad = msgpack_pack_array(pk, 9) || msgpack_pack_uint64(pk, n->id) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
+    int bad = msgpack_pack_array(pk, 10) || msgpack_pack_uint64(pk, n->id) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
               msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->shape.ndim);
     for (int k = 0; !bad && k < n->shape.ndim; k++) bad = msgpack_pack_int64(pk, n->shape.d[k]);
     int nsrc = leaf || n->is_view ? 0 : n->nsrc;
@@ -588,7 +602,8 @@ static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
     bad = bad || msgpack_pack_uint64(pk, n->base);
     if (!bad) bad = n->is_view ? ta_vstack_pack(n->st, pk) : msgpack_pack_nil(pk);
     int keep = n->client_ref || n->children > n->internal;
-    bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0)));
+    bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0))) ||
+          msgpack_pack_uint64(pk, n->buf);
     return bad;
 }
 
@@ -725,7 +740,7 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     ta_msg_t c;
     ta_msg_init(&c, TA_MSG_COPY_OUT);
     c.corr = m->corr;
-    c.as.copy_out.buf = b->id;
+    c.as.copy_out.buf = b->buf;
     c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
     c.as.copy_out.reply_to = m->sender;
     return s_to_executor(self, g, &c);

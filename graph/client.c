@@ -23,6 +23,7 @@ struct tact_tensor {
     int status;
     char *message;
     int kept;
+    int view; /* made by a movement op: not a buffer of its own, cannot be assigned to */
     /* Weakly typed scalars keep their value until they meet a tensor. */
     int weak;
     ta_scalar_kind_t kind;
@@ -79,7 +80,7 @@ static tact_tensor *s_own(tact_ctx *ctx, tact_tensor *t) {
 /* An error tensor carrying code and the formatted message.  When even that
  * cannot be allocated, a static one stands in (never freed). */
 __attribute__((format(printf, 3, 4))) static tact_tensor *s_error(tact_ctx *ctx, int code, const char *fmt, ...) {
-    static tact_tensor oom = {NULL, 0, TACT_FLOAT32, {0, {0}}, TACT_ENOMEM, (char *)"out of memory", 0, 0, 0, 0, 0};
+    static tact_tensor oom = {.dtype = TACT_FLOAT32, .status = TACT_ENOMEM, .message = (char *)"out of memory"};
     tact_tensor *t = ta_calloc(1, sizeof *t);
     char msg[512];
     va_list ap;
@@ -759,7 +760,9 @@ tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b) {
 
 static tact_tensor *s_movement(tact_tensor *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
     const tact_tensor *src[1] = {x};
-    return s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
+    tact_tensor *t = s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
+    if (!t->status) t->view = 1;
+    return t;
 }
 
 tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
@@ -856,6 +859,40 @@ tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
 tact_tensor *tact_contiguous(tact_tensor *x) {
     x = s_solid(x);
     return x->status ? x : s_unary(x, TA_OP_CONTIGUOUS, x->dtype);
+}
+
+tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
+    tact_tensor *e = s_any_error(2, (tact_tensor *[]){target, value});
+    if (e) return e;
+    tact_ctx *ctx = target->ctx;
+    if (target->weak || target->view)
+        return s_error(ctx, TACT_EINVAL, "assign: the target is a %s, not a tensor with its own buffer",
+                       target->weak ? "scalar" : "view (reshape, permute, expand, pad, shrink or flip)");
+    if (value->weak) value = s_materialize(value, target->dtype);
+    if (value->dtype != target->dtype)
+        return s_error(ctx, TACT_EDTYPE, "assign: value is %s, target is %s", ta_dtype_name(value->dtype), ta_dtype_name(target->dtype));
+    ta_shape_t out;
+    ta_error_t err;
+    if (ta_shape_broadcast(&value->shape, &target->shape, "assign", &out, &err) != TACT_OK || !ta_shape_equal(&out, &target->shape)) {
+        char st[128], sv[128];
+        ta_shape_format(&target->shape, st, sizeof st);
+        ta_shape_format(&value->shape, sv, sizeof sv);
+        return s_error(ctx, TACT_ESHAPE, "assign: value of shape %s does not fit target of shape %s", sv, st);
+    }
+    value = s_broadcast_to(value, &target->shape);
+    if (value->status) return value;
+    /* The handle moves to the ASSIGN node; the node it named before is
+     * released (the assign itself keeps it alive while it needs it). */
+    tact_tensor next = *target;
+    next.id = ctx->next_id++;
+    const tact_tensor *src[2] = {target, value};
+    if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL) != TACT_OK) return s_error(ctx, TACT_ENOMEM, "assign: out of memory");
+    /* The assign goes out before the release of what it reads. */
+    s_flush(ctx, NULL);
+    if (ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
+        ctx->released[ctx->nreleased++] = target->id;
+    target->id = next.id;
+    return target;
 }
 
 /* -------------------------------------------------------------- sync points */

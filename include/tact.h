@@ -277,6 +277,18 @@ tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes);
 /* A contiguous copy (or x itself once it is realized and contiguous). */
 tact_tensor *tact_contiguous(tact_tensor *x);
 
+/*
+ * Writes value into target's buffer when next realized, and returns target,
+ * which from now on names the new contents (as the reference's assign).
+ * value must have target's dtype (a scalar takes it) and broadcast to its
+ * shape; target must have a buffer of its own (not a view).  Kernels in the
+ * same realize that read target's old contents run before the write.  A
+ * lazy tensor computed from target but realized only after the assign sees
+ * the new contents, as in the reference: realize it first if it needs the
+ * old ones.
+ */
+tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
+
 /* ============================================================ sync points */
 
 /* Computes the tensors (they stay computed).  Returns TACT_OK, the first

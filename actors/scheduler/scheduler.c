@@ -35,7 +35,8 @@ typedef struct {
     int is_view;
     ta_vstack_t st;
     int has_buffer, keep, writes;
-    int rp; /* realize point */
+    uint64_t buf; /* the buffer holding its data (an assign's is its target's) */
+    int rp;       /* realize point */
 } s_node_t;
 
 typedef struct {
@@ -71,7 +72,7 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     do {                                                                                                           \
         if (!(c)) return ta_error_set(err, TACT_EPROTO, "schedule: byte %zu: malformed node %u", ta_mpr_offset(&r), i); \
     } while (0)
-        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 9 && ta_mpr_u64(&r, &d->id) == 0);
+        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 10 && ta_mpr_u64(&r, &d->id) == 0);
         S_NEED(ta_mpr_u64(&r, &op) == 0 && op < TA_OP__COUNT && ta_mpr_u64(&r, &dtype) == 0 && ta_dtype_valid((int)dtype));
         d->op = (ta_op_t)op;
         d->dtype = (tact_dtype)dtype;
@@ -102,6 +103,7 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
         d->has_buffer = flags & 1;
         d->keep = flags >> 1 & 1;
         d->writes = flags >> 2 & 1;
+        S_NEED(ta_mpr_u64(&r, &d->buf) == 0);
 #undef S_NEED
         g->n = (int)i + 1;
     }
@@ -158,10 +160,10 @@ static int s_force(s_kernel_t *k, int node) {
 static int s_buf(s_kernel_t *k, int node) {
     s_node_t *n = &k->g->nodes[node];
     for (int b = 0; b < k->ast->nbufs; b++)
-        if (k->bufs[b] == n->id) return b;
+        if (k->bufs[b] == n->buf) return b;
     if (k->ast->nbufs >= TA_AST_MAX_BUFS) return -1;
     int b = k->ast->nbufs++;
-    k->bufs[b] = n->id;
+    k->bufs[b] = n->buf;
     k->buf_writes[b] = n->writes;
     k->ast->buf_dtype[b] = n->dtype;
     k->ast->buf_size[b] = ta_shape_numel(&n->shape);
@@ -239,10 +241,11 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}};
         return s_add(k, a);
     }
-    if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS)
+    if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS && n->op != TA_OP_ASSIGN)
         return ta_error_set(&g->err, TACT_EINVAL, "cannot schedule %s", ta_op_name(n->op)), -1;
     if (s_masked(st) && !ta_op_pad_safe(n->op) && i != k->root) return s_force(k, i); /* DESIGN.md trap 3 */
     if (n->op == TA_OP_CONTIGUOUS) return s_emit(k, n->src[0], st, pre);
+    if (n->op == TA_OP_ASSIGN) return s_emit(k, n->src[1], st, pre); /* only as a root: others load it */
     for (int m = 0; m < k->nalu; m++)
         if (k->alu_node[m] == i && ta_vstack_equal(&k->alu_st[m], st)) return k->alu_ast[m];
     ta_ast_node_t a;
@@ -266,6 +269,13 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     return idx;
 }
 
+/* True if the kernel just built loaded node i. */
+static int s_reads(const s_kernel_t *k, int i) {
+    for (int m = 0; m < k->nmemo; m++)
+        if (k->memo_node[m] == i) return 1;
+    return 0;
+}
+
 /* Builds the kernel computing realize point root into ast. */
 static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     s_node_t *n = &g->nodes[root];
@@ -282,11 +292,19 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     ast->nbufs = 1;
     ast->buf_dtype[0] = n->dtype;
     ast->buf_size[0] = ta_shape_numel(&n->shape);
-    k->bufs[0] = n->id;
+    k->bufs[0] = n->buf;
     ta_vstack_t out;
     ta_vstack_init(&out, n->shape.ndim, n->shape.d);
     int val = s_emit(k, root, &out, 0);
     if (val < 0) return -1;
+    if (n->op == TA_OP_ASSIGN) {
+        /* Writing in place is safe only if every read of the target's buffer
+         * is of the element being written (DESIGN.md trap 6); otherwise the
+         * value is computed into a buffer of its own first. */
+        int vout = ta_ast_view(ast, &out);
+        for (int i = 0; i < ast->nnodes; i++)
+            if (ast->nodes[i].op == TA_OP_LOAD && ast->nodes[i].buf == 0 && ast->nodes[i].view != vout) return s_force(k, n->src[1]);
+    }
     if (k->reduce >= 0) {
         const s_node_t *src = &g->nodes[g->nodes[k->reduce].src[0]];
         ast->ndim = src->shape.ndim;
@@ -333,8 +351,9 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
     }
     for (int i = 0; rc == TACT_OK && i < g.n; i++)
-        if (!g.nodes[i].is_view && !g.nodes[i].has_buffer && (g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_EMPTY))
-            g.nodes[i].rp = g.nodes[i].rp || g.nodes[i].op == TA_OP_CONTIGUOUS;
+        if (!g.nodes[i].is_view && !g.nodes[i].has_buffer &&
+            (g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_EMPTY || g.nodes[i].op == TA_OP_ASSIGN))
+            g.nodes[i].rp = g.nodes[i].rp || g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_ASSIGN;
     /* Build every kernel; a newly found realize point restarts the pass. */
     ta_ast_t *asts = NULL;
     s_kernel_t *ks = NULL;
@@ -356,6 +375,20 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
             roots[nk++] = i;
         }
         if (!g.restart) break;
+    }
+    /* An assign overwrites its target's buffer: every kernel that reads the
+     * target's old contents goes first (DESIGN.md trap 6). */
+    for (int p = 0; rc == TACT_OK && p < nk; p++) {
+        const s_node_t *a = &g.nodes[roots[p]];
+        if (a->op != TA_OP_ASSIGN) continue;
+        int last = -1;
+        for (int q = p + 1; q < nk; q++)
+            if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, a->src[0])) last = q;
+        if (last < 0) continue;
+        int moved = roots[p];
+        memmove(&roots[p], &roots[p + 1], sizeof *roots * (size_t)(last - p));
+        roots[last] = moved;
+        p--; /* the kernel now at p has not been looked at */
     }
     /* Kernels to the planner: [[ast, [buffer ids], [writes flags]], ...]. */
     msgpack_sbuffer kb, ids, temps;

@@ -458,3 +458,52 @@ Test(graph_pipeline, the_pipeline_gives_the_same_bits_over_tcp_and_ipc) {
     cr_assert_null(ctx);
     cr_assert(strstr(tact_last_open_error(), "unknown transport 'carrier-pigeon'"), "%s", tact_last_open_error());
 }
+
+Test(graph_pipeline, assign_writes_into_the_target_and_orders_its_readers_first) {
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t shape[1] = {4};
+    float x[4] = {1, 2, 3, 4}, out[4];
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 1, shape, x);
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK);
+    /* In place: x = x*2 + 1. */
+    tact_tensor *r = tact_assign(t, tact_add(tact_mul(t, tact_scalar(ctx, 2.0)), tact_scalar(ctx, 1.0)));
+    cr_assert_eq(r, t, "assign returns its target");
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], x[i] * 2 + 1);
+    /* A self-read through another view (a flip) cannot be done in place: x = x + flip(x). */
+    int ax = 0;
+    tact_assign(t, tact_add(t, tact_flip(t, 1, &ax)));
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], (x[i] * 2 + 1) + (x[3 - i] * 2 + 1), "element %d", i);
+    /* A reader of the old contents realized with the assign sees the old values. */
+    float before[4];
+    memcpy(before, out, sizeof out);
+    tact_tensor *old = tact_mul(t, tact_scalar(ctx, 10.0));
+    tact_assign(t, tact_full(ctx, TACT_FLOAT32, 1, shape, -1));
+    tact_tensor *both[2] = {old, t};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    float o10[4];
+    cr_assert_eq(tact_read(old, o10, sizeof o10), TACT_OK);
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(o10[i], before[i] * 10, "the old contents were read before the write");
+        cr_assert_eq(out[i], -1.0f);
+    }
+    /* An optimizer-like loop in scopes: w -= 0.5 * w, ten times. */
+    for (int k = 0; k < 10; k++) {
+        tact_scope_begin(ctx);
+        tact_assign(t, tact_sub(t, tact_mul(t, tact_scalar(ctx, 0.5))));
+        cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK);
+        tact_scope_end(ctx);
+    }
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], -1.0f / 1024);
+    /* Bad assigns. */
+    int64_t other[1] = {5};
+    cr_assert_eq(tact_status_of(tact_assign(t, tact_zeros(ctx, TACT_FLOAT32, 1, other))), TACT_ESHAPE);
+    cr_assert_eq(tact_status_of(tact_assign(t, tact_zeros(ctx, TACT_INT32, 1, shape))), TACT_EDTYPE);
+    int64_t two[2] = {2, 2};
+    tact_tensor *bad = tact_assign(tact_reshape(t, 2, two), tact_zeros(ctx, TACT_FLOAT32, 2, two));
+    cr_assert(strstr(tact_error_message(bad), "target is a view"), "%s", tact_error_message(bad));
+    tact_ctx_close(&ctx);
+}
