@@ -218,6 +218,10 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
         return TACT_EINVAL;
     }
     cfg.log_path = o.log_path;
+    if (o.devices && strcmp(o.devices, "CPU") != 0) {
+        snprintf(s_open_error, sizeof s_open_error, "devices '%s': only CPU is available in this build", o.devices);
+        return TACT_EDEVICE;
+    }
     if (o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS || o.cpu_threads < 0 || o.timeout_ms < 0) {
         snprintf(s_open_error, sizeof s_open_error, "options out of range (compile_workers 0..%d, cpu_threads >= 0)",
                  TA_MAX_COMPILERS);

@@ -129,6 +129,7 @@ typedef struct tact_tensor tact_tensor;
 
 typedef struct tact_options {
     const char *transport; /* "inproc" (default), "ipc" or "tcp" */
+    const char *devices;   /* the devices to open; NULL or "CPU" (the only one so far) */
     int cpu_threads;       /* threads of the CPU device; 0: one per core */
     int compile_workers;   /* compiler pool size; 0: 2 */
     const char *log_path;  /* record every message to this file; NULL: off */

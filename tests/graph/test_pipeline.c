@@ -453,6 +453,10 @@ Test(graph_pipeline, the_pipeline_gives_the_same_bits_over_tcp_and_ipc) {
     }
     tact_options o;
     tact_options_default(&o);
+    o.devices = "CUDA:0";
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EDEVICE);
+    cr_assert(strstr(tact_last_open_error(), "only CPU"), "%s", tact_last_open_error());
+    tact_options_default(&o);
     o.transport = "carrier-pigeon";
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
     cr_assert_null(ctx);
