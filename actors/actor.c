@@ -394,6 +394,7 @@ int ta_actor_stop(ta_actor_t **pa, ta_error_t *err) {
 }
 
 uint32_t ta_actor_id(const ta_actor_t *a) { return a->id; }
+ta_port_t *ta_actor_port(ta_actor_t *a) { return a->port; }
 const char *ta_actor_name(const ta_actor_t *a) { return a->name; }
 void *ta_actor_state(ta_actor_t *a) { return a->state; }
 void ta_actor_set_state(ta_actor_t *a, void *state) { a->state = state; }

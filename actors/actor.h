@@ -57,6 +57,8 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
 int ta_actor_stop(ta_actor_t **a, ta_error_t *err);
 
 uint32_t ta_actor_id(const ta_actor_t *a);
+/* The actor's port, for handlers that need a send's detailed error. */
+ta_port_t *ta_actor_port(ta_actor_t *a);
 const char *ta_actor_name(const ta_actor_t *a);
 /* The actor's state pointer, for handlers (set with ta_actor_set_state). */
 void *ta_actor_state(ta_actor_t *a);

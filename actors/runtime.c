@@ -344,6 +344,11 @@ void *ta_port_mailbox(ta_port_t *p) { return p->mailbox; }
 
 /* Returns the destination slot of dest, connecting its socket on first use. */
 static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
+    /* A destination must exist before the table grows for it: a hostile
+     * sender id must not make a reply allocate gigabytes. */
+    char probe[256];
+    if (dest >= p->nouts && !p->capture && s_endpoint(p->rt, dest, probe, sizeof probe, NULL, 0) != 0)
+        return ta_error_set(err, TACT_ENOTFOUND, "port %s: no port %" PRIu32 " is bound", p->name, dest);
     if (dest >= p->nouts) {
         size_t cap = p->nouts;
         if (ta_grow((void **)&p->outs, &cap, (size_t)dest + 1, sizeof *p->outs) != TACT_OK)

@@ -178,8 +178,8 @@ static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, char *pos, size_
     int64_t k;
     *always = ta_sym_is_const(v, &k) && k != 0;
     *never = ta_sym_is_const(v, &k) && k == 0;
-    ta_sym_render(p, pos, pos_len);
-    ta_sym_render(v, valid, valid_len);
+    /* An expression too long for the buffer is an error, never a cut one. */
+    if (ta_sym_render(p, pos, pos_len) >= pos_len || ta_sym_render(v, valid, valid_len) >= valid_len) return -1;
     return 0;
 }
 
@@ -212,7 +212,8 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_ADD:
     case TA_OP_MUL: {
         char op = n->op == TA_OP_ADD ? '+' : '*';
-        if (s_signed(d)) s_put(e, "(%s)((uint64_t)%s%c(uint64_t)%s)", s_reg(d), x, op, y);
+        if (s_signed(d) || (ta_dtype_is_unsigned(d) && ta_dtype_size(d) < 4)) /* wrap; narrow unsigned would become int */
+            s_put(e, "(%s)((uint64_t)%s%c(uint64_t)%s)", s_reg(d), x, op, y);
         else if (ta_dtype_is_bool(d)) s_put(e, n->op == TA_OP_ADD ? "(%s|%s)" : "(%s&%s)", x, y);
         else { snprintf(tmp, sizeof tmp, "%s%c%s", x, op, y); s_round(e, d, tmp); }
         break;
@@ -243,7 +244,8 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_SHR: s_put(e, "(%s)(%s>>(%s&%d))", s_reg(d), x, y, bits - 1); break;
     case TA_OP_WHERE: s_put(e, "(%s?%s:%s)", x, y, z); break;
     case TA_OP_MULACC:
-        if (s_signed(d)) s_put(e, "(%s)((uint64_t)%s*(uint64_t)%s+(uint64_t)%s)", s_reg(d), x, y, z);
+        if (s_signed(d) || (ta_dtype_is_unsigned(d) && ta_dtype_size(d) < 4))
+            s_put(e, "(%s)((uint64_t)%s*(uint64_t)%s+(uint64_t)%s)", s_reg(d), x, y, z);
         else if (s_is16(d)) s_put(e, "%s(%s(%s*%s)+%s)", d == TACT_FLOAT16 ? "tact_rh" : "tact_rbf",
                                   d == TACT_FLOAT16 ? "tact_rh" : "tact_rbf", x, y, z);
         else { snprintf(tmp, sizeof tmp, "%s*%s+%s", x, y, z); s_round(e, d, tmp); }
@@ -256,7 +258,7 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
 static int s_node(s_ctx_t *c, int i) {
     const ta_ast_node_t *n = &c->a->nodes[i];
     s_str_t *o = c->out;
-    char pos[1024], valid[1024];
+    char pos[4096], valid[4096];
     int always, never;
     tact_dtype d = n->dtype;
     switch (n->op) {
@@ -289,7 +291,7 @@ static int s_node(s_ctx_t *c, int i) {
     case TA_OP_LOAD: {
         if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
         snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "val%d", c->nval++);
-        char load[1100];
+        char load[4200];
         if (d == TACT_FLOAT16) snprintf(load, sizeof load, "tact_h2f(data%d[%s])", n->buf, pos);
         else if (d == TACT_BFLOAT16) snprintf(load, sizeof load, "tact_bf2f(data%d[%s])", n->buf, pos);
         else snprintf(load, sizeof load, "data%d[%s]", n->buf, pos);

@@ -339,6 +339,7 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
             if (n->nargs != src[0]->shape.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": permute order", n->id);
             for (int k = 0; k < n->nargs; k++) order[k] = (int)n->args[k];
             rc = ta_shape_permute(&src[0]->shape, order, norm, &want, err);
+            for (int k = 0; rc == TACT_OK && k < n->nargs; k++) n->args[k] = norm[k]; /* negative axes resolved */
             break;
         case TA_OP_PAD:
         case TA_OP_SHRINK:
@@ -362,6 +363,7 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
         break;
     }
     if (rc == TACT_OK && !ta_shape_equal(&want, &n->shape)) rc = TACT_ESHAPE;
+    if (rc == TACT_OK && ta_shape_check_size(&n->shape, ta_op_name(n->op), err) != TACT_OK) return TACT_ESHAPE;
     if (rc != TACT_OK) return ta_error_set(err, rc, "op %" PRIu64 " (%s): shape does not follow from its sources", n->id, ta_op_name(n->op));
     return TACT_OK;
 }
@@ -369,16 +371,14 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
 /* Makes nd (a fresh node) a view of same with the same shape: a duplicate
  * or a folded identity (x+0, x*1) reads same's data. */
 static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *err) {
+    if (!(nd->st = ta_malloc(sizeof *nd->st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     nd->op = same->op;
     nd->dtype = same->dtype;
     nd->shape = same->shape;
     nd->nsrc = 1;
     nd->src[0] = same->id;
     nd->client_ref = 1;
-    ta_vstack_t st;
-    s_view_of(same, &st);
-    if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
-    *nd->st = st;
+    s_view_of(same, nd->st);
     nd->is_view = 1;
     nd->base = same->is_view ? same->base : same->id;
     nd->alias = same->alias ? same->alias : same->id;
@@ -465,6 +465,23 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
     return 1;
 }
 
+/* A CONTIGUOUS base the builder makes itself (an id above the client's):
+ * a copy of src with a buffer of its own, for a view stack that grew too
+ * deep or an assign that reads its own target through a view.  Returns it,
+ * or NULL on allocation failure. */
+static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
+    g_node_t *c = s_new_node(g, g->next_internal++);
+    if (!c) return NULL;
+    c->op = TA_OP_CONTIGUOUS;
+    c->dtype = src->dtype;
+    c->shape = src->shape;
+    c->nsrc = 1;
+    c->src[0] = src->id;
+    c->buf = c->id;
+    s_ref(g, src->id);
+    return c;
+}
+
 /* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
 static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
     uint32_t n, k;
@@ -510,17 +527,26 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         /* An assign writes into its target's buffer: the target must be a
          * base, and the value must match it. */
         g_node_t *t = s_find(g, tmp.src[0]), *v = s_find(g, tmp.src[1]);
-        if (t->is_view) return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": the target is a view", id);
         if (v->dtype != t->dtype || !ta_shape_equal(&v->shape, &t->shape))
             return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": value and target differ in dtype or shape", id);
-        tmp.buf = t->buf;
+        /* A target that is a view (say a shared duplicate, or contiguous() of
+         * a buffer) shares its base's buffer with others: the assign gets a
+         * buffer of its own instead, which is what the client sees. */
+        tmp.buf = t->is_view ? id : t->buf;
+        g_node_t *vb = v->is_view ? s_find(g, v->base) : NULL;
+        if (vb && vb->buf == tmp.buf) {
+            g_node_t *c = s_internal_copy(g, v);
+            if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+            tmp.src[1] = c->id;
+        }
     }
     /* Folding first, then common subexpressions: an op already in the
-     * graph makes this node a view of the existing one (EMPTY never: it
-     * holds new data). */
+     * graph makes this node a view of the existing one (never EMPTY, which
+     * holds new data, ASSIGN, or CONTIGUOUS, the user's way to a buffer of
+     * one's own). */
     g_node_t *same = NULL;
     if (tmp.op != TA_OP_ASSIGN) s_fold(g, &tmp, &same);
-    if (tmp.op != TA_OP_EMPTY && tmp.op != TA_OP_ASSIGN && !same) {
+    if (tmp.op != TA_OP_EMPTY && tmp.op != TA_OP_ASSIGN && tmp.op != TA_OP_CONTIGUOUS && !same) {
         tmp.hash = s_content_hash(&tmp);
         same = s_cse_find(g, &tmp);
     }
@@ -545,8 +571,15 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         ta_vstack_t st;
         s_view_of(s0, &st);
         if (cls == TA_OPC_MOVEMENT && s_apply(nd, &st) != 0) {
-            /* Too many stacked views: read the source through a copy. */
-            return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": view stack too deep (more than %d views)", id, TA_MAX_VIEWS);
+            /* Too many stacked views: the movement applies to a copy. */
+            g_node_t *c = s_internal_copy(g, s0);
+            if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+            s_find(g, nd->src[0])->children--;
+            nd->src[0] = c->id;
+            c->children++;
+            s0 = c;
+            s_view_of(s0, &st);
+            if (s_apply(nd, &st) != 0) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": cannot apply %s", id, ta_op_name(nd->op));
         }
         if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
         *nd->st = st;
@@ -811,6 +844,9 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     case TA_MSG_WRITE: {
         g_node_t *nd = s_find(g, m->as.write.buf);
         if (!nd || !nd->writes) return ta_actor_fail(self, TACT_EINVAL, "write: tensor %" PRIu64 " takes no data", m->as.write.buf);
+        uint64_t want = (uint64_t)ta_shape_numel(&nd->shape) * ta_dtype_size(nd->dtype);
+        if (m->bulk.len != want)
+            return ta_actor_fail(self, TACT_EINVAL, "write: tensor %" PRIu64 " holds %" PRIu64 " bytes, got %zu", nd->id, want, m->bulk.len);
         ta_msg_t w;
         ta_msg_init(&w, TA_MSG_WRITE);
         w.as.write.buf = m->as.write.buf;

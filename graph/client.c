@@ -503,6 +503,7 @@ tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, 
     }
     if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "arange: dtype %d is not a tact_dtype", dtype);
     double count = ceil((stop - start) / step);
+    if (count > (double)(1ll << 40)) return s_error(ctx, TACT_ESHAPE, "arange(%g, %g, %g): %g elements is too many", start, stop, step, count);
     int64_t n = count > 0 ? (int64_t)count : 0;
     size_t es = ta_dtype_size((tact_dtype)dtype);
     uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
@@ -514,7 +515,7 @@ tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, 
 }
 
 tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
-    if (n < 0) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64, n);
+    if (n < 0 || n > (1 << 28)) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64 " (0 to 2^28)", n);
     if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "eye: dtype %d is not a tact_dtype", dtype);
     size_t es = ta_dtype_size(dtype);
     uint8_t *buf = ta_calloc(n ? (size_t)(n * n) : 1, es);
@@ -901,10 +902,29 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
 
 /* -------------------------------------------------------------- sync points */
 
+/* Errors of one-way messages (an op batch the graph refused) arrive when
+ * nobody waits for them: the next sync point reports the first. */
+static int s_async_errors(tact_ctx *ctx, ta_error_t *err) {
+    int first = TACT_OK;
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_READY);
+    while (ta_port_recv(ctx->port, &m, 0, NULL) == TACT_OK) {
+        if (m.type == TA_MSG_ERROR && first == TACT_OK) {
+            first = m.as.error.code < 0 ? (int)m.as.error.code : TACT_EACTOR;
+            ta_error_set(err, first, "an earlier %.*s failed: %.*s", (int)m.as.error.what.len,
+                         m.as.error.what.ptr ? (const char *)m.as.error.what.ptr : "", (int)m.as.error.text.len,
+                         m.as.error.text.ptr ? (const char *)m.as.error.text.ptr : "");
+        }
+        ta_msg_release(&m);
+    }
+    return first;
+}
+
 /* Waits for the reply to req; returns its status with ctx->error set. */
 static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
     ta_error_t err = {0, ""};
     int rc = s_flush(ctx, &err);
+    if (rc == TACT_OK) rc = s_async_errors(ctx, &err);
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;

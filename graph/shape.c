@@ -20,6 +20,17 @@ int ta_shape_make(ta_shape_t *s, int ndim, const int64_t *dims, const char *op, 
         if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "%s: dim %d is %" PRId64 " (negative)", op, k, dims[k]);
         s->d[k] = dims[k];
     }
+    return ta_shape_check_size(s, op, err);
+}
+
+int ta_shape_check_size(const ta_shape_t *s, const char *op, ta_error_t *err) {
+    int64_t n = 8;
+    for (int k = 0; k < s->ndim; k++)
+        if (__builtin_mul_overflow(n, s->d[k], &n)) {
+            char buf[200];
+            ta_shape_format(s, buf, sizeof buf);
+            return ta_error_set(err, TACT_ESHAPE, "%s: shape %s has too many elements", op, buf);
+        }
     return TACT_OK;
 }
 
@@ -51,6 +62,7 @@ int ta_shape_broadcast(const ta_shape_t *a, const ta_shape_t *b, const char *op,
         }
         r.d[k] = da == 1 ? db : da;
     }
+    if (ta_shape_check_size(&r, op, err) != TACT_OK) return TACT_ESHAPE;
     *out = r;
     return TACT_OK;
 }
@@ -73,6 +85,9 @@ int ta_shape_reshape(const ta_shape_t *in, int ndim, const int64_t *dims, ta_sha
         known *= dims[k];
     }
     int64_t numel = ta_shape_numel(in);
+    ta_shape_t known_only = r;
+    if (infer >= 0) known_only.d[infer] = 1;
+    if (ta_shape_check_size(&known_only, "reshape", err) != TACT_OK) return TACT_ESHAPE;
     if (infer >= 0) {
         if (known == 0 || numel % known != 0)
             return ta_error_set(err, TACT_ESHAPE, "reshape of %s: cannot infer the -1 dim", si);
@@ -124,6 +139,7 @@ int ta_shape_expand(const ta_shape_t *in, int ndim, const int64_t *dims, ta_shap
                                 k, dims[k]);
         r.d[k] = want;
     }
+    if (ta_shape_check_size(&r, "expand", err) != TACT_OK) return TACT_ESHAPE;
     *aligned = al;
     *out = r;
     return TACT_OK;
@@ -138,8 +154,10 @@ int ta_shape_pad(const ta_shape_t *in, const int64_t (*pads)[2], ta_shape_t *out
             return ta_error_set(err, TACT_ESHAPE, "pad of %s: dim %d pads (%" PRId64 ", %" PRId64 ") must be >= 0", si, k,
                                 pads[k][0], pads[k][1]);
         }
-        r.d[k] = in->d[k] + pads[k][0] + pads[k][1];
+        if (__builtin_add_overflow(in->d[k], pads[k][0], &r.d[k]) || __builtin_add_overflow(r.d[k], pads[k][1], &r.d[k]))
+            return ta_error_set(err, TACT_ESHAPE, "pad: dim %d grows too large", k);
     }
+    if (ta_shape_check_size(&r, "pad", err) != TACT_OK) return TACT_ESHAPE;
     *out = r;
     return TACT_OK;
 }

@@ -241,12 +241,23 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
         s_fail_plan(self, s, p, pr->status, pr->text);
         return -1;
     }
-    for (int b = 1; b < st->nbufs; b++)
-        if (!s_buf(s, st->bufs[b])) {
+    for (int b = 1; b < st->nbufs; b++) {
+        s_buf_t *in = s_buf(s, st->bufs[b]);
+        if (!in) {
             if (st->writes[b]) return 0; /* its bytes are still on their way */
             if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, &err)) goto fail;
+        } else if (in->bytes < st->bytes[b]) {
+            ta_error_set(&err, TACT_EPROTO, "executor: buffer %llu holds %llu bytes, kernel %s reads %llu",
+                         (unsigned long long)in->id, (unsigned long long)in->bytes, pr->prog.name, (unsigned long long)st->bytes[b]);
+            goto fail;
         }
+    }
     s_buf_t *out = s_buf(s, st->bufs[0]);
+    if (out && out->bytes < st->bytes[0]) {
+        ta_error_set(&err, TACT_EPROTO, "executor: buffer %llu holds %llu bytes, kernel %s writes %llu", (unsigned long long)out->id,
+                     (unsigned long long)out->bytes, pr->prog.name, (unsigned long long)st->bytes[0]);
+        goto fail;
+    }
     if (!out) {
         s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
         if (old && old->bytes >= st->bytes[0]) {
@@ -294,7 +305,9 @@ static void s_copies(ta_actor_t *self, s_state_t *s) {
         d.corr = c->corr;
         d.bulk.ptr = b->ptr;
         d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
-        ta_actor_send(self, (uint32_t)c->reply_to, &d);
+        ta_error_t err;
+        if (ta_port_send(ta_actor_port(self), (uint32_t)c->reply_to, &d, &err) != TACT_OK)
+            ta_actor_send_error(self, (uint32_t)c->reply_to, c->corr, err.code, "COPY_OUT", err.text); /* e.g. too big to send */
         *pc = c->next;
         ta_free(c);
     }
@@ -390,10 +403,16 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         snprintf(pr->text, sizeof pr->text, "%.*s", (int)m->as.program.text.len,
                  m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
         if (pr->status == TACT_OK) {
-            char path[1024], name[64];
+            char path[1024], name[64], dir[900];
             snprintf(path, sizeof path, "%.*s", (int)m->as.program.path.len, (const char *)m->as.program.path.ptr);
             snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
-            pr->status = s_load(s, path, name, &pr->prog, &err);
+            ta_cc_cache_dir(dir, sizeof dir);
+            size_t dl = strlen(dir);
+            /* Only objects of the kernel cache are ever loaded. */
+            if (strncmp(path, dir, dl) != 0 || path[dl] != '/' || strstr(path, "..") || strchr(path + dl + 1, '/'))
+                pr->status = ta_error_set(&err, TACT_EPROTO, "executor: program %s is outside the kernel cache %s", path, dir);
+            else
+                pr->status = s_load(s, path, name, &pr->prog, &err);
             if (pr->status != TACT_OK) snprintf(pr->text, sizeof pr->text, "%s", err.text);
         } else if (pr->status > 0 || pr->status < -100) {
             pr->status = TACT_ECOMPILE;

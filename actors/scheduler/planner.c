@@ -97,22 +97,31 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     int nk = 0, rc = s_parse(s->kernels, s->kernels_len, &ks, &nk, err);
     if (rc != TACT_OK) return rc;
     ta_mpr_t r;
-    uint32_t nt;
-    uint64_t temps[1024];
+    uint32_t nt = 0;
     ta_mpr_init(&r, m->as.scheduled.temps.ptr, m->as.scheduled.temps.len);
-    if (ta_mpr_array(&r, &nt) || nt > 1024) nt = 0; /* a bad or huge list: reuse nothing */
+    if (ta_mpr_array(&r, &nt) || nt > m->as.scheduled.temps.len) nt = 0;
+    /* Per temporary: its id, its last reader, and (in the pool) its size. */
+    uint64_t *temps = ta_calloc(nt + 1, sizeof *temps), *pool = ta_calloc(nt + 1, sizeof *pool),
+             *pool_bytes = ta_calloc(nt + 1, sizeof *pool_bytes);
+    int *last = ta_calloc(nt + 1, sizeof *last);
+    if (!temps || !pool || !pool_bytes || !last) {
+        ta_free(temps), ta_free(pool), ta_free(pool_bytes), ta_free(last), ta_free(ks);
+        return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    }
     for (uint32_t i = 0; i < nt; i++)
         if (ta_mpr_u64(&r, &temps[i])) nt = i;
-    /* Last reader of each temporary. */
-    int last[1024];
+    /* Last use of each temporary: its last reader, or the kernel that made
+     * it when nothing reads it (it is freed all the same). */
     for (uint32_t t = 0; t < nt; t++) {
         last[t] = -1;
-        for (int q = 0; q < nk; q++)
+        for (int q = 0; q < nk; q++) {
+            if (ks[q].bufs[0] == temps[t] && last[t] < q) last[t] = q;
             for (int b = 1; b < ks[q].nbufs; b++)
                 if (ks[q].bufs[b] == temps[t]) last[t] = q;
+        }
     }
     /* Walk the schedule: dead temporaries go to a pool that later outputs take from. */
-    uint64_t pool[1024], pool_bytes[1024], live = 0, peak = 0, unplanned = 0;
+    uint64_t live = 0, peak = 0, unplanned = 0;
     int npool = 0;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
@@ -136,7 +145,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         if (!reuse) live += k->bytes[0];
         if (live > peak) peak = live;
         for (uint32_t t = 0; t < nt; t++)
-            if (last[t] == q && npool < 1024) {
+            if (last[t] == q) {
                 /* Its memory may hold a later output; the entry keeps its size. */
                 uint64_t bytes = 0;
                 for (int p = 0; p <= q; p++)
@@ -187,6 +196,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     }
     msgpack_sbuffer_destroy(&sb);
     ta_free(ks);
+    ta_free(temps), ta_free(pool), ta_free(pool_bytes), ta_free(last);
     return rc;
 }
 

@@ -136,6 +136,10 @@ static int s_masked(const ta_vstack_t *st) {
     return 0;
 }
 
+/* Long chains are cut into kernels of bounded depth: the walk recurses, and
+ * a kernel past a few hundred fused ops gains nothing. */
+enum { S_MAX_DEPTH = 96 };
+
 typedef struct {
     s_graph_t *g;
     ta_ast_t *ast;
@@ -144,15 +148,25 @@ typedef struct {
     uint64_t bufs[TA_AST_MAX_BUFS];
     int buf_writes[TA_AST_MAX_BUFS];
     /* Loads and constants already emitted, to share them. */
-    int memo_node[TA_AST_MAX_NODES], memo_ast[TA_AST_MAX_NODES], memo_view[TA_AST_MAX_NODES], nmemo;
+    int memo_node[TA_AST_MAX_NODES], memo_ast[TA_AST_MAX_NODES], memo_view[TA_AST_MAX_NODES], memo_pre[TA_AST_MAX_NODES], nmemo;
     /* ALU nodes already emitted, by node and the view they were read through
      * (a node shared by two consumers is computed once per kernel). */
-    int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], nalu;
+    int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], alu_pre[TA_AST_MAX_NODES], nalu;
+    int depth;                /* of s_emit's recursion */
+    int path[S_MAX_DEPTH + 2]; /* the nodes being emitted, outermost first */
     ta_vstack_t *alu_st; /* TA_AST_MAX_NODES entries */
 } s_kernel_t;
 
+/* Makes node a realize point and asks for the kernels to be built again.
+ * A node that already is one (or a view, which cannot be) would only loop:
+ * that is an error instead. */
 static int s_force(s_kernel_t *k, int node) {
-    k->g->nodes[node].rp = 1;
+    s_node_t *n = &k->g->nodes[node];
+    if (n->rp || n->is_view || n->has_buffer) {
+        ta_error_set(&k->g->err, TACT_EINVAL, "cannot split the kernel at node %llu", (unsigned long long)n->id);
+        return -1;
+    }
+    n->rp = 1;
     k->g->restart = 1;
     return -1;
 }
@@ -181,12 +195,31 @@ static int s_add(s_kernel_t *k, ta_ast_node_t node) {
  * node i's shape); pre is set inside the reduce.  Returns the AST index, or
  * -1 (with g->restart set when a new realize point was found).
  */
+static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre);
+
+
 static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
+    s_node_t *n = &k->g->nodes[i];
+    if (k->depth >= S_MAX_DEPTH && !n->is_view && !n->has_buffer && !n->rp && n->op != TA_OP_CONST && n->op != TA_OP_EMPTY)
+        return s_force(k, i);
+    k->path[k->depth++] = i;
+    int r = s_emit_at(k, i, st, pre);
+    k->depth--;
+    return r;
+}
+
+static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     s_graph_t *g = k->g;
     s_node_t *n = &g->nodes[i];
     if (n->is_view) {
         ta_vstack_t c;
-        if (s_compose(&n->st, st, &c) != 0) return s_force(k, n->base);
+        if (s_compose(&n->st, st, &c) != 0) {
+            /* Too deep to read through: the consumer that reads this view
+             * becomes a realize point, and is then read through a fresh view. */
+            for (int d = k->depth - 2; d >= 0; d--)
+                if (!k->g->nodes[k->path[d]].is_view) return s_force(k, k->path[d]);
+            return ta_error_set(&g->err, TACT_EINVAL, "view stack too deep"), -1;
+        }
         return s_emit(k, n->base, &c, pre);
     }
     int64_t space = ta_vstack_numel(st);
@@ -197,7 +230,7 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         int v = n->op == TA_OP_CONST && !load && !s_masked(st) ? -1 : ta_ast_view(k->ast, st);
         if (v < 0 && !(n->op == TA_OP_CONST && !load)) return ta_error_set(&g->err, TACT_EINVAL, "kernel has too many views"), -1;
         for (int m = 0; m < k->nmemo; m++)
-            if (k->memo_node[m] == i && k->memo_view[m] == v) return k->memo_ast[m];
+            if (k->memo_node[m] == i && k->memo_view[m] == v && k->memo_pre[m] == pre) return k->memo_ast[m];
         ta_ast_node_t a;
         memset(&a, 0, sizeof a);
         a.dtype = n->dtype;
@@ -223,6 +256,7 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (idx >= 0 && k->nmemo < TA_AST_MAX_NODES) {
             k->memo_node[k->nmemo] = i;
             k->memo_view[k->nmemo] = v;
+            k->memo_pre[k->nmemo] = pre;
             k->memo_ast[k->nmemo++] = idx;
         }
         return idx;
@@ -243,11 +277,14 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     }
     if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS && n->op != TA_OP_ASSIGN)
         return ta_error_set(&g->err, TACT_EINVAL, "cannot schedule %s", ta_op_name(n->op)), -1;
-    if (s_masked(st) && !ta_op_pad_safe(n->op) && i != k->root) return s_force(k, i); /* DESIGN.md trap 3 */
+    /* Padding fuses only through ops with f(0) = 0 (DESIGN.md trap 3); a bool
+     * NEG is !x, so it is not one. */
+    int unsafe = !ta_op_pad_safe(n->op) || (n->op == TA_OP_NEG && ta_dtype_is_bool(n->dtype));
+    if (s_masked(st) && unsafe && i != k->root) return s_force(k, i);
     if (n->op == TA_OP_CONTIGUOUS) return s_emit(k, n->src[0], st, pre);
     if (n->op == TA_OP_ASSIGN) return s_emit(k, n->src[1], st, pre); /* only as a root: others load it */
     for (int m = 0; m < k->nalu; m++)
-        if (k->alu_node[m] == i && ta_vstack_equal(&k->alu_st[m], st)) return k->alu_ast[m];
+        if (k->alu_node[m] == i && k->alu_pre[m] == pre && ta_vstack_equal(&k->alu_st[m], st)) return k->alu_ast[m];
     ta_ast_node_t a;
     memset(&a, 0, sizeof a);
     a.op = n->op;
@@ -263,6 +300,7 @@ static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     int idx = s_add(k, a);
     if (idx >= 0 && k->nalu < TA_AST_MAX_NODES) {
         k->alu_node[k->nalu] = i;
+        k->alu_pre[k->nalu] = pre;
         k->alu_st[k->nalu] = *st;
         k->alu_ast[k->nalu++] = idx;
     }
@@ -376,15 +414,27 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         }
         if (!g.restart) break;
     }
+    if (rc == TACT_OK && g.restart)
+        rc = ta_error_set(&g.err, TACT_EINVAL, "schedule did not converge (a view stack too deep to fuse?); contiguous() on an intermediate helps");
     /* An assign overwrites its target's buffer: every kernel that reads the
-     * target's old contents goes first (DESIGN.md trap 6). */
+     * target's old contents goes first (DESIGN.md trap 6), and assigns to one
+     * buffer keep their order.  Each move is forward, so a bound on the moves
+     * catches a cycle (two assigns each reading the other's old value). */
+    int moves = 0;
     for (int p = 0; rc == TACT_OK && p < nk; p++) {
         const s_node_t *a = &g.nodes[roots[p]];
         if (a->op != TA_OP_ASSIGN) continue;
         int last = -1;
-        for (int q = p + 1; q < nk; q++)
+        for (int q = p + 1; q < nk; q++) {
+            const s_node_t *b = &g.nodes[roots[q]];
+            if (b->op == TA_OP_ASSIGN && b->buf == a->buf) break; /* a later write: a stays before it */
             if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, a->src[0])) last = q;
+        }
         if (last < 0) continue;
+        if (++moves > nk * nk) {
+            rc = ta_error_set(&g.err, TACT_EINVAL, "assigns read each other's old contents in a cycle; realize one of the values first");
+            break;
+        }
         int moved = roots[p];
         memmove(&roots[p], &roots[p + 1], sizeof *roots * (size_t)(last - p));
         roots[last] = moved;

@@ -511,3 +511,58 @@ Test(graph_pipeline, assign_writes_into_the_target_and_orders_its_readers_first)
     cr_assert(strstr(tact_error_message(bad), "target is a view"), "%s", tact_error_message(bad));
     tact_ctx_close(&ctx);
 }
+
+/* Regressions found in review: each of these once computed the wrong thing, hung, or crashed. */
+Test(graph_pipeline, review_regressions) {
+    tact_ctx *ctx = s_open(0, NULL);
+    /* assign(a, a^T): the value reads the target through another view. */
+    float x[9], out[9];
+    for (int i = 0; i < 9; i++) x[i] = (float)i;
+    int64_t sq[2] = {3, 3};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, sq, x);
+    cr_assert_eq(tact_realize(ctx, 1, &a), TACT_OK);
+    int tr[2] = {1, 0};
+    tact_assign(a, tact_permute(a, tr));
+    cr_assert_eq(tact_read(a, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) cr_assert_eq(out[i * 3 + j], x[j * 3 + i], "transpose (%d,%d)", i, j);
+    /* Nested transposes of sums: a deep view stack splits into kernels. */
+    tact_tensor *y = a;
+    for (int k = 0; k < 9; k++) y = tact_permute(tact_add(y, tact_scalar(ctx, 1.0)), tr);
+    cr_assert_eq(tact_read(y, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) cr_assert_eq(out[i * 3 + j], x[i * 3 + j] + 9, "nested (%d,%d)", i, j);
+    /* Swapping by assigns reads each other's old contents: an error, not a hang. */
+    tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, sq, x);
+    tact_tensor *c = tact_add(a, tact_scalar(ctx, 1.0));
+    tact_assign(a, tact_add(b, tact_scalar(ctx, 1.0)));
+    tact_assign(b, c);
+    tact_tensor *ab[2] = {a, b};
+    int rc = tact_realize(ctx, 2, ab);
+    cr_assert(rc == TACT_OK || strstr(tact_ctx_error(ctx), "cycle"), "%s", tact_ctx_error(ctx));
+    /* A reduce over a size-1 axis next to a use of its input outside the reduce. */
+    int64_t col[2] = {4, 1};
+    float v[4] = {1, -2, 3, 4}, z[4];
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, col, v);
+    int axis = 1;
+    tact_tensor *d = tact_sub(t, tact_max(t, 1, &axis, 1));
+    cr_assert_eq(tact_read(d, z, sizeof z), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(z[i], 0.0f);
+    /* Sizes that overflow are refused, not allocated short. */
+    int64_t huge[1] = {1ll << 62};
+    cr_assert_eq(tact_status_of(tact_zeros(ctx, TACT_FLOAT32, 1, huge)), TACT_ESHAPE);
+    int64_t two[2] = {1ll << 40, 1}, other[2] = {1, 1ll << 40};
+    cr_assert_eq(tact_status_of(tact_add(tact_zeros(ctx, TACT_INT8, 2, two), tact_zeros(ctx, TACT_INT8, 2, other))), TACT_ESHAPE);
+    /* Two buffers made the same way stay two buffers under assign. */
+    int64_t n4[1] = {4};
+    tact_tensor *w1 = tact_contiguous(tact_zeros(ctx, TACT_FLOAT32, 1, n4)), *w2 = tact_contiguous(tact_zeros(ctx, TACT_FLOAT32, 1, n4));
+    tact_tensor *ws[2] = {w1, w2};
+    cr_assert_eq(tact_realize(ctx, 2, ws), TACT_OK);
+    tact_assign(w2, tact_full(ctx, TACT_FLOAT32, 1, n4, 5));
+    cr_assert_eq(tact_realize(ctx, 1, &w2), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(w1, z, sizeof z), TACT_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(z[i], 0.0f, "w1 untouched");
+    cr_assert_eq(tact_read(w2, z, sizeof z), TACT_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(z[i], 5.0f);
+    tact_ctx_close(&ctx);
+}
