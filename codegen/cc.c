@@ -18,6 +18,8 @@ static const char s_flags[] = "-O3 -march=native -std=gnu11 -ffp-contract=off -f
 
 const char *ta_cc_flags(void) { return s_flags; }
 
+enum { S_COMPILE_TIMEOUT_S = 300 };
+
 const char *ta_cc_compiler(void) {
     const char *cc = getenv("TACT_CC");
     return cc && *cc ? cc : "cc";
@@ -120,7 +122,9 @@ int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t
         return ta_error_set(err, TACT_EIO, "kernel %s: cannot write %s", name, csrc);
     }
     snprintf(tmp_so, sizeof tmp_so, "%.*s.so", (int)(strlen(csrc) - 2), csrc);
-    snprintf(cmd, sizeof cmd, "%s %s -o '%s' '%s' 2>&1", cc, s_flags, tmp_so, csrc);
+    /* A compiler that hangs must not hang the pipeline: coreutils' timeout
+     * ends it (status 124 reads as a compile failure). */
+    snprintf(cmd, sizeof cmd, "timeout %d %s %s -o '%s' '%s' 2>&1", S_COMPILE_TIMEOUT_S, cc, s_flags, tmp_so, csrc);
     double t0 = s_ms();
     FILE *pipe = popen(cmd, "r");
     char msg[2048] = "";

@@ -66,6 +66,8 @@ typedef struct {
     s_copy_t *copies;
     uint64_t from_graph; /* messages processed from the graph builder */
     uint64_t last_plan;  /* realize of the newest plan taken */
+    uint64_t *failed;    /* buffers whose WRITE failed: plans reading them fail */
+    size_t nfailed, failed_cap;
     ta_program_t *loaded; /* every object loaded so far, by path: loaded once */
     size_t nloaded, loaded_cap;
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
@@ -244,6 +246,12 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
     for (int b = 1; b < st->nbufs; b++) {
         s_buf_t *in = s_buf(s, st->bufs[b]);
         if (!in) {
+            for (size_t f = 0; f < s->nfailed; f++)
+                if (s->failed[f] == st->bufs[b]) {
+                    ta_error_set(&err, TACT_ENOMEM, "executor: the bytes of buffer %llu could not be stored",
+                                 (unsigned long long)st->bufs[b]);
+                    goto fail;
+                }
             if (st->writes[b]) return 0; /* its bytes are still on their way */
             if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, &err)) goto fail;
         } else if (in->bytes < st->bytes[b]) {
@@ -372,6 +380,7 @@ static void s_fini(ta_actor_t *self) {
     }
     ta_free(s->bufs);
     ta_free(s->progs);
+    ta_free(s->failed);
     s->dev_ops->close(&s->dev);
     ta_free(s);
 }
@@ -387,7 +396,13 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             s_buf_drop(s, m->as.write.buf, 0);
             b = NULL;
         }
-        if (!b && !(b = s_buf_new(s, m->as.write.buf, m->bulk.len, 0, &err))) return ta_actor_fail(self, err.code, "%s", err.text);
+        if (!b && !(b = s_buf_new(s, m->as.write.buf, m->bulk.len, 0, &err))) {
+            /* Remember it, so the plan that waits for these bytes fails instead. */
+            if (ta_grow((void **)&s->failed, &s->failed_cap, s->nfailed + 1, sizeof *s->failed) == TACT_OK)
+                s->failed[s->nfailed++] = m->as.write.buf;
+            s_pump(self, s);
+            return ta_actor_fail(self, err.code, "%s", err.text);
+        }
         if (s->dev_ops->copy_in(s->dev, b->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK)
             return ta_actor_fail(self, err.code, "%s", err.text);
         break;
