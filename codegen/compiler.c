@@ -65,10 +65,11 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     ta_mpr_t r;
     ta_mpr_init(&r, m->as.compile.ast.ptr, m->as.compile.ast.len);
     char *src = NULL, name[64] = "?";
+    int64_t align = 1;
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
     int rc = ta_ast_unpack(&s->ast, &r, &err);
-    if (rc == TACT_OK) rc = ta_render_c(&s->ast, &src, name, sizeof name, &err);
+    if (rc == TACT_OK) rc = ta_render_c(&s->ast, &src, name, sizeof name, &align, &err);
     if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
     if (rc == TACT_OK) {
         ta_cc_path(name, src, prog.path, sizeof prog.path);
@@ -91,6 +92,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     out.as.program.name = ta_bytes_str(name);
     out.as.program.path = ta_bytes_str(rc == TACT_OK ? prog.path : "");
     out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
+    out.as.program.align = (uint64_t)align;
     rc = ta_actor_send(self, s->w->planner, &out);
     ta_free(src);
     return rc;

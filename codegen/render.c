@@ -148,10 +148,13 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
 
 /* ---------------------------------------------------------------- nodes */
 
-/* Reduce kernels compute up to this many neighbouring outputs per loop
- * iteration (lanes), so the loads of the innermost output dim are
- * contiguous across lanes and the C compiler vectorizes them. */
-#define S_MAX_LANES 8
+/* Reduce kernels compute a tile of outputs per loop iteration (lanes): up
+ * to 8 neighbours along the innermost output dim, so their loads are
+ * contiguous and vectorize, times up to 4 along the next dim, so each load
+ * of the innermost operand serves 4 rows (a matmul's B row is reused). */
+#define S_MAX_COLS 8
+#define S_MAX_ROWS 4
+#define S_MAX_LANES (S_MAX_COLS * S_MAX_ROWS)
 
 typedef struct {
     const ta_ast_t *a;
@@ -161,6 +164,7 @@ typedef struct {
     const ta_sym_t *lane_full[S_MAX_LANES][TA_MAX_DIMS], *lane_out[S_MAX_LANES][TA_MAX_DIMS];
     int nlanes, lane;
     char names[S_MAX_LANES][TA_AST_MAX_NODES][16];
+    char *load_pos[S_MAX_LANES][TA_AST_MAX_NODES], *load_valid[S_MAX_LANES][TA_AST_MAX_NODES]; /* rendered loads, per lane */
     int pre[TA_AST_MAX_NODES]; /* computed inside the reduce loop */
     int nalu, nval;
     int depth;
@@ -290,6 +294,18 @@ static int s_node(s_ctx_t *c, int i) {
     }
     case TA_OP_LOAD: {
         if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+        /* Lanes of a tile often load the same element (a matmul's row of A
+         * for every column): the earlier lane's value is used again. */
+        for (int l = 0; l < c->lane; l++)
+            if (c->load_pos[l][i] && strcmp(c->load_pos[l][i], pos) == 0 && strcmp(c->load_valid[l][i], valid) == 0) {
+                memcpy(c->names[c->lane][i], c->names[l][i], sizeof c->names[l][i]);
+                return 0;
+            }
+        if (c->nlanes > 1) {
+            c->load_pos[c->lane][i] = ta_strdup(pos);
+            c->load_valid[c->lane][i] = ta_strdup(valid);
+            if (!c->load_pos[c->lane][i] || !c->load_valid[c->lane][i]) return -1;
+        }
         snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "val%d", c->nval++);
         char load[4200];
         if (d == TACT_FLOAT16) snprintf(load, sizeof load, "tact_h2f(data%d[%s])", n->buf, pos);
@@ -382,35 +398,44 @@ static void s_identity(s_str_t *s, ta_op_t op, tact_dtype d) {
     else s_put(s, "(%s)(-((int64_t)1 << %zu))", s_reg(d), ta_dtype_size(d) * 8 - 1);
 }
 
-int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_error_t *err) {
+int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
     *src = NULL;
     int rc = ta_ast_check(a, err);
     if (rc != TACT_OK) return rc;
     ta_ast_name(a, name, name_len);
     s_str_t o = {0};
-    s_ctx_t c;
-    memset(&c, 0, sizeof c);
+    s_ctx_t *cp = ta_calloc(1, sizeof *cp); /* the name tables are large for a stack */
+    if (!cp) return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
+#define c (*cp)
     c.a = a;
     c.out = &o;
     c.ar = ta_sym_arena_new();
-    if (!c.ar) return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
+    if (!c.ar) {
+        ta_free(cp);
+        return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
+    }
 
     /* Index variables: the output group index gidx0 (lanes outputs each),
      * and one per reduced dim. */
-    int64_t out_shape[TA_MAX_DIMS], numel = 1, inner = 1;
+    int64_t out_shape[TA_MAX_DIMS], numel = 1, inner = 1, second = 1;
     for (int k = 0; k < a->ndim; k++) {
         out_shape[k] = a->reduce_mask >> k & 1 ? 1 : a->shape[k];
         numel *= out_shape[k];
-        if (out_shape[k] > 1) inner = out_shape[k];
+        if (out_shape[k] > 1) second = inner, inner = out_shape[k];
     }
-    c.nlanes = 1;
-    if (a->reduce_mask)
-        for (int l = S_MAX_LANES; l > 1; l /= 2)
-            if (inner % l == 0) {
-                c.nlanes = l;
-                break;
-            }
-    int64_t groups = numel / c.nlanes;
+    int cols = 1, rows = 1;
+    if (a->reduce_mask) {
+        for (int l = S_MAX_COLS; l > 1 && cols == 1; l /= 2)
+            if (inner % l == 0) cols = l;
+        for (int r = S_MAX_ROWS; r > 1 && rows == 1 && cols > 1; r /= 2)
+            if (second % r == 0) rows = r;
+    }
+    c.nlanes = rows * cols;
+    /* One work item: rows whole rows of the innermost dim when tiling rows,
+     * else cols neighbouring outputs; the launcher aligns ranges to it. */
+    int64_t item = rows > 1 ? rows * inner : cols;
+    *align = item;
+    int64_t groups = numel / item;
     const ta_sym_t *gidx = ta_sym_var(c.ar, 0, "gidx0", 0, groups > 0 ? groups - 1 : 0);
     int nred = 0, red_dims[TA_MAX_DIMS];
     const ta_sym_t *ridx[TA_MAX_DIMS];
@@ -422,8 +447,14 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
             ridx[nred] = ta_sym_var(c.ar, 1 + nred, vname, 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
             nred++;
         }
+    const ta_sym_t *gcol = rows > 1 ? ta_sym_var(c.ar, 1 + nred, "gidx1", 0, inner / cols - 1) : NULL;
     for (int l = 0; l < c.nlanes; l++) {
-        const ta_sym_t *flat = ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, c.nlanes), l);
+        /* Lane l is output (row u, column v) of the tile. */
+        int u = l / cols, v = l % cols;
+        const ta_sym_t *flat =
+            rows > 1 ? ta_sym_add(c.ar, ta_sym_mulc(c.ar, ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, rows), u), inner),
+                                  ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gcol, cols), v))
+                     : ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, cols), v);
         int64_t stride = 1;
         for (int k = a->ndim - 1; k >= 0; k--) {
             c.lane_out[l][k] = out_shape[k] == 1 ? ta_sym_const(c.ar, 0) : ta_sym_mod(c.ar, ta_sym_div(c.ar, flat, stride), out_shape[k]);
@@ -442,13 +473,20 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
     s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs) {\n", name);
     for (int b = 0; b < a->nbufs; b++)
         s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
-    if (c.nlanes > 1)
+    c.depth = 2;
+    if (rows > 1) {
+        s_put(&o, "  /* %dx%d outputs per iteration; start and end are multiples of %" PRId64 " */\n"
+                  "  for (int64_t gidx0 = start/%" PRId64 "; gidx0 < end/%" PRId64 "; gidx0++) {\n"
+                  "    for (int64_t gidx1 = 0; gidx1 < %" PRId64 "; gidx1++) {\n",
+              rows, cols, item, item, item, inner / cols);
+        c.depth = 3;
+    } else if (c.nlanes > 1) {
         s_put(&o, "  /* %d neighbouring outputs per iteration; start and end are multiples of %d */\n"
                   "  for (int64_t gidx0 = start/%d; gidx0 < end/%d; gidx0++) {\n",
               c.nlanes, c.nlanes, c.nlanes, c.nlanes);
-    else
+    } else {
         s_put(&o, "  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {\n");
-    c.depth = 2;
+    }
     int status = 0;
     if (reduce >= 0) {
         tact_dtype rd = a->nodes[reduce].dtype;
@@ -483,11 +521,15 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_e
                 c.out_idx = c.lane_out[c.lane];
                 status = s_node(&c, i);
             }
-    s_put(&o, "  }\n}\n");
+    s_put(&o, rows > 1 ? "    }\n  }\n}\n" : "  }\n}\n");
     ta_sym_arena_destroy(&c.ar);
+    for (int l = 0; l < S_MAX_LANES; l++)
+        for (int i = 0; i < TA_AST_MAX_NODES; i++) ta_free(c.load_pos[l][i]), ta_free(c.load_valid[l][i]);
+#undef c
+    ta_free(cp);
     if (status || o.failed) {
         ta_free(o.p);
-        return ta_error_set(err, TACT_ENOMEM, "render %s: out of memory", name);
+        return ta_error_set(err, TACT_ENOMEM, "render %s: an index expression too long, or out of memory", name);
     }
     *src = o.p;
     return TACT_OK;

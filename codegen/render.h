@@ -20,9 +20,11 @@
  */
 
 /* Renders a (checked first) into *src (allocated with ta_malloc; the caller
- * frees it with ta_free) and the kernel's name into name.  Returns TACT_OK,
- * TACT_EINVAL for a malformed AST or TACT_ENOMEM, with err filled. */
-int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, ta_error_t *err);
+ * frees it with ta_free), the kernel's name into name, and into *align the
+ * number of outputs start and end must be multiples of (a kernel computing
+ * tiles of outputs needs whole tiles).  Returns TACT_OK, TACT_EINVAL for a
+ * malformed AST or TACT_ENOMEM, with err filled. */
+int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err);
 
 /* The source every kernel file starts with (types and helpers). */
 const char *ta_render_prelude(void);

@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (ta_ast_unpack(&ast, &r, &err) == TACT_OK) {
         /* A checked AST must render; the C it gives is not compiled here. */
         char *src = NULL, name[64];
-        if (ta_render_c(&ast, &src, name, sizeof name, &err) != TACT_OK && err.code != TACT_ENOMEM) __builtin_trap();
+        int64_t align;
+        if (ta_render_c(&ast, &src, name, sizeof name, &align, &err) != TACT_OK && err.code != TACT_ENOMEM) __builtin_trap();
         ta_free(src);
     }
     return 0;

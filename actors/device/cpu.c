@@ -138,12 +138,13 @@ static void s_unload(ta_device_t *d, ta_program_t *prog) {
     ta_cc_unload(prog);
 }
 
-static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64_t n, ta_error_t *err) {
+static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_error_t *err) {
     (void)err;
     if (n <= 0) return TACT_OK;
     int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4);
     if (chunk < S_MIN_CHUNK) chunk = S_MIN_CHUNK;
-    chunk = (chunk + 63) / 64 * 64; /* kernels that compute several outputs at once need aligned ranges */
+    if (align < 1) align = 1;
+    chunk = (chunk + align - 1) / align * align; /* kernels that compute tiles need whole tiles */
     if (d->nthreads == 1 || chunk >= n) {
         prog->fn(0, n, bufs);
         return TACT_OK;

@@ -25,9 +25,10 @@ typedef struct ta_device_ops {
     /* Loads a program the compiler pool built (CPU: a shared object). */
     int (*load)(ta_device_t *dev, const char *path, const char *name, ta_program_t *prog, ta_error_t *err);
     void (*unload)(ta_device_t *dev, ta_program_t *prog);
-    /* Runs prog over n output elements with bufs[b] as kernel buffer b,
-     * and returns when it has finished. */
-    int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, int64_t n, ta_error_t *err);
+    /* Runs prog over n output elements with bufs[b] as kernel buffer b, in
+     * ranges whose bounds are multiples of align, and returns when it has
+     * finished. */
+    int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
 } ta_device_ops_t;
 

@@ -30,6 +30,7 @@ typedef struct {
     uint64_t realize, index;
     int status;
     char text[512];
+    int64_t align; /* launch ranges are multiples of this */
     ta_program_t prog;
 } s_prog_t;
 
@@ -286,7 +287,12 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
     void *ptrs[TA_AST_MAX_BUFS];
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms();
-    if (s->dev_ops->launch(s->dev, &pr->prog, ptrs, st->numel, &err) != TACT_OK) goto fail;
+    if (st->numel % pr->align) {
+        ta_error_set(&err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", pr->prog.name,
+                     (long long)pr->align, (long long)st->numel);
+        goto fail;
+    }
+    if (s->dev_ops->launch(s->dev, &pr->prog, ptrs, st->numel, pr->align, &err) != TACT_OK) goto fail;
     if (s->w->debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
@@ -415,6 +421,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         pr->realize = m->as.program.realize;
         pr->index = m->as.program.index;
         pr->status = (int)m->as.program.status;
+        pr->align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
         snprintf(pr->text, sizeof pr->text, "%.*s", (int)m->as.program.text.len,
                  m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
         if (pr->status == TACT_OK) {
