@@ -961,11 +961,12 @@ int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
     int rc = s_request(ctx, &req, &reply);
     if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
         char text[128];
-        unsigned long long peak = 0, unplanned = 0;
+        unsigned long long peak = 0, unplanned = 0, live = 0;
         snprintf(text, sizeof text, "%.*s", (int)reply.as.done.text.len, reply.as.done.text.ptr ? (const char *)reply.as.done.text.ptr : "");
-        if (sscanf(text, "planned_peak=%llu unplanned=%llu", &peak, &unplanned) == 2) {
+        if (sscanf(text, "planned_peak=%llu unplanned=%llu device=%llu", &peak, &unplanned, &live) == 3) {
             ctx->stats.planned_peak_bytes = peak;
             ctx->stats.unplanned_bytes = unplanned;
+            ctx->stats.device_bytes = live;
         }
         ctx->stats.kernels = reply.as.done.kernels;
         ctx->stats.realizes++;

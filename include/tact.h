@@ -160,11 +160,13 @@ const char *tact_ctx_error(const tact_ctx *ctx);
 
 /* Counters: kernels the last realize ran, its buffer memory as the memory
  * planner placed it (peak bytes live at once) and without reuse (the sum of
- * every kernel output), and how many realizes ran kernels. */
+ * every kernel output), the bytes of all buffers the device held when it
+ * finished, and how many realizes ran kernels. */
 typedef struct tact_stats {
     uint64_t kernels;
     uint64_t planned_peak_bytes;
     uint64_t unplanned_bytes;
+    uint64_t device_bytes;
     uint64_t realizes;
 } tact_stats;
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);

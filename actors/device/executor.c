@@ -336,11 +336,17 @@ static void s_pump(ta_actor_t *self, s_state_t *s) {
         if (rc == 0) break;
         if (rc == 1) {
             if (s->w->debug >= 1) fprintf(stderr, "tact: realize %" PRIu64 ": %d kernels, %s\n", p->realize, p->nsteps, p->text);
+
+            /* The planner's figures, and what the device holds now. */
+            uint64_t live = 0;
+            for (size_t i = 0; i < s->nbufs; i++) live += s->bufs[i].bytes;
+            char text[192];
+            snprintf(text, sizeof text, "%s device=%llu", p->text, (unsigned long long)live);
             ta_msg_t d;
             ta_msg_init(&d, TA_MSG_DONE);
             d.corr = p->corr;
             d.as.done.kernels = (uint64_t)p->nsteps;
-            d.as.done.text = ta_bytes_str(p->text);
+            d.as.done.text = ta_bytes_str(text);
             ta_actor_send(self, (uint32_t)p->reply_to, &d);
             s_drop_programs(s, p->realize);
         }

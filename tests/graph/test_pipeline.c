@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <criterion/criterion.h>
+#include <criterion/redirect.h>
 
 #include "dtype.h"
 #include "log.h"
@@ -565,4 +566,111 @@ Test(graph_pipeline, review_regressions) {
     cr_assert_eq(tact_read(w2, z, sizeof z), TACT_OK);
     for (int i = 0; i < 4; i++) cr_assert_eq(z[i], 5.0f);
     tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, creation_functions_and_queries) {
+    tact_ctx *ctx = s_open(0, NULL);
+    /* arange: int32 for whole arguments, float32 otherwise; eye; empty is zeros. */
+    tact_tensor *r = tact_arange(ctx, 2, 11, 3, -1);
+    cr_assert_eq(tact_dtype_of(r), TACT_INT32);
+    cr_assert_eq(tact_numel(r), 3);
+    int32_t ri[3];
+    cr_assert_eq(tact_read(r, ri, sizeof ri), TACT_OK);
+    cr_assert(ri[0] == 2 && ri[1] == 5 && ri[2] == 8);
+    tact_tensor *f = tact_arange(ctx, 0, 1, 0.25, -1);
+    cr_assert_eq(tact_dtype_of(f), TACT_FLOAT32);
+    float rf[4];
+    cr_assert_eq(tact_read(f, rf, sizeof rf), TACT_OK);
+    for (int i = 0; i < 4; i++) cr_assert_eq(rf[i], 0.25f * i);
+    cr_assert_eq(tact_status_of(tact_arange(ctx, 0, 1, 0, -1)), TACT_EINVAL);
+    tact_tensor *e = tact_eye(ctx, 3, TACT_INT8);
+    int8_t ei[9];
+    cr_assert_eq(tact_read(e, ei, sizeof ei), TACT_OK);
+    for (int i = 0; i < 9; i++) cr_assert_eq(ei[i], i % 4 == 0);
+    int64_t shape[3] = {2, 3, 4};
+    tact_tensor *z = tact_empty(ctx, TACT_FLOAT64, 3, shape);
+    double zd[24];
+    cr_assert_eq(tact_read(z, zd, sizeof zd), TACT_OK);
+    for (int i = 0; i < 24; i++) cr_assert_eq(zd[i], 0.0);
+    /* Queries, and reshape with -1. */
+    int64_t req[2] = {-1, 6}, got[3];
+    tact_tensor *m = tact_reshape(z, 2, req);
+    cr_assert_eq(tact_ndim(m), 2);
+    cr_assert_eq(tact_dim(m, 0), 4);
+    cr_assert_eq(tact_dim(m, -1), 6);
+    cr_assert_eq(tact_dim(m, 2), -1);
+    tact_shape(z, got);
+    cr_assert(got[0] == 2 && got[1] == 3 && got[2] == 4);
+    cr_assert_str_eq(tact_device(z), "CPU");
+    cr_assert_str_eq(tact_dtype_name(tact_dtype_of(z)), "float64");
+    double v;
+    cr_assert_eq(tact_item(m, &v), TACT_ESHAPE);
+    cr_assert(strstr(tact_ctx_error(ctx), "has 24 elements, not 1"), "%s", tact_ctx_error(ctx));
+    int64_t bad[2] = {-1, 5};
+    cr_assert(strstr(tact_error_message(tact_reshape(z, 2, bad)), "cannot infer the -1 dim"));
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, releasing_tensors_frees_their_device_buffers) {
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t shape[1] = {1 << 18}; /* 1 MiB of float32 */
+    tact_tensor *keep = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 1, shape));
+    cr_assert_eq(tact_realize(ctx, 1, &keep), TACT_OK);
+    tact_stats st;
+    uint64_t first = 0;
+    for (int k = 0; k < 20; k++) {
+        tact_scope_begin(ctx);
+        tact_tensor *t = tact_add(keep, tact_scalar(ctx, (double)k + 1));
+        cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_scope_end(ctx);
+        tact_ctx_stats(ctx, &st);
+        if (k == 0) first = st.device_bytes;
+    }
+    /* Each round's 1 MiB result is freed when its scope ends: what the device
+     * holds stays at the kept tensor plus the current result. */
+    cr_assert_eq(first, 2u << 20);
+    cr_assert_eq(st.device_bytes, first, "device holds %llu bytes after 20 rounds", (unsigned long long)st.device_bytes);
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, kernels_come_from_the_disk_cache_in_a_new_context) {
+    char *dir = tu_tmpfile("kcache");
+    unlink(dir);
+    setenv("TACT_CACHE_DIR", dir, 1);
+    for (int run = 0; run < 2; run++) {
+        tact_ctx *ctx = s_open(0, NULL);
+        int64_t shape[1] = {1000};
+        tact_tensor *t = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 2.0));
+        float out[1000];
+        cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(out[999], sqrtf(2.0f));
+        tact_ctx_close(&ctx);
+        /* One shared object, made by the first run and only read by the second. */
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '\\.so$') -eq 1", dir);
+        cr_assert_eq(system(cmd), 0, "run %d: the cache holds one kernel", run);
+    }
+    unsetenv("TACT_CACHE_DIR");
+    free(dir);
+}
+
+Test(graph_pipeline, tact_debug_prints_counts_times_asts_and_source, .init = cr_redirect_stderr) {
+    setenv("TACT_DEBUG", "4", 1);
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t shape[2] = {4, 8};
+    tact_tensor *t = tact_sum(tact_mul(tact_full(ctx, TACT_FLOAT32, 2, shape, 3.0), tact_arange(ctx, 0, 8, 1, TACT_FLOAT32)), -1, NULL, 0);
+    double v;
+    cr_assert_eq(tact_item(t, &v), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(v, 3.0 * 4 * 28);
+    tact_ctx_close(&ctx);
+    unsetenv("TACT_DEBUG");
+    fflush(stderr);
+    FILE *f = cr_get_redirected_stderr();
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    cr_assert(strstr(text, "tact: realize 1: 1 kernels"), "level 1: kernel count per realize");
+    cr_assert(strstr(text, "GB/s"), "level 2: one line per kernel with its time and bandwidth");
+    cr_assert(strstr(text, "tact: kernel 0 r_"), "level 3: the kernel ASTs");
+    cr_assert(strstr(text, "void r_"), "level 4: the generated source");
 }
