@@ -423,8 +423,14 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int6
         numel *= out_shape[k];
         if (out_shape[k] > 1) second = inner, inner = out_shape[k];
     }
+    /* Tiles only for kernels without masked (padded) loads: gcc 12 at -O3
+     * miscompiled the vectorized tile of a masked multi-axis reduce (the
+     * rendered C was right; -O2 gave the right answer). */
+    int masked = 0;
+    for (int v = 0; v < a->nviews; v++)
+        for (int w = 0; w < a->views[v].nviews; w++) masked |= a->views[v].views[w].has_mask;
     int cols = 1, rows = 1;
-    if (a->reduce_mask) {
+    if (a->reduce_mask && !masked) {
         for (int l = S_MAX_COLS; l > 1 && cols == 1; l /= 2)
             if (inner % l == 0) cols = l;
         for (int r = S_MAX_ROWS; r > 1 && rows == 1 && cols > 1; r /= 2)

@@ -230,24 +230,32 @@ static int s_flush_frees(ta_actor_t *self, g_state_t *g) {
     return rc;
 }
 
-/* Drops n if nothing refers to it any more, and then its sources in turn. */
+/* Drops n if nothing refers to it any more, and then its sources in turn
+ * (with a work list: chains of assigns can be very long). */
 static void s_maybe_drop(g_state_t *g, g_node_t *n) {
-    if (!n || n->client_ref || n->children) return;
-    uint64_t deps[4];
-    int nd = 0;
-    for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
-    if (n->is_view) deps[nd++] = n->base;
-    if (!n->is_view && n->buffer && n->buf == n->id) s_queue_free(g, n->id); /* an assign's buffer is its target's */
-    s_cse_remove(g, n);
-    s_remove(g, n->id);
-    s_node_free(n);
-    for (int i = 0; i < nd; i++) {
-        g_node_t *d = s_find(g, deps[i]);
-        if (d) {
-            d->children--;
-            s_maybe_drop(g, d);
+    uint64_t *work = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        if (n && !n->client_ref && !n->children) {
+            uint64_t deps[4];
+            int nd = 0;
+            for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
+            if (n->is_view) deps[nd++] = n->base;
+            if (!n->is_view && n->buffer && n->buf == n->id) s_queue_free(g, n->id); /* an assign's buffer is its target's */
+            s_cse_remove(g, n);
+            s_remove(g, n->id);
+            s_node_free(n);
+            for (int i = 0; i < nd; i++) {
+                g_node_t *d = s_find(g, deps[i]);
+                if (!d) continue;
+                d->children--;
+                if (ta_grow((void **)&work, &cap, len + 1, sizeof *work) == TACT_OK) work[len++] = deps[i];
+            }
         }
+        if (!len) break;
+        n = s_find(g, work[--len]);
     }
+    ta_free(work);
 }
 
 /* ------------------------------------------------------------ adding ops */
@@ -530,9 +538,10 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
         if (v->dtype != t->dtype || !ta_shape_equal(&v->shape, &t->shape))
             return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": value and target differ in dtype or shape", id);
         /* A target that is a view (say a shared duplicate, or contiguous() of
-         * a buffer) shares its base's buffer with others: the assign gets a
-         * buffer of its own instead, which is what the client sees. */
-        tmp.buf = t->is_view ? id : t->buf;
+         * a buffer) shares its base's buffer with others, and a lazy target
+         * has none yet: the assign gets a buffer of its own, which is what
+         * the client sees. */
+        tmp.buf = t->is_view || !t->buffer ? id : t->buf;
         g_node_t *vb = v->is_view ? s_find(g, v->base) : NULL;
         if (vb && vb->buf == tmp.buf) {
             g_node_t *c = s_internal_copy(g, v);

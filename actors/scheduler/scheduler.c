@@ -340,8 +340,9 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
          * is of the element being written (DESIGN.md trap 6); otherwise the
          * value is computed into a buffer of its own first. */
         int vout = ta_ast_view(ast, &out);
+        int value = g->nodes[n->src[1]].is_view ? g->nodes[n->src[1]].base : n->src[1];
         for (int i = 0; i < ast->nnodes; i++)
-            if (ast->nodes[i].op == TA_OP_LOAD && ast->nodes[i].buf == 0 && ast->nodes[i].view != vout) return s_force(k, n->src[1]);
+            if (ast->nodes[i].op == TA_OP_LOAD && ast->nodes[i].buf == 0 && ast->nodes[i].view != vout) return s_force(k, value);
     }
     if (k->reduce >= 0) {
         const s_node_t *src = &g->nodes[g->nodes[k->reduce].src[0]];
@@ -431,6 +432,11 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
             if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, a->src[0])) last = q;
         }
         if (last < 0) continue;
+        /* Kernels it would jump over must not read its new contents. */
+        for (int q = p + 1; q <= last && rc == TACT_OK; q++)
+            if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, roots[p]))
+                rc = ta_error_set(&g.err, TACT_EINVAL, "one realize reads both the old and the new contents of an assign's target; realize them separately");
+        if (rc != TACT_OK) break;
         if (++moves > nk * nk) {
             rc = ta_error_set(&g.err, TACT_EINVAL, "assigns read each other's old contents in a cycle; realize one of the values first");
             break;

@@ -674,3 +674,66 @@ Test(graph_pipeline, tact_debug_prints_counts_times_asts_and_source, .init = cr_
     cr_assert(strstr(text, "tact: kernel 0 r_"), "level 3: the kernel ASTs");
     cr_assert(strstr(text, "void r_"), "level 4: the generated source");
 }
+
+/* Regressions from the second review. */
+Test(graph_pipeline, second_review_regressions) {
+    tact_ctx *ctx = s_open(1, NULL);
+    /* A padded reduce over two axes (gcc once miscompiled its vectorized tile). */
+    int64_t b3[3] = {6, 1, 8};
+    float x[48], g[8];
+    for (int i = 0; i < 48; i++) x[i] = (float)(i % 7 - 3);
+    int64_t pads[3][2] = {{0, 1}, {0, 1}, {0, 0}};
+    int ax[2] = {0, 1};
+    tact_tensor *s = tact_sum(tact_pad(tact_from_data(ctx, TACT_FLOAT32, 3, b3, x), (const int64_t(*)[2])pads, -2.0), 2, ax, 1);
+    cr_assert_eq(tact_read(s, g, sizeof g), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int j = 0; j < 8; j++) {
+        float e = 0;
+        for (int i = 0; i < 7; i++)
+            for (int k = 0; k < 2; k++) e += i < 6 && k < 1 ? x[i * 8 + j] : -2;
+        cr_assert_eq(g[j], e, "column %d", j);
+    }
+    /* Assigning to a lazy target: its own buffer, nothing freed under it, no leak. */
+    int64_t n4[1] = {4};
+    float a4[4] = {1, 2, 3, 4}, c4[4] = {10, 20, 30, 40}, o[4];
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, n4, a4), *c = tact_from_data(ctx, TACT_FLOAT32, 1, n4, c4);
+    tact_tensor *t = tact_add(a, a);
+    int64_t sq[2] = {2, 2};
+    tact_tensor *v = tact_reshape(t, 2, sq);
+    tact_assign(t, c);
+    cr_assert_eq(tact_read(t, o, sizeof o), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert(memcmp(o, c4, sizeof o) == 0);
+    cr_assert_eq(tact_read(v, o, sizeof o), TACT_OK); /* the old view computes t's old value... */
+    for (int i = 0; i < 4; i++) cr_assert_eq(o[i], 2 * a4[i]);
+    cr_assert_eq(tact_read(t, o, sizeof o), TACT_OK); /* ...without touching the assigned one */
+    cr_assert(memcmp(o, c4, sizeof o) == 0);
+    uint64_t before = 0;
+    for (int k = 0; k < 30; k++) {
+        tact_scope_begin(ctx);
+        tact_tensor *w = tact_add(a, a);
+        tact_assign(w, tact_full(ctx, TACT_FLOAT32, 1, n4, 3.0));
+        cr_assert_eq(tact_read(w, o, sizeof o), TACT_OK);
+        cr_assert_eq(o[0], 3.0f);
+        tact_scope_end(ctx);
+        tact_stats st;
+        tact_ctx_stats(ctx, &st);
+        if (k == 1) before = st.device_bytes;
+        if (k > 1) cr_assert_eq(st.device_bytes, before, "round %d: device memory grew", k);
+    }
+    /* The value is a view of an op on the target. */
+    tact_tensor *u = tact_from_data(ctx, TACT_FLOAT32, 1, n4, a4);
+    cr_assert_eq(tact_realize(ctx, 1, &u), TACT_OK);
+    int ax0 = 0;
+    tact_assign(u, tact_flip(tact_mul(u, tact_scalar(ctx, 2.0)), 1, &ax0));
+    cr_assert_eq(tact_read(u, o, sizeof o), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(o[i], 2 * a4[3 - i]);
+    /* One realize reading both the old and the new contents is refused. */
+    tact_tensor *old = tact_mul(tact_reshape(u, 2, sq), tact_scalar(ctx, 2.0));
+    tact_assign(u, c);
+    tact_tensor *newer = tact_add(u, tact_scalar(ctx, 1.0));
+    tact_tensor *both[2] = {newer, old};
+    int rc = tact_realize(ctx, 2, both);
+    cr_assert(rc == TACT_OK || strstr(tact_ctx_error(ctx), "both the old and the new contents"), "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(newer, o, sizeof o), TACT_OK, "the context goes on: %s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(o[i], c4[i] + 1);
+    tact_ctx_close(&ctx);
+}
