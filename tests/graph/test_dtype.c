@@ -6,7 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "dtype.h"
-#include "golden_dtype.h"
+#include "golden_dtype.inc"
 #include "testutil.h"
 
 #define S_NGOLDEN(a) (sizeof(a) / sizeof((a)[0]))
