@@ -103,30 +103,6 @@ void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {
 
 /* ------------------------------------------------------------------ codec */
 
-/* A constant's bits as one uint, from the union member its dtype uses, so
- * encodings never carry the union's unused bytes. */
-static uint64_t s_value_bits(tact_dtype d, ta_value_t v) {
-    if (ta_dtype_is_bool(d)) return v.b;
-    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
-    if (ta_dtype_is_float(d)) {
-        uint64_t u;
-        memcpy(&u, &v.f, sizeof u);
-        return u;
-    }
-    return ta_dtype_is_unsigned(d) ? v.u : (uint64_t)v.i;
-}
-
-static ta_value_t s_value_from_bits(tact_dtype d, uint64_t u) {
-    ta_value_t v;
-    memset(&v, 0, sizeof v);
-    if (ta_dtype_is_bool(d)) v.b = (uint8_t)(u != 0);
-    else if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) v.h = (uint16_t)u;
-    else if (ta_dtype_is_float(d)) memcpy(&v.f, &u, sizeof u);
-    else if (ta_dtype_is_unsigned(d)) v.u = u;
-    else v.i = (int64_t)u;
-    return v;
-}
-
 /* A view stack: [[[shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...]. */
 int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk) {
     int bad = msgpack_pack_array(pk, (size_t)st->nviews);
@@ -161,7 +137,7 @@ int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk) {
               msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->nsrc);
         for (int s = 0; !bad && s < n->nsrc; s++) bad = msgpack_pack_int16(pk, n->src[s]);
         bad = bad || msgpack_pack_int16(pk, n->buf) || msgpack_pack_int16(pk, n->view) ||
-              msgpack_pack_uint64(pk, s_value_bits(n->dtype, n->value));
+              msgpack_pack_uint64(pk, ta_value_bits(n->dtype, n->value));
     }
     bad = bad || msgpack_pack_array(pk, (size_t)a->nfused);
     for (int i = 0; !bad && i < a->nfused; i++) bad = msgpack_pack_uint64(pk, a->fused[i]);
@@ -247,7 +223,7 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
         S_NEED(s_small(r, -1, TA_AST_MAX_VIEWS, &v) == 0, "a view index");
         node->view = (int16_t)v;
         S_NEED(ta_mpr_u64(r, &u) == 0, "a value");
-        node->value = s_value_from_bits(node->dtype, u);
+        node->value = ta_value_from_bits(node->dtype, u);
     }
     S_NEED(s_arr(r, -TA_AST_MAX_NODES, &n) == 0, "the fused ids");
     a->nfused = (int)n;

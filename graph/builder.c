@@ -404,25 +404,8 @@ static int s_const_value(g_state_t *g, const g_node_t *n, ta_value_t *v) {
     if (n->is_view)
         for (int i = 0; i < n->st->nviews; i++)
             if (n->st->views[i].has_mask) return 0;
-    uint64_t bits = (uint64_t)b->args[0];
-    memset(v, 0, sizeof *v);
-    if (ta_dtype_is_bool(b->dtype)) v->b = (uint8_t)(bits != 0);
-    else if (b->dtype == TACT_FLOAT16 || b->dtype == TACT_BFLOAT16) v->h = (uint16_t)bits;
-    else if (ta_dtype_is_float(b->dtype)) memcpy(&v->f, &bits, sizeof v->f);
-    else if (ta_dtype_is_unsigned(b->dtype)) v->u = bits;
-    else v->i = (int64_t)bits;
+    *v = ta_value_from_bits(b->dtype, (uint64_t)b->args[0]);
     return 1;
-}
-
-static int64_t s_const_bits(tact_dtype d, ta_value_t v) {
-    if (ta_dtype_is_bool(d)) return v.b;
-    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
-    if (ta_dtype_is_float(d)) {
-        int64_t b;
-        memcpy(&b, &v.f, sizeof b);
-        return b;
-    }
-    return ta_dtype_is_unsigned(d) ? (int64_t)v.u : v.i;
 }
 
 /*
@@ -448,7 +431,7 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
             tmp->op = TA_OP_CONST;
             tmp->nsrc = 0;
             tmp->nargs = 1;
-            tmp->args[0] = s_const_bits(tmp->dtype, r);
+            tmp->args[0] = (int64_t)ta_value_bits(tmp->dtype, r);
             return 1;
         }
     }

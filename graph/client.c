@@ -361,24 +361,11 @@ const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
 
 /* --------------------------------------------------------------- creation */
 
-/* Packs a value of dtype d as the int64 bits an op record carries. */
-static int64_t s_bits(tact_dtype d, ta_value_t v) {
-    if (ta_dtype_is_bool(d)) return v.b;
-    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
-    if (ta_dtype_is_float(d)) {
-        double f = d == TACT_FLOAT32 ? (double)(float)v.f : v.f;
-        int64_t b;
-        memcpy(&b, &f, sizeof b);
-        return b;
-    }
-    return ta_dtype_is_unsigned(d) ? (int64_t)v.u : v.i;
-}
-
 /* A CONST node of shape () holding v. */
 static tact_tensor *s_const(tact_ctx *ctx, tact_dtype d, ta_value_t v) {
     ta_shape_t scalar = {0, {0}};
     tact_tensor *t = s_new(ctx, d, &scalar);
-    int64_t bits = s_bits(d, v);
+    int64_t bits = (int64_t)ta_value_bits(d, v);
     return s_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
 }
 

@@ -433,3 +433,21 @@ bool ta_value_same(tact_dtype d, ta_value_t a, ta_value_t b) {
     ta_value_store(d, pb, b);
     return memcmp(pa, pb, sizeof pa) == 0;
 }
+
+uint64_t ta_value_bits(tact_dtype d, ta_value_t v) {
+    if (ta_dtype_is_bool(d)) return v.b;
+    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) return v.h;
+    if (ta_dtype_is_float(d)) return s_f64_bits(v.f);
+    return ta_dtype_is_unsigned(d) ? v.u : (uint64_t)v.i;
+}
+
+ta_value_t ta_value_from_bits(tact_dtype d, uint64_t bits) {
+    ta_value_t v;
+    memset(&v, 0, sizeof v);
+    if (ta_dtype_is_bool(d)) v.b = (uint8_t)(bits != 0);
+    else if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) v.h = (uint16_t)bits;
+    else if (ta_dtype_is_float(d)) v.f = s_f64_from(bits);
+    else if (ta_dtype_is_unsigned(d)) v.u = bits;
+    else v.i = (int64_t)bits;
+    return v;
+}

@@ -83,6 +83,12 @@ void ta_value_store(tact_dtype d, void *p, ta_value_t v);
 double ta_value_as_double(tact_dtype d, ta_value_t v);
 /* Makes a value of dtype d from a double, as ta_value_convert from float64. */
 ta_value_t ta_value_from_double(tact_dtype d, double x);
+/* A value's bits as one uint64, from the union member its dtype uses (so
+ * the union's unused bytes never leak into a message), and back.  This is
+ * how op records, subgraphs and kernel ASTs carry constants. */
+uint64_t ta_value_bits(tact_dtype d, ta_value_t v);
+ta_value_t ta_value_from_bits(tact_dtype d, uint64_t bits);
+
 /* Bitwise equality of two values of dtype d (NaN payloads compared as bits). */
 bool ta_value_same(tact_dtype d, ta_value_t a, ta_value_t b);
 

@@ -242,15 +242,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
             a.buf = (int16_t)b;
         } else {
             a.op = TA_OP_CONST;
-            ta_value_t val;
-            memset(&val, 0, sizeof val);
-            uint64_t bits = n->nargs ? (uint64_t)n->args[0] : 0;
-            if (ta_dtype_is_bool(n->dtype)) val.b = (uint8_t)(bits != 0);
-            else if (n->dtype == TACT_FLOAT16 || n->dtype == TACT_BFLOAT16) val.h = (uint16_t)bits;
-            else if (ta_dtype_is_float(n->dtype)) memcpy(&val.f, &bits, sizeof val.f);
-            else if (ta_dtype_is_unsigned(n->dtype)) val.u = bits;
-            else val.i = (int64_t)bits;
-            a.value = val;
+            a.value = ta_value_from_bits(n->dtype, n->nargs ? (uint64_t)n->args[0] : 0);
         }
         int idx = s_add(k, a);
         if (idx >= 0 && k->nmemo < TA_AST_MAX_NODES) {
