@@ -72,7 +72,11 @@ void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m) {
     } else {
         a->err.code = 0;
         a->err.text[0] = '\0';
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
         rc = a->ops->handle(a, m);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        ta_actor_count(a, TA_STAT_BUSY_NS, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec)));
     }
     /* Errors are never answered with errors, so two failing actors cannot
      * ping-pong. */
@@ -399,6 +403,10 @@ const char *ta_actor_name(const ta_actor_t *a) { return a->name; }
 void *ta_actor_state(ta_actor_t *a) { return a->state; }
 void ta_actor_set_state(ta_actor_t *a, void *state) { a->state = state; }
 uint64_t ta_actor_processed(const ta_actor_t *a) { return a->processed; }
+
+void ta_actor_count(ta_actor_t *self, ta_stat_t stat, uint64_t n) { __atomic_add_fetch(&self->stats[stat], n, __ATOMIC_RELAXED); }
+
+uint64_t ta_actor_stat(const ta_actor_t *a, ta_stat_t stat) { return __atomic_load_n(&a->stats[stat], __ATOMIC_RELAXED); }
 
 int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m) {
     ta_error_t err;

@@ -66,6 +66,15 @@ void ta_actor_set_state(ta_actor_t *a, void *state);
 /* Messages processed so far (valid after stop through the STOP_ACK too). */
 uint64_t ta_actor_processed(const ta_actor_t *a);
 
+/* Counters an actor keeps for its owner: statistics only, never part of a
+ * message or the log, so they cannot change what a run computes.  BUSY_NS
+ * is the time spent in handle(), kept by the runtime; stages count the
+ * rest themselves.  Reads and adds are atomic, so the owner may read them
+ * while the actor runs (in-process only). */
+typedef enum ta_stat { TA_STAT_BUSY_NS, TA_STAT_CACHE_HITS, TA_STAT__COUNT } ta_stat_t;
+void ta_actor_count(ta_actor_t *self, ta_stat_t stat, uint64_t n);
+uint64_t ta_actor_stat(const ta_actor_t *a, ta_stat_t stat);
+
 /* From a handler: sends m to dest, or replies to req (dest = req's sender,
  * corr = req's corr).  Return what ta_port_send returns. */
 int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m);

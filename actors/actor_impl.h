@@ -33,6 +33,7 @@ struct ta_actor {
     ta_queued_t *held, *held_tail; /* messages accept() held back, oldest first */
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     uint64_t processed;
+    uint64_t stats[TA_STAT__COUNT]; /* written by the actor's thread, read by its owner (atomics) */
     ta_error_t err;  /* text of the error the current handler returns */
     ta_error_t dead; /* set by ta_actor_fatal: every later message gets this */
     /* Owner side. */

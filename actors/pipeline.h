@@ -23,7 +23,8 @@ typedef struct ta_pipeline {
     uint32_t compiler[TA_MAX_COMPILERS];
     int ncompilers;
     int cpu_threads;
-    int debug; /* TACT_DEBUG */
+    int debug;          /* TACT_DEBUG */
+    int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
 } ta_pipeline_t;
 
 /* The stages (each file documents its messages). */

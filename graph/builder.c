@@ -44,6 +44,7 @@ typedef struct g_node {
     uint64_t alias;  /* the node this one duplicates (common subexpression), or 0 */
     uint64_t buf;    /* the buffer holding its data: its own id, or an ASSIGN's target's */
     int internal;    /* while realizing: consumers inside the subgraph */
+    size_t pos;      /* while realizing: index in the collected subgraph */
 } g_node_t;
 
 /* Common subexpressions: the hash of an op's content -> a live node with it. */
@@ -61,9 +62,12 @@ typedef struct {
     uint64_t next_internal; /* ids of nodes the builder makes itself */
     uint64_t realize_seq, stamp;
     /* The realize in flight (the client waits for it, so one at a time). */
-    uint64_t pending_realize, pending_corr;
-    int have_scheduled, have_done;
-    uint64_t done_kernels;
+    uint64_t pending_realize;  /* the part with the scheduler now, or 0 */
+    uint64_t pending_corr;     /* the client's REALIZE, or 0 */
+    uint64_t *targets;         /* its tensors */
+    size_t ntargets, targets_cap;
+    int have_scheduled;
+    uint64_t done_kernels;     /* run by its parts so far */
     uint64_t *frees; /* buffers to free once no realize is in flight */
     size_t nfrees, frees_cap;
     uint64_t sent_exec; /* messages sent to the executor (see s_to_executor) */
@@ -210,7 +214,7 @@ static void s_queue_free(g_state_t *g, uint64_t buf) {
 
 /* Sends the queued frees unless a realize still needs them. */
 static int s_flush_frees(ta_actor_t *self, g_state_t *g) {
-    if (g->pending_realize || !g->nfrees) return TACT_OK;
+    if (g->pending_corr || !g->nfrees) return TACT_OK;
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
@@ -585,26 +589,66 @@ static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
 
 /* -------------------------------------------------------------- realizing */
 
-typedef struct {
-    msgpack_sbuffer sb;
-    msgpack_packer pk;
-    size_t count;
-    int bad;
-} s_out_t;
+/* A realize whose subgraph is larger than this goes to the scheduler in
+ * consecutive parts, each within the message limit: the nodes of a part
+ * that later parts read become its targets. */
+enum { S_PART_NODES = 1 << 15, S_PART_BYTES = 4 << 20 };
 
-/* Collects n and everything it needs that has no buffer yet, sources first. */
-static int s_collect(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, size_t *cap) {
-    if (!n || n->mark == g->stamp) return TACT_OK;
-    n->mark = g->stamp;
-    n->internal = 0;
-    if (n->is_view || !n->buffer) {
-        for (int i = 0; i < n->nsrc && !n->is_view; i++)
-            if (s_collect(g, s_find(g, n->src[i]), list, len, cap) != TACT_OK) return TACT_ENOMEM;
-        if (n->is_view && s_collect(g, s_find(g, n->base), list, len, cap) != TACT_OK) return TACT_ENOMEM;
+typedef struct {
+    g_node_t *n;
+    int exit; /* its sources are done: append it */
+} s_visit_t;
+
+/* Collects everything the pending targets need that has no buffer yet,
+ * sources before users (depth first, with a stack: chains can be millions
+ * long).  A view brings its base; a base with a buffer is a leaf.  Sets
+ * each node's pos to its index in *list. */
+static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
+    s_visit_t *stack = NULL;
+    size_t depth = 0, cap = 0, lcap = 0;
+    int rc = TACT_OK;
+    g->stamp++;
+    for (size_t t = g->ntargets; t-- > 0 && rc == TACT_OK;) {
+        g_node_t *root = s_find(g, g->targets[t]);
+        if (!root || ta_grow((void **)&stack, &cap, depth + 1, sizeof *stack) != TACT_OK) {
+            rc = root ? TACT_ENOMEM : TACT_EINVAL;
+            break;
+        }
+        stack[depth++] = (s_visit_t){root, 0};
     }
-    if (ta_grow((void **)list, cap, *len + 1, sizeof **list) != TACT_OK) return TACT_ENOMEM;
-    (*list)[(*len)++] = n;
-    return TACT_OK;
+    /* The targets were pushed last first, so the first is collected first. */
+    while (depth && rc == TACT_OK) {
+        s_visit_t v = stack[--depth];
+        g_node_t *n = v.n;
+        if (v.exit) {
+            if (ta_grow((void **)list, &lcap, *len + 1, sizeof **list) != TACT_OK) {
+                rc = TACT_ENOMEM;
+                break;
+            }
+            n->pos = *len;
+            (*list)[(*len)++] = n;
+            continue;
+        }
+        if (n->mark == g->stamp) continue;
+        n->mark = g->stamp;
+        n->internal = 0;
+        uint64_t next[3];
+        int nn = 0;
+        if (n->is_view) next[nn++] = n->base;
+        else if (!n->buffer)
+            for (int i = 0; i < n->nsrc; i++) next[nn++] = n->src[i];
+        if (ta_grow((void **)&stack, &cap, depth + 1 + (size_t)nn, sizeof *stack) != TACT_OK) {
+            rc = TACT_ENOMEM;
+            break;
+        }
+        stack[depth++] = (s_visit_t){n, 1};
+        for (int i = nn; i-- > 0;) {
+            g_node_t *d = s_find(g, next[i]);
+            if (d && d->mark != g->stamp) stack[depth++] = (s_visit_t){d, 0};
+        }
+    }
+    ta_free(stack);
+    return rc;
 }
 
 /*
@@ -632,62 +676,89 @@ static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
     return bad;
 }
 
-/* Starts realizing ids: sends the subgraph to the scheduler, or answers at
- * once when everything already has a buffer. */
-static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    ta_mpr_t r;
-    uint32_t n;
-    ta_mpr_init(&r, m->as.realize.ids.ptr, m->as.realize.ids.len);
-    if (ta_mpr_array(&r, &n) || n > 65536) return ta_actor_fail(self, TACT_EPROTO, "realize: malformed id list");
-    if (g->pending_realize) return ta_actor_fail(self, TACT_EINVAL, "realize: another realize is in flight");
-    uint64_t ids[256];
-    if (n > 256) return ta_actor_fail(self, TACT_EINVAL, "realize: at most 256 tensors at once");
-    int needed = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        g_node_t *t;
-        if (ta_mpr_u64(&r, &ids[i]) || !(t = s_find(g, ids[i])))
-            return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, ids[i]);
-        g_node_t *b = t->is_view ? s_find(g, t->base) : t;
-        if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
+/* True while some target's base has no buffer yet. */
+static int s_targets_pending(g_state_t *g) {
+    for (size_t i = 0; i < g->ntargets; i++) {
+        g_node_t *t = s_find(g, g->targets[i]);
+        g_node_t *b = t && t->is_view ? s_find(g, t->base) : t;
+        if (b && !b->buffer) return 1;
     }
-    if (!needed) {
-        ta_msg_t done;
-        ta_msg_init(&done, TA_MSG_DONE);
-        return ta_actor_reply(self, m, &done);
-    }
+    return 0;
+}
+
+/* Sends the next part of the pending realize to the scheduler: the whole
+ * subgraph when it is small enough, else its first nodes with the ones
+ * later nodes read as extra targets. */
+static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     g_node_t **list = NULL;
-    size_t len = 0, cap = 0;
-    g->stamp++;
-    int crc = TACT_OK;
-    for (uint32_t i = 0; i < n && crc == TACT_OK; i++) crc = s_collect(g, s_find(g, ids[i]), &list, &len, &cap);
-    /* Consumers inside the subgraph, counted as children counts them. */
-    for (size_t i = 0; i < len; i++) {
-        g_node_t *c = list[i];
-        for (int k = 0; k < c->nsrc; k++) {
-            g_node_t *d = s_find(g, c->src[k]);
-            if (d && d->mark == g->stamp) d->internal++;
-        }
-        g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
-        if (b && b->mark == g->stamp) b->internal++;
-    }
-    s_out_t o;
-    msgpack_sbuffer_init(&o.sb);
-    msgpack_packer_init(&o.pk, &o.sb, msgpack_sbuffer_write);
-    o.count = len;
-    o.bad = crc != TACT_OK;
-    for (size_t i = 0; i < len && !o.bad; i++) o.bad = s_pack_node(list[i], &o.pk);
-    ta_free(list);
-    msgpack_sbuffer nodes, targets;
+    size_t len = 0;
+    int rc = s_collect(g, &list, &len);
+    msgpack_sbuffer body, nodes, targets;
+    msgpack_sbuffer_init(&body);
     msgpack_sbuffer_init(&nodes);
     msgpack_sbuffer_init(&targets);
     msgpack_packer pk;
+    /* Where the part ends: its last node brings it past either bound. */
+    size_t cut = len, bytes = 0;
+    for (size_t i = 0; i < len; i++) {
+        /* An upper bound of its packed size (msgpack integers take at most 9 bytes). */
+        const g_node_t *c = list[i];
+        bytes += 64 + 9 * (size_t)(c->shape.ndim + c->nsrc + c->nargs);
+        for (int v = 0; c->is_view && v < c->st->nviews; v++) bytes += 40 * (size_t)(c->st->views[v].ndim + 1);
+        if (i + 1 < len && (i + 1 >= S_PART_NODES || bytes >= S_PART_BYTES)) {
+            cut = i + 1;
+            break;
+        }
+    }
+    /* Consumers inside the part, counted as children counts them. */
+    for (size_t i = 0; i < cut; i++) {
+        g_node_t *c = list[i];
+        for (int k = 0; k < c->nsrc; k++) {
+            g_node_t *d = s_find(g, c->src[k]);
+            if (d && d->mark == g->stamp && d->pos < cut) d->internal++;
+        }
+        g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
+        if (b && b->mark == g->stamp && b->pos < cut) b->internal++;
+    }
+    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
+    int bad = rc != TACT_OK;
+    for (size_t i = 0; i < cut && !bad; i++) bad = s_pack_node(list[i], &pk);
     msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
-    int bad = o.bad || msgpack_pack_array(&pk, o.count) || msgpack_sbuffer_write(&nodes, o.sb.data, o.sb.size);
+    bad = bad || msgpack_pack_array(&pk, cut) || msgpack_sbuffer_write(&nodes, body.data, body.size);
+    /* Targets: the realize's own, and in a part, what later nodes read. */
+    uint64_t *extra = NULL;
+    size_t nextra = 0, extra_cap = 0;
+    for (size_t j = cut; j < len && !bad; j++) {
+        g_node_t *c = list[j];
+        uint64_t deps[3];
+        int nd = 0;
+        if (c->is_view) deps[nd++] = c->base;
+        else if (!c->buffer)
+            for (int k = 0; k < c->nsrc; k++) deps[nd++] = c->src[k];
+        for (int k = 0; k < nd && !bad; k++) {
+            g_node_t *d = s_find(g, deps[k]);
+            if (!d || d->pos >= cut || d->mark != g->stamp || d->internal < 0) continue;
+            d->internal = -1; /* listed once */
+            bad = ta_grow((void **)&extra, &extra_cap, nextra + 1, sizeof *extra) != TACT_OK;
+            if (!bad) extra[nextra++] = d->id;
+        }
+    }
+    size_t nown = 0;
+    for (size_t i = 0; i < g->ntargets; i++) {
+        g_node_t *t = s_find(g, g->targets[i]);
+        nown += t && t->mark == g->stamp && t->pos < cut;
+    }
     msgpack_packer_init(&pk, &targets, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, n);
-    for (uint32_t i = 0; !bad && i < n; i++) bad = msgpack_pack_uint64(&pk, ids[i]);
-    int rc = TACT_ENOMEM;
-    if (!bad) {
+    bad = bad || msgpack_pack_array(&pk, nown + nextra);
+    for (size_t i = 0; !bad && i < g->ntargets; i++) {
+        g_node_t *t = s_find(g, g->targets[i]);
+        if (t && t->mark == g->stamp && t->pos < cut) bad = msgpack_pack_uint64(&pk, t->id);
+    }
+    for (size_t i = 0; !bad && i < nextra; i++) bad = msgpack_pack_uint64(&pk, extra[i]);
+    ta_free(extra);
+    ta_free(list);
+    if (rc == TACT_OK) rc = bad ? TACT_ENOMEM : TACT_OK;
+    if (rc == TACT_OK) {
         ta_msg_t s;
         ta_msg_init(&s, TA_MSG_SCHEDULE);
         s.corr = ++g->realize_seq;
@@ -699,13 +770,44 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         s.as.schedule.targets.len = targets.size;
         rc = ta_actor_send(self, g->w->scheduler, &s);
     }
-    msgpack_sbuffer_destroy(&o.sb);
+    msgpack_sbuffer_destroy(&body);
     msgpack_sbuffer_destroy(&nodes);
     msgpack_sbuffer_destroy(&targets);
-    if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
+    if (rc != TACT_OK) return rc;
     g->pending_realize = g->realize_seq;
+    g->have_scheduled = 0;
+    return TACT_OK;
+}
+
+/* Starts realizing the ids of a REALIZE: sends the subgraph to the
+ * scheduler, or answers at once when everything already has a buffer. */
+static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    ta_mpr_t r;
+    uint32_t n;
+    ta_mpr_init(&r, m->as.realize.ids.ptr, m->as.realize.ids.len);
+    if (ta_mpr_array(&r, &n) || n > m->as.realize.ids.len) return ta_actor_fail(self, TACT_EPROTO, "realize: malformed id list");
+    if (g->pending_corr) return ta_actor_fail(self, TACT_EINVAL, "realize: another realize is in flight");
+    if (ta_grow((void **)&g->targets, &g->targets_cap, n, sizeof *g->targets) != TACT_OK)
+        return ta_actor_fail(self, TACT_ENOMEM, "realize: out of memory");
+    int needed = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        g_node_t *t;
+        uint64_t id = 0;
+        if (ta_mpr_u64(&r, &id) || !(t = s_find(g, id))) return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, id);
+        g->targets[i] = id;
+        g_node_t *b = t->is_view ? s_find(g, t->base) : t;
+        if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
+    }
+    g->ntargets = n;
+    if (!needed) {
+        ta_msg_t done;
+        ta_msg_init(&done, TA_MSG_DONE);
+        return ta_actor_reply(self, m, &done);
+    }
+    g->done_kernels = 0;
+    int rc = s_schedule_next(self, g);
+    if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
     g->pending_corr = m->corr;
-    g->have_scheduled = g->have_done = 0;
     return TACT_OK;
 }
 
@@ -731,12 +833,27 @@ static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     return TACT_OK;
 }
 
-/* Answers the client once the executor finished (or failed) the realize. */
+/* Answers the client once the executor finished (or failed) the realize,
+ * or sends the realize's next part. */
 static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    g->pending_realize = 0;
+    if (m->type == TA_MSG_DONE) {
+        g->done_kernels += m->as.done.kernels;
+        g->ngiven = 0;
+        if (s_targets_pending(g)) {
+            int rc = s_schedule_next(self, g);
+            if (rc == TACT_OK) return TACT_OK;
+            ta_msg_t e;
+            ta_msg_init(&e, TA_MSG_ERROR);
+            e.as.error.code = rc;
+            e.as.error.what = ta_bytes_str("SCHEDULE");
+            e.as.error.text = ta_bytes_str(rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
+            return s_finish(self, g, &e);
+        }
+    }
     ta_msg_t reply;
     ta_msg_init(&reply, m->type);
     reply.corr = g->pending_corr;
-    if (m->type == TA_MSG_DONE) reply.as.done.text = m->as.done.text;
     if (m->type == TA_MSG_ERROR) {
         /* Nothing of a failed realize can be trusted to exist: a later
          * realize computes it again. */
@@ -746,9 +863,10 @@ static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         }
         reply.as.error = m->as.error;
     } else {
-        reply.as.done.kernels = m->as.done.kernels;
+        reply.as.done.text = m->as.done.text;
+        reply.as.done.kernels = g->done_kernels;
     }
-    g->pending_realize = 0;
+    g->pending_corr = 0;
     g->ngiven = 0;
     int rc = ta_actor_send(self, g->w->client, &reply);
     s_flush_frees(self, g);
@@ -789,6 +907,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->slots);
     ta_free(g->frees);
     ta_free(g->given);
+    ta_free(g->targets);
     ta_free(g->cse);
     ta_free(g);
 }

@@ -245,6 +245,8 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     ta_pipeline_t *w = &ctx->wiring;
     const char *dbg = getenv("TACT_DEBUG");
     w->debug = dbg ? atoi(dbg) : 0;
+    const char *sc = getenv("TACT_SCHEDULE_CACHE");
+    w->schedule_cache = !(sc && strcmp(sc, "0") == 0);
     w->cpu_threads = o.cpu_threads;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     w->client = ta_port_id(ctx->port);
@@ -298,7 +300,12 @@ int tact_ctx_close(tact_ctx **pctx) {
 }
 
 const char *tact_ctx_error(const tact_ctx *ctx) { return ctx->error; }
-void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) { *out = ctx->stats; }
+void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
+    *out = ctx->stats;
+    /* In-process counters of the stages themselves (never in messages). */
+    out->schedule_cache_hits = ta_actor_stat(ctx->scheduler, TA_STAT_CACHE_HITS);
+    out->schedule_ns = ta_actor_stat(ctx->scheduler, TA_STAT_BUSY_NS);
+}
 
 /* ----------------------------------------------------------------- scopes */
 

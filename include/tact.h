@@ -168,6 +168,11 @@ typedef struct tact_stats {
     uint64_t unplanned_bytes;
     uint64_t device_bytes;
     uint64_t realizes;
+    /* Realizes (or parts of one) whose schedule came from the scheduler's
+     * cache of structurally identical subgraphs, and the time the scheduler
+     * spent working, both since the context opened (in-process stages). */
+    uint64_t schedule_cache_hits;
+    uint64_t schedule_ns;
 } tact_stats;
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);
 

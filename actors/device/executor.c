@@ -6,6 +6,7 @@
 
 #include "device.h"
 #include "dtype.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -61,6 +62,7 @@ typedef struct {
     ta_device_t *dev;
     s_buf_t *bufs;
     size_t nbufs, bufs_cap;
+    ta_map_t buf_index; /* buffer id -> index in bufs */
     s_prog_t *progs;
     size_t nprogs, progs_cap;
     s_plan_t *plans, *plans_tail;
@@ -106,33 +108,41 @@ static void s_release_memory(s_state_t *s, void *ptr, uint64_t bytes) {
 /* ---------------------------------------------------------------- buffers */
 
 static s_buf_t *s_buf(s_state_t *s, uint64_t id) {
-    for (size_t i = 0; i < s->nbufs; i++)
-        if (s->bufs[i].id == id) return &s->bufs[i];
-    return NULL;
+    uint64_t i;
+    return ta_map_get(&s->buf_index, id, &i) ? &s->bufs[i] : NULL;
 }
 
-static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, ta_error_t *err) {
-    if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK) {
+/* Adds buffer id over ptr; on failure the memory goes back to the cache. */
+static s_buf_t *s_buf_add(s_state_t *s, uint64_t id, void *ptr, uint64_t bytes, ta_error_t *err) {
+    if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK ||
+        ta_map_put(&s->buf_index, id, s->nbufs) != TACT_OK) {
+        s_release_memory(s, ptr, bytes);
         ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         return NULL;
     }
-    s_buf_t *b = &s->bufs[s->nbufs];
-    if (s_alloc(s, bytes, &b->ptr, err) != TACT_OK) return NULL;
-    if (zero) memset(b->ptr, 0, bytes);
-    b->id = id;
-    b->bytes = bytes;
-    s->nbufs++;
+    s_buf_t *b = &s->bufs[s->nbufs++];
+    *b = (s_buf_t){id, ptr, bytes};
     return b;
+}
+
+static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, ta_error_t *err) {
+    void *ptr;
+    if (s_alloc(s, bytes, &ptr, err) != TACT_OK) return NULL;
+    if (zero) memset(ptr, 0, bytes);
+    return s_buf_add(s, id, ptr, bytes, err);
 }
 
 /* Removes buffer id; frees its memory unless keep_memory. */
 static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
-    for (size_t i = 0; i < s->nbufs; i++)
-        if (s->bufs[i].id == id) {
-            if (!keep_memory) s_release_memory(s, s->bufs[i].ptr, s->bufs[i].bytes);
-            s->bufs[i] = s->bufs[--s->nbufs];
-            return;
-        }
+    uint64_t i;
+    if (!ta_map_get(&s->buf_index, id, &i)) return;
+    if (!keep_memory) s_release_memory(s, s->bufs[i].ptr, s->bufs[i].bytes);
+    ta_map_del(&s->buf_index, id);
+    if (i != s->nbufs - 1) {
+        s->bufs[i] = s->bufs[s->nbufs - 1];
+        ta_map_put(&s->buf_index, s->bufs[i].id, i); /* replaces a key: cannot fail */
+    }
+    s->nbufs--;
 }
 
 /* --------------------------------------------------------------- programs */
@@ -207,7 +217,7 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
             ok = ta_mpr_u64(&r, &v) == 0;
             st->writes[b] = (uint8_t)(v != 0);
         }
-        ok = ok && ta_mpr_u64(&r, &st->reuse) == 0 && ta_mpr_array(&r, &k) == 0 && k <= 1024;
+        ok = ok && ta_mpr_u64(&r, &st->reuse) == 0 && ta_mpr_array(&r, &k) == 0 && k <= m->as.plan.steps.len;
         if (ok && k && !(st->frees = ta_calloc(k, sizeof *st->frees))) {
             s_plan_free(p);
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
@@ -274,12 +284,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
             void *ptr = old->ptr;
             uint64_t bytes = old->bytes;
             s_buf_drop(s, st->reuse, 1);
-            if (ta_grow((void **)&s->bufs, &s->bufs_cap, s->nbufs + 1, sizeof *s->bufs) != TACT_OK) {
-                s_release_memory(s, ptr, bytes);
-                ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
-                goto fail;
-            }
-            s->bufs[s->nbufs++] = (s_buf_t){st->bufs[0], ptr, bytes};
+            if (!s_buf_add(s, st->bufs[0], ptr, bytes, &err)) goto fail;
         } else if (!s_buf_new(s, st->bufs[0], st->bytes[0], 0, &err)) {
             goto fail;
         }
@@ -376,6 +381,7 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
     for (size_t i = 0; i < s->nbufs; i++) s->dev_ops->free(s->dev, s->bufs[i].ptr);
+    ta_map_fini(&s->buf_index);
     for (size_t i = 0; i < s->ncache; i++) s->dev_ops->free(s->dev, s->cache[i].ptr);
     ta_free(s->cache);
     for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, &s->loaded[i]);

@@ -5,6 +5,7 @@
 
 #include "ast.h"
 #include "dtype.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -85,12 +86,6 @@ static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_e
     return TACT_OK;
 }
 
-static int s_in(const uint64_t *set, int n, uint64_t id) {
-    for (int i = 0; i < n; i++)
-        if (set[i] == id) return 1;
-    return 0;
-}
-
 /* Plans the realize whose kernels are waiting, with the temporaries in m. */
 static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t *err) {
     s_kernel_t *ks = NULL;
@@ -100,26 +95,39 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     uint32_t nt = 0;
     ta_mpr_init(&r, m->as.scheduled.temps.ptr, m->as.scheduled.temps.len);
     if (ta_mpr_array(&r, &nt) || nt > m->as.scheduled.temps.len) nt = 0;
-    /* Per temporary: its id, its last reader, and (in the pool) its size. */
-    uint64_t *temps = ta_calloc(nt + 1, sizeof *temps), *pool = ta_calloc(nt + 1, sizeof *pool),
-             *pool_bytes = ta_calloc(nt + 1, sizeof *pool_bytes);
-    int *last = ta_calloc(nt + 1, sizeof *last);
-    if (!temps || !pool || !pool_bytes || !last) {
-        ta_free(temps), ta_free(pool), ta_free(pool_bytes), ta_free(last), ta_free(ks);
-        return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    /* Per temporary: its id, its size, its last reader; the pool holds the
+     * ones whose last reader has run.  dead[] lists the temporaries by last
+     * reader (first_dead[q] .. first_dead[q + 1] die after kernel q). */
+    ta_map_t index = {0};
+    uint64_t *temps = ta_calloc(nt + 1, sizeof *temps), *tbytes = ta_calloc(nt + 1, sizeof *tbytes),
+             *pool = ta_calloc(nt + 1, sizeof *pool), *pool_bytes = ta_calloc(nt + 1, sizeof *pool_bytes);
+    int *last = ta_calloc(nt + 1, sizeof *last), *dead = ta_calloc(nt + 1, sizeof *dead),
+        *first_dead = ta_calloc((size_t)nk + 2, sizeof *first_dead);
+    int bad = !temps || !tbytes || !pool || !pool_bytes || !last || !dead || !first_dead;
+    for (uint32_t i = 0; i < nt && !bad; i++) {
+        if (ta_mpr_u64(&r, &temps[i])) {
+            nt = i;
+            break;
+        }
+        last[i] = -1;
+        bad = ta_map_put(&index, temps[i], i) != TACT_OK;
     }
-    for (uint32_t i = 0; i < nt; i++)
-        if (ta_mpr_u64(&r, &temps[i])) nt = i;
     /* Last use of each temporary: its last reader, or the kernel that made
      * it when nothing reads it (it is freed all the same). */
-    for (uint32_t t = 0; t < nt; t++) {
-        last[t] = -1;
-        for (int q = 0; q < nk; q++) {
-            if (ks[q].bufs[0] == temps[t] && last[t] < q) last[t] = q;
-            for (int b = 1; b < ks[q].nbufs; b++)
-                if (ks[q].bufs[b] == temps[t]) last[t] = q;
+    for (int q = 0; q < nk && !bad; q++)
+        for (int b = 0; b < ks[q].nbufs; b++) {
+            uint64_t t;
+            if (!ta_map_get(&index, ks[q].bufs[b], &t)) continue;
+            last[t] = q;
+            if (b == 0) tbytes[t] = ks[q].bytes[0];
         }
-    }
+    for (uint32_t t = 0; t < nt && !bad; t++)
+        if (last[t] >= 0) first_dead[last[t] + 1]++;
+    for (int q = 0; q < nk && !bad; q++) first_dead[q + 1] += first_dead[q];
+    for (uint32_t t = 0; t < nt && !bad; t++)
+        if (last[t] >= 0) dead[first_dead[last[t]]++] = (int)t;
+    for (int q = nk; q > 0 && !bad; q--) first_dead[q] = first_dead[q - 1];
+    if (!bad) first_dead[0] = 0;
     /* Walk the schedule: dead temporaries go to a pool that later outputs take from. */
     uint64_t live = 0, peak = 0, unplanned = 0;
     int npool = 0;
@@ -127,12 +135,12 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, (size_t)nk);
+    bad = bad || msgpack_pack_array(&pk, (size_t)nk);
     for (int q = 0; q < nk && !bad; q++) {
         s_kernel_t *k = &ks[q];
         uint64_t reuse = 0;
         unplanned += k->bytes[0];
-        if (s_in(temps, (int)nt, k->bufs[0])) {
+        if (ta_map_get(&index, k->bufs[0], NULL)) {
             int best = -1;
             for (int i = 0; i < npool; i++)
                 if (pool_bytes[i] >= k->bytes[0] && (best < 0 || pool_bytes[i] < pool_bytes[best])) best = i;
@@ -144,16 +152,11 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         }
         if (!reuse) live += k->bytes[0];
         if (live > peak) peak = live;
-        for (uint32_t t = 0; t < nt; t++)
-            if (last[t] == q) {
-                /* Its memory may hold a later output; the entry keeps its size. */
-                uint64_t bytes = 0;
-                for (int p = 0; p <= q; p++)
-                    if (ks[p].bufs[0] == temps[t]) bytes = ks[p].bytes[0];
-                if (bytes) {
-                    pool[npool] = temps[t];
-                    pool_bytes[npool++] = bytes;
-                }
+        /* Its memory may hold a later output; the entry keeps its size. */
+        for (int d = first_dead[q]; d < first_dead[q + 1]; d++)
+            if (tbytes[dead[d]]) {
+                pool[npool] = temps[dead[d]];
+                pool_bytes[npool++] = tbytes[dead[d]];
             }
         /* [index, [bufs], numel, [bytes], [writes], reuse, [frees]]: the last
          * step frees whatever is left in the pool. */
@@ -196,7 +199,8 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     }
     msgpack_sbuffer_destroy(&sb);
     ta_free(ks);
-    ta_free(temps), ta_free(pool), ta_free(pool_bytes), ta_free(last);
+    ta_map_fini(&index);
+    ta_free(temps), ta_free(tbytes), ta_free(pool), ta_free(pool_bytes), ta_free(last), ta_free(dead), ta_free(first_dead);
     return rc;
 }
 

@@ -5,6 +5,7 @@
 
 #include "ast.h"
 #include "dtype.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -18,8 +19,19 @@
  * CONTIGUOUS, and whatever fusion cannot absorb (DESIGN.md §4): a reduce
  * met inside another reduce or through a view that is not the identity, a
  * base read through an expanding view (realize before expand), a base with
- * an unsafe op read through a padding mask.  Each realize point is one
- * kernel: its tree of unrealized bases, movement composed into the loads.
+ * an unsafe op read through a padding mask, and a node where a kernel would
+ * outgrow its limits (nodes, buffers, views, depth): the kernel is split
+ * there.  Each realize point is one kernel: its tree of unrealized bases,
+ * movement composed into the loads.
+ *
+ * Realize points are found by a worklist: building a kernel either succeeds
+ * or names one new realize point; then that kernel, the new point's own
+ * kernel and every kernel that had computed the new point inline are built
+ * again.  Each node becomes a realize point at most once, so this ends.
+ *
+ * A subgraph structurally identical to an earlier one (same ops, dtypes,
+ * shapes, views, flags and wiring; other ids) reuses its schedule from a
+ * small cache, so the steady-state step of a loop is not scheduled again.
  */
 
 typedef struct {
@@ -33,31 +45,101 @@ typedef struct {
     int64_t args[2 * TA_MAX_DIMS];
     int base; /* index; views only */
     int is_view;
-    ta_vstack_t st;
+    ta_vstack_t *st; /* views only */
     int has_buffer, keep, writes;
     uint64_t buf; /* the buffer holding its data (an assign's is its target's) */
     int rp;       /* realize point */
+    int queued;   /* in the worklist */
+    uint32_t gen; /* builds of the kernel rooted here */
+    int uses;     /* head of the list of kernels that computed it inline, -1 */
 } s_node_t;
+
+/* Kernel `kernel` computed a node inline in its build number gen. */
+typedef struct {
+    int kernel, next;
+    uint32_t gen;
+} s_use_t;
 
 typedef struct {
     s_node_t *nodes;
     int n;
+    ta_map_t index; /* node id -> index */
+    ta_map_t bufmap; /* buffer id -> canonical number (order of first use) */
+    uint64_t *bufs;  /* canonical number -> buffer id */
+    size_t nbufs, bufs_cap;
+    msgpack_sbuffer key; /* the canonical form: the schedule cache's key */
     ta_error_t err;
-    int restart; /* a new realize point was found: build again */
+    int forced; /* the node the failed build made a realize point, or -1 */
+    s_use_t *uses;
+    size_t nuses, uses_cap;
+    int *work;
+    size_t nwork, work_cap, head;
 } s_graph_t;
+
+/* A schedule in canonical form: nodes by index, buffers by canonical
+ * number, ASTs without their fused ids.  What the cache keeps, and what
+ * every schedule is sent from. */
+typedef struct {
+    int nk;
+    struct s_kres {
+        size_t ast_off, ast_len; /* in bytes */
+        size_t off;              /* in ints: nfused fused nodes, nbufs buffers, nbufs writes flags */
+        int nfused, nbufs;
+    } *ks;
+    msgpack_sbuffer bytes;
+    int *ints;
+    size_t nints, ints_cap;
+    size_t keep_off, temp_off; /* in ints: node indices */
+    int nkeep, ntemp;
+} s_result_t;
+
+enum { S_CACHE_ENTRIES = 16 };
+
+typedef struct {
+    uint64_t hash;
+    char *key;
+    size_t key_len;
+    s_result_t res;
+} s_cached_t;
 
 typedef struct {
     ta_pipeline_t *w;
+    s_cached_t cache[S_CACHE_ENTRIES];
+    int ncached, evict; /* entries used; the next to replace (oldest first) */
 } s_state_t;
 
 /* ------------------------------------------------------------- decoding */
 
 static int s_find(const s_graph_t *g, uint64_t id) {
-    for (int i = g->n - 1; i >= 0; i--)
-        if (g->nodes[i].id == id) return i;
-    return -1;
+    uint64_t i;
+    return ta_map_get(&g->index, id, &i) ? (int)i : -1;
 }
 
+static int s_key_u64(s_graph_t *g, uint64_t v) { return msgpack_sbuffer_write(&g->key, (const char *)&v, sizeof v); }
+
+/* The canonical number of buffer id, given on first use. */
+static int s_canon_buf(s_graph_t *g, uint64_t id, uint64_t *out) {
+    if (ta_map_get(&g->bufmap, id, out)) return 0;
+    *out = g->nbufs;
+    if (ta_grow((void **)&g->bufs, &g->bufs_cap, g->nbufs + 1, sizeof *g->bufs) != TACT_OK || ta_map_put(&g->bufmap, id, *out) != TACT_OK)
+        return -1;
+    g->bufs[g->nbufs++] = id;
+    return 0;
+}
+
+static void s_graph_fini(s_graph_t *g) {
+    for (int i = 0; i < g->n; i++) ta_free(g->nodes[i].st);
+    ta_free(g->nodes);
+    ta_map_fini(&g->index);
+    ta_map_fini(&g->bufmap);
+    ta_free(g->bufs);
+    msgpack_sbuffer_destroy(&g->key);
+    ta_free(g->uses);
+    ta_free(g->work);
+}
+
+/* Decodes the node list, and writes its canonical form (ids replaced by
+ * positions) into g->key as it goes. */
 static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     ta_mpr_t r;
     uint32_t n, m, k;
@@ -65,14 +147,16 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     if (ta_mpr_array(&r, &n) || n > nodes.len) return ta_error_set(err, TACT_EPROTO, "schedule: malformed node list");
     g->nodes = ta_calloc(n ? n : 1, sizeof *g->nodes);
     if (!g->nodes) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-    for (uint32_t i = 0; i < n; i++) {
+    int bad = s_key_u64(g, n);
+    for (uint32_t i = 0; i < n && !bad; i++) {
         s_node_t *d = &g->nodes[i];
-        uint64_t op, dtype, src, base, flags;
+        uint64_t op, dtype, src, base, flags, canon;
+        d->uses = -1;
 #define S_NEED(c)                                                                                                  \
     do {                                                                                                           \
         if (!(c)) return ta_error_set(err, TACT_EPROTO, "schedule: byte %zu: malformed node %u", ta_mpr_offset(&r), i); \
     } while (0)
-        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 10 && ta_mpr_u64(&r, &d->id) == 0);
+        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 10 && ta_mpr_u64(&r, &d->id) == 0 && s_find(g, d->id) < 0);
         S_NEED(ta_mpr_u64(&r, &op) == 0 && op < TA_OP__COUNT && ta_mpr_u64(&r, &dtype) == 0 && ta_dtype_valid((int)dtype));
         d->op = (ta_op_t)op;
         d->dtype = (tact_dtype)dtype;
@@ -90,24 +174,37 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
         d->nargs = (int)k;
         for (uint32_t j = 0; j < k; j++) S_NEED(ta_mpr_i64(&r, &d->args[j]) == 0);
         S_NEED(ta_mpr_u64(&r, &base) == 0);
+        const uint8_t *view_at = r.p;
         if (ta_mpr_nil(&r)) {
             d->is_view = 0;
             d->base = (int)i;
         } else {
-            S_NEED(ta_vstack_unpack(&d->st, &r) == 0);
+            if (!(d->st = ta_malloc(sizeof *d->st))) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
+            S_NEED(ta_vstack_unpack(d->st, &r) == 0);
             d->is_view = 1;
             d->base = s_find(g, base);
             S_NEED(d->base >= 0 && !g->nodes[d->base].is_view);
         }
+        size_t view_len = (size_t)(r.p - view_at);
         S_NEED(ta_mpr_u64(&r, &flags) == 0);
         d->has_buffer = flags & 1;
         d->keep = flags >> 1 & 1;
         d->writes = flags >> 2 & 1;
         S_NEED(ta_mpr_u64(&r, &d->buf) == 0);
 #undef S_NEED
+        if (ta_map_put(&g->index, d->id, i) != TACT_OK || s_canon_buf(g, d->buf, &canon) != 0)
+            return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
         g->n = (int)i + 1;
+        bad = s_key_u64(g, op) || s_key_u64(g, dtype) || s_key_u64(g, (uint64_t)d->shape.ndim) ||
+              msgpack_sbuffer_write(&g->key, (const char *)d->shape.d, sizeof(int64_t) * (size_t)d->shape.ndim) ||
+              s_key_u64(g, (uint64_t)d->nsrc);
+        for (int j = 0; !bad && j < d->nsrc; j++) bad = s_key_u64(g, (uint64_t)d->src[j]);
+        bad = bad || s_key_u64(g, (uint64_t)d->nargs) ||
+              msgpack_sbuffer_write(&g->key, (const char *)d->args, sizeof(int64_t) * (size_t)d->nargs) ||
+              s_key_u64(g, (uint64_t)d->base) || s_key_u64(g, flags & 7) || s_key_u64(g, canon) || s_key_u64(g, view_len) ||
+              msgpack_sbuffer_write(&g->key, (const char *)view_at, view_len);
     }
-    return TACT_OK;
+    return bad ? ta_error_set(err, TACT_ENOMEM, "schedule: out of memory") : TACT_OK;
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -136,9 +233,13 @@ static int s_masked(const ta_vstack_t *st) {
     return 0;
 }
 
-/* Long chains are cut into kernels of bounded depth: the walk recurses, and
- * a kernel past a few hundred fused ops gains nothing. */
+/* The walk recurses once per fused node, so a kernel's depth is bounded:
+ * longer chains are cut into several kernels (past a few hundred fused ops
+ * a kernel gains nothing). */
 enum { S_MAX_DEPTH = 96 };
+
+/* What a kernel can run out of; each is split off when it does. */
+enum { S_RES_NODES, S_RES_BUFS, S_RES_VIEWS, S_NRES };
 
 typedef struct {
     s_graph_t *g;
@@ -152,30 +253,69 @@ typedef struct {
     /* ALU nodes already emitted, by node and the view they were read through
      * (a node shared by two consumers is computed once per kernel). */
     int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], alu_pre[TA_AST_MAX_NODES], nalu;
-    int depth;                /* of s_emit's recursion */
-    int path[S_MAX_DEPTH + 2]; /* the nodes being emitted, outermost first */
+    int inline_node[TA_AST_MAX_NODES], ninline; /* nodes computed inline (ALU and the reduce), root excluded */
+    int fused_node[TA_AST_MAX_NODES];            /* node indices of ast->fused */
+    int depth;                                   /* of s_emit's recursion */
+    int path[S_MAX_DEPTH + 2];                   /* the nodes being emitted, outermost first */
+    int entry[S_MAX_DEPTH + 2][S_NRES];          /* what the kernel used when each was entered */
+    /* Per path node and resource: its finished source subtree that used the
+     * most, a split candidate that is known to fit in a kernel. */
+    int child[S_MAX_DEPTH + 2][S_NRES], child_used[S_MAX_DEPTH + 2][S_NRES];
     ta_vstack_t *alu_st; /* TA_AST_MAX_NODES entries */
 } s_kernel_t;
 
-/* Makes node a realize point and asks for the kernels to be built again.
- * A node that already is one (or a view, which cannot be) would only loop:
- * that is an error instead. */
+static int s_forcible(const s_node_t *n) {
+    return !n->is_view && !n->has_buffer && !n->rp && n->op != TA_OP_CONST && n->op != TA_OP_EMPTY;
+}
+
+/* Makes node a realize point: the build fails, and the worklist builds
+ * again.  A node that cannot be one would only loop: that is an error. */
 static int s_force(s_kernel_t *k, int node) {
     s_node_t *n = &k->g->nodes[node];
-    if (n->rp || n->is_view || n->has_buffer) {
+    if (!s_forcible(n)) {
         ta_error_set(&k->g->err, TACT_EINVAL, "cannot split the kernel at node %llu", (unsigned long long)n->id);
         return -1;
     }
     n->rp = 1;
-    k->g->restart = 1;
+    k->g->forced = node;
     return -1;
+}
+
+static int s_used(const s_kernel_t *k, int res) {
+    return res == S_RES_NODES ? k->ast->nnodes : res == S_RES_BUFS ? k->ast->nbufs : k->ast->nviews;
+}
+
+/* The kernel ran out of res.  The best split is a finished source subtree
+ * that used at least half the limit (the deepest such): it fit in this
+ * kernel, so it fits in one of its own.  Failing that, the deepest node on
+ * the walk's path that used half the limit below it, else the outermost
+ * one, becomes a realize point. */
+static int s_split(s_kernel_t *k, int res) {
+    static const int limits[S_NRES] = {TA_AST_MAX_NODES, TA_AST_MAX_BUFS, TA_AST_MAX_VIEWS};
+    static const char *what[S_NRES] = {"nodes", "buffers", "views"};
+    int cur = s_used(k, res), half = limits[res] / 2;
+    for (int d = k->depth - 1; d >= 0; d--)
+        if (k->child[d][res] >= 0 && k->child_used[d][res] >= half) return s_force(k, k->child[d][res]);
+    int pick = -1, first = -1;
+    for (int d = 1; d < k->depth; d++) {
+        if (!s_forcible(&k->g->nodes[k->path[d]])) continue;
+        if (first < 0) first = d;
+        if (cur - k->entry[d][res] >= half) pick = d;
+    }
+    if (pick < 0) pick = first;
+    if (pick < 0) {
+        ta_error_set(&k->g->err, TACT_EINVAL, "kernel at node %llu needs more than %d %s and cannot be split",
+                     (unsigned long long)k->g->nodes[k->root].id, limits[res], what[res]);
+        return -1;
+    }
+    return s_force(k, k->path[pick]);
 }
 
 static int s_buf(s_kernel_t *k, int node) {
     s_node_t *n = &k->g->nodes[node];
     for (int b = 0; b < k->ast->nbufs; b++)
         if (k->bufs[b] == n->buf) return b;
-    if (k->ast->nbufs >= TA_AST_MAX_BUFS) return -1;
+    if (k->ast->nbufs >= TA_AST_MAX_BUFS) return s_split(k, S_RES_BUFS);
     int b = k->ast->nbufs++;
     k->bufs[b] = n->buf;
     k->buf_writes[b] = n->writes;
@@ -184,27 +324,46 @@ static int s_buf(s_kernel_t *k, int node) {
     return b;
 }
 
+/* A view's index in the AST; one slot stays free for the STORE's. */
+static int s_view(s_kernel_t *k, const ta_vstack_t *st) {
+    for (int v = 0; v < k->ast->nviews; v++)
+        if (ta_vstack_equal(&k->ast->views[v], st)) return v;
+    if (k->ast->nviews >= TA_AST_MAX_VIEWS - 1) return s_split(k, S_RES_VIEWS);
+    return ta_ast_view(k->ast, st);
+}
+
+/* Appends an AST node; one slot stays free for the STORE. */
 static int s_add(s_kernel_t *k, ta_ast_node_t node) {
-    int i = ta_ast_add(k->ast, node);
-    if (i < 0) ta_error_set(&k->g->err, TACT_EINVAL, "kernel too large (more than %d nodes)", TA_AST_MAX_NODES);
-    return i;
+    if (node.op != TA_OP_STORE && k->ast->nnodes >= TA_AST_MAX_NODES - 1) return s_split(k, S_RES_NODES);
+    return ta_ast_add(k->ast, node);
 }
 
 /*
  * Emits node i read through st (from the kernel's current index space to
  * node i's shape); pre is set inside the reduce.  Returns the AST index, or
- * -1 (with g->restart set when a new realize point was found).
+ * -1 (with g->forced set when a new realize point was found).
  */
 static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre);
 
-
 static int s_emit(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     s_node_t *n = &k->g->nodes[i];
-    if (k->depth >= S_MAX_DEPTH && !n->is_view && !n->has_buffer && !n->rp && n->op != TA_OP_CONST && n->op != TA_OP_EMPTY)
-        return s_force(k, i);
+    if (k->depth >= S_MAX_DEPTH && s_forcible(n)) return s_force(k, i);
+    int d = k->depth;
+    for (int res = 0; res < S_NRES; res++) {
+        k->entry[d][res] = s_used(k, res);
+        k->child[d][res] = -1;
+    }
     k->path[k->depth++] = i;
     int r = s_emit_at(k, i, st, pre);
     k->depth--;
+    if (r >= 0 && d > 0 && s_forcible(n))
+        for (int res = 0; res < S_NRES; res++) {
+            int used = s_used(k, res) - k->entry[d][res];
+            if (k->child[d - 1][res] < 0 || used > k->child_used[d - 1][res]) {
+                k->child[d - 1][res] = i;
+                k->child_used[d - 1][res] = used;
+            }
+        }
     return r;
 }
 
@@ -213,12 +372,13 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     s_node_t *n = &g->nodes[i];
     if (n->is_view) {
         ta_vstack_t c;
-        if (s_compose(&n->st, st, &c) != 0) {
+        if (s_compose(n->st, st, &c) != 0) {
             /* Too deep to read through: the consumer that reads this view
              * becomes a realize point, and is then read through a fresh view. */
-            for (int d = k->depth - 2; d >= 0; d--)
-                if (!k->g->nodes[k->path[d]].is_view) return s_force(k, k->path[d]);
-            return ta_error_set(&g->err, TACT_EINVAL, "view stack too deep"), -1;
+            for (int d = k->depth - 2; d >= 1; d--)
+                if (!g->nodes[k->path[d]].is_view) return s_force(k, k->path[d]);
+            return ta_error_set(&g->err, TACT_EINVAL, "kernel at node %llu reads a view stack too deep to compose",
+                                (unsigned long long)g->nodes[k->root].id), -1;
         }
         return s_emit(k, n->base, &c, pre);
     }
@@ -227,8 +387,10 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     if (!load && n->op != TA_OP_CONST && space > ta_shape_numel(&n->shape) && i != k->root)
         return s_force(k, i); /* realize before expand */
     if (load || n->op == TA_OP_CONST) {
-        int v = n->op == TA_OP_CONST && !load && !s_masked(st) ? -1 : ta_ast_view(k->ast, st);
-        if (v < 0 && !(n->op == TA_OP_CONST && !load)) return ta_error_set(&g->err, TACT_EINVAL, "kernel has too many views"), -1;
+        int v = -1;
+        if (load || s_masked(st)) {
+            if ((v = s_view(k, st)) < 0) return -1;
+        }
         for (int m = 0; m < k->nmemo; m++)
             if (k->memo_node[m] == i && k->memo_view[m] == v && k->memo_pre[m] == pre) return k->memo_ast[m];
         ta_ast_node_t a;
@@ -238,7 +400,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (load) {
             a.op = TA_OP_LOAD;
             int b = s_buf(k, i);
-            if (b < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel reads too many buffers"), -1;
+            if (b < 0) return -1;
             a.buf = (int16_t)b;
         } else {
             a.op = TA_OP_CONST;
@@ -265,7 +427,9 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         int s0 = s_emit(k, n->src[0], &full, 1);
         if (s0 < 0) return -1;
         ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}};
-        return s_add(k, a);
+        int idx = s_add(k, a);
+        if (idx >= 0 && i != k->root) k->inline_node[k->ninline++] = i;
+        return idx;
     }
     if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS && n->op != TA_OP_ASSIGN)
         return ta_error_set(&g->err, TACT_EINVAL, "cannot schedule %s", ta_op_name(n->op)), -1;
@@ -288,29 +452,26 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (si < 0) return -1;
         a.src[s] = (int16_t)si;
     }
-    if (i != k->root && k->ast->nfused < TA_AST_MAX_NODES) k->ast->fused[k->ast->nfused++] = n->id;
     int idx = s_add(k, a);
-    if (idx >= 0 && k->nalu < TA_AST_MAX_NODES) {
-        k->alu_node[k->nalu] = i;
-        k->alu_pre[k->nalu] = pre;
-        k->alu_st[k->nalu] = *st;
-        k->alu_ast[k->nalu++] = idx;
+    if (idx < 0) return -1;
+    if (i != k->root) {
+        k->inline_node[k->ninline++] = i;
+        k->fused_node[k->ast->nfused] = i;
+        k->ast->fused[k->ast->nfused++] = n->id;
     }
+    k->alu_node[k->nalu] = i;
+    k->alu_pre[k->nalu] = pre;
+    k->alu_st[k->nalu] = *st;
+    k->alu_ast[k->nalu++] = idx;
     return idx;
 }
 
-/* True if the kernel just built loaded node i. */
-static int s_reads(const s_kernel_t *k, int i) {
-    for (int m = 0; m < k->nmemo; m++)
-        if (k->memo_node[m] == i) return 1;
-    return 0;
-}
-
-/* Builds the kernel computing realize point root into ast. */
+/* Builds the kernel computing realize point root into ast.  Returns 0, or
+ * -1 with g->forced (a new realize point: build again) or g->err set. */
 static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     s_node_t *n = &g->nodes[root];
     ta_vstack_t *alu_st = k->alu_st;
-    memset(k, 0, sizeof *k);
+    memset(k, 0, offsetof(s_kernel_t, entry));
     k->alu_st = alu_st;
     k->g = g;
     k->ast = ast;
@@ -345,9 +506,285 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     int v = ta_ast_view(ast, &out);
     if (v < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel has too many views"), -1;
     ta_ast_node_t st = {TA_OP_STORE, n->dtype, 1, {(int16_t)val, 0, 0}, 0, (int16_t)v, {0}};
-    if (s_add(k, st) < 0) return -1;
-    if (ast->nfused < TA_AST_MAX_NODES) ast->fused[ast->nfused++] = n->id;
+    if (s_add(k, st) < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel too large"), -1;
+    k->fused_node[ast->nfused] = root;
+    ast->fused[ast->nfused++] = n->id;
     return ta_ast_check(ast, &g->err) == TACT_OK ? 0 : -1;
+}
+
+/* ------------------------------------------------------- the worklist */
+
+static int s_push(s_graph_t *g, int i) {
+    if (g->nodes[i].queued) return TACT_OK;
+    if (ta_grow((void **)&g->work, &g->work_cap, g->nwork + 1, sizeof *g->work) != TACT_OK) return TACT_ENOMEM;
+    g->nodes[i].queued = 1;
+    g->work[g->nwork++] = i;
+    return TACT_OK;
+}
+
+/* A realize point that gets a kernel (EMPTY is filled by the executor). */
+static int s_is_kernel(const s_node_t *n) { return n->rp && !n->has_buffer && !n->is_view && n->op != TA_OP_EMPTY; }
+
+/* Finds every realize point: builds kernels until every one of them builds
+ * with the realize points as they are at the end. */
+static int s_fixpoint(s_graph_t *g, ta_ast_t *ast, s_kernel_t *k) {
+    for (int i = 0; i < g->n; i++)
+        if (s_is_kernel(&g->nodes[i]) && s_push(g, i) != TACT_OK) return ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+    while (g->head < g->nwork) {
+        int root = g->work[g->head++];
+        s_node_t *n = &g->nodes[root];
+        n->queued = 0;
+        g->forced = -1;
+        if (s_build(g, root, ast, k) == 0) {
+            n->gen++;
+            for (int j = 0; j < k->ninline; j++) {
+                if (ta_grow((void **)&g->uses, &g->uses_cap, g->nuses + 1, sizeof *g->uses) != TACT_OK)
+                    return ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+                s_node_t *x = &g->nodes[k->inline_node[j]];
+                g->uses[g->nuses] = (s_use_t){root, x->uses, n->gen};
+                x->uses = (int)g->nuses++;
+            }
+            continue;
+        }
+        if (g->forced < 0) return g->err.code ? g->err.code : TACT_EINVAL;
+        /* The new realize point, this kernel, and the kernels whose latest
+         * build computed the new point inline are built (again). */
+        int rc = s_push(g, g->forced);
+        if (rc == TACT_OK) rc = s_push(g, root);
+        for (int u = g->nodes[g->forced].uses; rc == TACT_OK && u >= 0; u = g->uses[u].next)
+            if (g->uses[u].gen == g->nodes[g->uses[u].kernel].gen) rc = s_push(g, g->uses[u].kernel);
+        if (rc != TACT_OK) return ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+        if (g->head > 4096 && g->head * 2 > g->nwork) { /* keep the list short */
+            memmove(g->work, g->work + g->head, sizeof *g->work * (g->nwork - g->head));
+            g->nwork -= g->head;
+            g->head = 0;
+        }
+    }
+    return TACT_OK;
+}
+
+/* ----------------------------------------------------------- results */
+
+static void s_result_fini(s_result_t *res) {
+    ta_free(res->ks);
+    msgpack_sbuffer_destroy(&res->bytes);
+    ta_free(res->ints);
+    memset(res, 0, sizeof *res);
+}
+
+static int s_int(s_result_t *res, int v) {
+    if (ta_grow((void **)&res->ints, &res->ints_cap, res->nints + 1, sizeof *res->ints) != TACT_OK) return -1;
+    res->ints[res->nints++] = v;
+    return 0;
+}
+
+/* Appends the kernel just built to res in canonical form. */
+static int s_result_add(s_result_t *res, const s_graph_t *g, s_kernel_t *k) {
+    struct s_kres *kr = &res->ks[res->nk++];
+    ta_ast_t *ast = k->ast;
+    int nfused = ast->nfused;
+    /* The AST without its fused ids, which alone name graph nodes. */
+    ast->nfused = 0;
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &res->bytes, msgpack_sbuffer_write);
+    kr->ast_off = res->bytes.size;
+    int bad = ta_ast_pack(ast, &pk);
+    ast->nfused = nfused;
+    if (bad) return -1;
+    kr->ast_len = res->bytes.size - kr->ast_off - 1; /* less the empty fused array */
+    kr->off = res->nints;
+    kr->nfused = nfused;
+    kr->nbufs = ast->nbufs;
+    for (int i = 0; i < nfused; i++)
+        if (s_int(res, k->fused_node[i])) return -1;
+    for (int b = 0; b < ast->nbufs; b++) {
+        uint64_t c;
+        if (!ta_map_get(&g->bufmap, k->bufs[b], &c) || s_int(res, (int)c)) return -1;
+    }
+    for (int b = 0; b < ast->nbufs; b++)
+        if (s_int(res, k->buf_writes[b])) return -1;
+    return 0;
+}
+
+/* True if the loads of kernel q (loads[lo[q]..lo[q+1])) include node i. */
+static int s_reads(const int *loads, const size_t *lo, int q, int i) {
+    for (size_t m = lo[q]; m < lo[q + 1]; m++)
+        if (loads[m] == i) return 1;
+    return 0;
+}
+
+/*
+ * Builds every kernel in node order into res, then orders the assigns: an
+ * assign overwrites its target's buffer, so every kernel that reads the
+ * target's old contents goes first (DESIGN.md trap 6), and assigns to one
+ * buffer keep their order.  Each move is forward, so a bound on the moves
+ * catches a cycle (two assigns each reading the other's old value).
+ */
+static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kernel_t *k, int debug) {
+    int rc = s_fixpoint(g, ast, k);
+    if (rc != TACT_OK) return rc;
+    int nk = 0;
+    for (int i = 0; i < g->n; i++) nk += s_is_kernel(&g->nodes[i]);
+    int *roots = ta_malloc(sizeof *roots * (size_t)(nk + 1));
+    size_t *lo = ta_malloc(sizeof *lo * (size_t)(nk + 1)), nloads = 0, loads_cap = 0;
+    int *loads = NULL;
+    struct s_kres *built = ta_calloc((size_t)nk + 1, sizeof *built);
+    res->ks = ta_calloc((size_t)nk + 1, sizeof *res->ks);
+    if (!roots || !lo || !built || !res->ks) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+    s_result_t tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.ks = built;
+    msgpack_sbuffer_init(&tmp.bytes);
+    for (int i = 0, q = 0; rc == TACT_OK && i < g->n; i++) {
+        if (!s_is_kernel(&g->nodes[i])) continue;
+        g->forced = -1;
+        if (s_build(g, i, ast, k) != 0) {
+            rc = ta_error_set(&g->err, TACT_EINVAL, "scheduler: kernel at node %llu changed after the fixpoint",
+                              (unsigned long long)g->nodes[i].id);
+            break;
+        }
+        if (debug >= 3) {
+            char name[64];
+            ta_ast_name(ast, name, sizeof name);
+            fprintf(stderr, "tact: kernel %d %s: %d nodes, %d buffers, reduce mask %#x\n", q, name, ast->nnodes, ast->nbufs,
+                    ast->reduce_mask);
+            for (int a = 0; a < ast->nnodes; a++)
+                fprintf(stderr, "  %3d %-8s %-8s src %d %d %d buf %d view %d\n", a, ta_op_name(ast->nodes[a].op),
+                        ta_dtype_name(ast->nodes[a].dtype), ast->nodes[a].src[0], ast->nodes[a].src[1], ast->nodes[a].src[2],
+                        ast->nodes[a].buf, ast->nodes[a].view);
+        }
+        roots[q] = i;
+        lo[q] = nloads;
+        if (s_result_add(&tmp, g, k) != 0 ||
+            ta_grow((void **)&loads, &loads_cap, nloads + (size_t)k->nmemo + 1, sizeof *loads) != TACT_OK)
+            rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+        for (int m = 0; rc == TACT_OK && m < k->nmemo; m++) loads[nloads++] = k->memo_node[m];
+        lo[++q] = nloads;
+    }
+    /* order[p]: the kernel (index into tmp) that runs p-th. */
+    int *order = rc == TACT_OK ? ta_malloc(sizeof *order * (size_t)(nk + 1)) : NULL;
+    if (rc == TACT_OK && !order) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+    for (int q = 0; rc == TACT_OK && q < nk; q++) order[q] = q;
+    long moves = 0;
+    for (int p = 0; rc == TACT_OK && p < nk; p++) {
+        const s_node_t *a = &g->nodes[roots[order[p]]];
+        if (a->op != TA_OP_ASSIGN) continue;
+        int last = -1;
+        for (int q = p + 1; q < nk; q++) {
+            const s_node_t *b = &g->nodes[roots[order[q]]];
+            if (b->op == TA_OP_ASSIGN && b->buf == a->buf) break; /* a later write: a stays before it */
+            if (s_reads(loads, lo, order[q], a->src[0])) last = q;
+        }
+        if (last < 0) continue;
+        /* Kernels it would jump over must not read its new contents. */
+        for (int q = p + 1; q <= last && rc == TACT_OK; q++)
+            if (s_reads(loads, lo, order[q], roots[order[p]]))
+                rc = ta_error_set(&g->err, TACT_EINVAL, "one realize reads both the old and the new contents of an assign's target; realize them separately");
+        if (rc != TACT_OK) break;
+        if (++moves > (long)nk * nk) {
+            rc = ta_error_set(&g->err, TACT_EINVAL, "assigns read each other's old contents in a cycle; realize one of the values first");
+            break;
+        }
+        int moved = order[p];
+        memmove(&order[p], &order[p + 1], sizeof *order * (size_t)(last - p));
+        order[last] = moved;
+        p--; /* the kernel now at p has not been looked at */
+    }
+    /* The result in run order; buffers that outlive this realize, and
+     * temporaries the planner may free. */
+    if (rc == TACT_OK) {
+        res->ints = tmp.ints;
+        res->nints = tmp.nints;
+        res->ints_cap = tmp.ints_cap;
+        tmp.ints = NULL;
+        res->bytes = tmp.bytes;
+        msgpack_sbuffer_init(&tmp.bytes);
+        for (int p = 0; p < nk; p++) res->ks[p] = built[order[p]];
+        res->nk = nk;
+        res->keep_off = res->nints;
+        for (int pass = 0; pass < 2 && rc == TACT_OK; pass++) {
+            if (pass) res->temp_off = res->nints;
+            for (int i = 0; i < g->n && rc == TACT_OK; i++) {
+                s_node_t *n = &g->nodes[i];
+                if (n->is_view || n->has_buffer || !(n->rp || n->op == TA_OP_EMPTY) || n->keep == pass) continue;
+                if (s_int(res, i)) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
+            }
+            *(pass ? &res->ntemp : &res->nkeep) = (int)(res->nints - (pass ? res->temp_off : res->keep_off));
+        }
+    }
+    msgpack_sbuffer_destroy(&tmp.bytes);
+    ta_free(tmp.ints);
+    ta_free(built);
+    ta_free(order);
+    ta_free(roots);
+    ta_free(lo);
+    ta_free(loads);
+    return rc;
+}
+
+/* Packs the KERNELS list [[ast, [buffer ids], [writes flags]], ...] and the
+ * SCHEDULED id lists of res for graph g. */
+static int s_pack(const s_result_t *res, const s_graph_t *g, msgpack_sbuffer *kb, msgpack_sbuffer *ids, msgpack_sbuffer *temps) {
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, kb, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, (size_t)res->nk);
+    for (int q = 0; !bad && q < res->nk; q++) {
+        const struct s_kres *kr = &res->ks[q];
+        const int *v = res->ints + kr->off;
+        bad = msgpack_pack_array(&pk, 3) || msgpack_sbuffer_write(kb, res->bytes.data + kr->ast_off, kr->ast_len) ||
+              msgpack_pack_array(&pk, (size_t)kr->nfused);
+        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->nodes[v[i]].id);
+        v += kr->nfused;
+        bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
+        for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint64(&pk, g->bufs[v[b]]);
+        v += kr->nbufs;
+        bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
+        for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint8(&pk, (uint8_t)v[b]);
+    }
+    msgpack_packer_init(&pk, ids, msgpack_sbuffer_write);
+    bad = bad || msgpack_pack_array(&pk, (size_t)res->nkeep);
+    for (int i = 0; !bad && i < res->nkeep; i++) bad = msgpack_pack_uint64(&pk, g->nodes[res->ints[res->keep_off + (size_t)i]].id);
+    msgpack_packer_init(&pk, temps, msgpack_sbuffer_write);
+    bad = bad || msgpack_pack_array(&pk, (size_t)res->ntemp);
+    for (int i = 0; !bad && i < res->ntemp; i++) bad = msgpack_pack_uint64(&pk, g->nodes[res->ints[res->temp_off + (size_t)i]].id);
+    return bad ? -1 : 0;
+}
+
+/* ------------------------------------------------------ the schedule cache */
+
+static uint64_t s_hash(const char *p, size_t n) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static const s_result_t *s_cache_find(const s_state_t *s, const s_graph_t *g, uint64_t hash) {
+    for (int i = 0; i < s->ncached; i++) {
+        const s_cached_t *c = &s->cache[i];
+        if (c->hash == hash && c->key_len == g->key.size && memcmp(c->key, g->key.data, c->key_len) == 0) return &c->res;
+    }
+    return NULL;
+}
+
+/* Keeps res (taking it over) under g's key, replacing the oldest entry
+ * when full.  On allocation failure nothing is kept and res is freed. */
+static void s_cache_put(s_state_t *s, const s_graph_t *g, uint64_t hash, s_result_t *res) {
+    char *key = ta_malloc(g->key.size ? g->key.size : 1);
+    if (!key) {
+        s_result_fini(res);
+        return;
+    }
+    memcpy(key, g->key.data, g->key.size);
+    int slot = s->ncached < S_CACHE_ENTRIES ? s->ncached++ : s->evict;
+    if (slot == s->evict && s->ncached == S_CACHE_ENTRIES) s->evict = (s->evict + 1) % S_CACHE_ENTRIES;
+    s_cached_t *c = &s->cache[slot];
+    ta_free(c->key);
+    s_result_fini(&c->res);
+    c->hash = hash;
+    c->key = key;
+    c->key_len = g->key.size;
+    c->res = *res;
+    memset(res, 0, sizeof *res);
 }
 
 /* ------------------------------------------------------------- the actor */
@@ -360,129 +797,68 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     return TACT_OK;
 }
 
-static void s_fini(ta_actor_t *self) { ta_free(ta_actor_state(self)); }
+static void s_fini(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    for (int i = 0; i < s->ncached; i++) {
+        ta_free(s->cache[i].key);
+        s_result_fini(&s->cache[i].res);
+    }
+    ta_free(s);
+}
+
+/* Reads the targets: each one's base becomes a realize point (unless it has
+ * a buffer) and is kept; their positions go into the cache key. */
+static int s_targets(s_graph_t *g, ta_bytes_t targets) {
+    ta_mpr_t r;
+    uint32_t nt;
+    uint64_t id;
+    ta_mpr_init(&r, targets.ptr, targets.len);
+    if (ta_mpr_array(&r, &nt)) return ta_error_set(&g->err, TACT_EPROTO, "schedule: malformed targets");
+    int bad = s_key_u64(g, nt);
+    for (uint32_t i = 0; i < nt && !bad; i++) {
+        int t;
+        if (ta_mpr_u64(&r, &id) || (t = s_find(g, id)) < 0) return ta_error_set(&g->err, TACT_EPROTO, "schedule: unknown target");
+        s_node_t *b = &g->nodes[g->nodes[t].base];
+        if (!b->has_buffer) b->rp = 1;
+        b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
+        bad = s_key_u64(g, (uint64_t)t);
+    }
+    for (int i = 0; i < g->n; i++) {
+        s_node_t *n = &g->nodes[i];
+        if (!n->is_view && !n->has_buffer && (n->op == TA_OP_CONTIGUOUS || n->op == TA_OP_ASSIGN)) n->rp = 1;
+    }
+    return bad ? ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory") : TACT_OK;
+}
 
 static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s_graph_t g;
     memset(&g, 0, sizeof g);
+    msgpack_sbuffer_init(&g.key);
+    s_result_t fresh;
+    memset(&fresh, 0, sizeof fresh);
+    msgpack_sbuffer_init(&fresh.bytes);
     int rc = s_decode(&g, m->as.schedule.nodes, &g.err);
-    ta_mpr_t r;
-    uint32_t nt;
-    uint64_t id;
-    ta_mpr_init(&r, m->as.schedule.targets.ptr, m->as.schedule.targets.len);
-    if (rc == TACT_OK && ta_mpr_array(&r, &nt)) rc = ta_error_set(&g.err, TACT_EPROTO, "schedule: malformed targets");
-    for (uint32_t i = 0; rc == TACT_OK && i < nt; i++) {
-        int t;
-        if (ta_mpr_u64(&r, &id) || (t = s_find(&g, id)) < 0) {
-            rc = ta_error_set(&g.err, TACT_EPROTO, "schedule: unknown target");
-            break;
-        }
-        s_node_t *b = &g.nodes[g.nodes[t].base];
-        if (!b->has_buffer) b->rp = 1;
-        b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
+    if (rc == TACT_OK) rc = s_targets(&g, m->as.schedule.targets);
+    uint64_t hash = s_hash(g.key.data, g.key.size);
+    const s_result_t *res = rc == TACT_OK && s->w->schedule_cache ? s_cache_find(s, &g, hash) : NULL;
+    if (res) {
+        ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
+    } else if (rc == TACT_OK) {
+        ta_ast_t *ast = ta_malloc(sizeof *ast);
+        s_kernel_t *k = ta_calloc(1, sizeof *k);
+        if (k) k->alu_st = ta_malloc(sizeof *k->alu_st * TA_AST_MAX_NODES);
+        rc = ast && k && k->alu_st ? s_schedule_graph(&g, &fresh, ast, k, s->w->debug)
+                                   : ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
+        if (k) ta_free(k->alu_st);
+        ta_free(k);
+        ta_free(ast);
+        res = &fresh;
     }
-    for (int i = 0; rc == TACT_OK && i < g.n; i++)
-        if (!g.nodes[i].is_view && !g.nodes[i].has_buffer &&
-            (g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_EMPTY || g.nodes[i].op == TA_OP_ASSIGN))
-            g.nodes[i].rp = g.nodes[i].rp || g.nodes[i].op == TA_OP_CONTIGUOUS || g.nodes[i].op == TA_OP_ASSIGN;
-    /* Build every kernel; a newly found realize point restarts the pass. */
-    ta_ast_t *asts = NULL;
-    s_kernel_t *ks = NULL;
-    int *roots = NULL, nk = 0;
-    if (rc == TACT_OK && !(asts = ta_malloc(sizeof *asts * (size_t)(g.n ? g.n : 1))) ) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
-    if (rc == TACT_OK && (!(ks = ta_calloc(1, sizeof *ks)) || !(ks->alu_st = ta_malloc(sizeof *ks->alu_st * TA_AST_MAX_NODES))))
-        rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
-    if (rc == TACT_OK && !(roots = ta_malloc(sizeof *roots * (size_t)(g.n ? g.n : 1)))) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
-    for (int pass = 0; rc == TACT_OK && pass <= g.n; pass++) {
-        g.restart = 0;
-        nk = 0;
-        for (int i = 0; i < g.n && !g.restart; i++) {
-            s_node_t *n = &g.nodes[i];
-            if (!n->rp || n->has_buffer || n->is_view || n->op == TA_OP_EMPTY) continue;
-            if (s_build(&g, i, &asts[nk], ks) != 0) {
-                if (!g.restart) rc = g.err.code ? g.err.code : TACT_EINVAL;
-                break;
-            }
-            roots[nk++] = i;
-        }
-        if (!g.restart) break;
-    }
-    if (rc == TACT_OK && g.restart)
-        rc = ta_error_set(&g.err, TACT_EINVAL, "schedule did not converge (a view stack too deep to fuse?); contiguous() on an intermediate helps");
-    /* An assign overwrites its target's buffer: every kernel that reads the
-     * target's old contents goes first (DESIGN.md trap 6), and assigns to one
-     * buffer keep their order.  Each move is forward, so a bound on the moves
-     * catches a cycle (two assigns each reading the other's old value). */
-    int moves = 0;
-    for (int p = 0; rc == TACT_OK && p < nk; p++) {
-        const s_node_t *a = &g.nodes[roots[p]];
-        if (a->op != TA_OP_ASSIGN) continue;
-        int last = -1;
-        for (int q = p + 1; q < nk; q++) {
-            const s_node_t *b = &g.nodes[roots[q]];
-            if (b->op == TA_OP_ASSIGN && b->buf == a->buf) break; /* a later write: a stays before it */
-            if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, a->src[0])) last = q;
-        }
-        if (last < 0) continue;
-        /* Kernels it would jump over must not read its new contents. */
-        for (int q = p + 1; q <= last && rc == TACT_OK; q++)
-            if (s_build(&g, roots[q], &asts[q], ks) == 0 && s_reads(ks, roots[p]))
-                rc = ta_error_set(&g.err, TACT_EINVAL, "one realize reads both the old and the new contents of an assign's target; realize them separately");
-        if (rc != TACT_OK) break;
-        if (++moves > nk * nk) {
-            rc = ta_error_set(&g.err, TACT_EINVAL, "assigns read each other's old contents in a cycle; realize one of the values first");
-            break;
-        }
-        int moved = roots[p];
-        memmove(&roots[p], &roots[p + 1], sizeof *roots * (size_t)(last - p));
-        roots[last] = moved;
-        p--; /* the kernel now at p has not been looked at */
-    }
-    /* Kernels to the planner: [[ast, [buffer ids], [writes flags]], ...]. */
     msgpack_sbuffer kb, ids, temps;
     msgpack_sbuffer_init(&kb);
     msgpack_sbuffer_init(&ids);
     msgpack_sbuffer_init(&temps);
-    if (rc == TACT_OK) {
-        msgpack_packer pk, pi, pt;
-        msgpack_packer_init(&pk, &kb, msgpack_sbuffer_write);
-        msgpack_packer_init(&pi, &ids, msgpack_sbuffer_write);
-        msgpack_packer_init(&pt, &temps, msgpack_sbuffer_write);
-        int bad = msgpack_pack_array(&pk, (size_t)nk);
-        for (int q = 0; !bad && q < nk; q++) {
-            /* Rebuilding gives the same AST and the buffer ids alongside it. */
-            s_build(&g, roots[q], &asts[q], ks);
-            if (s->w->debug >= 3) {
-                char name[64];
-                ta_ast_name(&asts[q], name, sizeof name);
-                fprintf(stderr, "tact: kernel %d %s: %d nodes, %d buffers, reduce mask %#x\n", q, name, asts[q].nnodes,
-                        asts[q].nbufs, asts[q].reduce_mask);
-                for (int a = 0; a < asts[q].nnodes; a++)
-                    fprintf(stderr, "  %3d %-8s %-8s src %d %d %d buf %d view %d\n", a, ta_op_name(asts[q].nodes[a].op),
-                            ta_dtype_name(asts[q].nodes[a].dtype), asts[q].nodes[a].src[0], asts[q].nodes[a].src[1],
-                            asts[q].nodes[a].src[2], asts[q].nodes[a].buf, asts[q].nodes[a].view);
-            }
-            bad = msgpack_pack_array(&pk, 3) || ta_ast_pack(&asts[q], &pk) || msgpack_pack_array(&pk, (size_t)asts[q].nbufs);
-            for (int b = 0; !bad && b < asts[q].nbufs; b++) bad = msgpack_pack_uint64(&pk, ks->bufs[b]);
-            bad = bad || msgpack_pack_array(&pk, (size_t)asts[q].nbufs);
-            for (int b = 0; !bad && b < asts[q].nbufs; b++) bad = msgpack_pack_uint8(&pk, (uint8_t)ks->buf_writes[b]);
-        }
-        /* Buffers that outlive this realize, and temporaries the planner may free. */
-        int nkeep = 0, ntemp = 0;
-        for (int i = 0; i < g.n; i++) {
-            s_node_t *n = &g.nodes[i];
-            if (n->is_view || n->has_buffer || !(n->rp || n->op == TA_OP_EMPTY)) continue;
-            if (n->keep) nkeep++;
-            else ntemp++;
-        }
-        bad = bad || msgpack_pack_array(&pi, (size_t)nkeep) || msgpack_pack_array(&pt, (size_t)ntemp);
-        for (int i = 0; !bad && i < g.n; i++) {
-            s_node_t *n = &g.nodes[i];
-            if (n->is_view || n->has_buffer || !(n->rp || n->op == TA_OP_EMPTY)) continue;
-            bad = msgpack_pack_uint64(n->keep ? &pi : &pt, n->id);
-        }
-        if (bad) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
-    }
+    if (rc == TACT_OK && s_pack(res, &g, &kb, &ids, &temps) != 0) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc == TACT_OK) {
         /* SCHEDULED to the graph (which buffers will exist), then KERNELS and
          * the same SCHEDULED to the planner (which are temporaries). */
@@ -490,7 +866,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_msg_init(&sch, TA_MSG_SCHEDULED);
         sch.corr = m->corr;
         sch.as.scheduled.realize = m->as.schedule.realize;
-        sch.as.scheduled.kernels = (uint64_t)nk;
+        sch.as.scheduled.kernels = (uint64_t)res->nk;
         sch.as.scheduled.ids.ptr = (const uint8_t *)ids.data;
         sch.as.scheduled.ids.len = ids.size;
         sch.as.scheduled.temps.ptr = (const uint8_t *)temps.data;
@@ -506,14 +882,12 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &ker);
         if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &again);
     }
+    if (rc == TACT_OK && res == &fresh && s->w->schedule_cache) s_cache_put(s, &g, hash, &fresh);
+    s_result_fini(&fresh);
     msgpack_sbuffer_destroy(&kb);
     msgpack_sbuffer_destroy(&ids);
     msgpack_sbuffer_destroy(&temps);
-    ta_free(asts);
-    if (ks) ta_free(ks->alu_st);
-    ta_free(ks);
-    ta_free(roots);
-    ta_free(g.nodes);
+    s_graph_fini(&g);
     if (rc != TACT_OK) {
         /* The graph is waiting for this realize: tell it, as the executor would. */
         ta_actor_send_error(self, s->w->graph, m->corr, rc, "SCHEDULE", g.err.text[0] ? g.err.text : tact_strerror(rc));
