@@ -83,7 +83,7 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
 #define TA_FIELDS_RELEASE(F, M) F(M, MP, ids)
-#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, nodes) F(M, MP, targets)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, nodes) F(M, MP, targets) F(M, MP, ids) F(M, MP, bufs)
 #define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, kernels)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, MP, ast)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, path) F(M, STR, text) F(M, U64, align)

@@ -6,6 +6,7 @@
 #include "ast.h"
 #include "dtype.h"
 #include "fold.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "ops.h"
@@ -652,27 +653,31 @@ static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
 }
 
 /*
- * Packs one node of the subgraph: [id, op, dtype, [shape], [srcs], [args],
- * base, st|nil, flags, buf] with flags bit 0 = has a buffer, 1 = must be kept
- * after this realize (the client holds it, or a node outside the subgraph
- * reads it), 2 = its bytes come from the client; buf is the buffer that
- * holds its data (an assign's is its target's).
+ * Packs one node of the subgraph by position, so that two subgraphs of the
+ * same structure pack to the same bytes whatever their ids:
+ * [op, dtype, [shape], [srcs], [args], base, st|nil, flags, bufref], where
+ * srcs and base are positions of earlier nodes (a base's is its own),
+ * flags bit 0 = has a buffer, 1 = must be kept after this realize (the
+ * client holds it, or a node outside the subgraph reads it), 2 = its bytes
+ * come from the client, and bufref is the position of the first node whose
+ * data lives in the same buffer (an assign's is its target's).  The ids and
+ * buffer ids travel beside it, one per node.
  */
-static int s_pack_node(const g_node_t *n, msgpack_packer *pk) {
+static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, msgpack_packer *pk) {
     int leaf = !n->is_view && n->buffer;
-    int bad = msgpack_pack_array(pk, 10) || msgpack_pack_uint64(pk, n->id) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
-              msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->shape.ndim);
+    int bad = msgpack_pack_array(pk, 9) || msgpack_pack_uint8(pk, (uint8_t)n->op) || msgpack_pack_uint8(pk, (uint8_t)n->dtype) ||
+              msgpack_pack_array(pk, (size_t)n->shape.ndim);
     for (int k = 0; !bad && k < n->shape.ndim; k++) bad = msgpack_pack_int64(pk, n->shape.d[k]);
     int nsrc = leaf || n->is_view ? 0 : n->nsrc;
     bad = bad || msgpack_pack_array(pk, (size_t)nsrc);
-    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(pk, n->src[i]);
+    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(pk, s_find(g, n->src[i])->pos);
     bad = bad || msgpack_pack_array(pk, (size_t)n->nargs);
     for (int i = 0; !bad && i < n->nargs; i++) bad = msgpack_pack_int64(pk, n->args[i]);
-    bad = bad || msgpack_pack_uint64(pk, n->base);
+    bad = bad || msgpack_pack_uint64(pk, n->is_view ? s_find(g, n->base)->pos : n->pos);
     if (!bad) bad = n->is_view ? ta_vstack_pack(n->st, pk) : msgpack_pack_nil(pk);
     int keep = n->client_ref || n->children > n->internal;
     bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0))) ||
-          msgpack_pack_uint64(pk, n->buf);
+          msgpack_pack_uint64(pk, bufref);
     return bad;
 }
 
@@ -693,10 +698,12 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     g_node_t **list = NULL;
     size_t len = 0;
     int rc = s_collect(g, &list, &len);
-    msgpack_sbuffer body, nodes, targets;
+    msgpack_sbuffer body, nodes, targets, ids, bufs;
     msgpack_sbuffer_init(&body);
     msgpack_sbuffer_init(&nodes);
     msgpack_sbuffer_init(&targets);
+    msgpack_sbuffer_init(&ids);
+    msgpack_sbuffer_init(&bufs);
     msgpack_packer pk;
     /* Where the part ends: its last node brings it past either bound. */
     size_t cut = len, bytes = 0;
@@ -720,11 +727,25 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
         if (b && b->mark == g->stamp && b->pos < cut) b->internal++;
     }
+    /* The nodes, then their ids and buffer ids. */
     msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
     int bad = rc != TACT_OK;
-    for (size_t i = 0; i < cut && !bad; i++) bad = s_pack_node(list[i], &pk);
+    ta_map_t first = {0}; /* buffer id -> position of its first node */
+    for (size_t i = 0; i < cut && !bad; i++) {
+        uint64_t ref = i;
+        if (!ta_map_get(&first, list[i]->buf, &ref)) bad = ta_map_put(&first, list[i]->buf, i) != TACT_OK;
+        bad = bad || s_pack_node(g, list[i], ref, &pk);
+    }
+    ta_map_fini(&first);
     msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
     bad = bad || msgpack_pack_array(&pk, cut) || msgpack_sbuffer_write(&nodes, body.data, body.size);
+    msgpack_sbuffer_clear(&body);
+    msgpack_packer_init(&pk, &ids, msgpack_sbuffer_write);
+    bad = bad || msgpack_pack_array(&pk, cut);
+    for (size_t i = 0; i < cut && !bad; i++) bad = msgpack_pack_uint64(&pk, list[i]->id);
+    msgpack_packer_init(&pk, &bufs, msgpack_sbuffer_write);
+    bad = bad || msgpack_pack_array(&pk, cut);
+    for (size_t i = 0; i < cut && !bad; i++) bad = msgpack_pack_uint64(&pk, list[i]->buf);
     /* Targets: the realize's own, and in a part, what later nodes read. */
     uint64_t *extra = NULL;
     size_t nextra = 0, extra_cap = 0;
@@ -752,9 +773,9 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     bad = bad || msgpack_pack_array(&pk, nown + nextra);
     for (size_t i = 0; !bad && i < g->ntargets; i++) {
         g_node_t *t = s_find(g, g->targets[i]);
-        if (t && t->mark == g->stamp && t->pos < cut) bad = msgpack_pack_uint64(&pk, t->id);
+        if (t && t->mark == g->stamp && t->pos < cut) bad = msgpack_pack_uint64(&pk, t->pos);
     }
-    for (size_t i = 0; !bad && i < nextra; i++) bad = msgpack_pack_uint64(&pk, extra[i]);
+    for (size_t i = 0; !bad && i < nextra; i++) bad = msgpack_pack_uint64(&pk, s_find(g, extra[i])->pos);
     ta_free(extra);
     ta_free(list);
     if (rc == TACT_OK) rc = bad ? TACT_ENOMEM : TACT_OK;
@@ -768,11 +789,17 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         s.as.schedule.nodes.len = nodes.size;
         s.as.schedule.targets.ptr = (const uint8_t *)targets.data;
         s.as.schedule.targets.len = targets.size;
+        s.as.schedule.ids.ptr = (const uint8_t *)ids.data;
+        s.as.schedule.ids.len = ids.size;
+        s.as.schedule.bufs.ptr = (const uint8_t *)bufs.data;
+        s.as.schedule.bufs.len = bufs.size;
         rc = ta_actor_send(self, g->w->scheduler, &s);
     }
     msgpack_sbuffer_destroy(&body);
     msgpack_sbuffer_destroy(&nodes);
     msgpack_sbuffer_destroy(&targets);
+    msgpack_sbuffer_destroy(&ids);
+    msgpack_sbuffer_destroy(&bufs);
     if (rc != TACT_OK) return rc;
     g->pending_realize = g->realize_seq;
     g->have_scheduled = 0;

@@ -196,9 +196,53 @@ static int s_client(void) {
     return rc != TACT_OK;
 }
 
+/* ------------------------------------------------------- scheduling */
+
+/* Scheduler time of one step of 4000 elementwise ops on fresh inputs, the
+ * best of reps steps after the first (which fills the schedule cache). */
+static int s_schedule_step(int cache, int reps, double *best_us) {
+    enum { OPS = 4000, N = 16 };
+    setenv("TACT_SCHEDULE_CACHE", cache ? "1" : "0", 1);
+    tact_ctx *ctx;
+    int rc = tact_ctx_open(&ctx, NULL);
+    unsetenv("TACT_SCHEDULE_CACHE");
+    if (rc != TACT_OK) return 1;
+    int64_t shape[1] = {N};
+    float host[N];
+    for (int i = 0; i < N; i++) host[i] = (float)i;
+    tact_tensor *half = tact_full(ctx, TACT_FLOAT32, 1, shape, 0.5), *one = tact_full(ctx, TACT_FLOAT32, 1, shape, 1.0);
+    tact_tensor *in[2] = {half, one};
+    rc = tact_realize(ctx, 2, in);
+    *best_us = 1e30;
+    for (int r = 0; r <= reps && rc == TACT_OK; r++) {
+        tact_scope_begin(ctx);
+        tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 1, shape, host);
+        for (int k = 0; k < OPS; k++) t = k % 2 ? tact_mul(t, half) : tact_add(t, one);
+        tact_stats a, b;
+        tact_ctx_stats(ctx, &a);
+        rc = tact_realize(ctx, 1, &t);
+        tact_ctx_stats(ctx, &b);
+        double us = (double)(b.schedule_ns - a.schedule_ns) * 1e-3;
+        if (r > 0 && us < *best_us) *best_us = us;
+        tact_scope_end(ctx);
+    }
+    if (rc != TACT_OK) fprintf(stderr, "bench: schedule: %s\n", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    return rc != TACT_OK;
+}
+
+static int s_schedule(int quick) {
+    double cached, uncached;
+    int reps = quick ? 3 : 10;
+    if (s_schedule_step(1, reps, &cached) || s_schedule_step(0, reps, &uncached)) return 1;
+    s_line("pipeline.schedule_4000_ops_us", cached, "us", "tact, schedule cache off", uncached, uncached / cached);
+    return 0;
+}
+
 int h_bench_pipeline(int quick) {
     int bad = s_fma(quick ? 2 : 5);
     bad |= s_mm(quick ? 1 : 3);
     bad |= s_client();
+    bad |= s_schedule(quick);
     return bad;
 }

@@ -5,7 +5,6 @@
 
 #include "ast.h"
 #include "dtype.h"
-#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -47,7 +46,7 @@ typedef struct {
     int is_view;
     ta_vstack_t *st; /* views only */
     int has_buffer, keep, writes;
-    uint64_t buf; /* the buffer holding its data (an assign's is its target's) */
+    int bufref;   /* the first node whose data is in the same buffer (an assign's target's) */
     int rp;       /* realize point */
     int queued;   /* in the worklist */
     uint32_t gen; /* builds of the kernel rooted here */
@@ -63,11 +62,7 @@ typedef struct {
 typedef struct {
     s_node_t *nodes;
     int n;
-    ta_map_t index; /* node id -> index */
-    ta_map_t bufmap; /* buffer id -> canonical number (order of first use) */
-    uint64_t *bufs;  /* canonical number -> buffer id */
-    size_t nbufs, bufs_cap;
-    msgpack_sbuffer key; /* the canonical form: the schedule cache's key */
+    uint64_t *ids, *bufs; /* per node: its id and its buffer's id */
     ta_error_t err;
     int forced; /* the node the failed build made a realize point, or -1 */
     s_use_t *uses;
@@ -76,29 +71,31 @@ typedef struct {
     size_t nwork, work_cap, head;
 } s_graph_t;
 
-/* A schedule in canonical form: nodes by index, buffers by canonical
- * number, ASTs without their fused ids.  What the cache keeps, and what
- * every schedule is sent from. */
+/* A schedule in canonical form: nodes and buffers by position (a buffer
+ * by its first node's), ASTs without their fused ids.  What the cache
+ * keeps, and what every schedule is sent from. */
 typedef struct {
     int nk;
     struct s_kres {
         size_t ast_off, ast_len; /* in bytes */
-        size_t off;              /* in ints: nfused fused nodes, nbufs buffers, nbufs writes flags */
+        size_t off;              /* in ints: nfused fused nodes, nbufs buffer positions, nbufs writes flags */
         int nfused, nbufs;
     } *ks;
     msgpack_sbuffer bytes;
     int *ints;
     size_t nints, ints_cap;
-    size_t keep_off, temp_off; /* in ints: node indices */
-    int nkeep, ntemp;
+    size_t keep_off, temp_off, ref_off; /* in ints: node indices; every node's bufref */
+    int nkeep, ntemp, n;
 } s_result_t;
 
 enum { S_CACHE_ENTRIES = 16 };
 
+/* The key is the SCHEDULE's nodes and targets as they travelled: they name
+ * no ids, so equal bytes are equal structure. */
 typedef struct {
     uint64_t hash;
-    char *key;
-    size_t key_len;
+    uint8_t *key;
+    size_t key_len, nodes_len;
     s_result_t res;
 } s_cached_t;
 
@@ -110,53 +107,57 @@ typedef struct {
 
 /* ------------------------------------------------------------- decoding */
 
-static int s_find(const s_graph_t *g, uint64_t id) {
-    uint64_t i;
-    return ta_map_get(&g->index, id, &i) ? (int)i : -1;
-}
-
-static int s_key_u64(s_graph_t *g, uint64_t v) { return msgpack_sbuffer_write(&g->key, (const char *)&v, sizeof v); }
-
-/* The canonical number of buffer id, given on first use. */
-static int s_canon_buf(s_graph_t *g, uint64_t id, uint64_t *out) {
-    if (ta_map_get(&g->bufmap, id, out)) return 0;
-    *out = g->nbufs;
-    if (ta_grow((void **)&g->bufs, &g->bufs_cap, g->nbufs + 1, sizeof *g->bufs) != TACT_OK || ta_map_put(&g->bufmap, id, *out) != TACT_OK)
-        return -1;
-    g->bufs[g->nbufs++] = id;
-    return 0;
-}
-
 static void s_graph_fini(s_graph_t *g) {
     for (int i = 0; i < g->n; i++) ta_free(g->nodes[i].st);
     ta_free(g->nodes);
-    ta_map_fini(&g->index);
-    ta_map_fini(&g->bufmap);
+    ta_free(g->ids);
     ta_free(g->bufs);
-    msgpack_sbuffer_destroy(&g->key);
     ta_free(g->uses);
     ta_free(g->work);
 }
 
-/* Decodes the node list, and writes its canonical form (ids replaced by
- * positions) into g->key as it goes. */
+/* Reads an array of exactly n uints into a fresh array. */
+static int s_u64s(ta_bytes_t b, uint32_t n, uint64_t **out, const char *what, ta_error_t *err) {
+    ta_mpr_t r;
+    uint32_t m;
+    ta_mpr_init(&r, b.ptr, b.len);
+    if (ta_mpr_array(&r, &m) || m != n) return ta_error_set(err, TACT_EPROTO, "schedule: %s: expected %u", what, n);
+    if (!(*out = ta_malloc(sizeof **out * (n ? n : 1)))) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
+    for (uint32_t i = 0; i < n; i++)
+        if (ta_mpr_u64(&r, &(*out)[i])) return ta_error_set(err, TACT_EPROTO, "schedule: %s: malformed entry %u", what, i);
+    return TACT_OK;
+}
+
+/* The number of nodes in a SCHEDULE's node list. */
+static int s_count(ta_bytes_t nodes, uint32_t *n, ta_error_t *err) {
+    ta_mpr_t r;
+    ta_mpr_init(&r, nodes.ptr, nodes.len);
+    if (ta_mpr_array(&r, n) || *n > nodes.len) return ta_error_set(err, TACT_EPROTO, "schedule: malformed node list");
+    return TACT_OK;
+}
+
+/* Decodes the node list (sources, bases and buffers by position). */
 static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     ta_mpr_t r;
     uint32_t n, m, k;
     ta_mpr_init(&r, nodes.ptr, nodes.len);
     if (ta_mpr_array(&r, &n) || n > nodes.len) return ta_error_set(err, TACT_EPROTO, "schedule: malformed node list");
-    g->nodes = ta_calloc(n ? n : 1, sizeof *g->nodes);
+    g->nodes = ta_malloc(sizeof *g->nodes * (n ? n : 1));
     if (!g->nodes) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-    int bad = s_key_u64(g, n);
-    for (uint32_t i = 0; i < n && !bad; i++) {
+    for (uint32_t i = 0; i < n; i++) {
         s_node_t *d = &g->nodes[i];
-        uint64_t op, dtype, src, base, flags, canon;
+        uint64_t op, dtype, src, base, flags, ref;
+        d->st = NULL;
+        d->rp = d->queued = 0;
+        d->gen = 0;
         d->uses = -1;
+        g->n = (int)i + 1;
+        d->id = g->ids[i];
 #define S_NEED(c)                                                                                                  \
     do {                                                                                                           \
         if (!(c)) return ta_error_set(err, TACT_EPROTO, "schedule: byte %zu: malformed node %u", ta_mpr_offset(&r), i); \
     } while (0)
-        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 10 && ta_mpr_u64(&r, &d->id) == 0 && s_find(g, d->id) < 0);
+        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 9);
         S_NEED(ta_mpr_u64(&r, &op) == 0 && op < TA_OP__COUNT && ta_mpr_u64(&r, &dtype) == 0 && ta_dtype_valid((int)dtype));
         d->op = (ta_op_t)op;
         d->dtype = (tact_dtype)dtype;
@@ -166,45 +167,33 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
         S_NEED(ta_mpr_array(&r, &k) == 0 && k <= 3);
         d->nsrc = (int)k;
         for (uint32_t j = 0; j < k; j++) {
-            S_NEED(ta_mpr_u64(&r, &src) == 0);
-            d->src[j] = s_find(g, src);
-            S_NEED(d->src[j] >= 0); /* sources come first */
+            S_NEED(ta_mpr_u64(&r, &src) == 0 && src < i); /* sources come first */
+            d->src[j] = (int)src;
         }
         S_NEED(ta_mpr_array(&r, &k) == 0 && k <= 2 * TA_MAX_DIMS);
         d->nargs = (int)k;
         for (uint32_t j = 0; j < k; j++) S_NEED(ta_mpr_i64(&r, &d->args[j]) == 0);
         S_NEED(ta_mpr_u64(&r, &base) == 0);
-        const uint8_t *view_at = r.p;
         if (ta_mpr_nil(&r)) {
+            S_NEED(base == i);
             d->is_view = 0;
             d->base = (int)i;
         } else {
             if (!(d->st = ta_malloc(sizeof *d->st))) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
             S_NEED(ta_vstack_unpack(d->st, &r) == 0);
             d->is_view = 1;
-            d->base = s_find(g, base);
-            S_NEED(d->base >= 0 && !g->nodes[d->base].is_view);
+            S_NEED(base < i && !g->nodes[base].is_view);
+            d->base = (int)base;
         }
-        size_t view_len = (size_t)(r.p - view_at);
         S_NEED(ta_mpr_u64(&r, &flags) == 0);
         d->has_buffer = flags & 1;
         d->keep = flags >> 1 & 1;
         d->writes = flags >> 2 & 1;
-        S_NEED(ta_mpr_u64(&r, &d->buf) == 0);
+        S_NEED(ta_mpr_u64(&r, &ref) == 0 && ref <= i && g->bufs[ref] == g->bufs[i]);
+        d->bufref = (int)ref;
 #undef S_NEED
-        if (ta_map_put(&g->index, d->id, i) != TACT_OK || s_canon_buf(g, d->buf, &canon) != 0)
-            return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-        g->n = (int)i + 1;
-        bad = s_key_u64(g, op) || s_key_u64(g, dtype) || s_key_u64(g, (uint64_t)d->shape.ndim) ||
-              msgpack_sbuffer_write(&g->key, (const char *)d->shape.d, sizeof(int64_t) * (size_t)d->shape.ndim) ||
-              s_key_u64(g, (uint64_t)d->nsrc);
-        for (int j = 0; !bad && j < d->nsrc; j++) bad = s_key_u64(g, (uint64_t)d->src[j]);
-        bad = bad || s_key_u64(g, (uint64_t)d->nargs) ||
-              msgpack_sbuffer_write(&g->key, (const char *)d->args, sizeof(int64_t) * (size_t)d->nargs) ||
-              s_key_u64(g, (uint64_t)d->base) || s_key_u64(g, flags & 7) || s_key_u64(g, canon) || s_key_u64(g, view_len) ||
-              msgpack_sbuffer_write(&g->key, (const char *)view_at, view_len);
     }
-    return bad ? ta_error_set(err, TACT_ENOMEM, "schedule: out of memory") : TACT_OK;
+    return TACT_OK;
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -246,7 +235,7 @@ typedef struct {
     ta_ast_t *ast;
     int root;
     int reduce;  /* the node index of the kernel's reduce, -1 if none */
-    uint64_t bufs[TA_AST_MAX_BUFS];
+    int bufs[TA_AST_MAX_BUFS]; /* buffer positions (the bufref of a node using it) */
     int buf_writes[TA_AST_MAX_BUFS];
     /* Loads and constants already emitted, to share them. */
     int memo_node[TA_AST_MAX_NODES], memo_ast[TA_AST_MAX_NODES], memo_view[TA_AST_MAX_NODES], memo_pre[TA_AST_MAX_NODES], nmemo;
@@ -314,10 +303,10 @@ static int s_split(s_kernel_t *k, int res) {
 static int s_buf(s_kernel_t *k, int node) {
     s_node_t *n = &k->g->nodes[node];
     for (int b = 0; b < k->ast->nbufs; b++)
-        if (k->bufs[b] == n->buf) return b;
+        if (k->bufs[b] == n->bufref) return b;
     if (k->ast->nbufs >= TA_AST_MAX_BUFS) return s_split(k, S_RES_BUFS);
     int b = k->ast->nbufs++;
-    k->bufs[b] = n->buf;
+    k->bufs[b] = n->bufref;
     k->buf_writes[b] = n->writes;
     k->ast->buf_dtype[b] = n->dtype;
     k->ast->buf_size[b] = ta_shape_numel(&n->shape);
@@ -483,7 +472,7 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     ast->nbufs = 1;
     ast->buf_dtype[0] = n->dtype;
     ast->buf_size[0] = ta_shape_numel(&n->shape);
-    k->bufs[0] = n->buf;
+    k->bufs[0] = n->bufref;
     ta_vstack_t out;
     ta_vstack_init(&out, n->shape.ndim, n->shape.d);
     int val = s_emit(k, root, &out, 0);
@@ -579,7 +568,7 @@ static int s_int(s_result_t *res, int v) {
 }
 
 /* Appends the kernel just built to res in canonical form. */
-static int s_result_add(s_result_t *res, const s_graph_t *g, s_kernel_t *k) {
+static int s_result_add(s_result_t *res, s_kernel_t *k) {
     struct s_kres *kr = &res->ks[res->nk++];
     ta_ast_t *ast = k->ast;
     int nfused = ast->nfused;
@@ -597,10 +586,8 @@ static int s_result_add(s_result_t *res, const s_graph_t *g, s_kernel_t *k) {
     kr->nbufs = ast->nbufs;
     for (int i = 0; i < nfused; i++)
         if (s_int(res, k->fused_node[i])) return -1;
-    for (int b = 0; b < ast->nbufs; b++) {
-        uint64_t c;
-        if (!ta_map_get(&g->bufmap, k->bufs[b], &c) || s_int(res, (int)c)) return -1;
-    }
+    for (int b = 0; b < ast->nbufs; b++)
+        if (s_int(res, k->bufs[b])) return -1;
     for (int b = 0; b < ast->nbufs; b++)
         if (s_int(res, k->buf_writes[b])) return -1;
     return 0;
@@ -655,7 +642,7 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         }
         roots[q] = i;
         lo[q] = nloads;
-        if (s_result_add(&tmp, g, k) != 0 ||
+        if (s_result_add(&tmp, k) != 0 ||
             ta_grow((void **)&loads, &loads_cap, nloads + (size_t)k->nmemo + 1, sizeof *loads) != TACT_OK)
             rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
         for (int m = 0; rc == TACT_OK && m < k->nmemo; m++) loads[nloads++] = k->memo_node[m];
@@ -672,7 +659,7 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         int last = -1;
         for (int q = p + 1; q < nk; q++) {
             const s_node_t *b = &g->nodes[roots[order[q]]];
-            if (b->op == TA_OP_ASSIGN && b->buf == a->buf) break; /* a later write: a stays before it */
+            if (b->op == TA_OP_ASSIGN && b->bufref == a->bufref) break; /* a later write: a stays before it */
             if (s_reads(loads, lo, order[q], a->src[0])) last = q;
         }
         if (last < 0) continue;
@@ -711,6 +698,12 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
             }
             *(pass ? &res->ntemp : &res->nkeep) = (int)(res->nints - (pass ? res->temp_off : res->keep_off));
         }
+        /* Every node's bufref, to check a later subgraph of this shape
+         * against (its buffer ids must pair up the same way). */
+        res->ref_off = res->nints;
+        res->n = g->n;
+        for (int i = 0; i < g->n && rc == TACT_OK; i++)
+            if (s_int(res, g->nodes[i].bufref)) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
     }
     msgpack_sbuffer_destroy(&tmp.bytes);
     ta_free(tmp.ints);
@@ -733,7 +726,7 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, msgpack_sbuffer *kb
         const int *v = res->ints + kr->off;
         bad = msgpack_pack_array(&pk, 3) || msgpack_sbuffer_write(kb, res->bytes.data + kr->ast_off, kr->ast_len) ||
               msgpack_pack_array(&pk, (size_t)kr->nfused);
-        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->nodes[v[i]].id);
+        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->ids[v[i]]);
         v += kr->nfused;
         bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
         for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint64(&pk, g->bufs[v[b]]);
@@ -743,46 +736,57 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, msgpack_sbuffer *kb
     }
     msgpack_packer_init(&pk, ids, msgpack_sbuffer_write);
     bad = bad || msgpack_pack_array(&pk, (size_t)res->nkeep);
-    for (int i = 0; !bad && i < res->nkeep; i++) bad = msgpack_pack_uint64(&pk, g->nodes[res->ints[res->keep_off + (size_t)i]].id);
+    for (int i = 0; !bad && i < res->nkeep; i++) bad = msgpack_pack_uint64(&pk, g->ids[res->ints[res->keep_off + (size_t)i]]);
     msgpack_packer_init(&pk, temps, msgpack_sbuffer_write);
     bad = bad || msgpack_pack_array(&pk, (size_t)res->ntemp);
-    for (int i = 0; !bad && i < res->ntemp; i++) bad = msgpack_pack_uint64(&pk, g->nodes[res->ints[res->temp_off + (size_t)i]].id);
+    for (int i = 0; !bad && i < res->ntemp; i++) bad = msgpack_pack_uint64(&pk, g->ids[res->ints[res->temp_off + (size_t)i]]);
     return bad ? -1 : 0;
 }
 
 /* ------------------------------------------------------ the schedule cache */
 
+/* A hash of the key, eight bytes at a time (keys are hundreds of KiB). */
 static uint64_t s_hash(const char *p, size_t n) {
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-    return h;
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, p + i, 8);
+        h = (h ^ w) * 0xff51afd7ed558ccdull;
+        h ^= h >> 29;
+    }
+    for (; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
+    return h ^ (h >> 32);
 }
 
-static const s_result_t *s_cache_find(const s_state_t *s, const s_graph_t *g, uint64_t hash) {
+static const s_result_t *s_cache_find(const s_state_t *s, ta_bytes_t nodes, ta_bytes_t targets, uint64_t hash) {
     for (int i = 0; i < s->ncached; i++) {
         const s_cached_t *c = &s->cache[i];
-        if (c->hash == hash && c->key_len == g->key.size && memcmp(c->key, g->key.data, c->key_len) == 0) return &c->res;
+        if (c->hash == hash && c->nodes_len == nodes.len && c->key_len == nodes.len + targets.len &&
+            memcmp(c->key, nodes.ptr, nodes.len) == 0 && memcmp(c->key + nodes.len, targets.ptr, targets.len) == 0)
+            return &c->res;
     }
     return NULL;
 }
 
-/* Keeps res (taking it over) under g's key, replacing the oldest entry
+/* Keeps res (taking it over) under its key, replacing the oldest entry
  * when full.  On allocation failure nothing is kept and res is freed. */
-static void s_cache_put(s_state_t *s, const s_graph_t *g, uint64_t hash, s_result_t *res) {
-    char *key = ta_malloc(g->key.size ? g->key.size : 1);
+static void s_cache_put(s_state_t *s, ta_bytes_t nodes, ta_bytes_t targets, uint64_t hash, s_result_t *res) {
+    uint8_t *key = ta_malloc(nodes.len + targets.len + 1);
     if (!key) {
         s_result_fini(res);
         return;
     }
-    memcpy(key, g->key.data, g->key.size);
+    memcpy(key, nodes.ptr, nodes.len);
+    memcpy(key + nodes.len, targets.ptr, targets.len);
     int slot = s->ncached < S_CACHE_ENTRIES ? s->ncached++ : s->evict;
-    if (slot == s->evict && s->ncached == S_CACHE_ENTRIES) s->evict = (s->evict + 1) % S_CACHE_ENTRIES;
+    if (s->ncached == S_CACHE_ENTRIES && slot == s->evict) s->evict = (s->evict + 1) % S_CACHE_ENTRIES;
     s_cached_t *c = &s->cache[slot];
     ta_free(c->key);
     s_result_fini(&c->res);
     c->hash = hash;
     c->key = key;
-    c->key_len = g->key.size;
+    c->nodes_len = nodes.len;
+    c->key_len = nodes.len + targets.len;
     c->res = *res;
     memset(res, 0, sizeof *res);
 }
@@ -806,49 +810,58 @@ static void s_fini(ta_actor_t *self) {
     ta_free(s);
 }
 
-/* Reads the targets: each one's base becomes a realize point (unless it has
- * a buffer) and is kept; their positions go into the cache key. */
+/* Reads the targets (positions): each one's base becomes a realize point
+ * (unless it has a buffer) and is kept. */
 static int s_targets(s_graph_t *g, ta_bytes_t targets) {
     ta_mpr_t r;
     uint32_t nt;
-    uint64_t id;
+    uint64_t t;
     ta_mpr_init(&r, targets.ptr, targets.len);
     if (ta_mpr_array(&r, &nt)) return ta_error_set(&g->err, TACT_EPROTO, "schedule: malformed targets");
-    int bad = s_key_u64(g, nt);
-    for (uint32_t i = 0; i < nt && !bad; i++) {
-        int t;
-        if (ta_mpr_u64(&r, &id) || (t = s_find(g, id)) < 0) return ta_error_set(&g->err, TACT_EPROTO, "schedule: unknown target");
+    for (uint32_t i = 0; i < nt; i++) {
+        if (ta_mpr_u64(&r, &t) || t >= (uint64_t)g->n) return ta_error_set(&g->err, TACT_EPROTO, "schedule: unknown target");
         s_node_t *b = &g->nodes[g->nodes[t].base];
         if (!b->has_buffer) b->rp = 1;
         b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
-        bad = s_key_u64(g, (uint64_t)t);
     }
     for (int i = 0; i < g->n; i++) {
         s_node_t *n = &g->nodes[i];
         if (!n->is_view && !n->has_buffer && (n->op == TA_OP_CONTIGUOUS || n->op == TA_OP_ASSIGN)) n->rp = 1;
     }
-    return bad ? ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory") : TACT_OK;
+    return TACT_OK;
 }
 
 static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s_graph_t g;
     memset(&g, 0, sizeof g);
-    msgpack_sbuffer_init(&g.key);
     s_result_t fresh;
     memset(&fresh, 0, sizeof fresh);
     msgpack_sbuffer_init(&fresh.bytes);
-    int rc = s_decode(&g, m->as.schedule.nodes, &g.err);
-    if (rc == TACT_OK) rc = s_targets(&g, m->as.schedule.targets);
-    uint64_t hash = s_hash(g.key.data, g.key.size);
-    const s_result_t *res = rc == TACT_OK && s->w->schedule_cache ? s_cache_find(s, &g, hash) : NULL;
+    const ta_msg_t *sm = m;
+    ta_bytes_t nodes = sm->as.schedule.nodes, targets = sm->as.schedule.targets;
+    uint32_t n = 0;
+    int rc = s_count(nodes, &n, &g.err);
+    if (rc == TACT_OK) rc = s_u64s(sm->as.schedule.ids, n, &g.ids, "ids", &g.err);
+    if (rc == TACT_OK) rc = s_u64s(sm->as.schedule.bufs, n, &g.bufs, "bufs", &g.err);
+    uint64_t hash = s_hash((const char *)nodes.ptr, nodes.len) ^ s_hash((const char *)targets.ptr, targets.len) * 31;
+    const s_result_t *res = rc == TACT_OK && s->w->schedule_cache ? s_cache_find(s, nodes, targets, hash) : NULL;
     if (res) {
-        ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
+        /* The same structure: only the ids are new.  Buffers must pair up
+         * as they did (nodes sharing a buffer still share one). */
+        g.n = (int)n;
+        for (uint32_t i = 0; i < n && rc == TACT_OK; i++)
+            if (g.bufs[i] != g.bufs[res->ints[res->ref_off + i]]) rc = ta_error_set(&g.err, TACT_EPROTO, "schedule: node %u: buffer id does not match its bufref", i);
+        g.n = 0;
+        if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
-        ta_ast_t *ast = ta_malloc(sizeof *ast);
-        s_kernel_t *k = ta_calloc(1, sizeof *k);
+        rc = s_decode(&g, nodes, &g.err);
+        if (rc == TACT_OK) rc = s_targets(&g, targets);
+        ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;
+        s_kernel_t *k = rc == TACT_OK ? ta_calloc(1, sizeof *k) : NULL;
         if (k) k->alu_st = ta_malloc(sizeof *k->alu_st * TA_AST_MAX_NODES);
-        rc = ast && k && k->alu_st ? s_schedule_graph(&g, &fresh, ast, k, s->w->debug)
-                                   : ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
+        if (rc == TACT_OK)
+            rc = ast && k && k->alu_st ? s_schedule_graph(&g, &fresh, ast, k, s->w->debug)
+                                       : ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
         if (k) ta_free(k->alu_st);
         ta_free(k);
         ta_free(ast);
@@ -882,7 +895,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &ker);
         if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &again);
     }
-    if (rc == TACT_OK && res == &fresh && s->w->schedule_cache) s_cache_put(s, &g, hash, &fresh);
+    if (rc == TACT_OK && res == &fresh && s->w->schedule_cache) s_cache_put(s, nodes, targets, hash, &fresh);
     s_result_fini(&fresh);
     msgpack_sbuffer_destroy(&kb);
     msgpack_sbuffer_destroy(&ids);
