@@ -166,7 +166,7 @@ Test(actors_msg, trailing_bytes_and_garbage_are_rejected) {
 
 Test(actors_msg, hostile_lengths_do_not_allocate_or_overrun) {
     /* An envelope whose payload claims a 4 GiB bin: must fail on bounds. */
-    uint8_t buf[] = {0x98, 0x01, TA_MSG_ECHO, 0, 0, 1, 0, 0x91, 0xc6, 0xff, 0xff, 0xff, 0xff, 0x00};
+    uint8_t buf[] = {0x98, TA_PROTOCOL_VERSION, TA_MSG_ECHO, 0, 0, 1, 0, 0x91, 0xc6, 0xff, 0xff, 0xff, 0xff, 0x00};
     ta_msg_t d;
     uint64_t bl;
     ta_error_t err;
@@ -188,7 +188,7 @@ Test(actors_msg, oversized_and_wrong_version_are_refused) {
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, n, &bl, &err), TACT_OK);
     sb.data[1] = 9; /* version */
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, 0, &bl, &err), TACT_EVERSION);
-    sb.data[1] = 1;
+    sb.data[1] = TA_PROTOCOL_VERSION;
     sb.data[2] = TA_MSG__COUNT; /* type */
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, 0, &bl, &err), TACT_EPROTO);
     msgpack_sbuffer_destroy(&sb);
