@@ -86,7 +86,7 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, nodes) F(M, MP, targets) F(M, MP, ids) F(M, MP, bufs)
 #define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, kernels)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, MP, ast)
-#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, path) F(M, STR, text) F(M, U64, align)
+#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, MP, ids) F(M, MP, temps)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, U64, barrier) F(M, MP, steps) F(M, STR, text)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)

@@ -1,4 +1,5 @@
 /* cc.c - compiles kernels with the system C compiler into shared objects, cached on disk by content hash. */
+#define _GNU_SOURCE /* memfd_create */
 #include "cc.h"
 
 #include <dlfcn.h>
@@ -6,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "mem.h"
 #include "render.h"
 
 /* -ffp-contract=off keeps a*b+c two roundings, as the reference and the
@@ -159,8 +162,69 @@ int ta_cc_load(const char *path, const char *name, ta_program_t *out, ta_error_t
     return s_load(out, err);
 }
 
+int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err) {
+    enum { S_MAX_OBJECT = 256 << 20 };
+    *bytes = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    struct stat st;
+    if (!f || fstat(fileno(f), &st) != 0 || st.st_size <= 0 || st.st_size > S_MAX_OBJECT) {
+        if (f) fclose(f);
+        return ta_error_set(err, TACT_EIO, "cannot read the kernel object %s", path);
+    }
+    uint8_t *p = ta_malloc((size_t)st.st_size);
+    size_t got = p ? fread(p, 1, (size_t)st.st_size, f) : 0;
+    fclose(f);
+    if (!p || got != (size_t)st.st_size) {
+        ta_free(p);
+        return ta_error_set(err, p ? TACT_EIO : TACT_ENOMEM, "cannot read the kernel object %s", path);
+    }
+    *bytes = p;
+    *len = got;
+    return TACT_OK;
+}
+
+void ta_cc_digest(const void *bytes, size_t len, char hex[33]) {
+    const unsigned char *p = bytes;
+    uint64_t h1 = 0xcbf29ce484222325ull ^ len, h2 = 0x84222325cbf29ce4ull;
+    for (size_t i = 0; i < len; i++) {
+        h1 = (h1 ^ p[i]) * 0x100000001b3ull;
+        h2 = (h2 ^ p[i]) * 0x9e3779b97f4a7c15ull;
+        h2 ^= h2 >> 29;
+    }
+    snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+}
+
+int ta_cc_load_bytes(const void *bytes, size_t len, const char *name, ta_program_t *out, ta_error_t *err) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return ta_error_set(err, TACT_ECOMPILE, "kernel %s: no memory file to load it from: %s", name, strerror(errno));
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, (const char *)bytes + done, len - done);
+        if (n <= 0) {
+            close(fd);
+            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: cannot fill its memory file", name);
+        }
+        done += (size_t)n;
+    }
+    /* The fd stays open while the object is loaded: its /proc name must not
+     * be reused by another object, which the loader would take for this one. */
+    snprintf(out->path, sizeof out->path, "/proc/self/fd/%d", fd);
+    out->memfd = fd + 1;
+    int rc = s_load(out, err);
+    if (rc != TACT_OK) {
+        close(fd);
+        out->memfd = 0;
+    }
+    return rc;
+}
+
 void ta_cc_unload(ta_program_t *p) {
     if (p->dl) dlclose(p->dl);
+    if (p->memfd) close(p->memfd - 1);
+    p->memfd = 0;
     p->dl = NULL;
     p->fn = NULL;
 }

@@ -13,6 +13,7 @@ typedef struct ta_program {
     char path[1024]; /* the shared object */
     char key[33];    /* hex hash of compiler, flags and source */
     void *dl;
+    int memfd; /* an object loaded from bytes: its memory file's fd + 1, 0 if none */
     ta_kernel_fn fn;
     double compile_ms; /* 0 when the object came from the disk cache */
     int cached;
@@ -42,6 +43,19 @@ int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t
 /* Loads the function name from the shared object at path into *out.
  * Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */
 int ta_cc_load(const char *path, const char *name, ta_program_t *out, ta_error_t *err);
+
+/* Reads the whole object at path (at most 256 MiB) into a fresh buffer
+ * that the caller frees with ta_free.  Returns TACT_OK or TACT_EIO. */
+int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err);
+
+/* The digest of an object's bytes (32 hex digits), which PROGRAM carries
+ * beside them so a receiver can check what it is about to load. */
+void ta_cc_digest(const void *bytes, size_t len, char hex[33]);
+
+/* Loads the function name from a shared object given as bytes (as PROGRAM
+ * carries it), through an anonymous memory file: no path on any disk is
+ * involved.  Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */
+int ta_cc_load_bytes(const void *bytes, size_t len, const char *name, ta_program_t *out, ta_error_t *err);
 
 /* Unloads the program's shared object (the file stays in the cache). */
 void ta_cc_unload(ta_program_t *p);

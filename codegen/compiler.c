@@ -58,6 +58,11 @@ static void s_memo_add(s_state_t *s, const char *path) {
     if (s->nmemo < S_MEMO) s->nmemo++;
 }
 
+static void s_free_object(void *data, void *owner) {
+    (void)owner;
+    ta_free(data);
+}
+
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type != TA_MSG_COMPILE) return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s", ta_msg_type_name(m->type));
@@ -82,15 +87,24 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     }
     /* Timings stay out of messages, so two runs log the same bytes. */
     if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", name, prog.compile_ms);
-    ta_cc_unload(&prog); /* loading proved it; the executor loads its own */
+    ta_cc_unload(&prog); /* loading proved it; the executor loads its own copy */
+    /* The object's bytes travel in the message, never its path. */
+    uint8_t *obj = NULL;
+    size_t obj_len = 0;
+    char digest[33] = "";
+    if (rc == TACT_OK) rc = ta_cc_read(prog.path, &obj, &obj_len, &err);
+    if (rc == TACT_OK) ta_cc_digest(obj, obj_len, digest);
     ta_msg_t out;
     ta_msg_init(&out, TA_MSG_PROGRAM);
+    out.bulk.ptr = obj;
+    out.bulk.len = obj_len;
+    if (obj) out.bulk_free = s_free_object;
     out.corr = m->corr;
     out.as.program.realize = m->as.compile.realize;
     out.as.program.index = m->as.compile.index;
     out.as.program.status = rc;
     out.as.program.name = ta_bytes_str(name);
-    out.as.program.path = ta_bytes_str(rc == TACT_OK ? prog.path : "");
+    out.as.program.digest = ta_bytes_str(digest);
     out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
     out.as.program.align = (uint64_t)align;
     rc = ta_actor_send(self, s->w->planner, &out);

@@ -299,7 +299,9 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
 
 /* ============================================================ sync points */
 
-/* Computes the tensors (they stay computed).  Returns TACT_OK, the first
+/* Computes the tensors (they stay computed).  Any number of tensors and
+ * any graph size: kernels that would outgrow a device's limits are split,
+ * and very large graphs are scheduled in parts.  Returns TACT_OK, the first
  * error of an error tensor among them, or the pipeline's error (a compile
  * failure, a timeout); the message is in tact_ctx_error. */
 int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors);

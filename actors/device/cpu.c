@@ -128,9 +128,9 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
     return TACT_OK;
 }
 
-static int s_load(ta_device_t *d, const char *path, const char *name, ta_program_t *prog, ta_error_t *err) {
+static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name, ta_program_t *prog, ta_error_t *err) {
     (void)d;
-    return ta_cc_load(path, name, prog, err);
+    return ta_cc_load_bytes(obj, len, name, prog, err);
 }
 
 static void s_unload(ta_device_t *d, ta_program_t *prog) {

@@ -22,8 +22,9 @@ typedef struct ta_device_ops {
     void (*free)(ta_device_t *dev, void *buf);
     int (*copy_in)(ta_device_t *dev, void *buf, const void *host, size_t bytes, ta_error_t *err);
     int (*copy_out)(ta_device_t *dev, void *host, const void *buf, size_t bytes, ta_error_t *err);
-    /* Loads a program the compiler pool built (CPU: a shared object). */
-    int (*load)(ta_device_t *dev, const char *path, const char *name, ta_program_t *prog, ta_error_t *err);
+    /* Loads a program the compiler pool built, given as the bytes PROGRAM
+     * carries (CPU: a shared object). */
+    int (*load)(ta_device_t *dev, const void *obj, size_t len, const char *name, ta_program_t *prog, ta_error_t *err);
     void (*unload)(ta_device_t *dev, ta_program_t *prog);
     /* Runs prog over n output elements with bufs[b] as kernel buffer b, in
      * ranges whose bounds are multiples of align, and returns when it has

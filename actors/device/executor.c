@@ -162,15 +162,16 @@ static void s_drop_programs(s_state_t *s, uint64_t realize) {
     }
 }
 
-/* Loads the object at path once, and returns the loaded program. */
-static int s_load(s_state_t *s, const char *path, const char *name, ta_program_t *out, ta_error_t *err) {
+/* Loads an object once per digest, and returns the loaded program. */
+static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, ta_program_t *out, ta_error_t *err) {
     for (size_t i = 0; i < s->nloaded; i++)
-        if (strcmp(s->loaded[i].path, path) == 0 && strcmp(s->loaded[i].name, name) == 0) {
+        if (strcmp(s->loaded[i].key, digest) == 0 && strcmp(s->loaded[i].name, name) == 0) {
             *out = s->loaded[i];
             return TACT_OK;
         }
-    int rc = s->dev_ops->load(s->dev, path, name, out, err);
+    int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, out, err);
     if (rc != TACT_OK) return rc;
+    snprintf(out->key, sizeof out->key, "%s", digest);
     if (ta_grow((void **)&s->loaded, &s->loaded_cap, s->nloaded + 1, sizeof *s->loaded) != TACT_OK) {
         s->dev_ops->unload(s->dev, out);
         return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
@@ -437,16 +438,17 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         snprintf(pr->text, sizeof pr->text, "%.*s", (int)m->as.program.text.len,
                  m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
         if (pr->status == TACT_OK) {
-            char path[1024], name[64], dir[900];
-            snprintf(path, sizeof path, "%.*s", (int)m->as.program.path.len, (const char *)m->as.program.path.ptr);
+            char digest[33], want[33], name[64];
+            snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
             snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
-            ta_cc_cache_dir(dir, sizeof dir);
-            size_t dl = strlen(dir);
-            /* Only objects of the kernel cache are ever loaded. */
-            if (strncmp(path, dir, dl) != 0 || path[dl] != '/' || strstr(path, "..") || strchr(path + dl + 1, '/'))
-                pr->status = ta_error_set(&err, TACT_EPROTO, "executor: program %s is outside the kernel cache %s", path, dir);
+            /* The object travels in the message; what is loaded is exactly
+             * what the compiler sent. */
+            ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
+            if (!m->bulk.len || m->as.program.digest.len != 32 || strcmp(digest, want) != 0)
+                pr->status = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name,
+                                          m->bulk.len, digest);
             else
-                pr->status = s_load(s, path, name, &pr->prog, &err);
+                pr->status = s_load(s, m->bulk, digest, name, &pr->prog, &err);
             if (pr->status != TACT_OK) snprintf(pr->text, sizeof pr->text, "%s", err.text);
         } else if (pr->status > 0 || pr->status < -100) {
             pr->status = TACT_ECOMPILE;

@@ -238,6 +238,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         ta_msg_init(&p, TA_MSG_PROGRAM);
         p.corr = m->corr;
         p.as.program = m->as.program;
+        p.bulk = m->bulk; /* the object, copied on */
         s->next_program++;
         return ta_actor_send(self, s->w->executor, &p);
     }

@@ -1,4 +1,5 @@
 /* test_pipeline.c - the public API end to end: values against naive C loops, fusion counts, errors, determinism. */
+#define _GNU_SOURCE /* memmem */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
 
+#include "cc.h"
 #include "dtype.h"
 #include "log.h"
 #include "pipeline.h"
@@ -793,4 +795,48 @@ Test(graph_pipeline, second_review_regressions) {
     cr_assert_eq(tact_read(newer, o, sizeof o), TACT_OK, "the context goes on: %s", tact_ctx_error(ctx));
     for (int i = 0; i < 4; i++) cr_assert_eq(o[i], c4[i] + 1);
     tact_ctx_close(&ctx);
+}
+
+/* PROGRAM carries the compiled object itself with its digest, never a
+ * path: the executor loads exactly the bytes it was sent. */
+Test(graph_pipeline, programs_travel_as_bytes_with_their_digest) {
+    char *log = tu_tmpfile("plog-prog"), *dir = tu_tmpfile("kcache-prog");
+    unlink(dir);
+    setenv("TACT_CACHE_DIR", dir, 1);
+    enum { N = 50 };
+    float r[N];
+    tact_ctx *ctx = s_open(1, log);
+    s_program(ctx, r, N);
+    tact_ctx_close(&ctx);
+    ta_log_t *l;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(log, &l, &err), TACT_OK, "%s", err.text);
+    int programs = 0;
+    for (size_t s = 0; s < l->nstreams; s++) {
+        if (strcmp(l->streams[s].name, "executor") != 0) continue;
+        for (size_t i = 0; i < l->streams[s].nrecords; i++) {
+            const ta_log_record_t *rec = &l->streams[s].records[i];
+            ta_msg_t m;
+            ta_msg_init(&m, TA_MSG_EOS);
+            cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK, "%s", err.text);
+            if (rec->dir != TA_LOG_IN || m.type != TA_MSG_PROGRAM) continue;
+            programs++;
+            cr_assert_eq(m.as.program.status, TACT_OK);
+            cr_assert_geq(rec->bulk_len, 4);
+            cr_assert(memcmp(rec->bulk, "\177ELF", 4) == 0, "a shared object");
+            char want[33];
+            ta_cc_digest(rec->bulk, rec->bulk_len, want);
+            cr_assert(m.as.program.digest.len == 32 && memcmp(m.as.program.digest.ptr, want, 32) == 0, "its digest");
+        }
+    }
+    cr_assert_gt(programs, 0);
+    /* No message names the cache folder. */
+    cr_assert_null(memmem(l->data, l->len, dir, strlen(dir)), "a path travelled in a message");
+    ta_log_free(&l);
+    unsetenv("TACT_CACHE_DIR");
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    unlink(log);
+    free(log), free(dir);
 }
