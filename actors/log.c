@@ -1,4 +1,4 @@
-/* log.c - the message log: per-port record streams written at the end, and a validating reader. */
+/* log.c - the message log: records appended as they happen (a crash leaves a readable log), and a validating reader. */
 #include "log.h"
 
 #include <errno.h>
@@ -15,25 +15,31 @@
 #include "mpread.h"
 
 /*
- * Each port's records go to their own buffer (spilling to a temporary file
- * when large) while the run goes on, so threads never share a write and the
- * final file does not depend on how their writes interleaved: at the end
- * the streams are copied in port-id order.  Wall-clock times are kept in memory and written after every
- * stream, outside the bytes two runs compare.
+ * Every port records into one shared buffer, under a lock, and the buffer
+ * goes to the file at most a millisecond or 64 KiB later, so a run that
+ * dies leaves a log readable up to its last whole record.  Records of
+ * different ports interleave in the file as threads happen to run; each
+ * port's own records are in the order it sent and processed them, and that
+ * per-port order is what two runs compare (ta_log_compare), not file bytes.
+ * A bulk frame seen before (an upload relayed by the graph builder, a
+ * program passed on by the planner) is written once and referenced after.
  */
 
 /* ----------------------------------------------------------------- writer */
 
+enum { S_FLUSH_BYTES = 64 << 10, S_FLUSH_NS = 1000000, S_RECENT = 64, S_DEDUP_MIN = 256 };
+
 struct ta_log_stream {
+    ta_log_writer_t *w;
     uint32_t id;
     char name[64];
-    FILE *tmp;
-    uint64_t count;
-    uint64_t *times;
-    size_t times_cap;
-    int failed;
-    msgpack_sbuffer env, rec;
+    msgpack_sbuffer env;
 };
+
+/* A bulk already in the file: its hash, length and the record holding it. */
+typedef struct {
+    uint64_t h1, h2, len, record;
+} s_recent_t;
 
 struct ta_log_writer {
     char path[4096];
@@ -41,27 +47,28 @@ struct ta_log_writer {
     pthread_mutex_t lock;
     ta_log_stream_t **streams;
     size_t nstreams, cap;
-    uint64_t tick0, ns0; /* the clocks when recording started */
+    msgpack_sbuffer buf; /* records not yet written */
+    uint64_t ns0, last_flush, records;
+    s_recent_t recent[S_RECENT];
+    size_t next_recent;
+    int failed; /* the first error: the log stops there and finish reports it */
 };
 
-/* Record times are taken with the cheapest monotonic tick (the TSC on x86,
- * a third of clock_gettime's cost) and converted to nanoseconds at the end,
- * scaled by how far both clocks moved during the run. */
 static uint64_t s_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t s_tick(void) {
-#if defined(__x86_64__)
-    return __builtin_ia32_rdtsc();
-#else
-    return s_ns();
-#endif
+/* Writes what is buffered; the caller holds the lock. */
+static void s_flush(ta_log_writer_t *w) {
+    if (w->buf.size && !w->failed && (fwrite(w->buf.data, 1, w->buf.size, w->out) != w->buf.size || fflush(w->out) != 0))
+        w->failed = TACT_EIO;
+    msgpack_sbuffer_clear(&w->buf);
+    w->last_flush = s_ns();
 }
 
-int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_error_t *err) {
+int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header, ta_error_t *err) {
     *out = NULL;
     ta_log_writer_t *w = ta_calloc(1, sizeof *w);
     if (!w) return ta_error_set(err, TACT_ENOMEM, "log: out of memory");
@@ -73,8 +80,22 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_error_t *err) 
         return ta_error_set(err, TACT_EIO, "log: cannot create %s: %s", path, strerror(e));
     }
     pthread_mutex_init(&w->lock, NULL);
+    msgpack_sbuffer_init(&w->buf);
     w->ns0 = s_ns();
-    w->tick0 = s_tick();
+    /* ["TACTLOG", version, {run header}]: an empty map when none is given. */
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
+              msgpack_pack_uint32(&pk, TA_LOG_VERSION) ||
+              (header.len ? msgpack_sbuffer_write(&w->buf, (const char *)header.ptr, header.len) : msgpack_pack_map(&pk, 0));
+    if (!bad) s_flush(w);
+    if (bad || w->failed) {
+        fclose(w->out);
+        msgpack_sbuffer_destroy(&w->buf);
+        pthread_mutex_destroy(&w->lock);
+        ta_free(w);
+        return ta_error_set(err, TACT_EIO, "log: cannot write %s", path);
+    }
     *out = w;
     return TACT_OK;
 }
@@ -82,133 +103,119 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_error_t *err) 
 ta_log_stream_t *ta_log_writer_stream(ta_log_writer_t *w, uint32_t id, const char *name) {
     ta_log_stream_t *s = ta_calloc(1, sizeof *s);
     if (!s) return NULL;
+    s->w = w;
     s->id = id;
     snprintf(s->name, sizeof s->name, "%s", name);
     msgpack_sbuffer_init(&s->env);
-    msgpack_sbuffer_init(&s->rec);
     pthread_mutex_lock(&w->lock);
     int rc = ta_grow((void **)&w->streams, &w->cap, w->nstreams + 1, sizeof *w->streams);
-    if (rc == TACT_OK) w->streams[w->nstreams++] = s;
+    if (rc == TACT_OK) {
+        w->streams[w->nstreams++] = s;
+        /* ["stream", id, name] */
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
+        if (msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, "stream", 6) || msgpack_pack_uint32(&pk, id) ||
+            msgpack_pack_str_with_body(&pk, s->name, strlen(s->name)))
+            w->failed = TACT_ENOMEM;
+    }
     pthread_mutex_unlock(&w->lock);
     if (rc != TACT_OK) {
+        msgpack_sbuffer_destroy(&s->env);
         ta_free(s);
         return NULL;
     }
     return s;
 }
 
-/* Records accumulate in memory (s->rec) and spill to the temporary file in
- * large writes: a write to the page cache per record cost more than the
- * rest of logging together.  The buffer is reserved whole up front, since
- * growing it by doubling copied every byte once more. */
-enum { S_SPILL_AT = 8 << 20 };
-
-/* Reserves the record buffer; msgpack-c frees it with free(). */
-static int s_reserve(ta_log_stream_t *s) {
-    s->rec.data = malloc(S_SPILL_AT + 4096);
-    if (!s->rec.data) return TACT_ENOMEM;
-    s->rec.alloc = S_SPILL_AT + 4096;
-    return TACT_OK;
-}
-
-static int s_flush(ta_log_stream_t *s) {
-    if (!s->rec.size) return TACT_OK;
-    if (!s->tmp && !(s->tmp = tmpfile())) return TACT_EIO;
-    if (fwrite(s->rec.data, 1, s->rec.size, s->tmp) != s->rec.size) return TACT_EIO;
-    msgpack_sbuffer_clear(&s->rec);
-    return TACT_OK;
+/* Two 64-bit hashes of a bulk, eight bytes at a time. */
+static void s_hash2(const uint8_t *p, size_t n, uint64_t *h1, uint64_t *h2) {
+    uint64_t a = 0x9E3779B97F4A7C15ull ^ n, b = 0xC2B2AE3D27D4EB4Full ^ n, v;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&v, p + i, 8);
+        a = (a ^ v) * 0xff51afd7ed558ccdull;
+        a ^= a >> 29;
+        b = (b + v) * 0xc4ceb9fe1a85ec53ull;
+        b ^= b >> 31;
+    }
+    for (; i < n; i++) a = (a ^ p[i]) * 0x100000001b3ull, b = (b + p[i]) * 0x9E3779B97F4A7C15ull;
+    *h1 = a;
+    *h2 = b;
 }
 
 int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m, const ta_bytes_t *env) {
-    if (s->failed) return s->failed;
-    if (!s->rec.data && s_reserve(s) != TACT_OK) return s->failed = TACT_ENOMEM;
+    ta_log_writer_t *w = s->w;
     ta_bytes_t e;
     if (env) {
         e = *env;
     } else {
-        if (ta_msg_encode(m, &s->env) != TACT_OK) return s->failed = TACT_ENOMEM;
+        if (ta_msg_encode(m, &s->env) != TACT_OK) {
+            pthread_mutex_lock(&w->lock);
+            if (!w->failed) w->failed = TACT_ENOMEM;
+            pthread_mutex_unlock(&w->lock);
+            return TACT_ENOMEM;
+        }
         e.ptr = (const uint8_t *)s->env.data;
         e.len = s->env.size;
     }
     uint32_t crc = ta_crc32c(ta_crc32c(0, e.ptr, e.len), m->bulk.ptr, m->bulk.len);
-    size_t cap = s->times_cap;
-    if (ta_grow((void **)&s->times, &cap, s->count + 1, sizeof *s->times) != TACT_OK) return s->failed = TACT_ENOMEM;
-    s->times_cap = cap;
-    /* [dir, envelope, bulk, crc32] */
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &s->rec, msgpack_sbuffer_write);
-    if (msgpack_pack_array(&pk, 4) || msgpack_pack_uint8(&pk, (uint8_t)dir) || msgpack_pack_bin(&pk, e.len) ||
-        msgpack_pack_bin_body(&pk, e.ptr, e.len) || msgpack_pack_bin(&pk, m->bulk.len) ||
-        (m->bulk.len && msgpack_pack_bin_body(&pk, m->bulk.ptr, m->bulk.len)) || msgpack_pack_uint32(&pk, crc))
-        return s->failed = TACT_ENOMEM;
-    if (s->rec.size >= S_SPILL_AT && s_flush(s) != TACT_OK) return s->failed = TACT_EIO;
-    s->times[s->count++] = s_tick();
-    return TACT_OK;
+    uint64_t h1 = 0, h2 = 0;
+    if (m->bulk.len >= S_DEDUP_MIN) s_hash2(m->bulk.ptr, m->bulk.len, &h1, &h2);
+    uint64_t now = s_ns();
+    pthread_mutex_lock(&w->lock);
+    int rc = w->failed;
+    if (!rc) {
+        /* [stream, dir, envelope, bulk, crc32, wall_ns]: bulk is a bin, or
+         * the index of an earlier record with the same bulk. */
+        int ref = -1;
+        for (int i = 0; m->bulk.len >= S_DEDUP_MIN && i < S_RECENT; i++)
+            if (w->recent[i].len == m->bulk.len && w->recent[i].h1 == h1 && w->recent[i].h2 == h2) ref = i;
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
+        int bad = msgpack_pack_array(&pk, 6) || msgpack_pack_uint32(&pk, s->id) || msgpack_pack_uint8(&pk, (uint8_t)dir) ||
+                  msgpack_pack_bin(&pk, e.len) || msgpack_pack_bin_body(&pk, e.ptr, e.len);
+        if (ref >= 0) {
+            bad = bad || msgpack_pack_uint64(&pk, w->recent[ref].record);
+        } else {
+            bad = bad || msgpack_pack_bin(&pk, m->bulk.len) || (m->bulk.len && msgpack_pack_bin_body(&pk, m->bulk.ptr, m->bulk.len));
+            if (m->bulk.len >= S_DEDUP_MIN) {
+                w->recent[w->next_recent] = (s_recent_t){h1, h2, m->bulk.len, w->records};
+                w->next_recent = (w->next_recent + 1) % S_RECENT;
+            }
+        }
+        bad = bad || msgpack_pack_uint32(&pk, crc) || msgpack_pack_uint64(&pk, now - w->ns0);
+        if (bad) w->failed = TACT_ENOMEM;
+        w->records++;
+        if (w->buf.size >= S_FLUSH_BYTES || now - w->last_flush >= S_FLUSH_NS) s_flush(w);
+        rc = w->failed;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return rc;
 }
 
-static int s_by_id(const void *a, const void *b) {
-    const ta_log_stream_t *x = *(ta_log_stream_t *const *)a, *y = *(ta_log_stream_t *const *)b;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
-static int s_file_write(void *data, const char *buf, size_t len) {
-    return fwrite(buf, 1, len, data) == len ? 0 : -1;
-}
-
-static void s_stream_free(ta_log_stream_t *s) {
-    if (s->tmp) fclose(s->tmp);
-    msgpack_sbuffer_destroy(&s->env);
-    msgpack_sbuffer_destroy(&s->rec);
-    ta_free(s->times);
-    ta_free(s);
+void ta_log_writer_flush(ta_log_writer_t *w) {
+    pthread_mutex_lock(&w->lock);
+    s_flush(w);
+    pthread_mutex_unlock(&w->lock);
 }
 
 int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     ta_log_writer_t *w = *pw;
     if (!w) return TACT_OK;
     *pw = NULL;
-    int rc = TACT_OK;
-    uint64_t total = 0;
     msgpack_packer pk;
-    msgpack_packer_init(&pk, w->out, s_file_write);
-    if (w->nstreams) qsort(w->streams, w->nstreams, sizeof *w->streams, s_by_id);
-    int bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
-              msgpack_pack_uint32(&pk, TA_LOG_VERSION) || msgpack_pack_uint64(&pk, w->nstreams);
-    for (size_t i = 0; !bad && i < w->nstreams; i++) {
-        ta_log_stream_t *s = w->streams[i];
-        if (s->failed) {
-            rc = ta_error_set(err, s->failed, "log: stream of port %s could not be recorded: %s", s->name,
-                              tact_strerror(s->failed));
-            s->count = 0;
-        }
-        bad = msgpack_pack_array(&pk, 4) || msgpack_pack_str_with_body(&pk, "stream", 6) ||
-              msgpack_pack_uint32(&pk, s->id) || msgpack_pack_str_with_body(&pk, s->name, strlen(s->name)) ||
-              msgpack_pack_uint64(&pk, s->count);
-        if (!bad && s->tmp && s->count) { /* what spilled, then what is still in memory */
-            char buf[65536];
-            size_t n;
-            rewind(s->tmp);
-            while (!bad && (n = fread(buf, 1, sizeof buf, s->tmp)) > 0) bad = fwrite(buf, 1, n, w->out) != n;
-        }
-        if (!bad && s->count && s->rec.size) bad = fwrite(s->rec.data, 1, s->rec.size, w->out) != s->rec.size;
-        total += s->count;
+    msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
+    if (!w->failed && (msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "end", 3) || msgpack_pack_uint64(&pk, w->records)))
+        w->failed = TACT_ENOMEM;
+    s_flush(w);
+    if (fclose(w->out) != 0 && !w->failed) w->failed = TACT_EIO;
+    int rc = w->failed ? ta_error_set(err, w->failed, "log: writing %s failed: %s", w->path, tact_strerror(w->failed)) : TACT_OK;
+    for (size_t i = 0; i < w->nstreams; i++) {
+        msgpack_sbuffer_destroy(&w->streams[i]->env);
+        ta_free(w->streams[i]);
     }
-    uint64_t dns = s_ns() - w->ns0, dtick = s_tick() - w->tick0;
-    double ns_per_tick = dtick ? (double)dns / (double)dtick : 1.0;
-    bad = bad || msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "times", 5) ||
-          msgpack_pack_uint64(&pk, w->nstreams);
-    for (size_t i = 0; !bad && i < w->nstreams; i++) {
-        ta_log_stream_t *s = w->streams[i];
-        bad = msgpack_pack_array(&pk, 2) || msgpack_pack_uint32(&pk, s->id) || msgpack_pack_array(&pk, s->count);
-        for (uint64_t k = 0; !bad && k < s->count; k++)
-            bad = msgpack_pack_uint64(&pk, (uint64_t)((double)(s->times[k] - w->tick0) * ns_per_tick));
-    }
-    bad = bad || msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "end", 3) ||
-          msgpack_pack_uint64(&pk, total);
-    if (fclose(w->out) != 0) bad = 1;
-    if (bad) rc = ta_error_set(err, TACT_EIO, "log: writing %s failed: %s", w->path, strerror(errno));
-    for (size_t i = 0; i < w->nstreams; i++) s_stream_free(w->streams[i]);
     ta_free(w->streams);
+    msgpack_sbuffer_destroy(&w->buf);
     pthread_mutex_destroy(&w->lock);
     ta_free(w);
     return rc;
@@ -216,8 +223,8 @@ int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
 
 /* ----------------------------------------------------------------- reader */
 
-/* Reports a problem at the reader's offset. */
-#define S_CORRUPT(r, ...) s_corrupt(err, ta_mpr_offset(r), __VA_ARGS__)
+/* Reports a problem at an offset. */
+#define S_CORRUPT(off, ...) s_corrupt(err, (off), __VA_ARGS__)
 
 __attribute__((format(printf, 3, 4))) static int s_corrupt(ta_error_t *err, size_t offset, const char *fmt, ...) {
     char what[200];
@@ -228,16 +235,59 @@ __attribute__((format(printf, 3, 4))) static int s_corrupt(ta_error_t *err, size
     return ta_error_set(err, TACT_ECORRUPT, "log: byte offset %zu: %s", offset, what);
 }
 
-/* Reads [tag, ...] with n items in all and checks the tag string. */
-static int s_tagged(ta_mpr_t *r, const char *tag, uint32_t n) {
-    uint32_t count;
-    const uint8_t *s;
-    size_t len;
-    ta_mpr_t save = *r;
-    if (ta_mpr_array(r, &count) != 0 || count != n || ta_mpr_str(r, &s, &len) != 0 || len != strlen(tag) ||
-        memcmp(s, tag, len) != 0) {
-        *r = save;
-        return -1;
+/* True when the value at r needs more bytes than the buffer has left: the
+ * file was cut there (by a crash), as opposed to bytes that are wrong. */
+static int s_short(const ta_mpr_t *r) {
+    size_t left = (size_t)(r->end - r->p);
+    if (!left) return 1;
+    uint8_t b = r->p[0];
+    size_t need = 1;
+    if (b == 0xc4 || b == 0xcc || b == 0xd0) need = 2;
+    else if (b == 0xc5 || b == 0xcd || b == 0xd1 || b == 0xdc || b == 0xde) need = 3;
+    else if (b == 0xc6 || b == 0xce || b == 0xd2 || b == 0xdd || b == 0xdf) need = 5;
+    else if (b == 0xcf || b == 0xd3) need = 9;
+    if (b == 0xd9) need = 2;
+    if (need > left) return 1;
+    if ((b & 0xe0) == 0xa0) return (size_t)(b & 0x1f) > left - 1; /* a str: its body too */
+    if (b == 0xd9) return r->p[1] > left - 2;
+    if (b >= 0xc4 && b <= 0xc6) { /* a bin: its body too */
+        size_t n = b == 0xc4 ? r->p[1] : b == 0xc5 ? (size_t)(r->p[1] << 8 | r->p[2])
+                                                   : (size_t)r->p[1] << 24 | (size_t)r->p[2] << 16 | (size_t)r->p[3] << 8 | r->p[4];
+        return n > left - need;
+    }
+    return 0;
+}
+
+/* Adds rec to the stream with id, which must have been announced. */
+static int s_add_record(ta_log_t *log, uint32_t id, const ta_log_record_t *rec) {
+    for (size_t i = 0; i < log->nstreams; i++) {
+        ta_log_stream_info_t *st = &log->streams[i];
+        if (st->id != id) continue;
+        size_t cap = st->cap_;
+        if (ta_grow((void **)&st->records, &cap, st->nrecords + 1, sizeof *st->records) != TACT_OK) return TACT_ENOMEM;
+        st->cap_ = cap;
+        st->records[st->nrecords++] = *rec;
+        return TACT_OK;
+    }
+    return TACT_EINVAL;
+}
+
+static int s_by_id(const void *a, const void *b) {
+    const ta_log_stream_info_t *x = a, *y = b;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* True when the file ends with an end marker ["end", n]: then it was
+ * finished, and a value running past the end is damage, not a crash. */
+static int s_has_end(const uint8_t *p, size_t len) {
+    static const uint8_t tag[] = {0x92, 0xa3, 'e', 'n', 'd'};
+    for (size_t w = 1; w <= 9 && w + sizeof tag <= len; w++) {
+        const uint8_t *at = p + len - w - sizeof tag;
+        if (memcmp(at, tag, sizeof tag) != 0) continue;
+        ta_mpr_t r;
+        uint64_t v;
+        ta_mpr_init(&r, at + sizeof tag, w);
+        if (ta_mpr_u64(&r, &v) == 0 && r.p == r.end) return 1;
     }
     return 0;
 }
@@ -245,81 +295,157 @@ static int s_tagged(ta_mpr_t *r, const char *tag, uint32_t n) {
 static int s_parse(ta_log_t *log, ta_error_t *err) {
     ta_mpr_t r;
     uint32_t count;
-    uint64_t version, nstreams, total = 0;
+    uint64_t version;
     const uint8_t *s;
     size_t len;
     ta_mpr_init(&r, log->data, log->len);
-    if (ta_mpr_array(&r, &count) != 0 || count != 3 || ta_mpr_str(&r, &s, &len) != 0 ||
-        len != strlen(TA_LOG_MAGIC) || memcmp(s, TA_LOG_MAGIC, len) != 0)
+    if (ta_mpr_array(&r, &count) != 0 || count != 3 || ta_mpr_str(&r, &s, &len) != 0 || len != strlen(TA_LOG_MAGIC) ||
+        memcmp(s, TA_LOG_MAGIC, len) != 0)
         return ta_error_set(err, TACT_ECORRUPT, "log: byte offset 0: not a tact log (no TACTLOG header)");
-    if (ta_mpr_u64(&r, &version) != 0) return S_CORRUPT(&r, "expected the format version");
+    if (ta_mpr_u64(&r, &version) != 0) return S_CORRUPT(ta_mpr_offset(&r), "expected the format version");
     if (version != TA_LOG_VERSION)
-        return ta_error_set(err, TACT_EVERSION, "log: format version %" PRIu64 ", this build reads %d", version,
-                            TA_LOG_VERSION);
-    if (ta_mpr_u64(&r, &nstreams) != 0) return S_CORRUPT(&r, "expected the stream count");
-    /* Every count is checked against the bytes left before anything is
-     * allocated for it: a stream or a record takes at least 4 bytes. */
-    if (nstreams > log->len / 4) return S_CORRUPT(&r, "stream count %" PRIu64 " exceeds the file", nstreams);
-    log->streams = ta_calloc(nstreams ? nstreams : 1, sizeof *log->streams);
-    if (!log->streams) return ta_error_set(err, TACT_ENOMEM, "log: out of memory");
-    log->nstreams = nstreams;
-    for (size_t i = 0; i < nstreams; i++) {
-        ta_log_stream_info_t *st = &log->streams[i];
-        uint64_t id, nrec;
-        if (s_tagged(&r, "stream", 4) != 0) return S_CORRUPT(&r, "expected stream header %zu of %" PRIu64, i + 1, nstreams);
-        if (ta_mpr_u64(&r, &id) != 0 || id > UINT32_MAX) return S_CORRUPT(&r, "expected a port id");
-        if (i && id <= log->streams[i - 1].id) return S_CORRUPT(&r, "streams out of id order");
-        if (ta_mpr_str(&r, &s, &len) != 0) return S_CORRUPT(&r, "expected the port name");
-        if (ta_mpr_u64(&r, &nrec) != 0) return S_CORRUPT(&r, "expected the record count");
-        if (nrec > (log->len - ta_mpr_offset(&r)) / 4)
-            return S_CORRUPT(&r, "record count %" PRIu64 " exceeds the file", nrec);
-        st->id = (uint32_t)id;
-        snprintf(st->name, sizeof st->name, "%.*s", (int)(len < 63 ? len : 63), (const char *)s);
-        st->records = ta_calloc(nrec ? nrec : 1, sizeof *st->records);
-        if (!st->records) return ta_error_set(err, TACT_ENOMEM, "log: out of memory");
-        st->nrecords = nrec;
-        for (size_t k = 0; k < nrec; k++) {
-            ta_log_record_t *rec = &st->records[k];
-            uint64_t dir, crc;
-            rec->offset = ta_mpr_offset(&r);
-            if (ta_mpr_array(&r, &count) != 0 || count != 4)
-                return S_CORRUPT(&r, "record %zu of port %s: expected [dir, envelope, bulk, crc]", k, st->name);
-            if (ta_mpr_u64(&r, &dir) != 0 || dir > TA_LOG_OUT) return S_CORRUPT(&r, "record %zu: bad direction", k);
-            if (ta_mpr_bin(&r, &rec->env, &rec->env_len) != 0) return S_CORRUPT(&r, "record %zu: expected envelope", k);
-            if (ta_mpr_bin(&r, &rec->bulk, &rec->bulk_len) != 0) return S_CORRUPT(&r, "record %zu: expected bulk", k);
-            if (ta_mpr_u64(&r, &crc) != 0) return S_CORRUPT(&r, "record %zu: expected checksum", k);
-            uint32_t want = ta_crc32c(ta_crc32c(0, rec->env, rec->env_len), rec->bulk, rec->bulk_len);
-            if (crc != want)
-                return s_corrupt(err, rec->offset, "record %zu of port %s: checksum mismatch", k, st->name);
-            ta_msg_t m;
-            uint64_t bulk_len;
-            ta_error_t derr;
-            if (ta_msg_decode(&m, rec->env, rec->env_len, 0, &bulk_len, &derr) != TACT_OK)
-                return s_corrupt(err, rec->offset, "record %zu of port %s: bad envelope: %s", k, st->name, derr.text);
-            if (bulk_len != rec->bulk_len)
-                return s_corrupt(err, rec->offset, "record %zu of port %s: bulk length mismatch", k, st->name);
-            rec->dir = (ta_log_dir_t)dir;
+        return ta_error_set(err, TACT_EVERSION, "log: format version %" PRIu64 ", this build reads %d", version, TA_LOG_VERSION);
+    log->header = r.p;
+    uint32_t pairs;
+    ta_mpr_t save = r;
+    if (ta_mpr_skip(&r) != 0 || ta_mpr_map(&save, &pairs) != 0) return S_CORRUPT(ta_mpr_offset(&save), "expected the run header (a map)");
+    log->header_len = (size_t)(r.p - log->header);
+    /* Every record in file order, as (stream index, position), to resolve
+     * bulk references (record arrays move as they grow). */
+    struct s_at {
+        size_t stream, pos;
+    } *all = NULL;
+    size_t nall = 0, all_cap = 0;
+    int rc = TACT_OK, ended = 0, finished = s_has_end(log->data, log->len);
+#define s_short(r) (!finished && s_short(r))
+    while (rc == TACT_OK && r.p < r.end) {
+        size_t off = ta_mpr_offset(&r);
+        ta_mpr_t item = r;
+        if (ended) {
+            rc = S_CORRUPT(off, "unexpected bytes after the end marker");
+            break;
         }
-        total += nrec;
+        if (ta_mpr_array(&item, &count) != 0) {
+            if (s_short(&r)) log->truncated_at = off;
+            else rc = S_CORRUPT(off, "expected a record, a stream or the end marker");
+            break;
+        }
+        if (s_short(&item)) {
+            log->truncated_at = off;
+            break;
+        }
+        ta_mpr_t tag = item;
+        if (ta_mpr_str(&tag, &s, &len) == 0) {
+            uint64_t v;
+            if (count == 3 && len == 6 && memcmp(s, "stream", 6) == 0) {
+                const uint8_t *name;
+                size_t nlen;
+                if (ta_mpr_u64(&tag, &v) != 0 || v > UINT32_MAX || ta_mpr_str(&tag, &name, &nlen) != 0) {
+                    if (s_short(&tag)) log->truncated_at = off;
+                    else rc = S_CORRUPT(off, "malformed stream announcement");
+                    break;
+                }
+                for (size_t i = 0; i < log->nstreams && rc == TACT_OK; i++)
+                    if (log->streams[i].id == v) rc = S_CORRUPT(off, "port %" PRIu64 " announced twice", v);
+                if (rc != TACT_OK) break;
+                size_t cap = log->streams_cap_;
+                if (ta_grow((void **)&log->streams, &cap, log->nstreams + 1, sizeof *log->streams) != TACT_OK) {
+                    rc = ta_error_set(err, TACT_ENOMEM, "log: out of memory");
+                    break;
+                }
+                log->streams_cap_ = cap;
+                ta_log_stream_info_t *st = &log->streams[log->nstreams++];
+                memset(st, 0, sizeof *st);
+                st->id = (uint32_t)v;
+                snprintf(st->name, sizeof st->name, "%.*s", (int)(nlen < 63 ? nlen : 63), (const char *)name);
+                r = tag;
+                continue;
+            }
+            if (count == 2 && len == 3 && memcmp(s, "end", 3) == 0) {
+                if (ta_mpr_u64(&tag, &v) != 0) {
+                    if (s_short(&tag)) log->truncated_at = off;
+                    else rc = S_CORRUPT(off, "malformed end marker");
+                    break;
+                }
+                if (v != nall) {
+                    rc = S_CORRUPT(off, "end marker counts %" PRIu64 " records, found %zu", v, nall);
+                    break;
+                }
+                ended = 1;
+                r = tag;
+                continue;
+            }
+            rc = S_CORRUPT(off, "unknown section");
+            break;
+        }
+        /* A record: [stream, dir, envelope, bulk, crc32, wall_ns]. */
+        ta_log_record_t rec;
+        memset(&rec, 0, sizeof rec);
+        rec.offset = off;
+        uint64_t id, dir, crc, ref = 0;
+        int is_ref = 0;
+        if (count != 6) {
+            rc = S_CORRUPT(off, "record %zu: expected [stream, dir, envelope, bulk, crc, time]", nall);
+            break;
+        }
+#define S_FIELD(ok, what)                                           \
+    if (!(ok)) {                                                    \
+        if (s_short(&item)) log->truncated_at = off;                \
+        else rc = S_CORRUPT(ta_mpr_offset(&item), "record %zu: %s", nall, what); \
+        break;                                                      \
     }
-    log->payload_len = ta_mpr_offset(&r);
-    uint64_t n;
-    if (s_tagged(&r, "times", 2) != 0 || ta_mpr_u64(&r, &n) != 0 || n != nstreams)
-        return S_CORRUPT(&r, "expected the times section for %" PRIu64 " streams", nstreams);
-    for (size_t i = 0; i < nstreams; i++) {
-        uint64_t id;
-        ta_log_stream_info_t *st = &log->streams[i];
-        if (ta_mpr_array(&r, &count) != 0 || count != 2 || ta_mpr_u64(&r, &id) != 0 || id != st->id ||
-            ta_mpr_array(&r, &count) != 0 || count != st->nrecords)
-            return S_CORRUPT(&r, "expected the times of port %s", st->name);
-        for (size_t k = 0; k < st->nrecords; k++)
-            if (ta_mpr_u64(&r, &st->records[k].wall_ns) != 0) return S_CORRUPT(&r, "expected a time");
+        S_FIELD(ta_mpr_u64(&item, &id) == 0 && id <= UINT32_MAX, "expected a port id");
+        S_FIELD(ta_mpr_u64(&item, &dir) == 0 && dir <= TA_LOG_OUT, "bad direction");
+        S_FIELD(ta_mpr_bin(&item, &rec.env, &rec.env_len) == 0, "expected the envelope");
+        if (ta_mpr_u64(&item, &ref) == 0) is_ref = 1;
+        else S_FIELD(ta_mpr_bin(&item, &rec.bulk, &rec.bulk_len) == 0, "expected the bulk");
+        S_FIELD(ta_mpr_u64(&item, &crc) == 0, "expected the checksum");
+        S_FIELD(ta_mpr_u64(&item, &rec.wall_ns) == 0, "expected the time");
+#undef S_FIELD
+        if (is_ref) {
+            const ta_log_record_t *to = ref < nall ? &log->streams[all[ref].stream].records[all[ref].pos] : NULL;
+            if (!to || !to->bulk_len) {
+                rc = S_CORRUPT(off, "record %zu: bulk refers to record %" PRIu64 ", which has none", nall, ref);
+                break;
+            }
+            rec.bulk = to->bulk;
+            rec.bulk_len = to->bulk_len;
+        }
+        uint32_t want = ta_crc32c(ta_crc32c(0, rec.env, rec.env_len), rec.bulk, rec.bulk_len);
+        if (crc != want) {
+            rc = S_CORRUPT(off, "record %zu (port %" PRIu64 "): checksum mismatch", nall, id);
+            break;
+        }
+        ta_msg_t m;
+        uint64_t bulk_len;
+        ta_error_t derr;
+        if (ta_msg_decode(&m, rec.env, rec.env_len, 0, &bulk_len, &derr) != TACT_OK) {
+            rc = S_CORRUPT(off, "record %zu: bad envelope: %s", nall, derr.text);
+            break;
+        }
+        if (bulk_len != rec.bulk_len) {
+            rc = S_CORRUPT(off, "record %zu: bulk length mismatch", nall);
+            break;
+        }
+        rec.dir = (ta_log_dir_t)dir;
+        int arc = s_add_record(log, (uint32_t)id, &rec);
+        if (arc == TACT_EINVAL) rc = S_CORRUPT(off, "record %zu: port %" PRIu64 " was never announced", nall, id);
+        else if (arc != TACT_OK) rc = ta_error_set(err, TACT_ENOMEM, "log: out of memory");
+        if (rc != TACT_OK) break;
+        if (ta_grow((void **)&all, &all_cap, nall + 1, sizeof *all) != TACT_OK) {
+            rc = ta_error_set(err, TACT_ENOMEM, "log: out of memory");
+            break;
+        }
+        for (size_t i = 0; i < log->nstreams; i++)
+            if (log->streams[i].id == id) all[nall] = (struct s_at){i, log->streams[i].nrecords - 1};
+        nall++;
+        r = item;
     }
-    if (s_tagged(&r, "end", 2) != 0 || ta_mpr_u64(&r, &n) != 0)
-        return S_CORRUPT(&r, "expected the end marker (truncated log?)");
-    if (n != total) return S_CORRUPT(&r, "end marker counts %" PRIu64 " records, found %" PRIu64, n, total);
-    if (ta_mpr_offset(&r) != log->len) return S_CORRUPT(&r, "unexpected bytes after the end marker");
-    return TACT_OK;
+#undef s_short
+    if (rc == TACT_OK && !ended && !log->truncated_at) log->truncated_at = log->len;
+    ta_free(all);
+    if (rc == TACT_OK) qsort(log->streams, log->nstreams, sizeof *log->streams, s_by_id);
+    return rc;
 }
 
 int ta_log_parse(const void *buf, size_t len, ta_log_t **out, ta_error_t *err) {
@@ -387,4 +513,56 @@ int ta_log_record_msg(const ta_log_record_t *r, ta_msg_t *m, ta_error_t *err) {
         m->bulk.len = r->bulk_len;
     }
     return rc;
+}
+
+/* Describes where two streams first differ, field by field. */
+static void s_describe(const ta_log_stream_info_t *st, size_t k, const ta_log_record_t *a, const ta_log_record_t *b, char *where,
+                       size_t len) {
+    if (!a || !b) {
+        snprintf(where, len, "port %s (%u), record %zu: %s", st->name, st->id, k, a ? "missing in the second log" : "extra in the second log");
+        return;
+    }
+    ta_msg_t x, y;
+    ta_error_t e;
+    char field[64] = "envelope";
+    ta_msg_init(&x, TA_MSG_EOS);
+    ta_msg_init(&y, TA_MSG_EOS);
+    if (a->dir != b->dir) snprintf(field, sizeof field, "direction");
+    else if (ta_log_record_msg(a, &x, &e) == TACT_OK && ta_log_record_msg(b, &y, &e) == TACT_OK)
+        ta_msg_equal(&x, &y, field, sizeof field);
+    snprintf(where, len, "port %s (%u), record %zu (%s %s): %s differs", st->name, st->id, k, a->dir == TA_LOG_IN ? "in" : "out",
+             ta_msg_type_name(x.type), field);
+}
+
+static int s_same(const ta_log_record_t *a, const ta_log_record_t *b) {
+    return a->dir == b->dir && a->env_len == b->env_len && a->bulk_len == b->bulk_len && memcmp(a->env, b->env, a->env_len) == 0 &&
+           (!a->bulk_len || memcmp(a->bulk, b->bulk, a->bulk_len) == 0);
+}
+
+int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len) {
+    /* The stage to blame is one whose output differs while everything it
+     * processed before matched; failing that, the first difference. */
+    const char *kind = NULL;
+    char first[512] = "", culprit[512] = "";
+    for (size_t i = 0; i < a->nstreams || i < b->nstreams; i++) {
+        const ta_log_stream_info_t *sa = i < a->nstreams ? &a->streams[i] : NULL, *sb = i < b->nstreams ? &b->streams[i] : NULL;
+        if (!sa || !sb || sa->id != sb->id || strcmp(sa->name, sb->name) != 0) {
+            if (!first[0]) snprintf(first, sizeof first, "the logs have different ports (%s vs %s)", sa ? sa->name : "none", sb ? sb->name : "none");
+            break;
+        }
+        size_t n = sa->nrecords > sb->nrecords ? sa->nrecords : sb->nrecords;
+        for (size_t k = 0; k < n; k++) {
+            const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
+            if (x && y && s_same(x, y)) continue;
+            char d[512];
+            s_describe(sa, k, x, y, d, sizeof d);
+            if (!first[0]) snprintf(first, sizeof first, "%s", d);
+            if (!culprit[0] && x && x->dir == TA_LOG_OUT) snprintf(culprit, sizeof culprit, "%s", d);
+            break;
+        }
+    }
+    kind = culprit[0] ? culprit : first;
+    if (!kind[0]) return 1;
+    if (where) snprintf(where, len, "%s", kind);
+    return 0;
 }

@@ -34,6 +34,21 @@ int ta_mpr_array(ta_mpr_t *r, uint32_t *count) {
     return 0;
 }
 
+int ta_mpr_map(ta_mpr_t *r, uint32_t *pairs) {
+    if (s_left(r) < 1) return -1;
+    uint8_t b = r->p[0];
+    int width = b == 0xde ? 2 : b == 0xdf ? 4 : 0;
+    if ((b & 0xf0) == 0x80) {
+        *pairs = b & 0x0f;
+        r->p += 1;
+        return 0;
+    }
+    if (!width || s_left(r) < (size_t)1 + width) return -1;
+    *pairs = (uint32_t)s_be(r->p + 1, width);
+    r->p += 1 + width;
+    return 0;
+}
+
 /* Reads any msgpack integer as a sign flag and magnitude bits. */
 static int s_int(ta_mpr_t *r, uint64_t *bits, int *is_signed) {
     if (s_left(r) < 1) return -1;

@@ -26,6 +26,7 @@ size_t ta_mpr_offset(const ta_mpr_t *r);
 /* Each read returns 0 and advances, or -1 leaving the reader where it was
  * (wrong type, or the value runs past the end). */
 int ta_mpr_array(ta_mpr_t *r, uint32_t *count);
+int ta_mpr_map(ta_mpr_t *r, uint32_t *pairs); /* a map header: pairs key/value pairs follow */
 int ta_mpr_u64(ta_mpr_t *r, uint64_t *v);
 int ta_mpr_i64(ta_mpr_t *r, int64_t *v);
 int ta_mpr_f64(ta_mpr_t *r, double *v);

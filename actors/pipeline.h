@@ -25,6 +25,8 @@ typedef struct ta_pipeline {
     int cpu_threads;
     int debug;          /* TACT_DEBUG */
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
+    char cc[512];        /* the kernel compiler command (TACT_CC when the context opened) */
+    char cache_dir[900]; /* the kernel cache folder (TACT_CACHE_DIR when it opened) */
 } ta_pipeline_t;
 
 /* The stages (each file documents its messages). */

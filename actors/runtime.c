@@ -88,7 +88,7 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
     snprintf(rt->entries[0].name, sizeof rt->entries[0].name, "owner");
     rt->nentries = 1;
     if (rt->cfg.log_path) {
-        int rc = ta_log_writer_new(&rt->log, rt->cfg.log_path, err);
+        int rc = ta_log_writer_new(&rt->log, rt->cfg.log_path, rt->cfg.log_header, err);
         if (rc != TACT_OK) {
             ta_free(rt->entries);
             pthread_mutex_destroy(&rt->lock);
@@ -118,6 +118,7 @@ int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
         /* A stray thread still holds sockets and this memory: wake it with
          * ETERM and leave both to it instead of waiting forever. */
         zmq_ctx_shutdown(rt->zmq);
+        if (rt->log) ta_log_writer_flush(rt->log); /* what was recorded stays readable */
         return ta_error_set(err, TACT_ETIMEDOUT, "runtime: %d actor(s) did not stop in time; left running",
                             rt->abandoned);
     }

@@ -16,6 +16,7 @@ typedef struct ta_rt_config {
     size_t max_msg_bytes;     /* largest envelope accepted (default 16 MiB) */
     size_t max_bulk_bytes;    /* largest bulk frame accepted (default 1 GiB) */
     const char *log_path;     /* record every message to this file; NULL: off */
+    ta_bytes_t log_header;    /* the log's run header: a packed msgpack map (empty: none) */
     const char *ipc_dir;      /* folder for ipc:// sockets (default /tmp) */
 } ta_rt_config_t;
 

@@ -83,29 +83,25 @@ static int s_load(ta_program_t *p, ta_error_t *err) {
 }
 
 /* The key and cache path of a kernel. */
-static void s_locate(const char *name, const char *src, char key[33], char *path, size_t len) {
-    char dirbuf[900];
-    const char *dir = ta_cc_cache_dir(dirbuf, sizeof dirbuf);
+static void s_locate(const char *cc, const char *dir, const char *name, const char *src, char key[33], char *path, size_t len) {
     /* The renderer's opening comment lists graph node ids, which differ
      * between graphs computing the same kernel: it is not part of the key. */
     const char *body = src;
     if (strncmp(body, "/*", 2) == 0 && strstr(body, "*/")) body = strstr(body, "*/") + 2;
-    const char *parts[] = {ta_cc_compiler(), s_flags, ta_render_prelude(), body};
+    const char *parts[] = {cc, s_flags, ta_render_prelude(), body};
     s_key(parts, 4, key);
     snprintf(path, len, "%s/%s-%s.so", dir, name, key);
 }
 
-void ta_cc_path(const char *name, const char *src, char *path, size_t len) {
+void ta_cc_path(const char *cc, const char *dir, const char *name, const char *src, char *path, size_t len) {
     char key[33];
-    s_locate(name, src, key, path, len);
+    s_locate(cc, dir, name, src, key, path, len);
 }
 
-int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t *err) {
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, ta_error_t *err) {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
-    char dirbuf[900];
-    const char *cc = ta_cc_compiler(), *dir = ta_cc_cache_dir(dirbuf, sizeof dirbuf);
-    s_locate(name, src, out->key, out->path, sizeof out->path);
+    s_locate(cc, dir, name, src, out->key, out->path, sizeof out->path);
     if (access(out->path, R_OK) == 0 && s_load(out, NULL) == TACT_OK) {
         out->cached = 1;
         return TACT_OK;

@@ -21,7 +21,8 @@ typedef struct ta_program {
 
 /* The compiler command (TACT_CC, default "cc"), and the cache folder
  * (TACT_CACHE_DIR, default $HOME/.cache/tact, else /tmp/tact-cache) written
- * into buf, which is returned. */
+ * into buf, which is returned.  A context reads both once, when it opens
+ * (ta_pipeline_t), and hands them to every compile. */
 const char *ta_cc_compiler(void);
 const char *ta_cc_cache_dir(char *buf, size_t len);
 /* The flags every kernel is compiled with. */
@@ -29,16 +30,17 @@ const char *ta_cc_flags(void);
 
 /* Writes the cache path of the kernel name with source src into path (the
  * key that ta_cc_build uses), so a caller can remember what it has built. */
-void ta_cc_path(const char *name, const char *src, char *path, size_t len);
+void ta_cc_path(const char *cc, const char *dir, const char *name, const char *src, char *path, size_t len);
 
 /*
- * Compiles the prelude plus src (which defines the function name) into a
- * shared object, or finds it in the disk cache under a key hashed from the
+ * Compiles the prelude plus src (which defines the function name) with the
+ * compiler command cc into a shared object in the folder dir, or finds it
+ * there under a key hashed from the
  * compiler, the flags and the source, then loads it.  Returns TACT_OK with
  * *out filled, or TACT_ECOMPILE with the kernel's name and the compiler's
  * message in err (TACT_EIO when the cache folder is unusable).
  */
-int ta_cc_build(const char *name, const char *src, ta_program_t *out, ta_error_t *err);
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, ta_error_t *err);
 
 /* Loads the function name from the shared object at path into *out.
  * Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */

@@ -77,11 +77,11 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (rc == TACT_OK) rc = ta_render_c(&s->ast, &src, name, sizeof name, &align, &err);
     if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
     if (rc == TACT_OK) {
-        ta_cc_path(name, src, prog.path, sizeof prog.path);
+        ta_cc_path(s->w->cc, s->w->cache_dir, name, src, prog.path, sizeof prog.path);
         if (s_memo_has(s, prog.path)) {
             prog.cached = 1;
         } else {
-            rc = ta_cc_build(name, src, &prog, &err);
+            rc = ta_cc_build(s->w->cc, s->w->cache_dir, name, src, &prog, &err);
             if (rc == TACT_OK) s_memo_add(s, prog.path);
         }
     }

@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cc.h"
 #include "dtype.h"
 #include "mem.h"
 #include "ops.h"
 #include "pipeline.h"
+#include "rerun.h"
 #include "shape.h"
 #include "tact.h"
 
@@ -205,6 +207,21 @@ static void s_stop_all(tact_ctx *ctx, ta_error_t *first) {
         if (ta_actor_stop(&ctx->compilers[i], &err) != TACT_OK && first && !first->code) *first = err;
 }
 
+/* Packs the run header of a recorded context (docs/log-format.md). */
+static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeout_ms, msgpack_sbuffer *sb) {
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+#define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
+#define S_INT(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_int64(&pk, v))
+    int bad = msgpack_pack_map(&pk, 10) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
+              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", o->devices ? o->devices : "CPU") ||
+              S_INT("cpu_threads", o->cpu_threads) || S_INT("compile_workers", w->ncompilers) || S_INT("timeout_ms", timeout_ms) ||
+              S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags()) || S_INT("schedule_cache", w->schedule_cache);
+#undef S_STR
+#undef S_INT
+    return bad ? -1 : 0;
+}
+
 int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     *out = NULL;
     s_open_error[0] = '\0';
@@ -240,8 +257,6 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     if (rc != TACT_OK) goto fail_nomem;
     memset(&ctx->scopes[0], 0, sizeof ctx->scopes[0]);
     ctx->nscopes = 1;
-    if ((rc = ta_rt_new(&ctx->rt, &cfg, &err)) != TACT_OK) goto fail;
-    if ((rc = ta_port_new(ctx->rt, "client", &ctx->port, &err)) != TACT_OK) goto fail;
     ta_pipeline_t *w = &ctx->wiring;
     const char *dbg = getenv("TACT_DEBUG");
     w->debug = dbg ? atoi(dbg) : 0;
@@ -249,6 +264,20 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     w->schedule_cache = !(sc && strcmp(sc, "0") == 0);
     w->cpu_threads = o.cpu_threads;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
+    snprintf(w->cc, sizeof w->cc, "%s", ta_cc_compiler());
+    ta_cc_cache_dir(w->cache_dir, sizeof w->cache_dir);
+    /* The log's run header: what a replay needs to run the same pipeline. */
+    msgpack_sbuffer header;
+    msgpack_sbuffer_init(&header);
+    if (o.log_path) {
+        if (s_run_header(&o, w, ctx->timeout_ms, &header) != 0) goto fail_nomem;
+        cfg.log_header.ptr = (const uint8_t *)header.data;
+        cfg.log_header.len = header.size;
+    }
+    rc = ta_rt_new(&ctx->rt, &cfg, &err);
+    msgpack_sbuffer_destroy(&header);
+    if (rc != TACT_OK) goto fail;
+    if ((rc = ta_port_new(ctx->rt, "client", &ctx->port, &err)) != TACT_OK) goto fail;
     w->client = ta_port_id(ctx->port);
     /* Start order fixes the port ids, so logs of two runs line up. */
     if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, w, NULL, &ctx->graph, &err)) != TACT_OK) goto fail;
@@ -300,6 +329,9 @@ int tact_ctx_close(tact_ctx **pctx) {
 }
 
 const char *tact_ctx_error(const tact_ctx *ctx) { return ctx->error; }
+
+ta_port_t *ta_ctx_port(tact_ctx *ctx) { return ctx->port; }
+int ta_ctx_timeout_ms(const tact_ctx *ctx) { return ctx->timeout_ms; }
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
     *out = ctx->stats;
     /* In-process counters of the stages themselves (never in messages). */

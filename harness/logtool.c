@@ -20,8 +20,9 @@ int h_log(int argc, char **argv) {
     size_t total = 0;
     for (size_t i = 0; i < log->nstreams; i++) total += log->streams[i].nrecords;
     if (strcmp(argv[0], "check") == 0) {
-        printf("%s: valid tact log v%d, %zu streams, %zu records, %zu payload bytes\n", argv[1], TA_LOG_VERSION,
-               log->nstreams, total, log->payload_len);
+        printf("%s: valid tact log v%d, %zu streams, %zu records", argv[1], TA_LOG_VERSION, log->nstreams, total);
+        if (log->truncated_at) printf(", cut at byte %zu without its end marker (a crashed run?)", log->truncated_at);
+        printf("\n");
     } else {
         for (size_t i = 0; i < log->nstreams; i++) {
             const ta_log_stream_info_t *st = &log->streams[i];

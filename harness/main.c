@@ -1,9 +1,10 @@
-/* main.c - the tact command: demo, bench and log tools. */
+/* main.c - the tact command: demo, bench, log tools and whole-run replay. */
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "harness.h"
+#include "rerun.h"
 #include "tact.h"
 
 double h_now(void) {
@@ -38,6 +39,7 @@ static void s_usage(FILE *f) {
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
             "  bench runtime|pipeline [--quick]                  measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump FILE                      validate or print a message log\n"
+            "  replay FILE                                       run a recorded run again and check every stage\n"
             "  version\n");
 }
 
@@ -50,6 +52,16 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "demo") == 0) return h_demo(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return h_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "log") == 0) return h_log(argc - 2, argv + 2);
+    if (strcmp(cmd, "replay") == 0) {
+        if (argc != 3) {
+            fprintf(stderr, "usage: tact replay FILE\n");
+            return 2;
+        }
+        char verdict[1024];
+        int rc = ta_rerun(argv[2], verdict, sizeof verdict);
+        printf("%s: %s\n", argv[2], verdict);
+        return rc == TACT_OK ? 0 : 1;
+    }
     if (strcmp(cmd, "version") == 0) {
         printf("tact %s\n", tact_version());
         return 0;

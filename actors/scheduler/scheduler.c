@@ -1,6 +1,7 @@
 /* scheduler.c - the scheduler actor: cuts a subgraph into fused kernels (one reduce at most each), in dependency order. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ast.h"
@@ -103,6 +104,7 @@ typedef struct {
     ta_pipeline_t *w;
     s_cached_t cache[S_CACHE_ENTRIES];
     int ncached, evict; /* entries used; the next to replace (oldest first) */
+    int perturb;        /* TACT_TEST_PERTURB=scheduler: list fused ids backwards (tests of replay only) */
 } s_state_t;
 
 /* ------------------------------------------------------------- decoding */
@@ -717,7 +719,8 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
 
 /* Packs the KERNELS list [[ast, [buffer ids], [writes flags]], ...] and the
  * SCHEDULED id lists of res for graph g. */
-static int s_pack(const s_result_t *res, const s_graph_t *g, msgpack_sbuffer *kb, msgpack_sbuffer *ids, msgpack_sbuffer *temps) {
+static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpack_sbuffer *kb, msgpack_sbuffer *ids,
+                  msgpack_sbuffer *temps) {
     msgpack_packer pk;
     msgpack_packer_init(&pk, kb, msgpack_sbuffer_write);
     int bad = msgpack_pack_array(&pk, (size_t)res->nk);
@@ -726,7 +729,7 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, msgpack_sbuffer *kb
         const int *v = res->ints + kr->off;
         bad = msgpack_pack_array(&pk, 3) || msgpack_sbuffer_write(kb, res->bytes.data + kr->ast_off, kr->ast_len) ||
               msgpack_pack_array(&pk, (size_t)kr->nfused);
-        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->ids[v[i]]);
+        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->ids[v[perturb ? kr->nfused - 1 - i : i]]);
         v += kr->nfused;
         bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
         for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint64(&pk, g->bufs[v[b]]);
@@ -797,6 +800,8 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "scheduler: out of memory");
     s->w = arg;
+    const char *p = getenv("TACT_TEST_PERTURB");
+    s->perturb = p && strcmp(p, "scheduler") == 0;
     ta_actor_set_state(self, s);
     return TACT_OK;
 }
@@ -871,7 +876,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     msgpack_sbuffer_init(&kb);
     msgpack_sbuffer_init(&ids);
     msgpack_sbuffer_init(&temps);
-    if (rc == TACT_OK && s_pack(res, &g, &kb, &ids, &temps) != 0) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
+    if (rc == TACT_OK && s_pack(res, &g, s->perturb, &kb, &ids, &temps) != 0) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc == TACT_OK) {
         /* SCHEDULED to the graph (which buffers will exist), then KERNELS and
          * the same SCHEDULED to the planner (which are temporaries). */

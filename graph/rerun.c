@@ -1,0 +1,130 @@
+/* rerun.c - whole-run replay: the recorded client stream through a fresh pipeline, compared stage by stage. */
+#include "rerun.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "mpread.h"
+
+/* Reads the run header into options; strings are copied into strs. */
+static int s_options(const ta_log_t *log, tact_options *o, char strs[2][256], int *schedule_cache, ta_error_t *err) {
+    tact_options_default(o);
+    *schedule_cache = 1;
+    strs[0][0] = strs[1][0] = '\0';
+    ta_mpr_t r;
+    uint32_t pairs;
+    ta_mpr_init(&r, log->header, log->header_len);
+    if (ta_mpr_map(&r, &pairs)) return ta_error_set(err, TACT_ECORRUPT, "replay: the run header is not a map");
+    for (uint32_t i = 0; i < pairs; i++) {
+        const uint8_t *k, *v;
+        size_t kl, vl;
+        int64_t n = 0;
+        if (ta_mpr_str(&r, &k, &kl)) return ta_error_set(err, TACT_ECORRUPT, "replay: run header key %u is not a string", i);
+        int is_str = ta_mpr_str(&r, &v, &vl) == 0;
+        if (!is_str && ta_mpr_i64(&r, &n) && ta_mpr_skip(&r))
+            return ta_error_set(err, TACT_ECORRUPT, "replay: run header value %u is malformed", i);
+#define S_KEY(name) (kl == strlen(name) && memcmp(k, name, kl) == 0)
+        if (S_KEY("cpu_threads") && !is_str) o->cpu_threads = (int)n;
+        else if (S_KEY("compile_workers") && !is_str) o->compile_workers = (int)n;
+        else if (S_KEY("timeout_ms") && !is_str) o->timeout_ms = (int)n;
+        else if (S_KEY("schedule_cache") && !is_str) *schedule_cache = (int)n;
+        else if (S_KEY("cc") && is_str && vl < 256) snprintf(strs[0], 256, "%.*s", (int)vl, (const char *)v);
+        else if (S_KEY("devices") && is_str && vl < 256) snprintf(strs[1], 256, "%.*s", (int)vl, (const char *)v);
+#undef S_KEY
+    }
+    if (o->cpu_threads < 0 || o->compile_workers < 0 || o->timeout_ms < 0)
+        return ta_error_set(err, TACT_ECORRUPT, "replay: run header options out of range");
+    if (strs[1][0]) o->devices = strs[1];
+    return TACT_OK;
+}
+
+/* Sends what the recorded client sent.  Requests (REALIZE, READ) wait for
+ * their answer as the client did; an ERROR answer is part of the run. */
+static int s_drive(tact_ctx *ctx, const ta_log_stream_info_t *client, ta_error_t *err) {
+    ta_port_t *port = ta_ctx_port(ctx);
+    for (size_t k = 0; k < client->nrecords; k++) {
+        const ta_log_record_t *rec = &client->records[k];
+        if (rec->dir != TA_LOG_OUT) continue;
+        ta_msg_t m, reply;
+        ta_error_t e;
+        if (ta_log_record_msg(rec, &m, &e) != TACT_OK) return ta_error_set(err, TACT_ECORRUPT, "replay: client record %zu: %s", k, e.text);
+        ta_msg_init(&reply, TA_MSG_EOS);
+        int rc;
+        if (m.type == TA_MSG_REALIZE || m.type == TA_MSG_READ) {
+            rc = ta_port_request(port, m.dest, &m, &reply, ta_ctx_timeout_ms(ctx), &e);
+            if (rc != TACT_OK && reply.type == TA_MSG_ERROR) rc = TACT_OK; /* a recorded failure, replayed */
+            ta_msg_release(&reply);
+            /* A request that failed in the recording fails here too; only a
+             * transport problem stops the replay. */
+            if (rc == TACT_ETIMEDOUT || rc == TACT_ETRANSPORT) return ta_error_set(err, rc, "replay: client record %zu: %s", k, e.text);
+        } else {
+            rc = ta_port_send(port, m.dest, &m, &e);
+            if (rc != TACT_OK) return ta_error_set(err, rc, "replay: client record %zu: %s", k, e.text);
+        }
+    }
+    return TACT_OK;
+}
+
+int ta_rerun(const char *log_path, char *verdict, size_t len) {
+    ta_error_t err = {0, ""};
+    ta_log_t *want = NULL, *got = NULL;
+    int rc = ta_log_load(log_path, &want, &err);
+    tact_options o;
+    char strs[2][256];
+    int schedule_cache = 1;
+    if (rc == TACT_OK) rc = s_options(want, &o, strs, &schedule_cache, &err);
+    const ta_log_stream_info_t *client = NULL;
+    for (size_t i = 0; rc == TACT_OK && i < want->nstreams; i++)
+        if (strcmp(want->streams[i].name, "client") == 0) client = &want->streams[i];
+    if (rc == TACT_OK && !client) rc = ta_error_set(&err, TACT_ENOTFOUND, "replay: %s has no client stream", log_path);
+    char tmp[] = "/tmp/tact-replay-XXXXXX";
+    int fd = rc == TACT_OK ? mkstemp(tmp) : -1;
+    if (rc == TACT_OK && fd < 0) rc = ta_error_set(&err, TACT_EIO, "replay: no temporary file for the new log");
+    if (fd >= 0) close(fd);
+    if (rc == TACT_OK) {
+        /* The recording's compiler and schedule cache, for this context only. */
+        const char *old_cc = getenv("TACT_CC"), *old_sc = getenv("TACT_SCHEDULE_CACHE");
+        char *save_cc = old_cc ? ta_strdup(old_cc) : NULL, *save_sc = old_sc ? ta_strdup(old_sc) : NULL;
+        if (strs[0][0]) setenv("TACT_CC", strs[0], 1);
+        setenv("TACT_SCHEDULE_CACHE", schedule_cache ? "1" : "0", 1);
+        o.transport = "inproc";
+        o.log_path = tmp;
+        tact_ctx *ctx = NULL;
+        rc = tact_ctx_open(&ctx, &o);
+        if (save_cc) setenv("TACT_CC", save_cc, 1);
+        else unsetenv("TACT_CC");
+        if (save_sc) setenv("TACT_SCHEDULE_CACHE", save_sc, 1);
+        else unsetenv("TACT_SCHEDULE_CACHE");
+        ta_free(save_cc);
+        ta_free(save_sc);
+        if (rc != TACT_OK) {
+            ta_error_set(&err, rc, "replay: cannot open a context: %s", tact_last_open_error());
+        } else {
+            rc = s_drive(ctx, client, &err);
+            int crc = tact_ctx_close(&ctx);
+            if (rc == TACT_OK && crc != TACT_OK) rc = ta_error_set(&err, crc, "replay: closing the context: %s", tact_strerror(crc));
+        }
+        if (rc == TACT_OK) rc = ta_log_load(tmp, &got, &err);
+        unlink(tmp);
+    }
+    if (rc == TACT_OK) {
+        char where[512];
+        size_t records = 0;
+        for (size_t i = 0; i < want->nstreams; i++) records += want->streams[i].nrecords;
+        if (ta_log_compare(want, got, where, sizeof where)) {
+            snprintf(verdict, len, "replay matches the recording: %zu ports, %zu records", want->nstreams, records);
+        } else {
+            rc = TACT_EMISMATCH;
+            snprintf(verdict, len, "replay diverged: %s", where);
+        }
+    } else {
+        snprintf(verdict, len, "%s", err.text);
+    }
+    ta_log_free(&want);
+    ta_log_free(&got);
+    return rc;
+}
