@@ -72,11 +72,7 @@ void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m) {
     } else {
         a->err.code = 0;
         a->err.text[0] = '\0';
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
         rc = a->ops->handle(a, m);
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-        ta_actor_count(a, TA_STAT_BUSY_NS, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec)));
     }
     /* Errors are never answered with errors, so two failing actors cannot
      * ping-pong. */

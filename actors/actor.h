@@ -67,10 +67,10 @@ void ta_actor_set_state(ta_actor_t *a, void *state);
 uint64_t ta_actor_processed(const ta_actor_t *a);
 
 /* Counters an actor keeps for its owner: statistics only, never part of a
- * message or the log, so they cannot change what a run computes.  BUSY_NS
- * is the CPU time the actor's thread spent in handle(), kept by the runtime; stages count the
- * rest themselves.  Reads and adds are atomic, so the owner may read them
- * while the actor runs (in-process only). */
+ * message or the log, so they cannot change what a run computes.  Stages
+ * count them themselves (BUSY_NS: CPU time spent on their main work; the
+ * scheduler keeps it).  Reads and adds are atomic, so the owner may read
+ * them while the actor runs (in-process only). */
 typedef enum ta_stat { TA_STAT_BUSY_NS, TA_STAT_CACHE_HITS, TA_STAT__COUNT } ta_stat_t;
 void ta_actor_count(ta_actor_t *self, ta_stat_t stat, uint64_t n);
 uint64_t ta_actor_stat(const ta_actor_t *a, ta_stat_t stat);

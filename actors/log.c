@@ -444,7 +444,7 @@ static int s_parse(ta_log_t *log, ta_error_t *err) {
 #undef s_short
     if (rc == TACT_OK && !ended && !log->truncated_at) log->truncated_at = log->len;
     ta_free(all);
-    if (rc == TACT_OK) qsort(log->streams, log->nstreams, sizeof *log->streams, s_by_id);
+    if (rc == TACT_OK && log->nstreams) qsort(log->streams, log->nstreams, sizeof *log->streams, s_by_id);
     return rc;
 }
 
