@@ -546,24 +546,45 @@ static int64_t s_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
-    if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
+int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t *err) {
     req->corr = ++p->next_corr | (uint64_t)p->id << 40;
-    int rc = ta_port_send(p, dest, req, err);
+    return ta_port_send(p, dest, req, err);
+}
+
+int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    int rc = ta_port_send_request(p, dest, req, err);
     if (rc != TACT_OK) return rc;
+    rc = ta_port_wait(p, req->corr, reply, timeout_ms, err);
+    if (rc == TACT_ETIMEDOUT)
+        ta_error_set(err, rc, "port %s: no reply to %s from port %" PRIu32 " within %d ms", p->name, ta_msg_type_name(req->type),
+                     dest, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms);
+    return rc;
+}
+
+int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
+    int rc;
+    /* A reply that came while the port waited for another one was kept. */
+    for (s_deferred_t **pd = &p->deferred, *prev = NULL; *pd; prev = *pd, pd = &(*pd)->next) {
+        if ((*pd)->msg.corr != corr) continue;
+        s_deferred_t *d = *pd;
+        *pd = d->next;
+        if (p->deferred_tail == d) p->deferred_tail = prev;
+        ta_msg_release(reply);
+        *reply = d->msg;
+        ta_free(d);
+        goto got;
+    }
     int64_t deadline = s_now_ms() + timeout_ms;
     for (;;) {
         int64_t left = deadline - s_now_ms();
         if (left < 0) left = 0;
         rc = s_wait(p, (int)left, err);
-        if (rc != TACT_OK) {
-            return ta_error_set(err, rc, "port %s: no reply to %s from port %" PRIu32 " within %d ms", p->name,
-                                ta_msg_type_name(req->type), dest, timeout_ms);
-        }
+        if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: no reply within %d ms", p->name, timeout_ms);
         rc = ta_port_recv_raw(p, reply, err);
         if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
         ta_port_record_in(p, reply);
-        if (reply->corr == req->corr) break;
+        if (reply->corr == corr) break;
         s_deferred_t *d = ta_malloc(sizeof *d);
         if (!d) {
             ta_msg_release(reply);
@@ -576,6 +597,7 @@ int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply,
         else p->deferred = d;
         p->deferred_tail = d;
     }
+got:
     if (reply->type == TA_MSG_ERROR) {
         int code = (int)reply->as.error.code;
         ta_bytes_t what = reply->as.error.what, text = reply->as.error.text;

@@ -118,6 +118,12 @@ int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err);
 int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms,
                     ta_error_t *err);
 
+/* The two halves of ta_port_request: send req with a fresh correlation id
+ * (left in req->corr), and later wait for the message carrying corr (one
+ * that came meanwhile was kept).  Several requests may be outstanding. */
+int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t *err);
+int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
+
 /* For actors: the mailbox socket (to poll), a receive that does not record,
  * and the recording of a message when it is processed. */
 void *ta_port_mailbox(ta_port_t *p);

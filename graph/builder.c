@@ -995,10 +995,15 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     }
 }
 
-/* The end of a realize waits until its SCHEDULED has been processed, so the
- * two always appear in that order (they come from different actors). */
+/* The client's stream is processed in its order, and a realize it started
+ * is processed whole (every part: SCHEDULED, then the end) before the
+ * client's next message, however far the client has run ahead
+ * (tact_realize_async): everything the graph processes is in an order fixed
+ * by the messages.  The end of a part waits until its SCHEDULED has been
+ * processed (they come from different actors). */
 static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
     g_state_t *g = ta_actor_state(self);
+    if (m->sender == g->w->client) return !g->pending_corr;
     int ending = m->type == TA_MSG_DONE || m->type == TA_MSG_ERROR;
     return !(ending && m->sender != g->w->scheduler && g->pending_realize && m->corr == g->pending_realize && !g->have_scheduled);
 }

@@ -53,6 +53,8 @@ struct tact_ctx {
     size_t nbatch;
     uint64_t *released;
     size_t nreleased, released_cap;
+    uint64_t *inflight; /* correlation ids of realizes started, not yet waited for */
+    size_t ninflight, inflight_cap;
     char error[512];
     tact_stats stats;
 };
@@ -311,12 +313,13 @@ int tact_ctx_close(tact_ctx **pctx) {
     tact_ctx *ctx = *pctx;
     if (!ctx) return TACT_OK;
     *pctx = NULL;
+    ta_error_t first = {0, ""};
+    if (tact_wait(ctx) != TACT_OK) ta_error_set(&first, TACT_EACTOR, "%s", ctx->error); /* realizes still running end first */
     for (size_t s = ctx->nscopes; s-- > 0;) {
         for (size_t i = 0; i < ctx->scopes[s].n; i++) s_free_tensor(ctx->scopes[s].items[i]);
         ta_free(ctx->scopes[s].items);
     }
     ta_free(ctx->scopes);
-    ta_error_t first = {0, ""};
     s_stop_all(ctx, &first);
     ta_port_destroy(&ctx->port);
     ta_error_t err;
@@ -324,6 +327,7 @@ int tact_ctx_close(tact_ctx **pctx) {
     if (rc != TACT_OK && !first.code) first = err;
     msgpack_sbuffer_destroy(&ctx->batch);
     ta_free(ctx->released);
+    ta_free(ctx->inflight);
     ta_free(ctx);
     return first.code;
 }
@@ -946,17 +950,59 @@ static int s_async_errors(tact_ctx *ctx, ta_error_t *err) {
     return first;
 }
 
-/* Waits for the reply to req; returns its status with ctx->error set. */
+/* Waits for the answer of every realize started and not yet waited for, in
+ * the order they were started.  Returns the first one's error (its text in
+ * ctx->error), or TACT_OK; the stats come from the last one. */
+int tact_wait(tact_ctx *ctx) {
+    int first = TACT_OK;
+    for (size_t i = 0; i < ctx->ninflight; i++) {
+        ta_msg_t reply;
+        ta_error_t err = {0, ""};
+        ta_msg_init(&reply, TA_MSG_READY);
+        int rc = ta_port_wait(ctx->port, ctx->inflight[i], &reply, ctx->timeout_ms, &err);
+        if (rc == TACT_ETIMEDOUT) ta_error_set(&err, rc, "port client: no reply to REALIZE from the graph within %d ms", ctx->timeout_ms);
+        if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
+            char text[128];
+            unsigned long long peak = 0, unplanned = 0, live = 0;
+            snprintf(text, sizeof text, "%.*s", (int)reply.as.done.text.len, reply.as.done.text.ptr ? (const char *)reply.as.done.text.ptr : "");
+            if (sscanf(text, "planned_peak=%llu unplanned=%llu device=%llu", &peak, &unplanned, &live) == 3) {
+                ctx->stats.planned_peak_bytes = peak;
+                ctx->stats.unplanned_bytes = unplanned;
+                ctx->stats.device_bytes = live;
+            }
+            ctx->stats.kernels = reply.as.done.kernels;
+            ctx->stats.realizes++;
+        } else if (rc == TACT_OK) {
+            ctx->stats.kernels = 0;
+        }
+        if (rc != TACT_OK && first == TACT_OK) {
+            first = rc;
+            snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+        }
+        ta_msg_release(&reply);
+    }
+    ctx->ninflight = 0;
+    return first;
+}
+
+/* Waits for the reply to req (after every realize in flight); returns its
+ * status with ctx->error set. */
 static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
     ta_error_t err = {0, ""};
-    int rc = s_flush(ctx, &err);
+    int rc = tact_wait(ctx);
+    if (rc != TACT_OK) return rc;
+    rc = s_flush(ctx, &err);
     if (rc == TACT_OK) rc = s_async_errors(ctx, &err);
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;
 }
 
-int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+    if (n < 0) {
+        snprintf(ctx->error, sizeof ctx->error, "realize: %d tensors", n);
+        return TACT_EINVAL;
+    }
     for (int i = 0; i < n; i++)
         if (tensors[i]->status) {
             snprintf(ctx->error, sizeof ctx->error, "%s", tensors[i]->message ? tensors[i]->message : "");
@@ -967,41 +1013,32 @@ int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
     int bad = msgpack_pack_array(&pk, (size_t)n);
-    for (int i = 0; !bad && i < n; i++) {
-        const tact_tensor *t = s_solid(tensors[i]);
-        if (t->status) {
-            msgpack_sbuffer_destroy(&sb);
-            return t->status;
-        }
-        bad = msgpack_pack_uint64(&pk, t->id);
+    for (int i = 0; !bad && i < n; i++) bad = msgpack_pack_uint64(&pk, s_solid(tensors[i])->id);
+    ta_error_t err = {0, ""};
+    int rc = bad || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK
+                 ? ta_error_set(&err, TACT_ENOMEM, "realize: out of memory")
+                 : TACT_OK;
+    /* Errors of refused op batches (corr 0) are collected only when no
+     * realize is in flight, so no answer is taken for one of them. */
+    if (rc == TACT_OK) rc = s_flush(ctx, &err);
+    if (rc == TACT_OK && !ctx->ninflight) rc = s_async_errors(ctx, &err);
+    if (rc == TACT_OK) {
+        ta_msg_t req;
+        ta_msg_init(&req, TA_MSG_REALIZE);
+        req.as.realize.ids.ptr = (const uint8_t *)sb.data;
+        req.as.realize.ids.len = sb.size;
+        rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
+        if (rc == TACT_OK) ctx->inflight[ctx->ninflight++] = req.corr;
     }
-    if (bad) {
-        msgpack_sbuffer_destroy(&sb);
-        return TACT_ENOMEM;
-    }
-    ta_msg_t req, reply;
-    ta_msg_init(&req, TA_MSG_REALIZE);
-    ta_msg_init(&reply, TA_MSG_READY);
-    req.as.realize.ids.ptr = (const uint8_t *)sb.data;
-    req.as.realize.ids.len = sb.size;
-    int rc = s_request(ctx, &req, &reply);
-    if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
-        char text[128];
-        unsigned long long peak = 0, unplanned = 0, live = 0;
-        snprintf(text, sizeof text, "%.*s", (int)reply.as.done.text.len, reply.as.done.text.ptr ? (const char *)reply.as.done.text.ptr : "");
-        if (sscanf(text, "planned_peak=%llu unplanned=%llu device=%llu", &peak, &unplanned, &live) == 3) {
-            ctx->stats.planned_peak_bytes = peak;
-            ctx->stats.unplanned_bytes = unplanned;
-            ctx->stats.device_bytes = live;
-        }
-        ctx->stats.kernels = reply.as.done.kernels;
-        ctx->stats.realizes++;
-    } else if (rc == TACT_OK) {
-        ctx->stats.kernels = 0;
-    }
-    ta_msg_release(&reply);
+    if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     msgpack_sbuffer_destroy(&sb);
     return rc;
+}
+
+int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+    int rc = tact_realize_async(ctx, n, tensors);
+    int wrc = tact_wait(ctx);
+    return rc != TACT_OK ? rc : wrc;
 }
 
 int tact_read(tact_tensor *t, void *buf, size_t bytes) {

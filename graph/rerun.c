@@ -42,27 +42,26 @@ static int s_options(const ta_log_t *log, tact_options *o, char strs[2][256], in
     return TACT_OK;
 }
 
-/* Sends what the recorded client sent.  Requests (REALIZE, READ) wait for
- * their answer as the client did; an ERROR answer is part of the run. */
+/* Does what the recorded client did, record by record: each message it
+ * sent is sent again (requests with a fresh correlation id, which comes out
+ * as recorded), and where it received a message the driver waits for the
+ * one with the same correlation id.  An ERROR answer is part of the run. */
 static int s_drive(tact_ctx *ctx, const ta_log_stream_info_t *client, ta_error_t *err) {
     ta_port_t *port = ta_ctx_port(ctx);
     for (size_t k = 0; k < client->nrecords; k++) {
         const ta_log_record_t *rec = &client->records[k];
-        if (rec->dir != TA_LOG_OUT) continue;
         ta_msg_t m, reply;
-        ta_error_t e;
+        ta_error_t e = {0, ""};
         if (ta_log_record_msg(rec, &m, &e) != TACT_OK) return ta_error_set(err, TACT_ECORRUPT, "replay: client record %zu: %s", k, e.text);
-        ta_msg_init(&reply, TA_MSG_EOS);
         int rc;
-        if (m.type == TA_MSG_REALIZE || m.type == TA_MSG_READ) {
-            rc = ta_port_request(port, m.dest, &m, &reply, ta_ctx_timeout_ms(ctx), &e);
+        if (rec->dir == TA_LOG_IN) {
+            ta_msg_init(&reply, TA_MSG_EOS);
+            rc = m.corr ? ta_port_wait(port, m.corr, &reply, ta_ctx_timeout_ms(ctx), &e) : ta_port_recv(port, &reply, ta_ctx_timeout_ms(ctx), &e);
             if (rc != TACT_OK && reply.type == TA_MSG_ERROR) rc = TACT_OK; /* a recorded failure, replayed */
             ta_msg_release(&reply);
-            /* A request that failed in the recording fails here too; only a
-             * transport problem stops the replay. */
-            if (rc == TACT_ETIMEDOUT || rc == TACT_ETRANSPORT) return ta_error_set(err, rc, "replay: client record %zu: %s", k, e.text);
+            if (rc != TACT_OK) return ta_error_set(err, rc, "replay: client record %zu (%s): %s", k, ta_msg_type_name(m.type), e.text);
         } else {
-            rc = ta_port_send(port, m.dest, &m, &e);
+            rc = m.corr ? ta_port_send_request(port, m.dest, &m, &e) : ta_port_send(port, m.dest, &m, &e);
             if (rc != TACT_OK) return ta_error_set(err, rc, "replay: client record %zu: %s", k, e.text);
         }
     }

@@ -305,6 +305,16 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
  * error of an error tensor among them, or the pipeline's error (a compile
  * failure, a timeout); the message is in tact_ctx_error. */
 int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors);
+/* Starts computing the tensors and returns at once: the program may go on
+ * building (and start more realizes) while the pipeline works, which hides
+ * scheduling, compiling and running behind the program's own work.  Realizes
+ * run in the order they were started.  Returns TACT_OK, or an error tensor's
+ * error, or a send failure; the realize's own errors surface at the next
+ * sync point (tact_wait, tact_realize, tact_read, tact_item). */
+int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors);
+/* Waits for every realize started and not yet waited for.  Returns TACT_OK
+ * or the first one's error (its text in tact_ctx_error). */
+int tact_wait(tact_ctx *ctx);
 /* Realizes t and copies its elements (row-major, numel * dtype size bytes)
  * into buf; bytes must be at least that.  Returns TACT_OK or an error. */
 int tact_read(tact_tensor *t, void *buf, size_t bytes);

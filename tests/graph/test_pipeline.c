@@ -848,3 +848,98 @@ Test(graph_pipeline, programs_travel_as_bytes_with_their_digest) {
     unlink(log);
     free(log), free(dir);
 }
+
+/* ---------------------------------------------------------- async realizes */
+
+/* Three steps started without waiting, each reading the last one's
+ * unsynced result, then a read; returns the bytes. */
+static void s_async_steps(tact_ctx *ctx, float *out, int n) {
+    uint64_t rng = 7;
+    float *x = s_randf(&rng, (size_t)n * 40);
+    int64_t shape[2] = {n, 40};
+    int axis = 1;
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    for (int step = 0; step < 3; step++) {
+        tact_tensor *m = tact_max(t, 1, &axis, 1);
+        t = tact_exp2(tact_sub(t, m)); /* a softmax numerator of the last step's result */
+        t = tact_mul(t, tact_add(tact_sum(t, 1, &axis, 1), tact_scalar(ctx, 1.0)));
+        cr_assert_eq(tact_realize_async(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+    }
+    cr_assert_eq(tact_read(t, out, (size_t)n * 40 * sizeof *out), TACT_OK, "%s", tact_ctx_error(ctx));
+    free(x);
+}
+
+Test(graph_pipeline, async_realizes_in_flight_give_identical_bits_and_logs) {
+    enum { N = 30, RUNS = 20 };
+    float first[N * 40], out[N * 40];
+    ta_log_t *ref = NULL;
+    for (int run = 0; run < RUNS; run++) {
+        static const int threads[3] = {1, 2, 8};
+        char *path = tu_tmpfile("async");
+        tact_ctx *ctx = s_open(threads[run % 3], path);
+        s_async_steps(ctx, run ? out : first, N);
+        cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+        ta_log_t *log;
+        ta_error_t err;
+        cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+        if (run) {
+            cr_assert(memcmp(first, out, sizeof out) == 0, "run %d (%d threads): other bits", run, threads[run % 3]);
+            char where[512] = "";
+            cr_assert(ta_log_compare(ref, log, where, sizeof where), "run %d (%d threads): %s", run, threads[run % 3], where);
+            ta_log_free(&log);
+        } else {
+            ref = log;
+        }
+        unlink(path);
+        free(path);
+    }
+    ta_log_free(&ref);
+    /* The same program realized step by step computes the same bits. */
+    tact_ctx *ctx = s_open(0, NULL);
+    uint64_t rng = 7;
+    float *x = s_randf(&rng, (size_t)N * 40);
+    int64_t shape[2] = {N, 40};
+    int axis = 1;
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    for (int step = 0; step < 3; step++) {
+        t = tact_exp2(tact_sub(t, tact_max(t, 1, &axis, 1)));
+        t = tact_mul(t, tact_add(tact_sum(t, 1, &axis, 1), tact_scalar(ctx, 1.0)));
+        cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+    }
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    cr_assert(memcmp(first, out, sizeof out) == 0, "async and synchronous realizes differ");
+    free(x);
+    tact_ctx_close(&ctx);
+}
+
+Test(graph_pipeline, async_errors_surface_at_the_next_sync_point) {
+    char *cache = tu_tmpfile("cache-async");
+    unlink(cache);
+    setenv("TACT_CACHE_DIR", cache, 1);
+    char *flag = tu_tmpfile("cc-async"), cc[1024];
+    unlink(flag);
+    snprintf(cc, sizeof cc, "sh -c 'if [ -e %s ]; then exec cc \"$@\"; fi; touch %s; exit 1' cc", flag, flag);
+    setenv("TACT_CC", cc, 1);
+    tact_ctx *ctx = s_open(0, NULL);
+    unsetenv("TACT_CC");
+    int64_t s[1] = {7};
+    tact_tensor *bad = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, s, 5.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &bad), TACT_OK, "the failure is not known yet");
+    tact_tensor *next = tact_add(tact_full(ctx, TACT_FLOAT32, 1, s, 2.0), tact_scalar(ctx, 1.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &next), TACT_OK);
+    int rc = tact_wait(ctx);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert(strstr(tact_ctx_error(ctx), "kernel E_7 failed to compile"), "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_wait(ctx), TACT_OK, "nothing is left in flight");
+    float out[7];
+    cr_assert_eq(tact_read(next, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 7; i++) cr_assert_eq(out[i], 3.0f);
+    cr_assert_eq(tact_read(bad, out, sizeof out), TACT_OK, "the failed realize runs again: %s", tact_ctx_error(ctx));
+    for (int i = 0; i < 7; i++) cr_assert_eq(out[i], sqrtf(5.0f));
+    cr_assert_eq(tact_realize(ctx, -1, &bad), TACT_EINVAL, "a negative count is refused at once");
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    unlink(flag);
+    free(flag);
+    unsetenv("TACT_CACHE_DIR");
+    free(cache);
+}

@@ -80,6 +80,18 @@ static void s_failing(tact_ctx *ctx) {
     cr_assert_neq(tact_realize(ctx, 1, &t), TACT_OK);
 }
 
+/* Realizes started without waiting, then a read. */
+static void s_async(tact_ctx *ctx) {
+    int64_t shape[1] = {9};
+    tact_tensor *t = tact_full(ctx, TACT_FLOAT32, 1, shape, 1.5);
+    for (int k = 0; k < 4; k++) {
+        t = tact_add(tact_mul(t, t), tact_scalar(ctx, -1.0));
+        cr_assert_eq(tact_realize_async(ctx, 1, &t), TACT_OK);
+    }
+    float out[9];
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+}
+
 /* Records prog into a fresh log and returns its path (free() it). */
 static char *s_record(s_program_fn prog, const char *transport, int threads) {
     char *path = tu_tmpfile("rerun");
@@ -109,6 +121,7 @@ Test(graph_rerun, recorded_programs_replay_exactly) {
     s_replays(s_matmul, "inproc", 2);
     s_replays(s_assign, "inproc", 0);
     s_replays(s_split, "inproc", 0);
+    s_replays(s_async, "inproc", 8);
 }
 
 Test(graph_rerun, a_failed_realize_replays_as_the_same_failure) {
