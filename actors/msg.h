@@ -79,7 +79,7 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, MP, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, MP, ids)
-#define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, STR, text)
+#define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
 #define TA_FIELDS_RELEASE(F, M) F(M, MP, ids)
@@ -88,7 +88,7 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, MP, ast)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, MP, ids) F(M, MP, temps)
-#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, U64, barrier) F(M, MP, steps) F(M, STR, text)
+#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, U64, barrier) F(M, MP, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, MP, bufs)
 

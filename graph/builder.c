@@ -890,7 +890,7 @@ static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         }
         reply.as.error = m->as.error;
     } else {
-        reply.as.done.text = m->as.done.text;
+        reply.as.done = m->as.done; /* the last part's memory figures */
         reply.as.done.kernels = g->done_kernels;
     }
     g->pending_corr = 0;

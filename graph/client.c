@@ -962,14 +962,9 @@ int tact_wait(tact_ctx *ctx) {
         int rc = ta_port_wait(ctx->port, ctx->inflight[i], &reply, ctx->timeout_ms, &err);
         if (rc == TACT_ETIMEDOUT) ta_error_set(&err, rc, "port client: no reply to REALIZE from the graph within %d ms", ctx->timeout_ms);
         if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
-            char text[128];
-            unsigned long long peak = 0, unplanned = 0, live = 0;
-            snprintf(text, sizeof text, "%.*s", (int)reply.as.done.text.len, reply.as.done.text.ptr ? (const char *)reply.as.done.text.ptr : "");
-            if (sscanf(text, "planned_peak=%llu unplanned=%llu device=%llu", &peak, &unplanned, &live) == 3) {
-                ctx->stats.planned_peak_bytes = peak;
-                ctx->stats.unplanned_bytes = unplanned;
-                ctx->stats.device_bytes = live;
-            }
+            ctx->stats.planned_peak_bytes = reply.as.done.planned_peak;
+            ctx->stats.unplanned_bytes = reply.as.done.unplanned;
+            ctx->stats.device_bytes = reply.as.done.device_bytes;
             ctx->stats.kernels = reply.as.done.kernels;
             ctx->stats.realizes++;
         } else if (rc == TACT_OK) {

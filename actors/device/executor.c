@@ -48,7 +48,7 @@ typedef struct s_plan {
     uint64_t realize, reply_to, corr;
     int nsteps, done;
     s_step_t *steps;
-    char text[128];
+    uint64_t planned_peak, unplanned; /* the planner's figures, passed on in DONE */
 } s_plan_t;
 
 typedef struct s_copy {
@@ -203,7 +203,8 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
     p->realize = m->as.plan.realize;
     p->reply_to = m->as.plan.reply_to;
     p->corr = m->corr;
-    snprintf(p->text, sizeof p->text, "%.*s", (int)m->as.plan.text.len, m->as.plan.text.ptr ? (const char *)m->as.plan.text.ptr : "");
+    p->planned_peak = m->as.plan.planned_peak;
+    p->unplanned = m->as.plan.unplanned;
     for (uint32_t i = 0; i < n; i++) {
         s_step_t *st = &p->steps[i];
         int ok = ta_mpr_array(&r, &k) == 0 && k == 7 && ta_mpr_u64(&r, &v) == 0;
@@ -341,18 +342,19 @@ static void s_pump(ta_actor_t *self, s_state_t *s) {
         while (p->done < p->nsteps && (rc = s_step(self, s, p, &p->steps[p->done])) == 1) p->done++;
         if (rc == 0) break;
         if (rc == 1) {
-            if (s->w->debug >= 1) fprintf(stderr, "tact: realize %" PRIu64 ": %d kernels, %s\n", p->realize, p->nsteps, p->text);
-
+            if (s->w->debug >= 1)
+                fprintf(stderr, "tact: realize %" PRIu64 ": %d kernels, planned_peak=%" PRIu64 " unplanned=%" PRIu64 "\n", p->realize,
+                        p->nsteps, p->planned_peak, p->unplanned);
             /* The planner's figures, and what the device holds now. */
             uint64_t live = 0;
             for (size_t i = 0; i < s->nbufs; i++) live += s->bufs[i].bytes;
-            char text[192];
-            snprintf(text, sizeof text, "%s device=%llu", p->text, (unsigned long long)live);
             ta_msg_t d;
             ta_msg_init(&d, TA_MSG_DONE);
             d.corr = p->corr;
             d.as.done.kernels = (uint64_t)p->nsteps;
-            d.as.done.text = ta_bytes_str(text);
+            d.as.done.planned_peak = p->planned_peak;
+            d.as.done.unplanned = p->unplanned;
+            d.as.done.device_bytes = live;
             ta_actor_send(self, (uint32_t)p->reply_to, &d);
             s_drop_programs(s, p->realize);
         }

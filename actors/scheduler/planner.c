@@ -171,8 +171,6 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         bad = bad || msgpack_pack_array(&pk, (size_t)nfree);
         for (int i = 0; !bad && i < nfree; i++) bad = msgpack_pack_uint64(&pk, pool[i]);
     }
-    char text[128];
-    snprintf(text, sizeof text, "planned_peak=%" PRIu64 " unplanned=%" PRIu64, peak, unplanned);
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
     /* Compiles first, so compilation overlaps the executor's other work. */
     for (int q = 0; q < nk && rc == TACT_OK; q++) {
@@ -194,7 +192,8 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         p.as.plan.barrier = s->barrier;
         p.as.plan.steps.ptr = (const uint8_t *)sb.data;
         p.as.plan.steps.len = sb.size;
-        p.as.plan.text = ta_bytes_str(text);
+        p.as.plan.planned_peak = peak;
+        p.as.plan.unplanned = unplanned;
         rc = ta_actor_send(self, s->w->executor, &p);
     }
     msgpack_sbuffer_destroy(&sb);
