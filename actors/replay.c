@@ -54,25 +54,50 @@ static void s_expect_none_pending(s_cursor_t *c) {
     }
 }
 
+static int s_drop(void *ud, const ta_msg_t *m) {
+    (void)ud, (void)m;
+    return TACT_OK;
+}
+
+ta_actor_t *ta_stage_new(const ta_actor_ops_t *ops, void *arg, uint32_t id, ta_capture_fn capture, void *ud, ta_error_t *err) {
+    ta_actor_t *a = ta_calloc(1, sizeof *a);
+    if (!a) {
+        ta_error_set(err, TACT_ENOMEM, "stage: out of memory");
+        return NULL;
+    }
+    a->ops = ops;
+    a->arg = arg;
+    a->id = id;
+    snprintf(a->name, sizeof a->name, "%s", ops->name ? ops->name : "actor");
+    int rc = ta_port_new_capture(id, capture ? capture : s_drop, ud, &a->port);
+    if (rc == TACT_OK && ops->init) rc = ops->init(a, arg, err);
+    else if (rc != TACT_OK) ta_error_set(err, rc, "stage: out of memory");
+    if (rc != TACT_OK) {
+        ta_port_destroy(&a->port);
+        ta_free(a);
+        return NULL;
+    }
+    return a;
+}
+
+void ta_stage_dispatch(ta_actor_t *a, ta_msg_t *m) { ta_actor_dispatch(a, m); }
+
+void ta_stage_destroy(ta_actor_t **pa) {
+    ta_actor_t *a = *pa;
+    if (!a) return;
+    *pa = NULL;
+    if (a->ops->fini) a->ops->fini(a);
+    ta_port_destroy(&a->port);
+    ta_free(a);
+}
+
 int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_report_t *rep,
                     ta_error_t *err) {
     memset(rep, 0, sizeof *rep);
     s_cursor_t c = {ta_log_find(log, id), 0, rep};
     if (!c.stream) return ta_error_set(err, TACT_ENOTFOUND, "replay: the log has no stream for port %" PRIu32, id);
-    ta_actor_t *a = ta_calloc(1, sizeof *a);
-    if (!a) return ta_error_set(err, TACT_ENOMEM, "replay: out of memory");
-    a->ops = ops;
-    a->arg = arg;
-    a->id = id;
-    snprintf(a->name, sizeof a->name, "%s", ops->name ? ops->name : "actor");
-    int rc = ta_port_new_capture(id, s_capture, &c, &a->port);
-    if (rc == TACT_OK && ops->init) rc = ops->init(a, arg, err);
-    else if (rc != TACT_OK) ta_error_set(err, rc, "replay: out of memory");
-    if (rc != TACT_OK) {
-        ta_port_destroy(&a->port);
-        ta_free(a);
-        return rc;
-    }
+    ta_actor_t *a = ta_stage_new(ops, arg, id, s_capture, &c, err);
+    if (!a) return err ? err->code : TACT_ENOMEM;
     for (; c.next < c.stream->nrecords && !rep->diverged;) {
         const ta_log_record_t *rec = &c.stream->records[c.next];
         if (rec->dir == TA_LOG_OUT) { /* sent by init, or left over: checked below */
@@ -86,9 +111,7 @@ int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops,
         ta_actor_dispatch(a, &m);
         s_expect_none_pending(&c);
     }
-    if (ops->fini) ops->fini(a);
-    ta_port_destroy(&a->port);
-    ta_free(a);
+    ta_stage_destroy(&a);
     if (rep->diverged)
         return ta_error_set(err, TACT_EMISMATCH,
                             "replay of port %" PRIu32 ": sent message %" PRIu64 " (while processing inbox message %" PRIu64

@@ -27,4 +27,16 @@ typedef struct ta_replay_report {
 int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_report_t *rep,
                     ta_error_t *err);
 
+/*
+ * An actor without a thread or sockets, for driving a stage directly (stage
+ * tests, fuzzing): built from ops/arg under port id, its sends go to
+ * capture (which may be NULL to drop them).  ta_stage_new returns NULL if
+ * init fails (its text in err) or on ENOMEM; ta_stage_dispatch processes one
+ * message as the actor loop would (handler, then an ERROR reply on
+ * failure); ta_stage_destroy runs fini and frees it, setting *a to NULL.
+ */
+ta_actor_t *ta_stage_new(const ta_actor_ops_t *ops, void *arg, uint32_t id, ta_capture_fn capture, void *ud, ta_error_t *err);
+void ta_stage_dispatch(ta_actor_t *a, ta_msg_t *m);
+void ta_stage_destroy(ta_actor_t **a);
+
 #endif

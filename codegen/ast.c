@@ -73,6 +73,10 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err) {
         if ((n->op == TA_OP_LOAD || n->op == TA_OP_STORE || (n->op == TA_OP_CONST && n->view >= 0)) &&
             (n->view < 0 || n->view >= a->nviews))
             S_BAD("node %d: view %d", i, n->view);
+        /* A kernel never touches memory outside its buffers. */
+        if ((n->op == TA_OP_LOAD || n->op == TA_OP_STORE) &&
+            (!ta_vstack_valid(&a->views[n->view]) || ta_vstack_buffer_size(&a->views[n->view]) > a->buf_size[n->buf]))
+            S_BAD("node %d: view %d reaches outside buffer %d (%lld elements)", i, n->view, n->buf, (long long)a->buf_size[n->buf]);
         if (n->op == TA_OP_STORE && (i != a->nnodes - 1 || n->buf != 0)) S_BAD("node %d: STORE must be last, to buffer 0", i);
         if (n->op == TA_OP_STORE && !s_same_shape(&a->views[n->view], a->ndim, out))
             S_BAD("STORE view is not over the output shape");
@@ -176,9 +180,9 @@ int ta_vstack_unpack(ta_vstack_t *st, ta_mpr_t *r) {
         for (int k = 0; w->has_mask && k < w->ndim; k++)
             if (s_i64(r, &w->mask[k][0]) || s_i64(r, &w->mask[k][1])) return -1;
         if (s_small(r, 0, 1, &v)) return -1;
-        w->contiguous = v;
+        w->contiguous = v != 0;
     }
-    return 0;
+    return ta_vstack_valid(st) ? 0 : -1;
 }
 
 int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {

@@ -5,6 +5,8 @@
 #include "actor.h"
 #include "ast.h"
 #include "builtin.h"
+#include "log.h"
+#include "tact.h"
 
 static int s_write(const char *dir, const char *name, const void *data, size_t len) {
     char path[4096];
@@ -14,9 +16,56 @@ static int s_write(const char *dir, const char *name, const void *data, size_t l
     return fclose(f);
 }
 
+/* The inboxes of the pipeline's stages in a small recorded tensor program,
+ * one file per message: a byte naming the stage (fuzz_stages.c), then the
+ * envelope. */
+static int s_stage_seeds(const char *dir) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/run.tactlog", dir);
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    o.cpu_threads = 1;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, &o) != TACT_OK) return 1;
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    int axis = 1;
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    tact_tensor *s = tact_sum(tact_mul(tact_exp2(a), tact_flip(a, 1, &axis)), 1, &axis, 1);
+    float out[2];
+    int rc = tact_read(s, out, sizeof out);
+    tact_assign(a, tact_add(a, tact_scalar(ctx, 1.0)));
+    if (rc == TACT_OK) rc = tact_realize(ctx, 1, &a);
+    tact_ctx_close(&ctx);
+    ta_log_t *log;
+    ta_error_t err;
+    if (rc != TACT_OK || ta_log_load(path, &log, &err) != TACT_OK) return 1;
+    remove(path);
+    static const char *const names[4] = {"graph", "scheduler", "planner", "executor"};
+    int n = 0;
+    for (size_t i = 0; i < log->nstreams; i++)
+        for (int k = 0; k < 4; k++) {
+            if (strcmp(log->streams[i].name, names[k]) != 0) continue;
+            for (size_t r = 0; r < log->streams[i].nrecords; r++) {
+                const ta_log_record_t *rec = &log->streams[i].records[r];
+                if (rec->dir != TA_LOG_IN || rec->env_len > 8000) continue;
+                uint8_t buf[8192];
+                buf[0] = (uint8_t)k;
+                memcpy(buf + 1, rec->env, rec->env_len);
+                char name[64];
+                snprintf(name, sizeof name, "%s-%zu", names[k], r);
+                if (s_write(dir, name, buf, rec->env_len + 1) != 0) return 1;
+                n++;
+            }
+        }
+    ta_log_free(&log);
+    return n ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR AST_DIR\n");
+    if (argc != 5) {
+        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR AST_DIR STAGES_DIR\n");
         return 2;
     }
     /* A reduce kernel over a permuted, padded load: sum(x^T padded) + 1. */
@@ -87,5 +136,6 @@ int main(int argc, char **argv) {
     }
     ta_actor_stop(&echo, NULL);
     ta_port_destroy(&port);
-    return ta_rt_destroy(&rt, NULL) == TACT_OK ? 0 : 1;
+    if (ta_rt_destroy(&rt, NULL) != TACT_OK) return 1;
+    return s_stage_seeds(argv[4]);
 }

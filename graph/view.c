@@ -451,6 +451,53 @@ static bool s_box_range(const ta_view_t *v, const int64_t *lo, const int64_t *hi
  * covers, so the result is an upper bound that still never exceeds the
  * first view's own valid range.
  */
+/* Positions of one view over its valid indices, with overflow checks:
+ * false when a product or sum leaves int64 (hostile numbers).  *empty is
+ * set when no index is valid. */
+static bool s_view_span(const ta_view_t *v, int64_t *pmin, int64_t *pmax, bool *empty) {
+    int64_t lo = v->offset, hi = v->offset;
+    *empty = false;
+    for (int k = 0; k < v->ndim; k++) {
+        int64_t a = 0, b = v->shape[k] - 1, x, y;
+        if (v->has_mask) a = s_max(a, v->mask[k][0]), b = s_min(b, v->mask[k][1] - 1);
+        if (a > b) {
+            *empty = true;
+            return true;
+        }
+        if (__builtin_mul_overflow(a, v->strides[k], &x) || __builtin_mul_overflow(b, v->strides[k], &y) ||
+            __builtin_add_overflow(lo, s_min(x, y), &lo) || __builtin_add_overflow(hi, s_max(x, y), &hi))
+            return false;
+    }
+    *pmin = lo, *pmax = hi;
+    return true;
+}
+
+bool ta_vstack_valid(const ta_vstack_t *st) {
+    if (st->nviews < 1 || st->nviews > TA_MAX_VIEWS) return false;
+    int64_t prev_numel = 0;
+    for (int j = 0; j < st->nviews; j++) {
+        const ta_view_t *v = &st->views[j];
+        if (v->ndim < 0 || v->ndim > TA_MAX_DIMS) return false;
+        int64_t numel = 1;
+        for (int k = 0; k < v->ndim; k++) {
+            if (v->shape[k] < 0 || __builtin_mul_overflow(numel, v->shape[k], &numel) || numel > ((int64_t)1 << 62)) return false;
+            if (v->has_mask && (v->mask[k][0] < 0 || v->mask[k][0] > v->mask[k][1] || v->mask[k][1] > v->shape[k])) return false;
+        }
+        int64_t rm[TA_MAX_DIMS];
+        s_strides_for(v->ndim, v->shape, rm);
+        /* As s_make sets it: an empty view is contiguous. */
+        bool contiguous = numel == 0 || (v->offset == 0 && !v->has_mask && (v->ndim == 0 || memcmp(rm, v->strides, (size_t)v->ndim * sizeof *rm) == 0));
+        if (contiguous != v->contiguous) return false;
+        /* Every position a view produces lies inside the view before it. */
+        int64_t pmin, pmax;
+        bool empty;
+        if (!s_view_span(v, &pmin, &pmax, &empty)) return false;
+        if (!empty && (pmin < 0 || (j > 0 && pmax >= prev_numel))) return false;
+        prev_numel = numel;
+    }
+    return true;
+}
+
 int64_t ta_vstack_buffer_size(const ta_vstack_t *st) {
     int64_t lo[TA_MAX_DIMS], hi[TA_MAX_DIMS], pmin = 0, pmax = -1;
     for (int j = st->nviews - 1; j >= 0; j--) {

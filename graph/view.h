@@ -54,6 +54,13 @@ bool ta_vstack_contiguous(const ta_vstack_t *st);
  * over valid indices; 0 when there are none). */
 int64_t ta_vstack_buffer_size(const ta_vstack_t *st);
 
+/* True when a stack that came from outside is one this module could have
+ * made: dims and masks in range, the contiguous flags right, no position
+ * arithmetic that overflows, and every position a view produces inside the
+ * view before it (and not negative).  Whether the first view fits its
+ * buffer is the caller's to check, with ta_vstack_buffer_size. */
+bool ta_vstack_valid(const ta_vstack_t *st);
+
 /*
  * Movement ops.  The caller has validated the arguments (graph/shape.c
  * does, with messages for the user); these assert on invalid ones.  Each

@@ -487,9 +487,11 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         uint32_t n;
         uint64_t id;
         ta_mpr_init(&r, m->as.free.bufs.ptr, m->as.free.bufs.len);
-        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list");
-        for (uint32_t i = 0; i < n; i++)
-            if (ta_mpr_u64(&r, &id) == 0) s_buf_drop(s, id, 0);
+        if (ta_mpr_array(&r, &n) || n > m->as.free.bufs.len) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list");
+        for (uint32_t i = 0; i < n; i++) {
+            if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list (entry %u)", i);
+            s_buf_drop(s, id, 0);
+        }
         break;
     }
     default: return ta_actor_fail(self, TACT_EINVAL, "executor: cannot handle %s", ta_msg_type_name(m->type));

@@ -139,6 +139,24 @@ static int s_count(ta_bytes_t nodes, uint32_t *n, ta_error_t *err) {
     return TACT_OK;
 }
 
+/* True when an unrealized base's sources and shape fit its op (what the
+ * graph builder checked when it added it; a hostile peer may not have). */
+static int s_shapes_follow(const s_graph_t *g, const s_node_t *d) {
+    ta_op_class_t cls = ta_op_class(d->op);
+    if (cls == TA_OPC_MOVEMENT || cls == TA_OPC_BUFFER || d->op == TA_OP_COPY || d->op == TA_OP_CUSTOM) return 0;
+    if (d->nsrc != ta_op_arity(d->op)) return 0;
+    if (cls == TA_OPC_REDUCE) {
+        const ta_shape_t *src = &g->nodes[d->src[0]].shape;
+        if (d->nargs != 1 || d->args[0] < 0 || (uint64_t)d->args[0] >> src->ndim || src->ndim != d->shape.ndim) return 0;
+        for (int k = 0; k < src->ndim; k++)
+            if (d->shape.d[k] != (d->args[0] >> k & 1 ? 1 : src->d[k])) return 0;
+        return 1;
+    }
+    for (int j = 0; j < d->nsrc; j++)
+        if (!ta_shape_equal(&g->nodes[d->src[j]].shape, &d->shape)) return 0;
+    return 1;
+}
+
 /* Decodes the node list (sources, bases and buffers by position). */
 static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
     ta_mpr_t r;
@@ -187,6 +205,10 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
             d->is_view = 1;
             S_NEED(base < i && !g->nodes[base].is_view);
             d->base = (int)base;
+            /* The stack maps the node's shape into its base's elements. */
+            S_NEED(ta_vstack_ndim(d->st) == d->shape.ndim &&
+                   memcmp(ta_vstack_shape(d->st), d->shape.d, sizeof(int64_t) * (size_t)d->shape.ndim) == 0 &&
+                   ta_vstack_buffer_size(d->st) <= ta_shape_numel(&g->nodes[base].shape));
         }
         S_NEED(ta_mpr_u64(&r, &flags) == 0);
         d->has_buffer = flags & 1;
@@ -194,6 +216,7 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
         d->writes = flags >> 2 & 1;
         S_NEED(ta_mpr_u64(&r, &ref) == 0 && ref <= i && g->bufs[ref] == g->bufs[i]);
         d->bufref = (int)ref;
+        S_NEED(d->is_view || d->has_buffer || s_shapes_follow(g, d));
 #undef S_NEED
     }
     return TACT_OK;

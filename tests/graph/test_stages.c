@@ -1,0 +1,139 @@
+/* test_stages.c - every pipeline stage refuses damaged payloads (truncated, garbage, hostile counts) without harm. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "log.h"
+#include "pipeline.h"
+#include "replay.h"
+#include "tact.h"
+#include "testutil.h"
+
+/* A recorded run with ops, a realize, a read, an assign and a release. */
+static char *s_record(void) {
+    char *path = tu_tmpfile("stages");
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    o.cpu_threads = 1;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    int64_t shape[2] = {3, 4};
+    int axis = 1;
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    tact_scope_begin(ctx);
+    tact_tensor *s = tact_sum(tact_mul(tact_exp2(a), tact_permute(tact_permute(a, (int[]){1, 0}), (int[]){1, 0})), 1, &axis, 1);
+    float out[3];
+    cr_assert_eq(tact_read(s, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_scope_end(ctx);
+    tact_assign(a, tact_add(a, tact_scalar(ctx, 1.0)));
+    cr_assert_eq(tact_realize(ctx, 1, &a), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    return path;
+}
+
+typedef struct {
+    int errors, sent;
+} s_count_t;
+
+static int s_capture(void *ud, const ta_msg_t *m) {
+    s_count_t *c = ud;
+    c->sent++;
+    c->errors += m->type == TA_MSG_ERROR;
+    return TACT_OK;
+}
+
+/* The MP fields of a message, to damage one at a time. */
+static int s_mp_fields(ta_msg_t *m, ta_bytes_t **out) {
+    switch (m->type) {
+    case TA_MSG_OP_BATCH: out[0] = &m->as.op_batch.ops; return 1;
+    case TA_MSG_REALIZE: out[0] = &m->as.realize.ids; return 1;
+    case TA_MSG_RELEASE: out[0] = &m->as.release.ids; return 1;
+    case TA_MSG_SCHEDULE:
+        out[0] = &m->as.schedule.nodes, out[1] = &m->as.schedule.targets, out[2] = &m->as.schedule.ids, out[3] = &m->as.schedule.bufs;
+        return 4;
+    case TA_MSG_KERNELS: out[0] = &m->as.kernels.kernels; return 1;
+    case TA_MSG_SCHEDULED: out[0] = &m->as.scheduled.ids, out[1] = &m->as.scheduled.temps; return 2;
+    case TA_MSG_PLAN: out[0] = &m->as.plan.steps; return 1;
+    case TA_MSG_FREE: out[0] = &m->as.free.bufs; return 1;
+    default: return 0;
+    }
+}
+
+/* Replays a stage's recorded inbox; before each message with a payload, it
+ * gets damaged copies: every field cut at 16 lengths, replaced by random
+ * bytes, and by an array claiming 2^32 - 1 entries. */
+static void s_damage_stage(const ta_log_t *log, const char *name, const ta_actor_ops_t *ops, ta_pipeline_t *w, uint64_t seed) {
+    const ta_log_stream_info_t *st = NULL;
+    for (size_t i = 0; i < log->nstreams; i++)
+        if (strcmp(log->streams[i].name, name) == 0) st = &log->streams[i];
+    cr_assert(st, "no stream %s", name);
+    s_count_t count = {0, 0};
+    ta_error_t err;
+    ta_actor_t *a = ta_stage_new(ops, w, st->id, s_capture, &count, &err);
+    cr_assert(a, "%s: %s", name, err.text);
+    uint64_t rng = seed;
+    uint8_t garbage[512], huge[5] = {0xdd, 0xff, 0xff, 0xff, 0xff};
+    int damaged = 0;
+    for (size_t k = 0; k < st->nrecords; k++) {
+        const ta_log_record_t *rec = &st->records[k];
+        if (rec->dir != TA_LOG_IN) continue;
+        ta_msg_t m;
+        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
+        ta_bytes_t *fields[4];
+        int nf = s_mp_fields(&m, fields);
+        for (int f = 0; f < nf; f++) {
+            ta_bytes_t keep = *fields[f];
+            for (int cut = 0; cut < 16 && keep.len; cut++) {
+                ta_msg_t bad = m;
+                ta_bytes_t *bf[4];
+                s_mp_fields(&bad, bf);
+                bf[f]->len = keep.len * (size_t)cut / 16;
+                ta_stage_dispatch(a, &bad);
+                damaged++;
+            }
+            size_t n = keep.len < sizeof garbage ? keep.len : sizeof garbage;
+            for (size_t i = 0; i < n; i++) garbage[i] = (uint8_t)tu_rand(&rng);
+            ta_msg_t bad = m;
+            ta_bytes_t *bf[4];
+            s_mp_fields(&bad, bf);
+            *bf[f] = (ta_bytes_t){garbage, n};
+            ta_stage_dispatch(a, &bad);
+            bad = m;
+            s_mp_fields(&bad, bf);
+            *bf[f] = (ta_bytes_t){huge, sizeof huge};
+            ta_stage_dispatch(a, &bad);
+            damaged += 2;
+        }
+        ta_stage_dispatch(a, &m); /* then the real one, so later messages find their state */
+    }
+    cr_assert_gt(damaged, 0, "%s got no damaged payloads", name);
+    cr_assert_gt(count.errors, 0, "seed %#llx: %s answered no damaged payload with an error", (unsigned long long)seed, name);
+    ta_stage_destroy(&a);
+}
+
+Test(graph_stages, every_stage_refuses_damaged_payloads_and_goes_on) {
+    uint64_t seed = tu_seed();
+    char *path = s_record();
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    /* The wiring of the recorded run: ports by creation order. */
+    ta_pipeline_t w;
+    memset(&w, 0, sizeof w);
+    w.client = 1, w.graph = 2, w.scheduler = 3, w.planner = 4, w.compiler[0] = 5, w.compiler[1] = 6, w.executor = 7;
+    w.ncompilers = 2;
+    w.cpu_threads = 1;
+    w.schedule_cache = 1;
+    s_damage_stage(log, "graph", &ta_graph_ops, &w, seed);
+    s_damage_stage(log, "scheduler", &ta_scheduler_ops, &w, seed);
+    s_damage_stage(log, "planner", &ta_planner_ops, &w, seed);
+    s_damage_stage(log, "executor", &ta_executor_ops, &w, seed);
+    ta_log_free(&log);
+    unlink(path);
+    free(path);
+}
