@@ -64,6 +64,7 @@ static _Thread_local char s_open_error[512];
 const char *tact_last_open_error(void) { return s_open_error; }
 
 void tact_options_default(tact_options *o) {
+    if (!o) return;
     memset(o, 0, sizeof *o);
     o->transport = "inproc";
 }
@@ -83,7 +84,12 @@ static tact_tensor *s_own(tact_ctx *ctx, tact_tensor *t) {
 
 /* An error tensor carrying code and the formatted message.  When even that
  * cannot be allocated, a static one stands in (never freed). */
+/* What an op returns for a NULL tensor or context argument: an error tensor
+ * that belongs to no context (ops on it return it, sync points refuse it). */
+static tact_tensor s_null_arg = {.dtype = TACT_FLOAT32, .status = TACT_EINVAL, .message = (char *)"a NULL tensor or context was passed"};
+
 __attribute__((format(printf, 3, 4))) static tact_tensor *s_error(tact_ctx *ctx, int code, const char *fmt, ...) {
+    if (!ctx) return &s_null_arg;
     static tact_tensor oom = {.dtype = TACT_FLOAT32, .status = TACT_ENOMEM, .message = (char *)"out of memory"};
     tact_tensor *t = ta_calloc(1, sizeof *t);
     char msg[512];
@@ -225,8 +231,12 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
 }
 
 int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
-    *out = NULL;
     s_open_error[0] = '\0';
+    if (!out) {
+        snprintf(s_open_error, sizeof s_open_error, "tact_ctx_open: out is NULL");
+        return TACT_EINVAL;
+    }
+    *out = NULL;
     tact_options o;
     if (opts) o = *opts;
     else tact_options_default(&o);
@@ -310,6 +320,7 @@ fail:
 }
 
 int tact_ctx_close(tact_ctx **pctx) {
+    if (!pctx) return TACT_OK;
     tact_ctx *ctx = *pctx;
     if (!ctx) return TACT_OK;
     *pctx = NULL;
@@ -332,11 +343,16 @@ int tact_ctx_close(tact_ctx **pctx) {
     return first.code;
 }
 
-const char *tact_ctx_error(const tact_ctx *ctx) { return ctx->error; }
+const char *tact_ctx_error(const tact_ctx *ctx) { return ctx ? ctx->error : "no context (NULL)"; }
 
 ta_port_t *ta_ctx_port(tact_ctx *ctx) { return ctx->port; }
 int ta_ctx_timeout_ms(const tact_ctx *ctx) { return ctx->timeout_ms; }
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
+    if (!out) return;
+    if (!ctx) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
     *out = ctx->stats;
     /* In-process counters of the stages themselves (never in messages). */
     out->schedule_cache_hits = ta_actor_stat(ctx->scheduler, TA_STAT_CACHE_HITS);
@@ -346,6 +362,7 @@ void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
 /* ----------------------------------------------------------------- scopes */
 
 int tact_scope_begin(tact_ctx *ctx) {
+    if (!ctx) return TACT_EINVAL;
     if (ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, ctx->nscopes + 1, sizeof *ctx->scopes) != TACT_OK)
         return TACT_ENOMEM;
     memset(&ctx->scopes[ctx->nscopes], 0, sizeof ctx->scopes[0]);
@@ -354,6 +371,7 @@ int tact_scope_begin(tact_ctx *ctx) {
 }
 
 int tact_scope_end(tact_ctx *ctx) {
+    if (!ctx) return TACT_EINVAL;
     if (ctx->nscopes <= 1) return TACT_EINVAL;
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
     /* The ops that made these tensors go out before their release does
@@ -380,26 +398,31 @@ int tact_scope_end(tact_ctx *ctx) {
 }
 
 tact_tensor *tact_keep(tact_tensor *t) {
+    if (!t) return &s_null_arg;
     if (t->ctx) t->kept = 1;
     return t;
 }
 
 /* ---------------------------------------------------------------- queries */
 
-int tact_ndim(const tact_tensor *t) { return t->shape.ndim; }
+int tact_ndim(const tact_tensor *t) { return t ? t->shape.ndim : 0; }
 int64_t tact_dim(const tact_tensor *t, int k) {
+    if (!t) return -1;
     if (k < 0) k += t->shape.ndim;
     return k >= 0 && k < t->shape.ndim ? t->shape.d[k] : -1;
 }
-void tact_shape(const tact_tensor *t, int64_t *out) { memcpy(out, t->shape.d, sizeof(int64_t) * (size_t)t->shape.ndim); }
-int64_t tact_numel(const tact_tensor *t) { return ta_shape_numel(&t->shape); }
-tact_dtype tact_dtype_of(const tact_tensor *t) { return t->dtype; }
+void tact_shape(const tact_tensor *t, int64_t *out) {
+    if (t && out) memcpy(out, t->shape.d, sizeof(int64_t) * (size_t)t->shape.ndim);
+}
+int64_t tact_numel(const tact_tensor *t) { return t ? ta_shape_numel(&t->shape) : 0; }
+tact_dtype tact_dtype_of(const tact_tensor *t) { return t ? t->dtype : TACT_FLOAT32; }
 const char *tact_device(const tact_tensor *t) {
+    if (!t) return "CPU";
     (void)t;
     return "CPU";
 }
-int tact_status_of(const tact_tensor *t) { return t->status; }
-const char *tact_error_message(const tact_tensor *t) { return t->message ? t->message : ""; }
+int tact_status_of(const tact_tensor *t) { return t ? t->status : TACT_EINVAL; }
+const char *tact_error_message(const tact_tensor *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
 const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
 
 /* --------------------------------------------------------------- creation */
@@ -433,6 +456,7 @@ static tact_tensor *s_solid(tact_tensor *t) {
 }
 
 static tact_tensor *s_weak(tact_ctx *ctx, ta_scalar_kind_t kind, double f, int64_t i) {
+    if (!ctx) return &s_null_arg;
     tact_tensor *t = ta_calloc(1, sizeof *t);
     if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
     t->ctx = ctx;
@@ -459,6 +483,7 @@ static tact_tensor *s_check_new(tact_ctx *ctx, const char *op, int dtype, int nd
 }
 
 tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    if (!ctx) return &s_null_arg;
     ta_shape_t s;
     tact_tensor *bad = s_check_new(ctx, "empty", dtype, ndim, shape, &s);
     if (bad) return bad;
@@ -472,6 +497,7 @@ tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t
 }
 
 tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    if (!ctx) return &s_null_arg;
     ta_shape_t s;
     tact_tensor *bad = s_check_new(ctx, "from_data", dtype, ndim, shape, &s);
     if (bad) return bad;
@@ -508,6 +534,7 @@ tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int
 }
 
 tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
+    if (!ctx) return &s_null_arg;
     ta_shape_t s;
     tact_tensor *bad = s_check_new(ctx, "full", dtype, ndim, shape, &s);
     if (bad) return bad;
@@ -518,13 +545,16 @@ tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t 
 }
 
 tact_tensor *tact_zeros(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    if (!ctx) return &s_null_arg;
     return tact_full(ctx, dtype, ndim, shape, 0);
 }
 tact_tensor *tact_ones(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+    if (!ctx) return &s_null_arg;
     return tact_full(ctx, dtype, ndim, shape, 1);
 }
 
 tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, int dtype) {
+    if (!ctx) return &s_null_arg;
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
         return s_error(ctx, TACT_EINVAL, "arange(%g, %g, %g): step must be non-zero and all finite", start, stop, step);
     if (dtype < 0) {
@@ -545,6 +575,7 @@ tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, 
 }
 
 tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
+    if (!ctx) return &s_null_arg;
     if (n < 0 || n > (1 << 28)) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64 " (0 to 2^28)", n);
     if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "eye: dtype %d is not a tact_dtype", dtype);
     size_t es = ta_dtype_size(dtype);
@@ -559,14 +590,20 @@ tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
 
 /* ------------------------------------------------------------- op helpers */
 
-/* Returns the first error tensor among xs, or NULL. */
+/* Returns the first error among xs (a NULL tensor, an error tensor, or
+ * tensors of two contexts, as an error tensor), or NULL. */
 static tact_tensor *s_any_error(int n, tact_tensor *const *xs) {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (!xs[i]) return &s_null_arg;
         if (xs[i]->status) return xs[i];
+    }
+    for (int i = 1; i < n; i++)
+        if (xs[i]->ctx != xs[0]->ctx) return s_error(xs[0]->ctx, TACT_EINVAL, "tensors of two contexts in one op");
     return NULL;
 }
 
 static tact_tensor *s_unary(tact_tensor *x, ta_op_t op, tact_dtype out_dtype) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     const tact_tensor *src[1] = {x};
@@ -574,6 +611,7 @@ static tact_tensor *s_unary(tact_tensor *x, ta_op_t op, tact_dtype out_dtype) {
 }
 
 tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype) {
+    if (!x) return &s_null_arg;
     if (x->status) return x;
     if (!ta_dtype_valid(dtype)) return s_error(x->ctx, TACT_EDTYPE, "cast: dtype %d is not a tact_dtype", dtype);
     x = s_solid(x);
@@ -582,6 +620,7 @@ tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype) {
 }
 
 tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype) {
+    if (!x) return &s_null_arg;
     if (x->status) return x;
     x = s_solid(x);
     if (!ta_dtype_valid(dtype) || ta_dtype_size(dtype) != ta_dtype_size(x->dtype))
@@ -593,6 +632,7 @@ tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype) {
 
 /* Float-only unary ops cast ints (and bools) to float32 first. */
 static tact_tensor *s_float_unary(tact_tensor *x, ta_op_t op) {
+    if (!x) return &s_null_arg;
     if (x->status) return x;
     x = tact_cast(s_solid(x), ta_dtype_upper_float(s_solid(x)->dtype));
     return s_unary(x, op, x->dtype);
@@ -604,6 +644,7 @@ tact_tensor *tact_sin(tact_tensor *x) { return s_float_unary(x, TA_OP_SIN); }
 tact_tensor *tact_sqrt(tact_tensor *x) { return s_float_unary(x, TA_OP_SQRT); }
 tact_tensor *tact_recip(tact_tensor *x) { return s_float_unary(x, TA_OP_RECIP); }
 tact_tensor *tact_neg(tact_tensor *x) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     return x->status ? x : s_unary(x, TA_OP_NEG, x->dtype);
 }
@@ -648,7 +689,6 @@ static int s_match(tact_tensor **pa, tact_tensor **pb, const char *op) {
 static tact_tensor *s_binary(tact_tensor *a, tact_tensor *b, ta_op_t op, const char *name) {
     tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
     if (e) return e;
-    if (a->ctx != b->ctx) return s_error(a->ctx, TACT_EINVAL, "%s: tensors of two contexts", name);
     if (s_match(&a, &b, name) != 0) return a;
     int bitwise = op == TA_OP_XOR || op == TA_OP_AND || op == TA_OP_OR || op == TA_OP_SHL || op == TA_OP_SHR;
     if (bitwise && ta_dtype_is_float(a->dtype))
@@ -722,6 +762,7 @@ tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c) {
 /* -------------------------------------------------------------- reductions */
 
 static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     uint32_t mask;
@@ -745,6 +786,7 @@ static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *a
 }
 
 tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
@@ -753,6 +795,7 @@ tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim) {
 }
 
 tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+    if (!x) return &s_null_arg;
     return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
 }
 
@@ -801,6 +844,7 @@ static tact_tensor *s_movement(tact_tensor *x, ta_op_t op, const ta_shape_t *out
 }
 
 tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     ta_shape_t out;
@@ -812,6 +856,7 @@ tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
 }
 
 tact_tensor *tact_permute(tact_tensor *x, const int *order) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     int norm[TA_MAX_DIMS];
@@ -829,6 +874,7 @@ tact_tensor *tact_permute(tact_tensor *x, const int *order) {
 }
 
 tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     ta_shape_t aligned, out;
@@ -842,6 +888,7 @@ tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape) {
 }
 
 tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     ta_shape_t out;
@@ -861,6 +908,7 @@ tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value) {
 }
 
 tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     ta_shape_t out;
@@ -877,6 +925,7 @@ tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]) {
 }
 
 tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     uint32_t mask;
@@ -892,6 +941,7 @@ tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
 }
 
 tact_tensor *tact_contiguous(tact_tensor *x) {
+    if (!x) return &s_null_arg;
     x = s_solid(x);
     return x->status ? x : s_unary(x, TA_OP_CONTIGUOUS, x->dtype);
 }
@@ -954,6 +1004,7 @@ static int s_async_errors(tact_ctx *ctx, ta_error_t *err) {
  * the order they were started.  Returns the first one's error (its text in
  * ctx->error), or TACT_OK; the stats come from the last one. */
 int tact_wait(tact_ctx *ctx) {
+    if (!ctx) return TACT_EINVAL;
     int first = TACT_OK;
     for (size_t i = 0; i < ctx->ninflight; i++) {
         ta_msg_t reply;
@@ -994,15 +1045,21 @@ static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
 }
 
 int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
-    if (n < 0) {
-        snprintf(ctx->error, sizeof ctx->error, "realize: %d tensors", n);
+    if (!ctx) return TACT_EINVAL;
+    if (n < 0 || (n > 0 && !tensors)) {
+        snprintf(ctx->error, sizeof ctx->error, "realize: %d tensors at %p", n, (const void *)tensors);
         return TACT_EINVAL;
     }
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        if (!tensors[i] || (tensors[i]->ctx != ctx && !tensors[i]->status)) {
+            snprintf(ctx->error, sizeof ctx->error, "realize: tensor %d is %s", i, tensors[i] ? "of another context" : "NULL");
+            return TACT_EINVAL;
+        }
         if (tensors[i]->status) {
             snprintf(ctx->error, sizeof ctx->error, "%s", tensors[i]->message ? tensors[i]->message : "");
             return tensors[i]->status;
         }
+    }
     msgpack_sbuffer sb;
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
@@ -1031,14 +1088,20 @@ int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
 }
 
 int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+    if (!ctx) return TACT_EINVAL;
     int rc = tact_realize_async(ctx, n, tensors);
     int wrc = tact_wait(ctx);
     return rc != TACT_OK ? rc : wrc;
 }
 
 int tact_read(tact_tensor *t, void *buf, size_t bytes) {
+    if (!t) return TACT_EINVAL;
     if (t->status) return t->status;
     tact_ctx *ctx = t->ctx;
+    if (!buf && bytes) {
+        snprintf(ctx->error, sizeof ctx->error, "read: buf is NULL");
+        return TACT_EINVAL;
+    }
     t = s_solid(t);
     size_t need = (size_t)tact_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {
@@ -1065,6 +1128,7 @@ int tact_read(tact_tensor *t, void *buf, size_t bytes) {
 }
 
 int tact_item(tact_tensor *t, double *out) {
+    if (!t || !out) return TACT_EINVAL;
     if (t->status) return t->status;
     if (tact_numel(t) != 1) {
         snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", tact_numel(t));

@@ -36,6 +36,13 @@
  * - Tensors belong to the innermost scope open when they were made;
  *   tact_scope_end releases them, except those passed to tact_keep.  There
  *   are no per-op frees.  Closing the context releases everything.
+ * - Misuse is an error, not a crash: a NULL tensor, context or buffer
+ *   argument gives TACT_EINVAL (from builders, an error tensor that belongs
+ *   to no context); an op mixing tensors of two contexts gives an error
+ *   tensor, and a realize of another context's tensor TACT_EINVAL.  Using a
+ *   tensor after its scope ended, or a context after tact_ctx_close, is not
+ *   detected yet: don't.  A context and its tensors are used by one thread
+ *   at a time.
  * - Names are tact_<noun>_<verb> or tact_<op>; enum values TACT_<ENUM>_<VALUE>.
  */
 

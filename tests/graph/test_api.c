@@ -1,0 +1,142 @@
+/* test_api.c - misuse of the public API: NULL arguments and tensors of another context give errors, never a crash. */
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "tact.h"
+
+static tact_ctx *s_open(void) {
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK, "%s", tact_last_open_error());
+    return ctx;
+}
+
+#define S_NULL_TENSOR(expr)                                                                                 \
+    do {                                                                                                    \
+        tact_tensor *r_ = (expr);                                                                           \
+        cr_assert(r_ != NULL, #expr " returned NULL");                                                      \
+        cr_assert_eq(tact_status_of(r_), TACT_EINVAL, #expr ": status %s", tact_status_name(tact_status_of(r_))); \
+    } while (0)
+
+/* Every entry point, with a NULL where a tensor, context or buffer goes. */
+Test(graph_api, null_arguments_give_errors_everywhere) {
+    tact_ctx *ctx = s_open();
+    int64_t shape[1] = {4}, pads[1][2] = {{1, 1}};
+    int axis = 0, order[1] = {0};
+    float data[4] = {1, 2, 3, 4};
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, shape, data), *n = NULL;
+    /* Contexts. */
+    cr_assert_eq(tact_ctx_open(NULL, NULL), TACT_EINVAL);
+    cr_assert_eq(tact_ctx_close(NULL), TACT_OK);
+    tact_ctx *none = NULL;
+    cr_assert_eq(tact_ctx_close(&none), TACT_OK);
+    cr_assert_str_neq(tact_ctx_error(NULL), "");
+    tact_stats st;
+    tact_ctx_stats(NULL, &st);
+    cr_assert_eq(st.kernels, 0);
+    tact_ctx_stats(ctx, NULL);
+    tact_options_default(NULL);
+    cr_assert_eq(tact_scope_begin(NULL), TACT_EINVAL);
+    cr_assert_eq(tact_scope_end(NULL), TACT_EINVAL);
+    /* Creation. */
+    S_NULL_TENSOR(tact_scalar(NULL, 1.0));
+    S_NULL_TENSOR(tact_scalar_int(NULL, 1));
+    S_NULL_TENSOR(tact_scalar_bool(NULL, 1));
+    S_NULL_TENSOR(tact_empty(NULL, TACT_FLOAT32, 1, shape));
+    S_NULL_TENSOR(tact_from_data(NULL, TACT_FLOAT32, 1, shape, data));
+    S_NULL_TENSOR(tact_from_data(ctx, TACT_FLOAT32, 1, shape, NULL));
+    S_NULL_TENSOR(tact_from_data(ctx, TACT_FLOAT32, 1, NULL, data));
+    S_NULL_TENSOR(tact_full(NULL, TACT_FLOAT32, 1, shape, 1.0));
+    S_NULL_TENSOR(tact_zeros(NULL, TACT_FLOAT32, 1, shape));
+    S_NULL_TENSOR(tact_ones(NULL, TACT_FLOAT32, 1, shape));
+    S_NULL_TENSOR(tact_arange(NULL, 0, 4, 1, TACT_FLOAT32));
+    S_NULL_TENSOR(tact_eye(NULL, 3, TACT_FLOAT32));
+    /* Ops: a NULL operand, alone or beside a good one. */
+    S_NULL_TENSOR(tact_cast(n, TACT_INT32));
+    S_NULL_TENSOR(tact_bitcast(n, TACT_INT32));
+    S_NULL_TENSOR(tact_exp2(n));
+    S_NULL_TENSOR(tact_log2(n));
+    S_NULL_TENSOR(tact_sin(n));
+    S_NULL_TENSOR(tact_sqrt(n));
+    S_NULL_TENSOR(tact_recip(n));
+    S_NULL_TENSOR(tact_neg(n));
+    tact_tensor *(*binary[])(tact_tensor *, tact_tensor *) = {tact_add, tact_mul, tact_idiv, tact_mod, tact_maximum, tact_cmplt,
+                                                              tact_cmpne, tact_xor, tact_and, tact_or, tact_shl, tact_shr,
+                                                              tact_sub, tact_div, tact_matmul, tact_assign};
+    for (size_t i = 0; i < sizeof binary / sizeof *binary; i++) {
+        S_NULL_TENSOR(binary[i](n, x));
+        S_NULL_TENSOR(binary[i](x, n));
+    }
+    S_NULL_TENSOR(tact_where(n, x, x));
+    S_NULL_TENSOR(tact_where(x, n, x));
+    S_NULL_TENSOR(tact_mulacc(x, x, n));
+    S_NULL_TENSOR(tact_sum(n, 1, &axis, 0));
+    S_NULL_TENSOR(tact_sum(x, 1, NULL, 0));
+    S_NULL_TENSOR(tact_max(n, -1, NULL, 0));
+    S_NULL_TENSOR(tact_reshape(n, 1, shape));
+    S_NULL_TENSOR(tact_reshape(x, 1, NULL));
+    S_NULL_TENSOR(tact_permute(n, order));
+    S_NULL_TENSOR(tact_permute(x, NULL));
+    S_NULL_TENSOR(tact_expand(n, 1, shape));
+    S_NULL_TENSOR(tact_expand(x, 1, NULL));
+    S_NULL_TENSOR(tact_pad(n, (const int64_t(*)[2])pads, 0));
+    S_NULL_TENSOR(tact_pad(x, NULL, 0));
+    S_NULL_TENSOR(tact_shrink(n, (const int64_t(*)[2])pads));
+    S_NULL_TENSOR(tact_shrink(x, NULL));
+    S_NULL_TENSOR(tact_flip(n, 1, &axis));
+    S_NULL_TENSOR(tact_flip(x, 1, NULL));
+    S_NULL_TENSOR(tact_contiguous(n));
+    S_NULL_TENSOR(tact_keep(n));
+    /* An op on the NULL error tensor keeps it. */
+    S_NULL_TENSOR(tact_add(tact_exp2(n), x));
+    /* Queries. */
+    cr_assert_eq(tact_ndim(n), 0);
+    cr_assert_eq(tact_dim(n, 0), -1);
+    cr_assert_eq(tact_numel(n), 0);
+    tact_shape(n, shape);
+    tact_shape(x, NULL);
+    cr_assert_eq(tact_status_of(n), TACT_EINVAL);
+    cr_assert_str_neq(tact_error_message(n), "");
+    cr_assert_str_eq(tact_device(n), "CPU");
+    /* Sync points. */
+    float out[4];
+    double v;
+    cr_assert_eq(tact_realize(NULL, 1, &x), TACT_EINVAL);
+    cr_assert_eq(tact_realize(ctx, 1, NULL), TACT_EINVAL);
+    cr_assert_eq(tact_realize(ctx, 1, &n), TACT_EINVAL);
+    cr_assert_eq(tact_realize(ctx, -1, &x), TACT_EINVAL);
+    cr_assert_eq(tact_realize_async(NULL, 1, &x), TACT_EINVAL);
+    cr_assert_eq(tact_wait(NULL), TACT_EINVAL);
+    cr_assert_eq(tact_read(n, out, sizeof out), TACT_EINVAL);
+    cr_assert_eq(tact_read(x, NULL, sizeof out), TACT_EINVAL);
+    cr_assert_eq(tact_item(n, &v), TACT_EINVAL);
+    cr_assert_eq(tact_item(tact_sum(x, -1, NULL, 0), NULL), TACT_EINVAL);
+    /* The context still works. */
+    cr_assert_eq(tact_read(tact_add(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[3], 8.0f);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+/* Ids of two contexts collide: mixing them is refused at the call. */
+Test(graph_api, tensors_of_another_context_are_refused) {
+    tact_ctx *a = s_open(), *b = s_open();
+    int64_t shape[1] = {3};
+    float xa[3] = {1, 2, 3}, xb[3] = {10, 20, 30};
+    tact_tensor *ta = tact_from_data(a, TACT_FLOAT32, 1, shape, xa), *tb = tact_from_data(b, TACT_FLOAT32, 1, shape, xb);
+    tact_tensor *mixed[] = {tact_add(ta, tb), tact_mul(tb, ta), tact_where(tact_cmplt(ta, ta), ta, tb), tact_where(tact_cmplt(tb, tb), ta, ta),
+                            tact_mulacc(ta, ta, tb), tact_assign(ta, tb), tact_matmul(ta, tb), tact_maximum(ta, tb)};
+    for (size_t i = 0; i < sizeof mixed / sizeof *mixed; i++) {
+        cr_assert_eq(tact_status_of(mixed[i]), TACT_EINVAL, "op %zu", i);
+        cr_assert(strstr(tact_error_message(mixed[i]), "two contexts"), "op %zu: %s", i, tact_error_message(mixed[i]));
+    }
+    cr_assert_eq(tact_realize(a, 1, &tb), TACT_EINVAL);
+    cr_assert(strstr(tact_ctx_error(a), "another context"), "%s", tact_ctx_error(a));
+    /* Both still compute their own values. */
+    float out[3];
+    cr_assert_eq(tact_read(ta, out, sizeof out), TACT_OK, "%s", tact_ctx_error(a));
+    cr_assert_eq(out[2], 3.0f);
+    cr_assert_eq(tact_read(tb, out, sizeof out), TACT_OK, "%s", tact_ctx_error(b));
+    cr_assert_eq(out[2], 30.0f);
+    tact_ctx_close(&a);
+    tact_ctx_close(&b);
+}
