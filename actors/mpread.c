@@ -19,11 +19,13 @@ static uint64_t s_be(const uint8_t *p, int n) {
     return v;
 }
 
-int ta_mpr_array(ta_mpr_t *r, uint32_t *count) {
+/* An array or map header: a fix form (tag in the high nibble, count in the
+ * low one), or a 16- or 32-bit count after the byte t16 or t32. */
+static int s_header(ta_mpr_t *r, uint8_t fix, uint8_t t16, uint8_t t32, uint32_t *count) {
     if (s_left(r) < 1) return -1;
     uint8_t b = r->p[0];
-    int width = b == 0xdc ? 2 : b == 0xdd ? 4 : 0;
-    if ((b & 0xf0) == 0x90) {
+    int width = b == t16 ? 2 : b == t32 ? 4 : 0;
+    if ((b & 0xf0) == fix) {
         *count = b & 0x0f;
         r->p += 1;
         return 0;
@@ -34,20 +36,9 @@ int ta_mpr_array(ta_mpr_t *r, uint32_t *count) {
     return 0;
 }
 
-int ta_mpr_map(ta_mpr_t *r, uint32_t *pairs) {
-    if (s_left(r) < 1) return -1;
-    uint8_t b = r->p[0];
-    int width = b == 0xde ? 2 : b == 0xdf ? 4 : 0;
-    if ((b & 0xf0) == 0x80) {
-        *pairs = b & 0x0f;
-        r->p += 1;
-        return 0;
-    }
-    if (!width || s_left(r) < (size_t)1 + width) return -1;
-    *pairs = (uint32_t)s_be(r->p + 1, width);
-    r->p += 1 + width;
-    return 0;
-}
+int ta_mpr_array(ta_mpr_t *r, uint32_t *count) { return s_header(r, 0x90, 0xdc, 0xdd, count); }
+
+int ta_mpr_map(ta_mpr_t *r, uint32_t *pairs) { return s_header(r, 0x80, 0xde, 0xdf, pairs); }
 
 /* Reads any msgpack integer as a sign flag and magnitude bits. */
 static int s_int(ta_mpr_t *r, uint64_t *bits, int *is_signed) {

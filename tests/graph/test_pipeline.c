@@ -240,18 +240,27 @@ Test(graph_pipeline, bad_calls_return_error_tensors_naming_op_and_shapes) {
     tact_ctx_close(&ctx);
 }
 
-Test(graph_pipeline, a_compile_failure_names_the_kernel_and_the_context_goes_on) {
-    char *cache = tu_tmpfile("cache");
+/* A context with an empty kernel cache whose compiler fails its first call
+ * ("no such luck") and works after (the command is fixed when the context
+ * opens).  *flag is the file that marks the first call; unlink and free it. */
+static tact_ctx *s_open_failing_once(char **flag) {
+    char *cache = tu_tmpfile("cache"), cc[1024];
     unlink(cache);
     setenv("TACT_CACHE_DIR", cache, 1);
-    /* A compiler that fails its first call and works after (the command is
-     * fixed when the context opens). */
-    char *flag = tu_tmpfile("cc-failed-once"), cc[1024];
-    unlink(flag);
-    snprintf(cc, sizeof cc, "sh -c 'if [ -e %s ]; then exec cc \"$@\"; fi; touch %s; echo no such luck; exit 1' cc", flag, flag);
+    free(cache);
+    *flag = tu_tmpfile("cc-failed-once");
+    unlink(*flag);
+    snprintf(cc, sizeof cc, "sh -c 'if [ -e %s ]; then exec cc \"$@\"; fi; touch %s; echo no such luck; exit 1' cc", *flag, *flag);
     setenv("TACT_CC", cc, 1);
     tact_ctx *ctx = s_open(0, NULL);
     unsetenv("TACT_CC");
+    unsetenv("TACT_CACHE_DIR");
+    return ctx;
+}
+
+Test(graph_pipeline, a_compile_failure_names_the_kernel_and_the_context_goes_on) {
+    char *flag;
+    tact_ctx *ctx = s_open_failing_once(&flag);
     int64_t s[1] = {5};
     tact_tensor *a = tact_full(ctx, TACT_FLOAT32, 1, s, 3.0);
     tact_tensor *b = tact_sqrt(a);
@@ -265,7 +274,6 @@ Test(graph_pipeline, a_compile_failure_names_the_kernel_and_the_context_goes_on)
     unlink(flag);
     free(flag);
     tact_ctx_close(&ctx);
-    free(cache);
 }
 
 /* ---------------------------------------------------------- determinism */
@@ -431,9 +439,7 @@ Test(graph_pipeline, scheduler_and_planner_replay_a_recorded_run_byte_for_byte) 
     cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
     /* Port ids follow the start order of tact_ctx_open. */
     ta_pipeline_t w;
-    memset(&w, 0, sizeof w);
-    w.client = 1, w.graph = 2, w.scheduler = 3, w.planner = 4, w.compiler[0] = 5, w.compiler[1] = 6, w.executor = 7;
-    w.ncompilers = 2;
+    tu_default_wiring(&w);
     cr_assert_str_eq(ta_log_find(log, 3)->name, "scheduler");
     cr_assert_str_eq(ta_log_find(log, 4)->name, "planner");
     const ta_actor_ops_t *ops[2] = {&ta_scheduler_ops, &ta_planner_ops};
@@ -913,15 +919,8 @@ Test(graph_pipeline, async_realizes_in_flight_give_identical_bits_and_logs) {
 }
 
 Test(graph_pipeline, async_errors_surface_at_the_next_sync_point) {
-    char *cache = tu_tmpfile("cache-async");
-    unlink(cache);
-    setenv("TACT_CACHE_DIR", cache, 1);
-    char *flag = tu_tmpfile("cc-async"), cc[1024];
-    unlink(flag);
-    snprintf(cc, sizeof cc, "sh -c 'if [ -e %s ]; then exec cc \"$@\"; fi; touch %s; exit 1' cc", flag, flag);
-    setenv("TACT_CC", cc, 1);
-    tact_ctx *ctx = s_open(0, NULL);
-    unsetenv("TACT_CC");
+    char *flag;
+    tact_ctx *ctx = s_open_failing_once(&flag);
     int64_t s[1] = {7};
     tact_tensor *bad = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, s, 5.0));
     cr_assert_eq(tact_realize_async(ctx, 1, &bad), TACT_OK, "the failure is not known yet");
@@ -940,6 +939,4 @@ Test(graph_pipeline, async_errors_surface_at_the_next_sync_point) {
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     unlink(flag);
     free(flag);
-    unsetenv("TACT_CACHE_DIR");
-    free(cache);
 }

@@ -124,11 +124,8 @@ Test(graph_stages, every_stage_refuses_damaged_payloads_and_goes_on) {
     cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
     /* The wiring of the recorded run: ports by creation order. */
     ta_pipeline_t w;
-    memset(&w, 0, sizeof w);
-    w.client = 1, w.graph = 2, w.scheduler = 3, w.planner = 4, w.compiler[0] = 5, w.compiler[1] = 6, w.executor = 7;
-    w.ncompilers = 2;
+    tu_default_wiring(&w);
     w.cpu_threads = 1;
-    w.schedule_cache = 1;
     s_damage_stage(log, "graph", &ta_graph_ops, &w, seed);
     s_damage_stage(log, "scheduler", &ta_scheduler_ops, &w, seed);
     s_damage_stage(log, "planner", &ta_planner_ops, &w, seed);
