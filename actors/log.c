@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "crc32c.h"
@@ -470,19 +471,18 @@ int ta_log_load(const char *path, ta_log_t **out, ta_error_t *err) {
     *out = NULL;
     FILE *f = fopen(path, "rb");
     if (!f) return ta_error_set(err, TACT_EIO, "log: cannot open %s: %s", path, strerror(errno));
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0, n;
-    int rc = TACT_OK;
-    for (;;) {
-        if (ta_grow((void **)&buf, &cap, len + 65536, 1) != TACT_OK) {
-            rc = ta_error_set(err, TACT_ENOMEM, "log: out of memory reading %s", path);
-            break;
-        }
-        n = fread(buf + len, 1, cap - len, f);
-        len += n;
-        if (n == 0) break;
+    /* Only a regular file has an end: /dev/zero or a pipe would be read
+     * without bound. */
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(f);
+        return ta_error_set(err, TACT_EIO, "log: %s is not a regular file", path);
     }
-    if (rc == TACT_OK && ferror(f)) rc = ta_error_set(err, TACT_EIO, "log: reading %s failed", path);
+    size_t len = (size_t)st.st_size;
+    uint8_t *buf = ta_malloc(len ? len : 1);
+    int rc = TACT_OK;
+    if (!buf) rc = ta_error_set(err, TACT_ENOMEM, "log: out of memory reading %s (%zu bytes)", path, len);
+    else if (len && fread(buf, 1, len, f) != len) rc = ta_error_set(err, TACT_EIO, "log: reading %s failed", path);
     fclose(f);
     if (rc == TACT_OK) rc = ta_log_parse(buf, len, out, err);
     ta_free(buf);

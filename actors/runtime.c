@@ -2,6 +2,7 @@
 #include "runtime.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -28,7 +29,8 @@ typedef struct {
 struct ta_rt {
     ta_rt_config_t cfg;
     char log_path[4096];
-    char ipc_dir[1024];
+    char ipc_dir[1024]; /* ipc: the runtime's private folder of sockets (mode 0700), removed at destroy */
+    int own_ipc_dir;
     void *zmq;
     unsigned serial; /* distinguishes runtimes of one process in endpoint names */
     pthread_mutex_t lock;
@@ -82,6 +84,20 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
         rt->cfg.log_path = rt->log_path;
     }
     rt->serial = __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED);
+    if (rt->cfg.transport == TA_TRANSPORT_IPC) {
+        /* Sockets go in a folder of this runtime's own, which no other user
+         * can enter, and which goes away with the runtime. */
+        char dir[1024];
+        int n = snprintf(dir, sizeof dir, "%s/tact-%ld-XXXXXX", rt->ipc_dir, (long)getpid());
+        if (n >= 80 || !mkdtemp(dir)) { /* a socket path must fit in sun_path (108 bytes) */
+            int e = n >= 80 ? ENAMETOOLONG : errno;
+            ta_free(rt);
+            return ta_error_set(err, TACT_ETRANSPORT, "runtime: no private ipc folder in %s: %s", cfg && cfg->ipc_dir ? cfg->ipc_dir : "/tmp",
+                                strerror(e));
+        }
+        snprintf(rt->ipc_dir, sizeof rt->ipc_dir, "%s", dir);
+        rt->own_ipc_dir = 1;
+    }
     pthread_mutex_init(&rt->lock, NULL);
     if (ta_grow((void **)&rt->entries, &rt->cap, 1, sizeof *rt->entries) != TACT_OK) goto nomem;
     memset(&rt->entries[0], 0, sizeof rt->entries[0]);
@@ -90,6 +106,7 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
     if (rt->cfg.log_path) {
         int rc = ta_log_writer_new(&rt->log, rt->cfg.log_path, rt->cfg.log_header, err);
         if (rc != TACT_OK) {
+            if (rt->own_ipc_dir) rmdir(rt->ipc_dir);
             ta_free(rt->entries);
             pthread_mutex_destroy(&rt->lock);
             ta_free(rt);
@@ -104,6 +121,7 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
     *out = rt;
     return TACT_OK;
 nomem:
+    if (rt->own_ipc_dir) rmdir(rt->ipc_dir);
     pthread_mutex_destroy(&rt->lock);
     ta_free(rt);
     return ta_error_set(err, TACT_ENOMEM, "runtime: out of memory");
@@ -132,6 +150,14 @@ int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
                             open);
     }
     if (rt->zmq) zmq_ctx_term(rt->zmq);
+    if (rt->own_ipc_dir) {
+        for (size_t id = 1; id < rt->nentries; id++) {
+            char path[1100];
+            snprintf(path, sizeof path, "%s/%zu.sock", rt->ipc_dir, id);
+            unlink(path);
+        }
+        rmdir(rt->ipc_dir);
+    }
     if (rt->log) rc = ta_log_writer_finish(&rt->log, err);
     pthread_mutex_destroy(&rt->lock);
     ta_free(rt->entries);
@@ -249,8 +275,7 @@ static int s_bind(ta_port_t *p, ta_error_t *err) {
     switch (rt->cfg.transport) {
     case TA_TRANSPORT_INPROC: snprintf(ep, sizeof ep, "inproc://tact-%u-%" PRIu32, rt->serial, p->id); break;
     case TA_TRANSPORT_IPC:
-        snprintf(ep, sizeof ep, "ipc://%s/tact-%ld-%u-%" PRIu32 ".sock", rt->ipc_dir, (long)getpid(), rt->serial,
-                 p->id);
+        snprintf(ep, sizeof ep, "ipc://%s/%" PRIu32 ".sock", rt->ipc_dir, p->id);
         break;
     case TA_TRANSPORT_TCP: snprintf(ep, sizeof ep, "tcp://127.0.0.1:*"); break;
     }

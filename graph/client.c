@@ -256,6 +256,14 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
                  TA_MAX_COMPILERS);
         return TACT_EINVAL;
     }
+    /* The compiler and cache folder are kept with the context; names that
+     * do not fit are refused, never cut. */
+    const char *cc_env = getenv("TACT_CC"), *dir_env = getenv("TACT_CACHE_DIR");
+    if ((cc_env && strlen(cc_env) > 500) || (dir_env && strlen(dir_env) > 800)) {
+        snprintf(s_open_error, sizeof s_open_error, "%s is %zu characters long; at most %d", cc_env && strlen(cc_env) > 500 ? "TACT_CC" : "TACT_CACHE_DIR",
+                 strlen(cc_env && strlen(cc_env) > 500 ? cc_env : dir_env), cc_env && strlen(cc_env) > 500 ? 500 : 800);
+        return TACT_EINVAL;
+    }
     tact_ctx *ctx = ta_calloc(1, sizeof *ctx);
     if (!ctx) {
         snprintf(s_open_error, sizeof s_open_error, "out of memory");

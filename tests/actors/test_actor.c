@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -356,4 +357,32 @@ Test(actors_actor, oversized_messages_are_refused_at_both_ends) {
     cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
     ta_port_destroy(&port);
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+/* An ipc runtime keeps its sockets in a private folder (mode 0700) that is
+ * gone once the runtime is destroyed. */
+Test(actors_actor, ipc_sockets_live_in_a_private_folder_removed_at_destroy) {
+    char *base = tu_tmpfile("ipcdir");
+    unlink(base);
+    cr_assert_eq(mkdir(base, 0755), 0);
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.transport = TA_TRANSPORT_IPC;
+    cfg.ipc_dir = base;
+    ta_rt_t *rt;
+    ta_port_t *a, *b;
+    ta_error_t err;
+    cr_assert_eq(ta_rt_new(&rt, &cfg, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_port_new(rt, "a", &a, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_port_new(rt, "b", &b, &err), TACT_OK, "%s", err.text);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "test \"$(stat -c %%a %s/tact-*)\" = 700 && test $(ls %s/tact-* | grep -c sock) -eq 2", base, base);
+    cr_assert_eq(system(cmd), 0, "a 0700 folder holding the two sockets");
+    ta_port_destroy(&a);
+    ta_port_destroy(&b);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK, "%s", err.text);
+    snprintf(cmd, sizeof cmd, "test -z \"$(ls -A %s)\"", base);
+    cr_assert_eq(system(cmd), 0, "nothing left in %s", base);
+    rmdir(base);
+    free(base);
 }

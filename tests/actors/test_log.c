@@ -220,6 +220,8 @@ Test(actors_log, foreign_files_and_versions_are_refused) {
                                     0xc4, 0x00, 0xc4, 0x00, 0x00, 0x00};
     cr_assert_eq(ta_log_parse(stray, sizeof stray, &log, &err), TACT_ECORRUPT);
     cr_assert_eq(ta_log_load("/nonexistent/tact.log", &log, &err), TACT_EIO);
+    cr_assert_eq(ta_log_load("/dev/zero", &log, &err), TACT_EIO, "an endless file is refused, not read");
+    cr_assert(strstr(err.text, "not a regular file"), "%s", err.text);
 }
 
 Test(actors_log, an_unwritable_path_fails_when_the_runtime_starts) {

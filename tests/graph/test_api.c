@@ -1,4 +1,5 @@
 /* test_api.c - misuse of the public API: NULL arguments and tensors of another context give errors, never a crash. */
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -115,6 +116,20 @@ Test(graph_api, null_arguments_give_errors_everywhere) {
     cr_assert_eq(tact_read(tact_add(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
     cr_assert_eq(out[3], 8.0f);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+/* Settings that do not fit are refused when the context opens, not cut. */
+Test(graph_api, an_overlong_cache_folder_is_refused_at_open) {
+    char dir[1000];
+    memset(dir, 'd', sizeof dir - 1);
+    dir[0] = '/';
+    dir[sizeof dir - 1] = '\0';
+    setenv("TACT_CACHE_DIR", dir, 1);
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_EINVAL);
+    cr_assert_null(ctx);
+    cr_assert(strstr(tact_last_open_error(), "TACT_CACHE_DIR is 999 characters long"), "%s", tact_last_open_error());
+    unsetenv("TACT_CACHE_DIR");
 }
 
 /* Ids of two contexts collide: mixing them is refused at the call. */
