@@ -28,10 +28,6 @@ const char *ta_cc_cache_dir(char *buf, size_t len);
 /* The flags every kernel is compiled with. */
 const char *ta_cc_flags(void);
 
-/* Writes the cache path of the kernel name with source src into path (the
- * key that ta_cc_build uses), so a caller can remember what it has built. */
-void ta_cc_path(const char *cc, const char *dir, const char *name, const char *src, char *path, size_t len);
-
 /*
  * Compiles the prelude plus src (which defines the function name) with the
  * compiler command cc into a shared object in the folder dir, or finds it

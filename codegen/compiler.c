@@ -11,22 +11,34 @@
 
 /*
  * COMPILE(realize, index, ast) from the planner becomes PROGRAM(realize,
- * index, status, name, path, text) to the planner, which passes programs
- * on to the executor in kernel order: status 0
- * with the shared object's path, or the error (the kernel's name and the
- * compiler's message) in text.  Several workers compile different kernels
- * at once; the executor runs them in schedule order whatever order their
- * programs arrive in.
+ * index, status, name, digest, text, align) with the object's bytes to the
+ * planner, which passes programs on to the executor in kernel order; on
+ * failure, the error (the kernel's name and the compiler's message) is in
+ * text.  Several workers compile different kernels at once; the executor
+ * runs them in schedule order whatever order their programs arrive in.
  */
 
-enum { S_MEMO = 512 };
+enum { S_MEMO = 256 };
+
+/* A kernel this worker built or found: its AST's digest (without the fused
+ * ids, which differ between graphs computing the same kernel), and what
+ * PROGRAM carries for it. */
+typedef struct {
+    char key[33];
+    char name[64];
+    int64_t align;
+    uint8_t *obj;
+    size_t len;
+    char digest[33];
+    int sent; /* the bytes went out once: the executor keeps what it loaded, so later PROGRAMs carry the digest alone */
+} s_memo_t;
 
 typedef struct {
     ta_pipeline_t *w;
     ta_ast_t ast;
-    /* The in-memory cache: paths of objects this worker built or found, so
-     * a kernel seen again skips the disk cache's check and load. */
-    char (*memo)[1024];
+    msgpack_sbuffer keybuf;
+    s_memo_t *memo; /* S_MEMO entries, replaced oldest first: a kernel seen
+                     * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
 } s_state_t;
 
@@ -34,33 +46,55 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "compiler: out of memory");
     s->w = arg;
+    msgpack_sbuffer_init(&s->keybuf);
     ta_actor_set_state(self, s);
     return TACT_OK;
 }
 
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
+    for (int i = 0; i < s->nmemo; i++) ta_free(s->memo[i].obj);
     ta_free(s->memo);
+    msgpack_sbuffer_destroy(&s->keybuf);
     ta_free(s);
 }
 
-static int s_memo_has(const s_state_t *s, const char *path) {
+static s_memo_t *s_memo_find(s_state_t *s, const char *key) {
     for (int i = 0; i < s->nmemo; i++)
-        if (strcmp(s->memo[i], path) == 0) return 1;
-    return 0;
+        if (strcmp(s->memo[i].key, key) == 0) return &s->memo[i];
+    return NULL;
 }
 
-/* Remembers path, replacing the oldest entry when full. */
-static void s_memo_add(s_state_t *s, const char *path) {
-    if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) return;
-    snprintf(s->memo[s->next_memo], sizeof s->memo[0], "%s", path);
+/* Keeps a built kernel (taking obj), replacing the oldest entry when full. */
+static void s_memo_add(s_state_t *s, const s_memo_t *e) {
+    if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) {
+        ta_free(e->obj);
+        return;
+    }
+    s_memo_t *slot = &s->memo[s->next_memo];
+    if (s->nmemo == S_MEMO) ta_free(slot->obj);
+    *slot = *e;
     s->next_memo = (s->next_memo + 1) % S_MEMO;
     if (s->nmemo < S_MEMO) s->nmemo++;
 }
 
-static void s_free_object(void *data, void *owner) {
-    (void)owner;
-    ta_free(data);
+/* Renders and builds the kernel in s->ast (or finds it in the disk cache),
+ * filling e with what PROGRAM carries. */
+static int s_build(s_state_t *s, s_memo_t *e, ta_error_t *err) {
+    char *src = NULL;
+    ta_program_t prog;
+    memset(&prog, 0, sizeof prog);
+    int rc = ta_render_c(&s->ast, &src, e->name, sizeof e->name, &e->align, err);
+    if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
+    if (rc == TACT_OK) rc = ta_cc_build(s->w->cc, s->w->cache_dir, e->name, src, &prog, err);
+    /* Timings stay out of messages, so two runs log the same bytes. */
+    if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
+    ta_cc_unload(&prog); /* loading proved it; the executor loads its own copy */
+    /* The object's bytes travel in the message, never its path. */
+    if (rc == TACT_OK) rc = ta_cc_read(prog.path, &e->obj, &e->len, err);
+    if (rc == TACT_OK) ta_cc_digest(e->obj, e->len, e->digest);
+    ta_free(src);
+    return rc;
 }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
@@ -69,47 +103,47 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     ta_error_t err = {0, ""};
     ta_mpr_t r;
     ta_mpr_init(&r, m->as.compile.ast.ptr, m->as.compile.ast.len);
-    char *src = NULL, name[64] = "?";
-    int64_t align = 1;
-    ta_program_t prog;
-    memset(&prog, 0, sizeof prog);
+    s_memo_t e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.name, sizeof e.name, "?");
+    e.align = 1;
     int rc = ta_ast_unpack(&s->ast, &r, &err);
-    if (rc == TACT_OK) rc = ta_render_c(&s->ast, &src, name, sizeof name, &align, &err);
-    if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
+    s_memo_t *hit = NULL;
     if (rc == TACT_OK) {
-        ta_cc_path(s->w->cc, s->w->cache_dir, name, src, prog.path, sizeof prog.path);
-        if (s_memo_has(s, prog.path)) {
-            prog.cached = 1;
-        } else {
-            rc = ta_cc_build(s->w->cc, s->w->cache_dir, name, src, &prog, &err);
-            if (rc == TACT_OK) s_memo_add(s, prog.path);
+        int nfused = s->ast.nfused;
+        s->ast.nfused = 0;
+        msgpack_sbuffer_clear(&s->keybuf);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &s->keybuf, msgpack_sbuffer_write);
+        if (ta_ast_pack(&s->ast, &pk) != 0) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
+        s->ast.nfused = nfused;
+        ta_cc_digest(s->keybuf.data, s->keybuf.size, e.key);
+        if (rc == TACT_OK && !(hit = s_memo_find(s, e.key))) {
+            rc = s_build(s, &e, &err);
+            if (rc == TACT_OK) {
+                s_memo_add(s, &e);
+                if (!(hit = s_memo_find(s, e.key))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", e.name);
+            } else {
+                ta_free(e.obj);
+            }
         }
     }
-    /* Timings stay out of messages, so two runs log the same bytes. */
-    if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", name, prog.compile_ms);
-    ta_cc_unload(&prog); /* loading proved it; the executor loads its own copy */
-    /* The object's bytes travel in the message, never its path. */
-    uint8_t *obj = NULL;
-    size_t obj_len = 0;
-    char digest[33] = "";
-    if (rc == TACT_OK) rc = ta_cc_read(prog.path, &obj, &obj_len, &err);
-    if (rc == TACT_OK) ta_cc_digest(obj, obj_len, digest);
     ta_msg_t out;
     ta_msg_init(&out, TA_MSG_PROGRAM);
-    out.bulk.ptr = obj;
-    out.bulk.len = obj_len;
-    if (obj) out.bulk_free = s_free_object;
     out.corr = m->corr;
     out.as.program.realize = m->as.compile.realize;
     out.as.program.index = m->as.compile.index;
     out.as.program.status = rc;
-    out.as.program.name = ta_bytes_str(name);
-    out.as.program.digest = ta_bytes_str(digest);
+    out.as.program.name = ta_bytes_str(hit ? hit->name : e.name);
+    out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
     out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
-    out.as.program.align = (uint64_t)align;
-    rc = ta_actor_send(self, s->w->planner, &out);
-    ta_free(src);
-    return rc;
+    out.as.program.align = (uint64_t)(hit ? hit->align : e.align);
+    if (hit && !hit->sent) { /* copied into the frame: the memo keeps its bytes */
+        out.bulk.ptr = hit->obj;
+        out.bulk.len = hit->len;
+        hit->sent = 1;
+    }
+    return ta_actor_send(self, s->w->planner, &out);
 }
 
 const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini, NULL};

@@ -169,6 +169,7 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
             *out = s->loaded[i];
             return TACT_OK;
         }
+    if (!obj.len) return ta_error_set(err, TACT_EPROTO, "executor: program %s: digest %s names no object this executor was sent", name, digest);
     int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, out, err);
     if (rc != TACT_OK) return rc;
     snprintf(out->key, sizeof out->key, "%s", digest);
@@ -443,10 +444,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             char digest[33], want[33], name[64];
             snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
             snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
-            /* The object travels in the message; what is loaded is exactly
-             * what the compiler sent. */
-            ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
-            if (!m->bulk.len || m->as.program.digest.len != 32 || strcmp(digest, want) != 0)
+            /* The object travels in the message the first time, then its
+             * digest alone; what is loaded is exactly what the compiler sent. */
+            if (m->bulk.len) ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
+            if (m->as.program.digest.len != 32 || (m->bulk.len && strcmp(digest, want) != 0))
                 pr->status = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name,
                                           m->bulk.len, digest);
             else
