@@ -610,9 +610,17 @@ static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
     int rc = TACT_OK;
     g->stamp++;
     for (size_t t = g->ntargets; t-- > 0 && rc == TACT_OK;) {
-        g_node_t *root = s_find(g, g->targets[t]);
-        if (!root || ta_grow((void **)&stack, &cap, depth + 1, sizeof *stack) != TACT_OK) {
-            rc = root ? TACT_ENOMEM : TACT_EINVAL;
+        g_node_t *root = s_find(g, g->targets[t]), *b = root && root->is_view ? s_find(g, root->base) : root;
+        if (!root || !b) {
+            rc = TACT_EINVAL;
+            break;
+        }
+        /* A target whose data exists needs nothing (a view of a buffer is
+         * read through its view); leaving it out makes every part of a
+         * large realize compute something. */
+        if (b->buffer) continue;
+        if (ta_grow((void **)&stack, &cap, depth + 1, sizeof *stack) != TACT_OK) {
+            rc = TACT_ENOMEM;
             break;
         }
         stack[depth++] = (s_visit_t){root, 0};

@@ -176,3 +176,27 @@ Test(graph_limits, chain_of_a_million_ops, .timeout = 600) {
     }
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
 }
+
+/* A realize larger than one part whose first 32768 nodes compute nothing
+ * (views of a buffer) still ends: each later part holds only what is left
+ * to compute. */
+Test(graph_limits, a_large_realize_of_views_makes_progress_part_by_part) {
+    tact_ctx *ctx = s_open();
+    enum { T = 40000 };
+    float x[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3};
+    int order[2] = {1, 0};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    cr_assert_eq(tact_realize(ctx, 1, &a), TACT_OK);
+    tact_tensor **ts = malloc(sizeof *ts * (T + 1));
+    for (int t = 0; t < T; t++) ts[t] = tact_permute(a, order);
+    ts[T] = tact_add(a, tact_scalar(ctx, 1.0));
+    cr_assert_eq(tact_realize(ctx, T + 1, ts), TACT_OK, "%s", tact_ctx_error(ctx));
+    float out[6];
+    cr_assert_eq(tact_read(ts[T], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], x[i] + 1);
+    cr_assert_eq(tact_read(ts[T - 1], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[1], 4.0f, "the transposed view reads the buffer");
+    free(ts);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
