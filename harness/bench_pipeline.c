@@ -126,7 +126,7 @@ static int s_mm(int reps) {
 /* ----------------------------------------------------------- the client */
 
 /* The peer's figures, from harness/peer_tinygrad.py when tinygrad is installed. */
-static int s_tinygrad(double *overhead_us, double *first_ms, double *cached_ms) {
+static int s_tinygrad(double *overhead_us, double *first_ms, double *cached_ms, char *version, size_t vlen) {
     char cmd[1200], exe[1024];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) return -1;
@@ -140,9 +140,11 @@ static int s_tinygrad(double *overhead_us, double *first_ms, double *cached_ms) 
     size_t got = fread(buf, 1, sizeof buf - 1, p);
     buf[got] = '\0';
     int status = pclose(p);
-    if (status != 0 || sscanf(buf, "{\"client_overhead_us\": %lf, \"first_realize_ms\": %lf, \"cached_realize_ms\": %lf", overhead_us,
-                              first_ms, cached_ms) != 3)
+    char v[32] = "?";
+    if (status != 0 || sscanf(buf, "{\"client_overhead_us\": %lf, \"first_realize_ms\": %lf, \"cached_realize_ms\": %lf, \"version\": \"%31[^\"]",
+                              overhead_us, first_ms, cached_ms, v) < 3)
         return -1;
+    snprintf(version, vlen, "tinygrad %s (CLANG)", v);
     return 0;
 }
 
@@ -186,8 +188,9 @@ static int s_client(void) {
     if (system(rm) != 0) fprintf(stderr, "bench: could not remove %s\n", dir);
     unsetenv("TACT_CACHE_DIR");
     double tg_over, tg_first, tg_cached;
-    int have = s_tinygrad(&tg_over, &tg_first, &tg_cached) == 0;
-    const char *peer = have ? "tinygrad 0.9 (CLANG)" : "target (tinygrad not installed)";
+    char tg_name[64];
+    int have = s_tinygrad(&tg_over, &tg_first, &tg_cached, tg_name, sizeof tg_name) == 0;
+    const char *peer = have ? tg_name : "target (tinygrad not installed)";
     s_line("pipeline.client_overhead_us", overhead, "us", peer, have ? tg_over : 2.0, (have ? tg_over : 2.0) / overhead);
     if (rc == TACT_OK) {
         s_line("pipeline.first_realize_ms", first, "ms", have ? peer : "none", have ? tg_first : 0, have ? tg_first / first : 0);
