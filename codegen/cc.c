@@ -3,6 +3,8 @@
 #include "cc.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,21 +34,8 @@ const char *ta_cc_cache_dir(char *buf, size_t len) {
     const char *env = getenv("TACT_CACHE_DIR"), *home = getenv("HOME");
     if (env && *env) snprintf(buf, len, "%s", env);
     else if (home && *home) snprintf(buf, len, "%s/.cache/tact", home);
-    else snprintf(buf, len, "/tmp/tact-cache");
+    else snprintf(buf, len, "/tmp/tact-cache-%ld", (long)geteuid()); /* one per user, never shared */
     return buf;
-}
-
-/* Creates dir and its parents; returns 0 or -1. */
-static int s_mkdirs(const char *dir) {
-    char path[1024];
-    snprintf(path, sizeof path, "%s", dir);
-    for (char *p = path + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = '\0';
-        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return mkdir(path, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 /* Two independent 64-bit FNV-1a style hashes over the parts, as 32 hex digits. */
@@ -62,6 +51,66 @@ static void s_key(const char *const *parts, int n, char key[33]) {
         h2 = (h2 ^ 0xff) * 0x9e3779b97f4a7c15ull;
     }
     snprintf(key, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+}
+
+/* Creates dir and its parents (the last one private); returns 0 or -1. */
+static int s_mkdirs(const char *dir) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = '\0';
+        if (mkdir(path, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return mkdir(path, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+int ta_cc_check_dir(const char *dir, ta_error_t *err) {
+    if (s_mkdirs(dir) != 0) return ta_error_set(err, TACT_EIO, "cannot create the kernel cache folder %s: %s", dir, strerror(errno));
+    struct stat st;
+    if (lstat(dir, &st) != 0) return ta_error_set(err, TACT_EIO, "kernel cache folder %s: %s", dir, strerror(errno));
+    /* Whatever sits in the folder is loaded into this process: only its
+     * owner may be able to write there. */
+    if (!S_ISDIR(st.st_mode)) return ta_error_set(err, TACT_EIO, "kernel cache folder %s is not a folder (a link?); refusing it", dir);
+    if (st.st_uid != geteuid())
+        return ta_error_set(err, TACT_EIO, "kernel cache folder %s belongs to user %ld, not to this process's user %ld; refusing it", dir,
+                            (long)st.st_uid, (long)geteuid());
+    if (st.st_mode & 022)
+        return ta_error_set(err, TACT_EIO, "kernel cache folder %s can be written by other users (mode %o); refusing it (chmod 700)", dir,
+                            (unsigned)(st.st_mode & 0777));
+    return TACT_OK;
+}
+
+const char *ta_cc_identity(const char *cc) {
+    /* What the objects depend on beyond the source: the compiler's version
+     * (its first line of --version) and, since the flags say -march=native,
+     * the CPU's features.  Computed once per compiler command. */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char last_cc[512], identity[33];
+    pthread_mutex_lock(&lock);
+    if (strcmp(last_cc, cc) != 0 || !identity[0]) {
+        char version[512] = "", cpu[4096] = "", cmd[700];
+        snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", cc);
+        FILE *p = popen(cmd, "r");
+        if (p) {
+            if (!fgets(version, sizeof version, p)) version[0] = '\0';
+            char sink[256];
+            while (fread(sink, 1, sizeof sink, p) > 0) {}
+            pclose(p);
+        }
+        FILE *f = fopen("/proc/cpuinfo", "r");
+        char line[4096];
+        while (f && fgets(line, sizeof line, f))
+            if (strncmp(line, "flags", 5) == 0 || strncmp(line, "model name", 10) == 0 || strncmp(line, "Features", 8) == 0)
+                strncat(cpu, line, sizeof cpu - strlen(cpu) - 1);
+        if (f) fclose(f);
+        const char *parts[] = {version, cpu};
+        s_key(parts, 2, identity);
+        snprintf(last_cc, sizeof last_cc, "%s", cc);
+    }
+    pthread_mutex_unlock(&lock);
+    return identity;
 }
 
 static double s_ms(void) {
@@ -88,37 +137,78 @@ static void s_locate(const char *cc, const char *dir, const char *name, const ch
      * between graphs computing the same kernel: it is not part of the key. */
     const char *body = src;
     if (strncmp(body, "/*", 2) == 0 && strstr(body, "*/")) body = strstr(body, "*/") + 2;
-    const char *parts[] = {cc, s_flags, ta_render_prelude(), body};
-    s_key(parts, 4, key);
+    const char *parts[] = {cc, ta_cc_identity(cc), s_flags, ta_render_prelude(), body};
+    s_key(parts, 5, key);
     snprintf(path, len, "%s/%s-%s.so", dir, name, key);
 }
 
-int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, ta_error_t *err) {
+/* The digest file beside an object: <object path> with .sum for .so. */
+static void s_sum_path(const char *so, char *out, size_t len) { snprintf(out, len, "%.*s.sum", (int)(strlen(so) - 3), so); }
+
+/* Reads a cached object and its digest file; true when both are there and
+ * agree.  A damaged or planted file is never loaded: it does not match. */
+static bool s_cached(const char *so, uint8_t **obj, size_t *len, char digest[33]) {
+    char sum[1100], want[40] = "";
+    s_sum_path(so, sum, sizeof sum);
+    FILE *f = fopen(sum, "r");
+    if (!f) return false;
+    size_t n = fread(want, 1, 32, f);
+    fclose(f);
+    want[n] = '\0';
+    if (n != 32 || ta_cc_read(so, obj, len, NULL) != TACT_OK) return false;
+    ta_cc_digest(*obj, *len, digest);
+    if (strcmp(digest, want) == 0) return true;
+    ta_free(*obj);
+    *obj = NULL;
+    return false;
+}
+
+/* Writes the digest file of an object through a temporary name. */
+static int s_write_sum(const char *so, const char *digest) {
+    char sum[1100], tmp[1200];
+    s_sum_path(so, sum, sizeof sum);
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", sum, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    int ok = f && fputs(digest, f) >= 0;
+    if (f && fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, sum) == 0) return 0;
+    unlink(tmp);
+    return -1;
+}
+
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
+                char digest[33], ta_error_t *err) {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
     s_locate(cc, dir, name, src, out->key, out->path, sizeof out->path);
-    if (access(out->path, R_OK) == 0 && s_load(out, NULL) == TACT_OK) {
+    *obj = NULL;
+    *obj_len = 0;
+    if (s_cached(out->path, obj, obj_len, digest)) {
         out->cached = 1;
         return TACT_OK;
     }
     if (s_mkdirs(dir) != 0) return ta_error_set(err, TACT_EIO, "kernel %s: cannot create the cache folder %s: %s", name, dir, strerror(errno));
-    /* Compile into private temporary names, then rename into place, so
-     * concurrent compilers of the same kernel never see a partial file. */
-    char csrc[1100], tmp_so[1100], cmd[4096];
-    snprintf(csrc, sizeof csrc, "%s/tmp-%s-%ld-XXXXXX.c", dir, out->key, (long)getpid());
-    int fd = mkstemps(csrc, 2);
-    if (fd < 0) return ta_error_set(err, TACT_EIO, "kernel %s: cannot write into %s: %s", name, dir, strerror(errno));
-    FILE *f = fdopen(fd, "w");
+    /* Compile in a private temporary folder, then rename into place, so
+     * concurrent compilers of the same kernel never see a partial file.
+     * The source is always k.c there, compiled from inside the folder: the
+     * object records that name, so its bytes depend only on the compiler
+     * and the source (two runs send the same PROGRAM bytes). */
+    char tmpdir[1100], csrc[1200], tmp_so[1200], cmd[4096];
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp-%s-XXXXXX", dir, out->key);
+    if (!mkdtemp(tmpdir)) return ta_error_set(err, TACT_EIO, "kernel %s: cannot write into %s: %s", name, dir, strerror(errno));
+    snprintf(csrc, sizeof csrc, "%s/k.c", tmpdir);
+    snprintf(tmp_so, sizeof tmp_so, "%s/k.so", tmpdir);
+    FILE *f = fopen(csrc, "w");
     int ok = f && fputs(ta_render_prelude(), f) >= 0 && fputs(src, f) >= 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) {
         unlink(csrc);
+        rmdir(tmpdir);
         return ta_error_set(err, TACT_EIO, "kernel %s: cannot write %s", name, csrc);
     }
-    snprintf(tmp_so, sizeof tmp_so, "%.*s.so", (int)(strlen(csrc) - 2), csrc);
     /* A compiler that hangs must not hang the pipeline: coreutils' timeout
      * ends it (status 124 reads as a compile failure). */
-    snprintf(cmd, sizeof cmd, "timeout %d %s %s -o '%s' '%s' 2>&1", S_COMPILE_TIMEOUT_S, cc, s_flags, tmp_so, csrc);
+    snprintf(cmd, sizeof cmd, "cd '%s' && timeout %d %s %s -o k.so k.c 2>&1", tmpdir, S_COMPILE_TIMEOUT_S, cc, s_flags);
     double t0 = s_ms();
     FILE *pipe = popen(cmd, "r");
     char msg[2048] = "";
@@ -135,22 +225,31 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
     unlink(csrc);
     if (status != 0) {
         unlink(tmp_so);
+        rmdir(tmpdir);
         return ta_error_set(err, TACT_ECOMPILE, "kernel %s failed to compile with `%s`: %s", name, cc,
                             used ? msg : "(no output; is the compiler installed?)");
     }
-    if (rename(tmp_so, out->path) != 0) {
-        int e = errno;
-        unlink(tmp_so);
-        return ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into %s: %s", name, dir, strerror(e));
+    /* Proved by loading it (from its bytes), then kept with its digest. */
+    int rc = ta_cc_read(tmp_so, obj, obj_len, err);
+    if (rc == TACT_OK) {
+        ta_cc_digest(*obj, *obj_len, digest);
+        ta_program_t probe;
+        rc = ta_cc_load_bytes(*obj, *obj_len, name, &probe, err);
+        ta_cc_unload(&probe);
     }
-    return s_load(out, err);
-}
-
-int ta_cc_load(const char *path, const char *name, ta_program_t *out, ta_error_t *err) {
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    snprintf(out->path, sizeof out->path, "%s", path);
-    return s_load(out, err);
+    if (rc == TACT_OK && rename(tmp_so, out->path) != 0) {
+        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into %s: %s", name, dir, strerror(errno));
+    }
+    if (rc == TACT_OK && s_write_sum(out->path, digest) != 0)
+        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot write its digest into %s", name, dir);
+    unlink(tmp_so);
+    rmdir(tmpdir);
+    if (rc != TACT_OK) {
+        ta_free(*obj);
+        *obj = NULL;
+        *obj_len = 0;
+    }
+    return rc;
 }
 
 int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err) {

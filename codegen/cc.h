@@ -28,19 +28,29 @@ const char *ta_cc_cache_dir(char *buf, size_t len);
 /* The flags every kernel is compiled with. */
 const char *ta_cc_flags(void);
 
+/* Creates the cache folder dir if needed (mode 0700) and checks that only
+ * this process's user can write there: a folder owned by another user,
+ * writable by others, or not a folder is refused with TACT_EIO naming it. */
+int ta_cc_check_dir(const char *dir, ta_error_t *err);
+
+/* 32 hex digits naming what compiled objects depend on besides their
+ * source: the compiler's version and the CPU's features (-march=native). */
+const char *ta_cc_identity(const char *cc);
+
 /*
  * Compiles the prelude plus src (which defines the function name) with the
  * compiler command cc into a shared object in the folder dir, or finds it
- * there under a key hashed from the
- * compiler, the flags and the source, then loads it.  Returns TACT_OK with
- * *out filled, or TACT_ECOMPILE with the kernel's name and the compiler's
- * message in err (TACT_EIO when the cache folder is unusable).
+ * there under a key hashed from the compiler, its identity, the flags and
+ * the source.  A cached object is used only when its bytes match the digest
+ * stored beside it (a damaged or planted file is rebuilt and replaced, never
+ * loaded); a new one is proved by loading it from its bytes.  Returns
+ * TACT_OK with out's name, key, path and cached filled and the object's
+ * bytes in *obj (the caller frees them with ta_free) with their digest, or
+ * TACT_ECOMPILE with the kernel's name and the compiler's message in err
+ * (TACT_EIO when the cache folder is unusable).
  */
-int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, ta_error_t *err);
-
-/* Loads the function name from the shared object at path into *out.
- * Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */
-int ta_cc_load(const char *path, const char *name, ta_program_t *out, ta_error_t *err);
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
+                char digest[33], ta_error_t *err);
 
 /* Reads the whole object at path (at most 256 MiB) into a fresh buffer
  * that the caller frees with ta_free.  Returns TACT_OK or TACT_EIO. */

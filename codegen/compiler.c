@@ -86,13 +86,10 @@ static int s_build(s_state_t *s, s_memo_t *e, ta_error_t *err) {
     memset(&prog, 0, sizeof prog);
     int rc = ta_render_c(&s->ast, &src, e->name, sizeof e->name, &e->align, err);
     if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
-    if (rc == TACT_OK) rc = ta_cc_build(s->w->cc, s->w->cache_dir, e->name, src, &prog, err);
+    /* The object's bytes travel in the message, never its path. */
+    if (rc == TACT_OK) rc = ta_cc_build(s->w->cc, s->w->cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, err);
     /* Timings stay out of messages, so two runs log the same bytes. */
     if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
-    ta_cc_unload(&prog); /* loading proved it; the executor loads its own copy */
-    /* The object's bytes travel in the message, never its path. */
-    if (rc == TACT_OK) rc = ta_cc_read(prog.path, &e->obj, &e->len, err);
-    if (rc == TACT_OK) ta_cc_digest(e->obj, e->len, e->digest);
     ta_free(src);
     return rc;
 }

@@ -286,6 +286,7 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", ta_cc_compiler());
     ta_cc_cache_dir(w->cache_dir, sizeof w->cache_dir);
+    if ((rc = ta_cc_check_dir(w->cache_dir, &err)) != TACT_OK) goto fail;
     /* The log's run header: what a replay needs to run the same pipeline. */
     msgpack_sbuffer header;
     msgpack_sbuffer_init(&header);
