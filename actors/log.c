@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "crc32c.h"
+#include "hash.h"
 #include "mem.h"
 #include "mpread.h"
 
@@ -128,21 +129,6 @@ ta_log_stream_t *ta_log_writer_stream(ta_log_writer_t *w, uint32_t id, const cha
     return s;
 }
 
-/* Two 64-bit hashes of a bulk, eight bytes at a time. */
-static void s_hash2(const uint8_t *p, size_t n, uint64_t *h1, uint64_t *h2) {
-    uint64_t a = 0x9E3779B97F4A7C15ull ^ n, b = 0xC2B2AE3D27D4EB4Full ^ n, v;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&v, p + i, 8);
-        a = (a ^ v) * 0xff51afd7ed558ccdull;
-        a ^= a >> 29;
-        b = (b + v) * 0xc4ceb9fe1a85ec53ull;
-        b ^= b >> 31;
-    }
-    for (; i < n; i++) a = (a ^ p[i]) * 0x100000001b3ull, b = (b + p[i]) * 0x9E3779B97F4A7C15ull;
-    *h1 = a;
-    *h2 = b;
-}
 
 int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m, const ta_bytes_t *env) {
     ta_log_writer_t *w = s->w;
@@ -160,8 +146,9 @@ int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m
         e.len = s->env.size;
     }
     uint32_t crc = ta_crc32c(ta_crc32c(0, e.ptr, e.len), m->bulk.ptr, m->bulk.len);
-    uint64_t h1 = 0, h2 = 0;
-    if (m->bulk.len >= S_DEDUP_MIN) s_hash2(m->bulk.ptr, m->bulk.len, &h1, &h2);
+    uint64_t h[2] = {0, 0};
+    if (m->bulk.len >= S_DEDUP_MIN) ta_hash128(m->bulk.ptr, m->bulk.len, h);
+    uint64_t h1 = h[0], h2 = h[1];
     uint64_t now = s_ns();
     pthread_mutex_lock(&w->lock);
     int rc = w->failed;

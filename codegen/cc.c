@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hash.h"
 #include "mem.h"
 #include "render.h"
 
@@ -275,23 +276,9 @@ int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err) 
 }
 
 void ta_cc_digest(const void *bytes, size_t len, char hex[33]) {
-    /* Two independent 64-bit hashes, eight bytes at a time (objects are
-     * tens of KiB and are checked on every load). */
-    const unsigned char *p = bytes;
-    uint64_t h1 = 0xcbf29ce484222325ull ^ len, h2 = 0x84222325cbf29ce4ull, w;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        memcpy(&w, p + i, 8);
-        h1 = (h1 ^ w) * 0xff51afd7ed558ccdull;
-        h1 ^= h1 >> 29;
-        h2 = (h2 + w) * 0xc4ceb9fe1a85ec53ull;
-        h2 ^= h2 >> 31;
-    }
-    for (; i < len; i++) {
-        h1 = (h1 ^ p[i]) * 0x100000001b3ull;
-        h2 = (h2 ^ p[i]) * 0x9e3779b97f4a7c15ull;
-    }
-    snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h1, (unsigned long long)h2);
+    uint64_t h[2];
+    ta_hash128(bytes, len, h);
+    snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
 }
 
 int ta_cc_load_bytes(const void *bytes, size_t len, const char *name, ta_program_t *out, ta_error_t *err) {

@@ -7,6 +7,7 @@
 
 #include "ast.h"
 #include "dtype.h"
+#include "hash.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -772,17 +773,11 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpac
 
 /* ------------------------------------------------------ the schedule cache */
 
-/* A hash of the key, eight bytes at a time (keys are hundreds of KiB). */
+/* A hash of a cache key (keys are hundreds of KiB). */
 static uint64_t s_hash(const char *p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n, w;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        memcpy(&w, p + i, 8);
-        h = (h ^ w) * 0xff51afd7ed558ccdull;
-        h ^= h >> 29;
-    }
-    for (; i < n; i++) h = (h ^ (uint8_t)p[i]) * 0x100000001b3ull;
-    return h ^ (h >> 32);
+    uint64_t h[2];
+    ta_hash128(p, n, h);
+    return h[0] ^ h[1];
 }
 
 static const s_result_t *s_cache_find(const s_state_t *s, ta_bytes_t nodes, ta_bytes_t targets, uint64_t hash) {

@@ -1,0 +1,11 @@
+/* hash.h - one fast 128-bit hash of bytes (not cryptographic), for digests, cache keys and deduplication. */
+#ifndef TACT_HASH_H
+#define TACT_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Two independent 64-bit hashes of len bytes, eight bytes at a time. */
+void ta_hash128(const void *bytes, size_t len, uint64_t out[2]);
+
+#endif
