@@ -375,6 +375,8 @@ static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
     char probe[256];
     if (dest >= p->nouts && !p->capture && s_endpoint(p->rt, dest, probe, sizeof probe, NULL, 0) != 0)
         return ta_error_set(err, TACT_ENOTFOUND, "port %s: no port %" PRIu32 " is bound", p->name, dest);
+    if (p->capture && dest > 65535) /* a capture port has no registry: bound the table instead */
+        return ta_error_set(err, TACT_ENOTFOUND, "port %s: no port %" PRIu32 " is bound", p->name, dest);
     if (dest >= p->nouts) {
         size_t cap = p->nouts;
         if (ta_grow((void **)&p->outs, &cap, (size_t)dest + 1, sizeof *p->outs) != TACT_OK)
