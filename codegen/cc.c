@@ -231,7 +231,9 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
                             used ? msg : "(no output; is the compiler installed?)");
     }
     /* Proved by loading it (from its bytes), then kept with its digest. */
-    int rc = ta_cc_read(tmp_so, obj, obj_len, err);
+    int rc = access(tmp_so, F_OK) != 0
+                 ? ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` exited 0 but wrote no object", name, cc)
+                 : ta_cc_read(tmp_so, obj, obj_len, err);
     if (rc == TACT_OK) {
         ta_cc_digest(*obj, *obj_len, digest);
         ta_program_t probe;

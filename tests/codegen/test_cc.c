@@ -138,3 +138,20 @@ Test(codegen_cc, unsafe_cache_folders_are_refused) {
     unsetenv("TACT_CACHE_DIR");
     free(dir);
 }
+
+/* A compiler that succeeds without writing its output is named as such. */
+Test(codegen_cc, a_compiler_that_writes_nothing_is_named) {
+    char *dir = s_cache();
+    setenv("TACT_CC", "true", 1);
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK, "%s", tact_last_open_error());
+    unsetenv("TACT_CC");
+    int64_t shape[1] = {3};
+    float out[3];
+    int rc = tact_read(tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 2.0)), out, sizeof out);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert(strstr(tact_ctx_error(ctx), "exited 0 but wrote no object"), "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    unsetenv("TACT_CACHE_DIR");
+    free(dir);
+}
