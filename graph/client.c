@@ -231,6 +231,11 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
 }
 
 int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
+    const char *sc = getenv("TACT_SCHEDULE_CACHE");
+    return ta_ctx_open_as(out, opts, ta_cc_compiler(), !(sc && strcmp(sc, "0") == 0));
+}
+
+int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int schedule_cache) {
     s_open_error[0] = '\0';
     if (!out) {
         snprintf(s_open_error, sizeof s_open_error, "tact_ctx_open: out is NULL");
@@ -258,10 +263,13 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     }
     /* The compiler and cache folder are kept with the context; names that
      * do not fit are refused, never cut. */
-    const char *cc_env = getenv("TACT_CC"), *dir_env = getenv("TACT_CACHE_DIR");
-    if ((cc_env && strlen(cc_env) > 500) || (dir_env && strlen(dir_env) > 800)) {
-        snprintf(s_open_error, sizeof s_open_error, "%s is %zu characters long; at most %d", cc_env && strlen(cc_env) > 500 ? "TACT_CC" : "TACT_CACHE_DIR",
-                 strlen(cc_env && strlen(cc_env) > 500 ? cc_env : dir_env), cc_env && strlen(cc_env) > 500 ? 500 : 800);
+    const char *dir_env = getenv("TACT_CACHE_DIR");
+    if (strlen(cc) > 500) {
+        snprintf(s_open_error, sizeof s_open_error, "TACT_CC is %zu characters long; at most 500", strlen(cc));
+        return TACT_EINVAL;
+    }
+    if (dir_env && strlen(dir_env) > 800) {
+        snprintf(s_open_error, sizeof s_open_error, "TACT_CACHE_DIR is %zu characters long; at most 800", strlen(dir_env));
         return TACT_EINVAL;
     }
     tact_ctx *ctx = ta_calloc(1, sizeof *ctx);
@@ -280,11 +288,10 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
     ta_pipeline_t *w = &ctx->wiring;
     const char *dbg = getenv("TACT_DEBUG");
     w->debug = dbg ? atoi(dbg) : 0;
-    const char *sc = getenv("TACT_SCHEDULE_CACHE");
-    w->schedule_cache = !(sc && strcmp(sc, "0") == 0);
+    w->schedule_cache = schedule_cache;
     w->cpu_threads = o.cpu_threads;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
-    snprintf(w->cc, sizeof w->cc, "%s", ta_cc_compiler());
+    snprintf(w->cc, sizeof w->cc, "%s", cc);
     ta_cc_cache_dir(w->cache_dir, sizeof w->cache_dir);
     if ((rc = ta_cc_check_dir(w->cache_dir, &err)) != TACT_OK) goto fail;
     /* The log's run header: what a replay needs to run the same pipeline. */

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mem.h"
+#include "cc.h"
 #include "mpread.h"
 
 /* Reads the run header into options; strings are copied into strs. */
@@ -85,21 +85,11 @@ int ta_rerun(const char *log_path, char *verdict, size_t len) {
     if (rc == TACT_OK && fd < 0) rc = ta_error_set(&err, TACT_EIO, "replay: no temporary file for the new log");
     if (fd >= 0) close(fd);
     if (rc == TACT_OK) {
-        /* The recording's compiler and schedule cache, for this context only. */
-        const char *old_cc = getenv("TACT_CC"), *old_sc = getenv("TACT_SCHEDULE_CACHE");
-        char *save_cc = old_cc ? ta_strdup(old_cc) : NULL, *save_sc = old_sc ? ta_strdup(old_sc) : NULL;
-        if (strs[0][0]) setenv("TACT_CC", strs[0], 1);
-        setenv("TACT_SCHEDULE_CACHE", schedule_cache ? "1" : "0", 1);
+        /* The recording's compiler and schedule cache. */
         o.transport = "inproc";
         o.log_path = tmp;
         tact_ctx *ctx = NULL;
-        rc = tact_ctx_open(&ctx, &o);
-        if (save_cc) setenv("TACT_CC", save_cc, 1);
-        else unsetenv("TACT_CC");
-        if (save_sc) setenv("TACT_SCHEDULE_CACHE", save_sc, 1);
-        else unsetenv("TACT_SCHEDULE_CACHE");
-        ta_free(save_cc);
-        ta_free(save_sc);
+        rc = ta_ctx_open_as(&ctx, &o, strs[0][0] ? strs[0] : ta_cc_compiler(), schedule_cache);
         if (rc != TACT_OK) {
             ta_error_set(&err, rc, "replay: cannot open a context: %s", tact_last_open_error());
         } else {

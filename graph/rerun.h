@@ -8,6 +8,11 @@
 #include "runtime.h"
 #include "tact.h"
 
+/* tact_ctx_open with the kernel compiler and the schedule cache given
+ * instead of read from TACT_CC and TACT_SCHEDULE_CACHE (a replay takes
+ * them from the log). */
+int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int schedule_cache);
+
 /* The client's port and timeout, for the replay driver (graph/client.c). */
 ta_port_t *ta_ctx_port(tact_ctx *ctx);
 int ta_ctx_timeout_ms(const tact_ctx *ctx);

@@ -37,7 +37,6 @@
  */
 
 typedef struct {
-    uint64_t id;
     ta_op_t op;
     tact_dtype dtype;
     ta_shape_t shape;
@@ -174,7 +173,6 @@ static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
         d->gen = 0;
         d->uses = -1;
         g->n = (int)i + 1;
-        d->id = g->ids[i];
 #define S_NEED(c)                                                                                                  \
     do {                                                                                                           \
         if (!(c)) return ta_error_set(err, TACT_EPROTO, "schedule: byte %zu: malformed node %u", ta_mpr_offset(&r), i); \
@@ -289,7 +287,7 @@ static int s_forcible(const s_node_t *n) {
 static int s_force(s_kernel_t *k, int node) {
     s_node_t *n = &k->g->nodes[node];
     if (!s_forcible(n)) {
-        ta_error_set(&k->g->err, TACT_EINVAL, "cannot split the kernel at node %llu", (unsigned long long)n->id);
+        ta_error_set(&k->g->err, TACT_EINVAL, "cannot split the kernel at node %llu", (unsigned long long)k->g->ids[node]);
         return -1;
     }
     n->rp = 1;
@@ -321,7 +319,7 @@ static int s_split(s_kernel_t *k, int res) {
     if (pick < 0) pick = first;
     if (pick < 0) {
         ta_error_set(&k->g->err, TACT_EINVAL, "kernel at node %llu needs more than %d %s and cannot be split",
-                     (unsigned long long)k->g->nodes[k->root].id, limits[res], what[res]);
+                     (unsigned long long)k->g->ids[k->root], limits[res], what[res]);
         return -1;
     }
     return s_force(k, k->path[pick]);
@@ -394,7 +392,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
             for (int d = k->depth - 2; d >= 1; d--)
                 if (!g->nodes[k->path[d]].is_view) return s_force(k, k->path[d]);
             return ta_error_set(&g->err, TACT_EINVAL, "kernel at node %llu reads a view stack too deep to compose",
-                                (unsigned long long)g->nodes[k->root].id), -1;
+                                (unsigned long long)g->ids[k->root]), -1;
         }
         return s_emit(k, n->base, &c, pre);
     }
@@ -473,7 +471,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     if (i != k->root) {
         k->inline_node[k->ninline++] = i;
         k->fused_node[k->ast->nfused] = i;
-        k->ast->fused[k->ast->nfused++] = n->id;
+        k->ast->fused[k->ast->nfused++] = g->ids[i];
     }
     k->alu_node[k->nalu] = i;
     k->alu_pre[k->nalu] = pre;
@@ -524,7 +522,7 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     ta_ast_node_t st = {TA_OP_STORE, n->dtype, 1, {(int16_t)val, 0, 0}, 0, (int16_t)v, {0}};
     if (s_add(k, st) < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel too large"), -1;
     k->fused_node[ast->nfused] = root;
-    ast->fused[ast->nfused++] = n->id;
+    ast->fused[ast->nfused++] = g->ids[root];
     return ta_ast_check(ast, &g->err) == TACT_OK ? 0 : -1;
 }
 
@@ -654,7 +652,7 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         g->forced = -1;
         if (s_build(g, i, ast, k) != 0) {
             rc = ta_error_set(&g->err, TACT_EINVAL, "scheduler: kernel at node %llu changed after the fixpoint",
-                              (unsigned long long)g->nodes[i].id);
+                              (unsigned long long)g->ids[i]);
             break;
         }
         if (debug >= 3) {

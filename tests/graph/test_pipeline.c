@@ -865,9 +865,10 @@ Test(graph_pipeline, programs_travel_as_bytes_with_their_digest) {
 
 /* ---------------------------------------------------------- async realizes */
 
-/* Three steps started without waiting, each reading the last one's
- * unsynced result, then a read; returns the bytes. */
-static void s_async_steps(tact_ctx *ctx, float *out, int n) {
+/* Three steps, each reading the last one's result, then a read; returns
+ * the bytes.  With async the steps are started without waiting, so each
+ * reads an unsynced result. */
+static void s_steps(tact_ctx *ctx, float *out, int n, int async) {
     uint64_t rng = 7;
     float *x = s_randf(&rng, (size_t)n * 40);
     int64_t shape[2] = {n, 40};
@@ -877,7 +878,7 @@ static void s_async_steps(tact_ctx *ctx, float *out, int n) {
         tact_tensor *m = tact_max(t, 1, &axis, 1);
         t = tact_exp2(tact_sub(t, m)); /* a softmax numerator of the last step's result */
         t = tact_mul(t, tact_add(tact_sum(t, 1, &axis, 1), tact_scalar(ctx, 1.0)));
-        cr_assert_eq(tact_realize_async(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(async ? tact_realize_async(ctx, 1, &t) : tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
     }
     cr_assert_eq(tact_read(t, out, (size_t)n * 40 * sizeof *out), TACT_OK, "%s", tact_ctx_error(ctx));
     free(x);
@@ -891,7 +892,7 @@ Test(graph_pipeline, async_realizes_in_flight_give_identical_bits_and_logs) {
         static const int threads[3] = {1, 2, 8};
         char *path = tu_tmpfile("async");
         tact_ctx *ctx = s_open(threads[run % 3], path);
-        s_async_steps(ctx, run ? out : first, N);
+        s_steps(ctx, run ? out : first, N, 1);
         cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
         ta_log_t *log;
         ta_error_t err;
@@ -910,19 +911,8 @@ Test(graph_pipeline, async_realizes_in_flight_give_identical_bits_and_logs) {
     ta_log_free(&ref);
     /* The same program realized step by step computes the same bits. */
     tact_ctx *ctx = s_open(0, NULL);
-    uint64_t rng = 7;
-    float *x = s_randf(&rng, (size_t)N * 40);
-    int64_t shape[2] = {N, 40};
-    int axis = 1;
-    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
-    for (int step = 0; step < 3; step++) {
-        t = tact_exp2(tact_sub(t, tact_max(t, 1, &axis, 1)));
-        t = tact_mul(t, tact_add(tact_sum(t, 1, &axis, 1), tact_scalar(ctx, 1.0)));
-        cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK, "%s", tact_ctx_error(ctx));
-    }
-    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK);
+    s_steps(ctx, out, N, 0);
     cr_assert(memcmp(first, out, sizeof out) == 0, "async and synchronous realizes differ");
-    free(x);
     tact_ctx_close(&ctx);
 }
 
