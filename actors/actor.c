@@ -94,7 +94,11 @@ int ta_actor_send_error(ta_actor_t *self, uint32_t dest, uint64_t corr, int code
     return rc;
 }
 
-/* -------------------------------------------------------- ordered merge */
+/* ------------------------------------------------------------- ordering */
+
+/* The ordering rule is written down in actor.h; this is all of it. */
+
+enum { S_HELD_LIMIT = 1 << 20 }; /* replies kept before being awaited */
 
 static ta_input_t *s_input(ta_actor_t *a, uint32_t sender) {
     for (size_t i = 0; i < a->ninputs; i++)
@@ -128,19 +132,54 @@ static ta_input_t *s_next_ready(ta_actor_t *a) {
     return best;
 }
 
-static void s_offer(ta_actor_t *a, ta_msg_t *m);
+static void s_push(ta_queued_t **head, ta_queued_t **tail, ta_queued_t *q) {
+    q->next = NULL;
+    if (*tail) (*tail)->next = q;
+    else *head = q;
+    *tail = q;
+}
 
-static void s_release(ta_actor_t *a) {
-    ta_input_t *in;
-    int progressed = 0;
-    while ((in = s_next_ready(a))) {
-        progressed = 1;
+/* The next message to process by the rule, unlinked; NULL when it has to wait. */
+static ta_queued_t *s_next(ta_actor_t *a) {
+    if (a->awaiting) {
+        for (ta_queued_t **pq = &a->held, *prev = NULL; *pq; prev = *pq, pq = &(*pq)->next) {
+            ta_queued_t *q = *pq;
+            if (q->msg.corr != a->awaiting) continue;
+            *pq = q->next;
+            if (a->held_tail == q) a->held_tail = prev;
+            a->nheld--;
+            a->awaiting = 0;
+            return q;
+        }
+        return NULL;
+    }
+    if (a->ninputs) {
+        ta_input_t *in = s_next_ready(a);
+        if (!in) return NULL;
         ta_queued_t *q = in->head;
         in->head = q->next;
         if (!in->head) in->tail = NULL;
         in->last = q->msg.seq;
         if (q->msg.type == TA_MSG_EOS) in->ended = 1;
-        s_offer(a, &q->msg);
+        return q;
+    }
+    ta_queued_t *q = a->held;
+    if (q) {
+        a->held = q->next;
+        if (!a->held) a->held_tail = NULL;
+        a->nheld--;
+    }
+    return q;
+}
+
+/* Processes whatever the rule lets go now, in its order. */
+static void s_pump(ta_actor_t *a) {
+    ta_queued_t *q;
+    int progressed = 0;
+    while ((q = s_next(a))) {
+        progressed = 1;
+        ta_actor_dispatch(a, &q->msg);
+        ta_msg_release(&q->msg);
         ta_free(q);
     }
     int waiting = 0;
@@ -151,74 +190,66 @@ static void s_release(ta_actor_t *a) {
     else if (progressed || !a->blocked_since_ms) a->blocked_since_ms = s_now_ms();
 }
 
-/* Dispatches m unless the actor's accept holds it back; then retries what
- * was held, oldest first, until nothing more is accepted.  Takes m. */
-static void s_offer(ta_actor_t *a, ta_msg_t *m) {
-    if (a->ops->accept && !a->ops->accept(a, m)) {
-        ta_queued_t *q = ta_malloc(sizeof *q);
-        if (q) {
-            q->next = NULL;
-            q->msg = *m;
-            ta_msg_init(m, TA_MSG_READY);
-            if (a->held_tail) a->held_tail->next = q;
-            else a->held = q;
-            a->held_tail = q;
-            return;
-        }
-        ta_rt_report(a->rt, "actor %s: out of memory holding a message back; processed it at once", a->name);
-    }
-    ta_actor_dispatch(a, m);
-    ta_msg_release(m);
-    for (int progress = 1; progress;) {
-        progress = 0;
-        ta_queued_t **pq = &a->held, *prev = NULL;
-        while (*pq) {
-            ta_queued_t *q = *pq;
-            if (!a->ops->accept(a, &q->msg)) {
-                prev = q;
-                pq = &q->next;
-                continue;
-            }
-            *pq = q->next;
-            if (a->held_tail == q) a->held_tail = prev;
-            ta_actor_dispatch(a, &q->msg);
-            ta_msg_release(&q->msg);
-            ta_free(q);
-            progress = 1;
-            break; /* state changed: start again from the oldest */
-        }
-    }
-}
-
-/* Takes a received message: processes it now, or queues it for the merge. */
-static void s_accept(ta_actor_t *a, ta_msg_t *m) {
+/* Takes a received message: queues it where the rule looks for it, then
+ * processes what may go. */
+static void s_take(ta_actor_t *a, ta_msg_t *m) {
     ta_input_t *in = s_input(a, m->sender);
     if (!in) {
-        s_offer(a, m);
-        return;
+        for (int i = 0; i < a->nexpired; i++)
+            if (a->expired[i] == m->corr && m->corr) {
+                ta_rt_report(a->rt, "actor %s: a %s came after its await timed out; dropped", a->name, ta_msg_type_name(m->type));
+                ta_msg_release(m);
+                return;
+            }
+        if (a->nheld >= S_HELD_LIMIT) {
+            ta_rt_report(a->rt, "actor %s: %zu replies nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
+                         ta_msg_type_name(m->type), m->sender);
+            ta_msg_release(m);
+            return;
+        }
     }
     ta_queued_t *q = ta_malloc(sizeof *q);
     if (!q) {
-        ta_rt_report(a->rt, "actor %s: out of memory queueing a message from %" PRIu32 "; processed it at once", a->name,
+        ta_rt_report(a->rt, "actor %s: out of memory queueing a %s from %" PRIu32 "; dropped", a->name, ta_msg_type_name(m->type),
                      m->sender);
-        ta_actor_dispatch(a, m);
         ta_msg_release(m);
         return;
     }
-    q->next = NULL;
     q->msg = *m;
     ta_msg_init(m, TA_MSG_READY);
-    if (in->tail) in->tail->next = q;
-    else in->head = q;
-    in->tail = q;
-    s_release(a);
+    if (in) {
+        s_push(&in->head, &in->tail, q);
+    } else {
+        s_push(&a->held, &a->held_tail, q);
+        a->nheld++;
+    }
+    s_pump(a);
 }
 
 /* A merge that waited longer than the timeout gives up on the silent
- * inputs (a dead producer must not hang its consumer) and says so. */
+ * inputs (a dead producer must not hang its consumer) and says so; an
+ * await that did gets ERROR(TACT_ETIMEDOUT) in place of its reply. */
 static void s_check_stall(ta_actor_t *a) {
     int timeout = ta_rt_config(a->rt)->timeout_ms;
-    if (!a->blocked_since_ms || s_now_ms() - a->blocked_since_ms < timeout) return;
+    int64_t now = s_now_ms();
+    if (a->awaiting && now - a->await_since_ms >= timeout) {
+        uint64_t corr = a->awaiting;
+        a->awaiting = 0;
+        a->expired[a->nexpired++ % 8] = corr;
+        if (a->nexpired > 8) a->nexpired = 8;
+        ta_rt_report(a->rt, "actor %s: no reply with corr %#" PRIx64 " within %d ms", a->name, corr, timeout);
+        char text[128];
+        snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);
+        ta_msg_t e;
+        ta_msg_init(&e, TA_MSG_ERROR);
+        e.corr = corr;
+        e.as.error.code = TACT_ETIMEDOUT;
+        e.as.error.what = ta_bytes_str("await");
+        e.as.error.text = ta_bytes_str(text);
+        ta_actor_dispatch(a, &e);
+        s_pump(a);
+    }
+    if (!a->blocked_since_ms || now - a->blocked_since_ms < timeout) return;
     for (size_t i = 0; i < a->ninputs; i++) {
         ta_input_t *in = &a->inputs[i];
         if (!in->ended && !in->head) {
@@ -227,7 +258,7 @@ static void s_check_stall(ta_actor_t *a) {
                          a->name, in->id, timeout, in->last);
         }
     }
-    s_release(a);
+    s_pump(a);
 }
 
 /* ---------------------------------------------------------- the thread */
@@ -260,7 +291,7 @@ static void *s_run(void *arg) {
         zmq_pollitem_t items[2] = {{pipe, 0, ZMQ_POLLIN, 0}, {mailbox, 0, ZMQ_POLLIN, 0}};
         /* Idle actors wait for work without a bound (the pipe wakes them for
          * a stop); a merge that is waiting wakes up to check for a stall. */
-        int n = zmq_poll(items, 2, a->blocked_since_ms ? timeout / 4 + 1 : -1);
+        int n = zmq_poll(items, 2, a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1);
         if (n < 0 && errno != EINTR) {
             if (errno != ETERM) ta_rt_report(a->rt, "actor %s: poll: %s", a->name, zmq_strerror(errno));
             break;
@@ -281,13 +312,13 @@ static void *s_run(void *arg) {
                 ta_rt_report(a->rt, "actor %s: %s", a->name, err.text);
                 continue;
             }
-            s_accept(a, &in);
+            s_take(a, &in);
         }
         s_check_stall(a);
     }
     /* Stopping: what the merge still holds is processed in merge order. */
     for (size_t i = 0; i < a->ninputs; i++) a->inputs[i].ended = 1;
-    s_release(a);
+    s_pump(a);
     if (a->ops->fini) a->ops->fini(a);
     ta_port_destroy(&a->port);
     ta_msg_init(&m, TA_MSG_STOP_ACK);
@@ -298,15 +329,28 @@ static void *s_run(void *arg) {
     return NULL;
 }
 
-static void s_free(ta_actor_t *a) {
-    while (a->held) {
-        ta_queued_t *q = a->held;
-        a->held = q->next;
+static void s_free_queue(ta_queued_t *q) {
+    while (q) {
+        ta_queued_t *next = q->next;
         ta_msg_release(&q->msg);
         ta_free(q);
+        q = next;
     }
-    if (a->pipe) zmq_close(a->pipe);
+}
+
+void ta_actor_free_queues(ta_actor_t *a) {
+    s_free_queue(a->held);
+    a->held = a->held_tail = NULL;
+    a->nheld = 0;
+    for (size_t i = 0; i < a->ninputs; i++) s_free_queue(a->inputs[i].head);
     ta_free(a->inputs);
+    a->inputs = NULL;
+    a->ninputs = 0;
+}
+
+static void s_free(ta_actor_t *a) {
+    ta_actor_free_queues(a);
+    if (a->pipe) zmq_close(a->pipe);
     ta_free(a);
 }
 
@@ -414,6 +458,40 @@ int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m) {
 int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply) {
     reply->corr = req->corr;
     return ta_actor_send(self, req->sender, reply);
+}
+
+uint64_t ta_actor_new_corr(ta_actor_t *self) { return ta_port_new_corr(self->port); }
+
+void ta_actor_await(ta_actor_t *self, uint64_t corr) {
+    self->awaiting = corr;
+    self->await_since_ms = self->rt ? s_now_ms() : 0;
+}
+
+int ta_actor_set_inputs(ta_actor_t *self, const uint32_t *ids, size_t n) {
+    ta_input_t *inputs = n ? ta_calloc(n, sizeof *inputs) : NULL;
+    if (n && !inputs) return TACT_ENOMEM;
+    for (size_t i = 0; i < n; i++) inputs[i].id = ids[i];
+    /* Work already queued from a new input moves over in arrival order;
+     * nothing is queued under an old one (inputs change only in CONFIG,
+     * before any work). */
+    for (size_t i = 0; i < self->ninputs; i++) s_free_queue(self->inputs[i].head);
+    ta_free(self->inputs);
+    self->inputs = inputs;
+    self->ninputs = n;
+    for (ta_queued_t **pq = &self->held, *prev = NULL; *pq;) {
+        ta_queued_t *q = *pq;
+        ta_input_t *in = s_input(self, q->msg.sender);
+        if (!in) {
+            prev = q;
+            pq = &q->next;
+            continue;
+        }
+        *pq = q->next;
+        if (self->held_tail == q) self->held_tail = prev;
+        self->nheld--;
+        s_push(&in->head, &in->tail, q);
+    }
+    return TACT_OK;
 }
 
 static void s_vfail(ta_actor_t *self, int code, const char *fmt, va_list ap) {

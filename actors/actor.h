@@ -22,18 +22,29 @@ typedef struct ta_actor_ops {
     int (*init)(ta_actor_t *self, void *arg, ta_error_t *err); /* may be NULL */
     int (*handle)(ta_actor_t *self, ta_msg_t *msg);
     void (*fini)(ta_actor_t *self); /* may be NULL */
-    /* May be NULL.  Returns 0 to hold msg back: it is neither recorded nor
-     * handled until a later message has been handled and accept says yes.
-     * This is how an actor fed by several senders processes their messages
-     * in an order fixed by their contents, not by arrival (DESIGN.md §2);
-     * it must not change state.  Held messages are retried oldest first. */
-    int (*accept)(ta_actor_t *self, const ta_msg_t *msg);
 } ta_actor_ops_t;
 
+/*
+ * The ordering rule (DESIGN.md §2), the one mechanism every actor uses: what
+ * an actor processes next is fixed by what the messages carry, never by
+ * which sender's message arrived first.
+ *
+ * 1. Ordered inputs are the senders that give an actor its work.  Their
+ *    messages are merged in (seq, sender id) order; with one ordered input
+ *    that is simply its order of sending.  Each such stream ends with EOS.
+ * 2. Any other sender's message is a reply: it is processed only when the
+ *    actor awaits its correlation id (ta_actor_await), at the point of its
+ *    own work where it asked for it.  While an await is pending, nothing
+ *    else is processed.  Replies that come early are kept until awaited.
+ * 3. An actor without ordered inputs is a service: it processes messages in
+ *    arrival order (echo, benchmarks, an actor before its CONFIG).
+ *
+ * So a stage fed by one upstream actor that asks others for results (the
+ * graph asks the scheduler for SCHEDULED; the executor waits for a PLAN and
+ * its PROGRAMs where the graph's stream says a realize runs) processes the
+ * same messages in the same order in every run, whatever the timing.
+ */
 typedef struct ta_actor_opts {
-    /* Senders whose messages are merged in a fixed order: by (seq, sender
-     * id), whatever the arrival order.  Each such sender ends its stream with
-     * EOS.  Messages from other senders are processed as they arrive. */
     const uint32_t *ordered_inputs;
     size_t n_ordered_inputs;
 } ta_actor_opts_t;
@@ -68,10 +79,10 @@ uint64_t ta_actor_processed(const ta_actor_t *a);
 
 /* Counters an actor keeps for its owner: statistics only, never part of a
  * message or the log, so they cannot change what a run computes.  Stages
- * count them themselves (BUSY_NS: CPU time spent on their main work; the
- * scheduler keeps it).  Reads and adds are atomic, so the owner may read
+ * count them themselves (BUSY_NS: CPU time spent on their main work; JOBS:
+ * units of it, for the scheduler subgraphs; the scheduler keeps both).  Reads and adds are atomic, so the owner may read
  * them while the actor runs (in-process only). */
-typedef enum ta_stat { TA_STAT_BUSY_NS, TA_STAT_CACHE_HITS, TA_STAT__COUNT } ta_stat_t;
+typedef enum ta_stat { TA_STAT_BUSY_NS, TA_STAT_JOBS, TA_STAT_CACHE_HITS, TA_STAT__COUNT } ta_stat_t;
 void ta_actor_count(ta_actor_t *self, ta_stat_t stat, uint64_t n);
 uint64_t ta_actor_stat(const ta_actor_t *a, ta_stat_t stat);
 
@@ -79,6 +90,25 @@ uint64_t ta_actor_stat(const ta_actor_t *a, ta_stat_t stat);
  * corr = req's corr).  Return what ta_port_send returns. */
 int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m);
 int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply);
+
+/* A fresh correlation id of this actor (unique in its runtime: the port id
+ * is in the high bits), for a request whose reply it will await. */
+uint64_t ta_actor_new_corr(ta_actor_t *self);
+
+/*
+ * From a handler: the next message this actor processes is the reply
+ * carrying corr, from whichever sender; nothing else is processed until it
+ * came (rule 2 above).  One await at a time: a second call replaces the
+ * first.  If no such reply comes within the runtime's timeout, the handler
+ * is given ERROR(TACT_ETIMEDOUT) with that corr instead (sender 0), and a
+ * reply that comes later is dropped and reported.
+ */
+void ta_actor_await(ta_actor_t *self, uint64_t corr);
+
+/* From a handler: makes ids the actor's ordered inputs (rule 1 above),
+ * replacing any given at start.  A stage calls it when its CONFIG names its
+ * upstream.  Returns TACT_OK or TACT_ENOMEM (the inputs are unchanged). */
+int ta_actor_set_inputs(ta_actor_t *self, const uint32_t *ids, size_t n);
 
 /* Sends ERROR(code, what, text) with correlation id corr to dest: how a
  * stage tells whoever waits for a piece of work that it failed.  A failed

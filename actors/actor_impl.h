@@ -30,7 +30,12 @@ struct ta_actor {
     ta_port_t *port;
     ta_input_t *inputs;
     size_t ninputs;
-    ta_queued_t *held, *held_tail; /* messages accept() held back, oldest first */
+    ta_queued_t *held, *held_tail; /* replies not yet awaited (and, without ordered inputs, all work), oldest first */
+    size_t nheld;
+    uint64_t awaiting;        /* the corr of the reply awaited, or 0 */
+    int64_t await_since_ms;   /* when the await began */
+    uint64_t expired[8];      /* awaits that timed out: their late replies are dropped */
+    int nexpired;
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     uint64_t processed;
     uint64_t stats[TA_STAT__COUNT]; /* written by the actor's thread, read by its owner (atomics) */
@@ -45,5 +50,8 @@ struct ta_actor {
 /* Processes one message now: records it, runs the handler, replies ERROR on
  * failure.  The caller keeps ownership of m. */
 void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m);
+
+/* Frees what the actor's queues hold and its ordered inputs. */
+void ta_actor_free_queues(ta_actor_t *a);
 
 #endif

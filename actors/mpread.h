@@ -32,6 +32,29 @@ int ta_mpr_i64(ta_mpr_t *r, int64_t *v);
 int ta_mpr_f64(ta_mpr_t *r, double *v);
 int ta_mpr_str(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
 int ta_mpr_bin(ta_mpr_t *r, const uint8_t **ptr, size_t *len);
+/* ta_mpr_u64 with the usual encodings of an unsigned integer read inline,
+ * for loops over long id arrays. */
+static inline int ta_mpr_u64_fast(ta_mpr_t *r, uint64_t *v) {
+    const uint8_t *p = r->p;
+    size_t left = (size_t)(r->end - p);
+    if (left >= 1 && p[0] < 0x80) {
+        *v = p[0];
+        r->p += 1;
+        return 0;
+    }
+    if (left >= 3 && p[0] == 0xcd) {
+        *v = (uint64_t)p[1] << 8 | p[2];
+        r->p += 3;
+        return 0;
+    }
+    if (left >= 5 && p[0] == 0xce) {
+        *v = (uint64_t)p[1] << 24 | (uint64_t)p[2] << 16 | (uint64_t)p[3] << 8 | p[4];
+        r->p += 5;
+        return 0;
+    }
+    return ta_mpr_u64(r, v);
+}
+
 /* Skips one whole value of any type (nesting at most 64 deep), checking it
  * is well formed and within the buffer; returns 0, or -1 leaving r in place. */
 int ta_mpr_skip(ta_mpr_t *r);

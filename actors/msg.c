@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mem.h"
 #include "mpread.h"
 
 int ta_error_set(ta_error_t *e, int code, const char *fmt, ...) {
@@ -22,6 +23,55 @@ int ta_error_set(ta_error_t *e, int code, const char *fmt, ...) {
 ta_bytes_t ta_bytes_str(const char *s) {
     ta_bytes_t b = {(const uint8_t *)s, s ? strlen(s) : 0};
     return b;
+}
+
+ta_u64s_t ta_u64s(const uint64_t *vals, size_t n) {
+    ta_u64s_t a = {vals, (uint32_t)n, {NULL, 0}};
+    return a;
+}
+
+void ta_u64s_begin(ta_u64s_it_t *it, const ta_u64s_t *a) {
+    it->a = a;
+    it->i = 0;
+    it->p = it->end = NULL;
+    if (a->raw.len) {
+        ta_mpr_t r;
+        uint32_t n;
+        ta_mpr_init(&r, a->raw.ptr, a->raw.len);
+        ta_mpr_array(&r, &n);
+        it->p = r.p;
+        it->end = r.end;
+    }
+}
+
+int ta_u64s_next(ta_u64s_it_t *it, uint64_t *v) {
+    if (it->i >= it->a->n) return 0;
+    if (!it->a->raw.len) {
+        *v = it->a->vals[it->i++];
+        return 1;
+    }
+    /* A decoded array was checked whole when it was decoded. */
+    ta_mpr_t r = {it->p, it->p, it->end};
+    if (ta_mpr_u64_fast(&r, v)) return 0;
+    it->p = r.p;
+    it->i++;
+    return 1;
+}
+
+int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out) {
+    *out = ta_calloc(a->n ? a->n : 1, sizeof **out);
+    if (!*out) return TACT_ENOMEM;
+    if (!a->raw.len) {
+        if (a->n) memcpy(*out, a->vals, sizeof **out * a->n);
+        return TACT_OK;
+    }
+    /* A decoded array was checked whole when it was decoded. */
+    ta_mpr_t r;
+    uint32_t n;
+    ta_mpr_init(&r, a->raw.ptr, a->raw.len);
+    ta_mpr_array(&r, &n);
+    for (uint32_t i = 0; i < a->n && ta_mpr_u64_fast(&r, &(*out)[i]) == 0; i++) continue;
+    return TACT_OK;
 }
 
 /* ---------------------------------------------------------------- schema */
@@ -94,6 +144,16 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
         case TA_FK_F64: rc = msgpack_pack_double(&pk, *(const double *)f); break;
         case TA_FK_STR:
         case TA_FK_BIN: rc = s_pack_bytes(&pk, t->fields[i].kind, *(const ta_bytes_t *)f); break;
+        case TA_FK_U64S: {
+            const ta_u64s_t *a = f;
+            if (a->raw.len) {
+                rc = msgpack_sbuffer_write(sb, (const char *)a->raw.ptr, a->raw.len);
+                break;
+            }
+            rc = msgpack_pack_array(&pk, a->n);
+            for (uint32_t k = 0; !rc && k < a->n; k++) rc = msgpack_pack_uint64(&pk, a->vals[k]);
+            break;
+        }
         case TA_FK_MP: {
             /* Already msgpack: appended as is; an empty field encodes nil. */
             const ta_bytes_t *b = f;
@@ -107,7 +167,7 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
 }
 
 static const char *s_kind_name(ta_field_kind_t k) {
-    static const char *names[] = {"uint", "int", "float", "str", "bin", "msgpack value"};
+    static const char *names[] = {"uint", "int", "float", "str", "bin", "msgpack value", "array of uints"};
     return names[k];
 }
 
@@ -155,6 +215,19 @@ int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, ui
             b->len = (size_t)(r.p - start);
             break;
         }
+        case TA_FK_U64S: {
+            ta_u64s_t *a = f;
+            const uint8_t *start = r.p;
+            uint32_t count;
+            uint64_t v;
+            bad = ta_mpr_array(&r, &count) || count > len;
+            for (uint32_t k = 0; !bad && k < count; k++) bad = ta_mpr_u64_fast(&r, &v);
+            a->vals = NULL;
+            a->n = bad ? 0 : count;
+            a->raw.ptr = start;
+            a->raw.len = (size_t)(r.p - start);
+            break;
+        }
         default: bad = ta_mpr_bin(&r, &b->ptr, &b->len); break;
         }
         if (bad) {
@@ -179,6 +252,18 @@ static bool s_bytes_eq(ta_bytes_t a, ta_bytes_t b) {
     return a.len == b.len && (a.len == 0 || memcmp(a.ptr, b.ptr, a.len) == 0);
 }
 
+/* Equal values, whichever way each array is held (decoded or to send). */
+static bool s_u64s_eq(const ta_u64s_t *a, const ta_u64s_t *b) {
+    if (a->n != b->n) return false;
+    ta_u64s_it_t ia, ib;
+    uint64_t va, vb;
+    ta_u64s_begin(&ia, a);
+    ta_u64s_begin(&ib, b);
+    while (ta_u64s_next(&ia, &va) && ta_u64s_next(&ib, &vb))
+        if (va != vb) return false;
+    return true;
+}
+
 bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t where_len) {
     const char *field = NULL;
     char buf[64];
@@ -196,6 +281,7 @@ bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t wher
             case TA_FK_U64:
             case TA_FK_I64:
             case TA_FK_F64: eq = memcmp(fa, fb, 8) == 0; break; /* bitwise, so NaN == NaN */
+            case TA_FK_U64S: eq = s_u64s_eq((const ta_u64s_t *)fa, (const ta_u64s_t *)fb); break;
             default: eq = s_bytes_eq(*(const ta_bytes_t *)fa, *(const ta_bytes_t *)fb); break;
             }
             if (!eq) {
@@ -226,6 +312,16 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
         case TA_FK_STR: S_PUT(" %s=\"%.*s\"", t->fields[i].name, (int)(b->len > 64 ? 64 : b->len), b->ptr ? (const char *)b->ptr : ""); break;
         case TA_FK_BIN: S_PUT(" %s=<%zu bytes>", t->fields[i].name, b->len); break;
         case TA_FK_MP: S_PUT(" %s=<msgpack, %zu bytes>", t->fields[i].name, b->len); break;
+        case TA_FK_U64S: {
+            const ta_u64s_t *a = (const ta_u64s_t *)f;
+            ta_u64s_it_t it;
+            uint64_t v;
+            S_PUT(" %s=[", t->fields[i].name);
+            ta_u64s_begin(&it, a);
+            for (uint32_t k = 0; k < 8 && ta_u64s_next(&it, &v); k++) S_PUT("%s%" PRIu64, k ? " " : "", v);
+            S_PUT("%s]", a->n > 8 ? " ..." : "");
+            break;
+        }
         }
     }
     if (m->bulk.len) S_PUT(" bulk=<%zu bytes>", m->bulk.len);

@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 2
+#define TA_PROTOCOL_VERSION 3
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -34,12 +34,43 @@ typedef struct ta_bytes {
 ta_bytes_t ta_bytes_str(const char *s);
 
 /*
+ * An array of unsigned integers (ids, buffer ids).  To send one, point vals
+ * at n values; a decoded one is the validated msgpack array in raw (every
+ * element checked to be an unsigned integer) with its count in n, read with
+ * ta_u64s_next or copied with ta_u64s_copy.  Forwarding a decoded array
+ * sends raw as is.
+ */
+typedef struct ta_u64s {
+    const uint64_t *vals;
+    uint32_t n;
+    ta_bytes_t raw;
+} ta_u64s_t;
+
+/* Borrows n values as an array field. */
+ta_u64s_t ta_u64s(const uint64_t *vals, size_t n);
+
+/* Iterates over a: ta_u64s_begin, then ta_u64s_next returns 1 with the
+ * next value in *v, or 0 at the end. */
+typedef struct ta_u64s_it {
+    const ta_u64s_t *a;
+    uint32_t i;
+    const uint8_t *p, *end;
+} ta_u64s_it_t;
+void ta_u64s_begin(ta_u64s_it_t *it, const ta_u64s_t *a);
+int ta_u64s_next(ta_u64s_it_t *it, uint64_t *v);
+
+/* Copies a's values into a fresh array (ta_malloc'd, at least one element
+ * so it is never NULL on success).  Returns TACT_OK or TACT_ENOMEM. */
+int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
+
+/*
  * The message types and their payload fields.  Everything else (the enum, the
  * payload structs, the codec, the names used by dumps and replay diffs) is
  * derived from these two tables, so a new message is one line in each.
- * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), MP (one
- * embedded msgpack value, checked well formed on decode; the stage that
- * owns the message reads its structure with mpread.h).
+ * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), U64S (an
+ * array of unsigned integers, ta_u64s_t), MP (one embedded msgpack value,
+ * checked well formed on decode; the stage that owns the message reads its
+ * structure with mpread.h).
  */
 #define TA_MSG_LIST(X)                                                                  \
     X(READY, ready)           /* actor -> owner: started (status: 0) or failed */         \
@@ -52,6 +83,7 @@ ta_bytes_t ta_bytes_str(const char *s);
     X(NUMS, nums)             /* work item: a key and float64 values in the bulk frame */ \
     X(TOTAL, total)           /* result: a sum over processed work items */               \
     X(DATA, data)             /* one-way payload, no reply (benchmarks, floods, reads) */ \
+    X(CONFIG, config)         /* client -> stage: the wiring and settings; reply DONE */ \
     X(OP_BATCH, op_batch)     /* client -> graph: ops to add to the lazy graph */        \
     X(REALIZE, realize)       /* client -> graph: compute these tensors; reply DONE */   \
     X(DONE, done)             /* reply: the request with this corr has finished */       \
@@ -61,9 +93,10 @@ ta_bytes_t ta_bytes_str(const char *s);
     X(SCHEDULE, schedule)     /* graph -> scheduler: a subgraph to realize */            \
     X(KERNELS, kernels)       /* scheduler -> planner: kernels in dependency order */    \
     X(COMPILE, compile)       /* planner -> compiler: build one kernel */                \
-    X(PROGRAM, program)       /* compiler -> planner -> executor: a built kernel */      \
+    X(PROGRAM, program)       /* compiler -> executor: a built kernel (reply to COMPILE) */ \
     X(SCHEDULED, scheduled)   /* scheduler -> graph: the nodes that will get buffers */  \
     X(PLAN, plan)             /* planner -> executor: kernels with buffers assigned */   \
+    X(RUN, run)               /* graph -> executor: run this plan here in my stream */   \
     X(COPY_OUT, copy_out)     /* graph -> executor: send a buffer's bytes to a port */   \
     X(FREE, free)             /* graph -> executor: buffers nobody needs any more */
 
@@ -77,20 +110,24 @@ ta_bytes_t ta_bytes_str(const char *s);
 #define TA_FIELDS_NUMS(F, M) F(M, U64, key) F(M, U64, producer) F(M, STR, label)
 #define TA_FIELDS_TOTAL(F, M) F(M, U64, count) F(M, F64, sum) F(M, BIN, digest)
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
+#define TA_FIELDS_CONFIG(F, M)                                                                     \
+    F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64, executor) \
+    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, MP, ops)
-#define TA_FIELDS_REALIZE(F, M) F(M, MP, ids)
+#define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
-#define TA_FIELDS_RELEASE(F, M) F(M, MP, ids)
-#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, nodes) F(M, MP, targets) F(M, MP, ids) F(M, MP, bufs)
-#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, U64, barrier) F(M, MP, kernels)
-#define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, MP, ast)
+#define TA_FIELDS_RELEASE(F, M) F(M, U64S, ids)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, MP, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
+#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, MP, kernels) F(M, U64S, temps)
+#define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, U64, reply_to) F(M, MP, ast)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
-#define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, MP, ids) F(M, MP, temps)
-#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, U64, barrier) F(M, MP, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
+#define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
+#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, MP, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
+#define TA_FIELDS_RUN(F, M) F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
-#define TA_FIELDS_FREE(F, M) F(M, MP, bufs)
+#define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
 
 typedef enum ta_msg_type {
 #define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,
@@ -99,7 +136,7 @@ typedef enum ta_msg_type {
     TA_MSG__COUNT
 } ta_msg_type_t;
 
-typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP } ta_field_kind_t;
+typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP, TA_FK_U64S } ta_field_kind_t;
 
 #define TA_CTYPE_U64 uint64_t
 #define TA_CTYPE_I64 int64_t
@@ -107,6 +144,7 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_CTYPE_STR ta_bytes_t
 #define TA_CTYPE_BIN ta_bytes_t
 #define TA_CTYPE_MP ta_bytes_t
+#define TA_CTYPE_U64S ta_u64s_t
 #define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
 /* Each payload struct starts with a placeholder so field-less messages are valid C. */
 #define TA_MSG_STRUCT_(NAME, name)             \

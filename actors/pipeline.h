@@ -1,4 +1,4 @@
-/* pipeline.h - the wiring of one context's actors: who talks to whom, by port id. */
+/* pipeline.h - the wiring of one context's actors: who talks to whom, by port id, and how each stage learns it. */
 #ifndef TACT_PIPELINE_H
 #define TACT_PIPELINE_H
 
@@ -9,10 +9,10 @@
 #define TA_MAX_COMPILERS 8
 
 /*
- * Every stage gets a pointer to this at start.  The owner fills all ids
- * before the first message is sent, and nothing changes afterwards, so the
- * stages read it without locks (a message send/receive orders the writes
- * before the reads).
+ * The wiring and settings of a context's pipeline.  The client fills it
+ * once every actor has started and sends it to each stage as CONFIG; each
+ * stage keeps its own copy (nothing here is shared between threads, and a
+ * stage in another process gets the same message).
  */
 typedef struct ta_pipeline {
     uint32_t client;
@@ -22,12 +22,51 @@ typedef struct ta_pipeline {
     uint32_t executor;
     uint32_t compiler[TA_MAX_COMPILERS];
     int ncompilers;
-    int cpu_threads;
-    int debug;          /* TACT_DEBUG */
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
-    char cc[512];        /* the kernel compiler command (TACT_CC when the context opened) */
-    char cache_dir[900]; /* the kernel cache folder (TACT_CACHE_DIR when it opened) */
+    char cc[512];       /* the kernel compiler command (TACT_CC when the context opened): objects depend on it */
 } ta_pipeline_t;
+
+/*
+ * What a stage takes from the process it runs in rather than from CONFIG:
+ * settings that never change what it computes or sends (the CPU thread
+ * count, debug printing, where this machine caches compiled kernels), so a
+ * log is the same whatever they are (DESIGN.md §2).  Given to
+ * ta_actor_start as the stage's arg and copied; NULL gives the defaults
+ * (one thread, no printing, the default cache folder).
+ */
+typedef struct ta_stage_local {
+    int cpu_threads;     /* 0: one per core */
+    int debug;           /* TACT_DEBUG */
+    char cache_dir[900]; /* the kernel cache folder (TACT_CACHE_DIR when the context opened) */
+} ta_stage_local_t;
+
+/* Copies arg (a ta_stage_local_t, or NULL for the defaults) into *out. */
+void ta_stage_local(const void *arg, ta_stage_local_t *out);
+
+/* The stages, each with the one upstream actor whose stream gives it work
+ * (its ordered input, actor.h): everything else it processes is a reply
+ * it awaited. */
+typedef enum ta_role {
+    TA_ROLE_GRAPH,     /* upstream: the client */
+    TA_ROLE_SCHEDULER, /* upstream: the graph */
+    TA_ROLE_PLANNER,   /* upstream: the scheduler */
+    TA_ROLE_COMPILER,  /* upstream: the planner */
+    TA_ROLE_EXECUTOR,  /* upstream: the graph */
+} ta_role_t;
+
+/* Fills the CONFIG message m from w; compilers (TA_MAX_COMPILERS entries)
+ * holds the array m borrows. */
+void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers);
+
+/*
+ * From a stage's handler, on CONFIG: checks m, copies it into *w and makes
+ * the role's upstream the actor's ordered input.  A second CONFIG is
+ * refused (configured says whether one was taken).  Returns TACT_OK, or
+ * the error (text set with ta_actor_fail) for the runtime to reply; the
+ * stage answers the CONFIG with ta_pipeline_ack once its own set-up is done.
+ */
+int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w, int *configured, ta_role_t role);
+int ta_pipeline_ack(ta_actor_t *self, const ta_msg_t *m);
 
 /* The stages (each file documents its messages). */
 extern const ta_actor_ops_t ta_graph_ops;     /* graph/builder.c */

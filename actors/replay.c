@@ -88,6 +88,7 @@ void ta_stage_destroy(ta_actor_t **pa) {
     *pa = NULL;
     if (a->ops->fini) a->ops->fini(a);
     ta_port_destroy(&a->port);
+    ta_actor_free_queues(a);
     ta_free(a);
 }
 

@@ -558,6 +558,7 @@ int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err) {
         ta_msg_release(m);
         *m = d->msg;
         ta_free(d);
+        ta_port_record_in(p, m);
         return TACT_OK;
     }
     int rc = s_wait(p, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms, err);
@@ -573,8 +574,10 @@ static int64_t s_now_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+uint64_t ta_port_new_corr(ta_port_t *p) { return ++p->next_corr | (uint64_t)p->id << 40; }
+
 int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t *err) {
-    req->corr = ++p->next_corr | (uint64_t)p->id << 40;
+    req->corr = ta_port_new_corr(p);
     return ta_port_send(p, dest, req, err);
 }
 
@@ -610,7 +613,6 @@ int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, t
         if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: no reply within %d ms", p->name, timeout_ms);
         rc = ta_port_recv_raw(p, reply, err);
         if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
-        ta_port_record_in(p, reply);
         if (reply->corr == corr) break;
         s_deferred_t *d = ta_malloc(sizeof *d);
         if (!d) {
@@ -625,6 +627,9 @@ int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, t
         p->deferred_tail = d;
     }
 got:
+    /* Recorded when taken, not when it arrived, so the port's record is in
+     * the order its owner consumed (DESIGN.md §2), whatever the timing. */
+    ta_port_record_in(p, reply);
     if (reply->type == TA_MSG_ERROR) {
         int code = (int)reply->as.error.code;
         ta_bytes_t what = reply->as.error.what, text = reply->as.error.text;

@@ -102,7 +102,8 @@ ta_rt_t *ta_port_rt(const ta_port_t *p);
 int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err);
 
 /*
- * Receives the next message into m (released first), waiting at most
+ * Receives the next message into m (released first; one kept by an earlier
+ * ta_port_wait comes first), waiting at most
  * timeout_ms (< 0: the configured timeout).  Returns TACT_OK, TACT_ETIMEDOUT,
  * or TACT_EPROTO/TACT_ETOOBIG/TACT_EVERSION for a bad message (which is
  * consumed; the port keeps working).  The caller releases m.
@@ -117,6 +118,10 @@ int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err);
  */
 int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms,
                     ta_error_t *err);
+
+/* A fresh correlation id of this port: the port id in the high bits, so
+ * ids are unique within the runtime.  ta_port_send_request uses it. */
+uint64_t ta_port_new_corr(ta_port_t *p);
 
 /* The two halves of ta_port_request: send req with a fresh correlation id
  * (left in req->corr), and later wait for the message carrying corr (one

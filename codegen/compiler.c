@@ -10,12 +10,13 @@
 #include "render.h"
 
 /*
- * COMPILE(realize, index, ast) from the planner becomes PROGRAM(realize,
- * index, status, name, digest, text, align) with the object's bytes to the
- * planner, which passes programs on to the executor in kernel order; on
- * failure, the error (the kernel's name and the compiler's message) is in
- * text.  Several workers compile different kernels at once; the executor
- * runs them in schedule order whatever order their programs arrive in.
+ * COMPILE(realize, index, reply_to, ast) from the planner becomes
+ * PROGRAM(realize, index, status, name, digest, text, align) with the
+ * object's bytes, sent to reply_to (the executor) as the reply to the
+ * COMPILE (same corr); on failure, the error (the kernel's name and the
+ * compiler's message) is in text.  Several workers compile different
+ * kernels at once; the executor awaits their programs in schedule order,
+ * whatever order they arrive in.
  */
 
 enum { S_MEMO = 256 };
@@ -34,7 +35,9 @@ typedef struct {
 } s_memo_t;
 
 typedef struct {
-    ta_pipeline_t *w;
+    ta_pipeline_t w;
+    ta_stage_local_t local;
+    int configured;
     ta_ast_t ast;
     msgpack_sbuffer keybuf;
     s_memo_t *memo; /* S_MEMO entries, replaced oldest first: a kernel seen
@@ -45,8 +48,8 @@ typedef struct {
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "compiler: out of memory");
-    s->w = arg;
     msgpack_sbuffer_init(&s->keybuf);
+    ta_stage_local(arg, &s->local);
     ta_actor_set_state(self, s);
     return TACT_OK;
 }
@@ -85,18 +88,25 @@ static int s_build(s_state_t *s, s_memo_t *e, ta_error_t *err) {
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
     int rc = ta_render_c(&s->ast, &src, e->name, sizeof e->name, &e->align, err);
-    if (rc == TACT_OK && s->w->debug >= 4) fprintf(stderr, "%s\n", src);
+    if (rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", src);
     /* The object's bytes travel in the message, never its path. */
-    if (rc == TACT_OK) rc = ta_cc_build(s->w->cc, s->w->cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, err);
+    if (rc == TACT_OK) rc = ta_cc_build(s->w.cc, s->local.cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, err);
     /* Timings stay out of messages, so two runs log the same bytes. */
-    if (rc == TACT_OK && s->w->debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
+    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
     ta_free(src);
     return rc;
 }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
-    if (m->type != TA_MSG_COMPILE) return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s", ta_msg_type_name(m->type));
+    if (m->type == TA_MSG_CONFIG) {
+        int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_COMPILER);
+        return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
+    }
+    if (m->type != TA_MSG_COMPILE || !s->configured)
+        return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
+    if (!m->as.compile.reply_to || m->as.compile.reply_to > UINT32_MAX)
+        return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE names no port to reply to");
     ta_error_t err = {0, ""};
     ta_mpr_t r;
     ta_mpr_init(&r, m->as.compile.ast.ptr, m->as.compile.ast.len);
@@ -140,7 +150,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         out.bulk.len = hit->len;
         hit->sent = 1;
     }
-    return ta_actor_send(self, s->w->planner, &out);
+    return ta_actor_send(self, (uint32_t)m->as.compile.reply_to, &out);
 }
 
-const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini, NULL};
+const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini};

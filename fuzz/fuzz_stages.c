@@ -16,13 +16,19 @@ static long s_runs;
 
 static void s_restart(void) {
     for (int i = 0; i < 4; i++) ta_stage_destroy(&s_stages[i]);
-    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = 7, .ncompilers = 2, .cpu_threads = 1,
+    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = 7, .ncompilers = 2,
                                .schedule_cache = 1};
     s_wiring.compiler[0] = 5, s_wiring.compiler[1] = 6;
     for (int i = 0; i < 4; i++) {
         ta_error_t err;
-        s_stages[i] = ta_stage_new(s_ops[i], &s_wiring, s_ids[i], NULL, NULL, &err);
+        s_stages[i] = ta_stage_new(s_ops[i], NULL, s_ids[i], NULL, NULL, &err);
         if (!s_stages[i]) __builtin_trap();
+        /* Configured as a context configures them, so inputs reach their work. */
+        ta_msg_t cfg;
+        uint64_t compilers[TA_MAX_COMPILERS];
+        ta_pipeline_to_msg(&s_wiring, &cfg, compilers);
+        cfg.sender = 1;
+        ta_stage_dispatch(s_stages[i], &cfg);
     }
 }
 

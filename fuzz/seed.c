@@ -102,7 +102,7 @@ int main(int argc, char **argv) {
         ta_msg_t m;
         ta_msg_init(&m, (ta_msg_type_t)t);
         m.sender = 3, m.dest = 4, m.seq = 5, m.corr = 6;
-        m.as.echo.data = ta_bytes_str("seed"); /* the first field of several types */
+        if (t == TA_MSG_ECHO || t == TA_MSG_ECHO_REPLY || t == TA_MSG_DATA) m.as.echo.data = ta_bytes_str("seed");
         if (ta_msg_encode(&m, &sb) != TACT_OK || s_write(argv[1], ta_msg_type_name(t), sb.data, sb.size) != 0) return 1;
     }
     msgpack_sbuffer_destroy(&sb);

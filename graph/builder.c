@@ -14,8 +14,11 @@
 #include "shape.h"
 
 /*
- * Messages: OP_BATCH, RELEASE, REALIZE and READ from the client; SCHEDULED
- * from the scheduler; DONE or ERROR from the executor (for a realize).
+ * Messages: the client's stream (CONFIG, OP_BATCH, WRITE, RELEASE, REALIZE,
+ * READ) gives the graph its work; SCHEDULED (or ERROR) from the scheduler is
+ * the reply it awaits after each SCHEDULE, before the client's next message.
+ * It sends the executor its own stream (WRITE, FREE, COPY_OUT, and RUN: the
+ * point where a scheduled part runs); the executor answers the client.
  *
  * A node is a base (an op that makes new values) or a view (a movement op:
  * a view stack over a base).  Movement ops are folded into the view stack
@@ -53,26 +56,32 @@ typedef struct {
     uint64_t hash, id; /* id 0: empty slot */
 } g_cse_t;
 
+/* A node a realize gave a buffer to, kept until the client has heard how
+ * that realize ended: if it failed, the node loses its buffer again. */
 typedef struct {
-    ta_pipeline_t *w;
+    uint64_t realize, id;
+} g_given_t;
+
+typedef struct {
+    ta_pipeline_t w;
+    int configured;
     g_node_t **slots; /* open addressing by id */
     size_t cap, count;
     g_cse_t *cse;
     size_t cse_cap, cse_count;
     uint64_t cse_hits;
     uint64_t next_internal; /* ids of nodes the builder makes itself */
-    uint64_t realize_seq, stamp;
-    /* The realize in flight (the client waits for it, so one at a time). */
-    uint64_t pending_realize;  /* the part with the scheduler now, or 0 */
-    uint64_t pending_corr;     /* the client's REALIZE, or 0 */
-    uint64_t *targets;         /* its tensors */
+    uint64_t stamp;
+    ta_error_t refused; /* a one-way message of the client that was refused: reported at its next request */
+    /* The realize being scheduled (one at a time: the graph awaits each
+     * part's SCHEDULED before the client's next message). */
+    uint64_t realize;         /* the client's number for it, or 0 */
+    uint64_t corr, reply_to;  /* the client's REALIZE */
+    uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
+    uint64_t kernels_before;  /* kernels of its earlier parts */
+    uint64_t *targets;        /* its tensors */
     size_t ntargets, targets_cap;
-    int have_scheduled;
-    uint64_t done_kernels;     /* run by its parts so far */
-    uint64_t *frees; /* buffers to free once no realize is in flight */
-    size_t nfrees, frees_cap;
-    uint64_t sent_exec; /* messages sent to the executor (see s_to_executor) */
-    uint64_t *given; /* nodes the pending realize gives buffers to */
+    g_given_t *given;         /* by realize, oldest first */
     size_t ngiven, given_cap;
 } g_state_t;
 
@@ -197,47 +206,22 @@ static void s_cse_remove(g_state_t *g, const g_node_t *n) {
     }
 }
 
-/* Everything the graph sends the executor goes through here.  A schedule
- * carries the count so far, and the executor holds its plan back until it
- * has processed that many: the plan then always follows the writes and
- * frees sent before it, whatever the arrival order of the two streams. */
-static int s_to_executor(ta_actor_t *self, g_state_t *g, ta_msg_t *m) {
-    int rc = ta_actor_send(self, g->w->executor, m);
-    if (rc == TACT_OK) g->sent_exec++;
-    return rc;
-}
-
 /* ------------------------------------------------------------- releasing */
 
-static void s_queue_free(g_state_t *g, uint64_t buf) {
-    if (ta_grow((void **)&g->frees, &g->frees_cap, g->nfrees + 1, sizeof *g->frees) == TACT_OK) g->frees[g->nfrees++] = buf;
-}
-
-/* Sends the queued frees unless a realize still needs them. */
-static int s_flush_frees(ta_actor_t *self, g_state_t *g) {
-    if (g->pending_corr || !g->nfrees) return TACT_OK;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, g->nfrees);
-    for (size_t i = 0; !bad && i < g->nfrees; i++) bad = msgpack_pack_uint64(&pk, g->frees[i]);
-    int rc = TACT_ENOMEM;
-    if (!bad) {
-        ta_msg_t m;
-        ta_msg_init(&m, TA_MSG_FREE);
-        m.as.free.bufs.ptr = (const uint8_t *)sb.data;
-        m.as.free.bufs.len = sb.size;
-        rc = s_to_executor(self, g, &m);
-    }
-    msgpack_sbuffer_destroy(&sb);
-    g->nfrees = 0;
-    return rc;
+/* Sends the executor the buffers RELEASE dropped.  The executor frees them
+ * after every RUN the graph sent before, so no plan in flight loses one. */
+static int s_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) {
+    if (!n) return TACT_OK;
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_FREE);
+    m.as.free.bufs = ta_u64s(ids, n);
+    return ta_actor_send(self, g->w.executor, &m);
 }
 
 /* Drops n if nothing refers to it any more, and then its sources in turn
- * (with a work list: chains of assigns can be very long). */
-static void s_maybe_drop(g_state_t *g, g_node_t *n) {
+ * (with a work list: chains of assigns can be very long); the buffers of
+ * dropped bases are appended to *frees. */
+static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
     uint64_t *work = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -246,7 +230,10 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n) {
             int nd = 0;
             for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
             if (n->is_view) deps[nd++] = n->base;
-            if (!n->is_view && n->buffer && n->buf == n->id) s_queue_free(g, n->id); /* an assign's buffer is its target's */
+            /* An assign's buffer is its target's. */
+            if (!n->is_view && n->buffer && n->buf == n->id &&
+                ta_grow((void **)frees, frees_cap, *nfrees + 1, sizeof **frees) == TACT_OK)
+                (*frees)[(*nfrees)++] = n->id;
             s_cse_remove(g, n);
             s_remove(g, n->id);
             s_node_free(n);
@@ -706,12 +693,9 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     g_node_t **list = NULL;
     size_t len = 0;
     int rc = s_collect(g, &list, &len);
-    msgpack_sbuffer body, nodes, targets, ids, bufs;
+    msgpack_sbuffer body, nodes;
     msgpack_sbuffer_init(&body);
     msgpack_sbuffer_init(&nodes);
-    msgpack_sbuffer_init(&targets);
-    msgpack_sbuffer_init(&ids);
-    msgpack_sbuffer_init(&bufs);
     msgpack_packer pk;
     /* Where the part ends: its last node brings it past either bound. */
     size_t cut = len, bytes = 0;
@@ -735,7 +719,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
         if (b && b->mark == g->stamp && b->pos < cut) b->internal++;
     }
-    /* The nodes, then their ids and buffer ids. */
+    /* The nodes, by position. */
     msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
     int bad = rc != TACT_OK;
     ta_map_t first = {0}; /* buffer id -> position of its first node */
@@ -748,15 +732,22 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
     bad = bad || msgpack_pack_array(&pk, cut) || msgpack_sbuffer_write(&nodes, body.data, body.size);
     msgpack_sbuffer_clear(&body);
-    msgpack_packer_init(&pk, &ids, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, cut);
-    for (size_t i = 0; i < cut && !bad; i++) bad = msgpack_pack_uint64(&pk, list[i]->id);
-    msgpack_packer_init(&pk, &bufs, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, cut);
-    for (size_t i = 0; i < cut && !bad; i++) bad = msgpack_pack_uint64(&pk, list[i]->buf);
-    /* Targets: the realize's own, and in a part, what later nodes read. */
-    uint64_t *extra = NULL;
-    size_t nextra = 0, extra_cap = 0;
+    /* Ids and buffer ids beside the nodes, then the targets: the realize's
+     * own, and in a part, what later nodes read. */
+    uint64_t *ids = ta_malloc(sizeof *ids * (cut + 1)), *bufs = ta_malloc(sizeof *bufs * (cut + 1));
+    bad = bad || !ids || !bufs;
+    for (size_t i = 0; i < cut && !bad; i++) {
+        ids[i] = list[i]->id;
+        bufs[i] = list[i]->buf;
+    }
+    uint64_t *tpos = NULL;
+    size_t ntpos = 0, tpos_cap = 0;
+    for (size_t i = 0; !bad && i < g->ntargets; i++) {
+        g_node_t *t = s_find(g, g->targets[i]);
+        if (!t || t->mark != g->stamp || t->pos >= cut) continue;
+        bad = ta_grow((void **)&tpos, &tpos_cap, ntpos + 1, sizeof *tpos) != TACT_OK;
+        if (!bad) tpos[ntpos++] = t->pos;
+    }
     for (size_t j = cut; j < len && !bad; j++) {
         g_node_t *c = list[j];
         uint64_t deps[3];
@@ -768,148 +759,154 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
             g_node_t *d = s_find(g, deps[k]);
             if (!d || d->pos >= cut || d->mark != g->stamp || d->internal < 0) continue;
             d->internal = -1; /* listed once */
-            bad = ta_grow((void **)&extra, &extra_cap, nextra + 1, sizeof *extra) != TACT_OK;
-            if (!bad) extra[nextra++] = d->id;
+            bad = ta_grow((void **)&tpos, &tpos_cap, ntpos + 1, sizeof *tpos) != TACT_OK;
+            if (!bad) tpos[ntpos++] = d->pos;
         }
     }
-    size_t nown = 0;
-    for (size_t i = 0; i < g->ntargets; i++) {
-        g_node_t *t = s_find(g, g->targets[i]);
-        nown += t && t->mark == g->stamp && t->pos < cut;
-    }
-    msgpack_packer_init(&pk, &targets, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, nown + nextra);
-    for (size_t i = 0; !bad && i < g->ntargets; i++) {
-        g_node_t *t = s_find(g, g->targets[i]);
-        if (t && t->mark == g->stamp && t->pos < cut) bad = msgpack_pack_uint64(&pk, t->pos);
-    }
-    for (size_t i = 0; !bad && i < nextra; i++) bad = msgpack_pack_uint64(&pk, s_find(g, extra[i])->pos);
-    ta_free(extra);
     ta_free(list);
     if (rc == TACT_OK) rc = bad ? TACT_ENOMEM : TACT_OK;
     if (rc == TACT_OK) {
         ta_msg_t s;
         ta_msg_init(&s, TA_MSG_SCHEDULE);
-        s.corr = ++g->realize_seq;
-        s.as.schedule.realize = g->realize_seq;
-        s.as.schedule.barrier = g->sent_exec;
+        s.corr = ta_actor_new_corr(self);
+        s.as.schedule.realize = g->realize;
         s.as.schedule.nodes.ptr = (const uint8_t *)nodes.data;
         s.as.schedule.nodes.len = nodes.size;
-        s.as.schedule.targets.ptr = (const uint8_t *)targets.data;
-        s.as.schedule.targets.len = targets.size;
-        s.as.schedule.ids.ptr = (const uint8_t *)ids.data;
-        s.as.schedule.ids.len = ids.size;
-        s.as.schedule.bufs.ptr = (const uint8_t *)bufs.data;
-        s.as.schedule.bufs.len = bufs.size;
-        rc = ta_actor_send(self, g->w->scheduler, &s);
+        s.as.schedule.targets = ta_u64s(tpos, ntpos);
+        s.as.schedule.ids = ta_u64s(ids, cut);
+        s.as.schedule.bufs = ta_u64s(bufs, cut);
+        rc = ta_actor_send(self, g->w.scheduler, &s);
+        /* The part's SCHEDULED comes before anything else is processed. */
+        if (rc == TACT_OK) {
+            g->awaited = s.corr;
+            ta_actor_await(self, s.corr);
+        }
     }
     msgpack_sbuffer_destroy(&body);
     msgpack_sbuffer_destroy(&nodes);
-    msgpack_sbuffer_destroy(&targets);
-    msgpack_sbuffer_destroy(&ids);
-    msgpack_sbuffer_destroy(&bufs);
-    if (rc != TACT_OK) return rc;
-    g->pending_realize = g->realize_seq;
-    g->have_scheduled = 0;
-    return TACT_OK;
+    ta_free(ids);
+    ta_free(bufs);
+    ta_free(tpos);
+    return rc;
 }
 
-/* Starts realizing the ids of a REALIZE: sends the subgraph to the
- * scheduler, or answers at once when everything already has a buffer. */
+/* Tells the executor where the part just scheduled runs in the graph's
+ * stream (plan 0: nothing to run, only the answer), and that the client's
+ * answer follows its last part. */
+static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) {
+    ta_msg_t r;
+    ta_msg_init(&r, TA_MSG_RUN);
+    r.corr = g->corr;
+    r.as.run.realize = g->realize;
+    r.as.run.plan = plan;
+    r.as.run.reply_to = g->reply_to;
+    r.as.run.final = (uint64_t)final;
+    r.as.run.kernels_before = g->kernels_before;
+    return ta_actor_send(self, g->w.executor, &r);
+}
+
+static void s_end_realize(g_state_t *g) {
+    g->realize = g->corr = g->awaited = g->kernels_before = 0;
+    g->ntargets = 0;
+}
+
+/* What the client says in a REALIZE about realizes it has waited for: the
+ * nodes of failed ones lose their buffers (a later realize computes them
+ * again), and nothing of settled ones needs remembering. */
+static void s_settle(g_state_t *g, const ta_realize_msg_t *r) {
+    ta_u64s_it_t it;
+    uint64_t failed;
+    ta_u64s_begin(&it, &r->failed);
+    while (ta_u64s_next(&it, &failed))
+        for (size_t i = 0; i < g->ngiven; i++) {
+            g_node_t *nd = g->given[i].realize == failed ? s_find(g, g->given[i].id) : NULL;
+            if (nd) nd->buffer = 0;
+        }
+    size_t keep = 0;
+    while (keep < g->ngiven && g->given[keep].realize <= r->settled) keep++;
+    if (!keep) return;
+    memmove(g->given, g->given + keep, sizeof *g->given * (g->ngiven - keep));
+    g->ngiven -= keep;
+}
+
+/* A request of the client after a one-way message of its was refused is
+ * answered with that error (once): the client reports it there. */
+static int s_refused(ta_actor_t *self, g_state_t *g) {
+    int code = g->refused.code;
+    g->refused.code = 0;
+    return ta_actor_fail(self, code, "%s", g->refused.text);
+}
+
+/* Starts realizing the ids of a REALIZE: sends the first part to the
+ * scheduler, or only the RUN when everything already has a buffer. */
 static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    ta_mpr_t r;
-    uint32_t n;
-    ta_mpr_init(&r, m->as.realize.ids.ptr, m->as.realize.ids.len);
-    if (ta_mpr_array(&r, &n) || n > m->as.realize.ids.len) return ta_actor_fail(self, TACT_EPROTO, "realize: malformed id list");
-    if (g->pending_corr) return ta_actor_fail(self, TACT_EINVAL, "realize: another realize is in flight");
-    if (ta_grow((void **)&g->targets, &g->targets_cap, n, sizeof *g->targets) != TACT_OK)
+    const ta_realize_msg_t *rq = &m->as.realize;
+    s_settle(g, rq);
+    if (g->refused.code) return s_refused(self, g);
+    if (!rq->realize) return ta_actor_fail(self, TACT_EPROTO, "realize: number 0");
+    if (ta_grow((void **)&g->targets, &g->targets_cap, rq->ids.n, sizeof *g->targets) != TACT_OK)
         return ta_actor_fail(self, TACT_ENOMEM, "realize: out of memory");
+    ta_u64s_it_t it;
+    uint64_t id;
     int needed = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        g_node_t *t;
-        uint64_t id = 0;
-        if (ta_mpr_u64(&r, &id) || !(t = s_find(g, id))) return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, id);
-        g->targets[i] = id;
+    g->ntargets = 0;
+    ta_u64s_begin(&it, &rq->ids);
+    while (ta_u64s_next(&it, &id)) {
+        g_node_t *t = s_find(g, id);
+        if (!t) {
+            g->ntargets = 0;
+            return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, id);
+        }
+        g->targets[g->ntargets++] = id;
         g_node_t *b = t->is_view ? s_find(g, t->base) : t;
         if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
     }
-    g->ntargets = n;
-    if (!needed) {
-        ta_msg_t done;
-        ta_msg_init(&done, TA_MSG_DONE);
-        return ta_actor_reply(self, m, &done);
-    }
-    g->done_kernels = 0;
-    int rc = s_schedule_next(self, g);
+    g->realize = rq->realize;
+    g->corr = m->corr;
+    g->reply_to = m->sender;
+    g->kernels_before = 0;
+    int rc = needed ? s_schedule_next(self, g) : s_send_run(self, g, 0, 1);
+    if (!needed || rc != TACT_OK) s_end_realize(g);
     if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
-    g->pending_corr = m->corr;
     return TACT_OK;
 }
 
-/* Marks the nodes the scheduler gave buffers to. */
+/* The awaited SCHEDULED of a part: its nodes get buffers, the executor is
+ * told where it runs, and the next part (if any) goes to the scheduler. */
 static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    if (m->as.scheduled.realize != g->pending_realize) return ta_actor_fail(self, TACT_EPROTO, "scheduled: not the pending realize");
-    ta_mpr_t r;
-    uint32_t n;
+    ta_u64s_it_t it;
     uint64_t id;
-    ta_mpr_init(&r, m->as.scheduled.ids.ptr, m->as.scheduled.ids.len);
-    if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "scheduled: malformed ids");
-    for (uint32_t i = 0; i < n; i++) {
-        if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "scheduled: malformed ids");
+    g->awaited = 0;
+    ta_u64s_begin(&it, &m->as.scheduled.ids);
+    while (ta_u64s_next(&it, &id)) {
         g_node_t *nd = s_find(g, id);
         if (nd && !nd->is_view && !nd->buffer) {
-            if (ta_grow((void **)&g->given, &g->given_cap, g->ngiven + 1, sizeof *g->given) != TACT_OK)
+            if (ta_grow((void **)&g->given, &g->given_cap, g->ngiven + 1, sizeof *g->given) != TACT_OK) {
+                s_end_realize(g);
                 return ta_actor_fail(self, TACT_ENOMEM, "graph: out of memory");
-            g->given[g->ngiven++] = id;
+            }
+            g->given[g->ngiven++] = (g_given_t){g->realize, id};
             nd->buffer = 1;
         }
     }
-    g->have_scheduled = 1;
+    int more = s_targets_pending(g);
+    int rc = s_send_run(self, g, m->corr, !more);
+    g->kernels_before += m->as.scheduled.kernels;
+    if (rc == TACT_OK && more) rc = s_schedule_next(self, g);
+    if (rc != TACT_OK) {
+        /* The client waits for an answer: this is it. */
+        ta_actor_send_error(self, (uint32_t)g->reply_to, g->corr, rc, "SCHEDULE",
+                            rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
+        s_end_realize(g);
+    } else if (!more) {
+        s_end_realize(g);
+    }
     return TACT_OK;
-}
-
-/* Answers the client once the executor finished (or failed) the realize,
- * or sends the realize's next part. */
-static int s_finish(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    g->pending_realize = 0;
-    if (m->type == TA_MSG_DONE) {
-        g->done_kernels += m->as.done.kernels;
-        g->ngiven = 0;
-        if (s_targets_pending(g)) {
-            int rc = s_schedule_next(self, g);
-            if (rc == TACT_OK) return TACT_OK;
-            ta_msg_t e;
-            ta_msg_init(&e, TA_MSG_ERROR);
-            e.as.error.code = rc;
-            e.as.error.what = ta_bytes_str("SCHEDULE");
-            e.as.error.text = ta_bytes_str(rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
-            return s_finish(self, g, &e);
-        }
-    }
-    ta_msg_t reply;
-    ta_msg_init(&reply, m->type);
-    reply.corr = g->pending_corr;
-    if (m->type == TA_MSG_ERROR) {
-        /* Nothing of a failed realize can be trusted to exist: a later
-         * realize computes it again. */
-        for (size_t i = 0; i < g->ngiven; i++) {
-            g_node_t *nd = s_find(g, g->given[i]);
-            if (nd) nd->buffer = 0;
-        }
-        reply.as.error = m->as.error;
-    } else {
-        reply.as.done = m->as.done; /* the last part's memory figures */
-        reply.as.done.kernels = g->done_kernels;
-    }
-    g->pending_corr = 0;
-    g->ngiven = 0;
-    int rc = ta_actor_send(self, g->w->client, &reply);
-    s_flush_frees(self, g);
-    return rc;
 }
 
 /* READ: the executor sends the bytes of the tensor's buffer to the client. */
 static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    if (g->refused.code) return s_refused(self, g);
     g_node_t *t = s_find(g, m->as.read.id);
     if (!t) return ta_actor_fail(self, TACT_EINVAL, "read: unknown tensor %" PRIu64, m->as.read.id);
     g_node_t *b = t->is_view ? s_find(g, t->base) : t;
@@ -921,15 +918,15 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     c.as.copy_out.buf = b->buf;
     c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
     c.as.copy_out.reply_to = m->sender;
-    return s_to_executor(self, g, &c);
+    return ta_actor_send(self, g->w.executor, &c);
 }
 
 /* ---------------------------------------------------------------- actor */
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    (void)arg;
     g_state_t *g = ta_calloc(1, sizeof *g);
     if (!g) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
-    g->w = arg;
     g->next_internal = 1ull << 62;
     ta_actor_set_state(self, g);
     return TACT_OK;
@@ -940,80 +937,97 @@ static void s_fini(ta_actor_t *self) {
     for (size_t i = 0; i < g->cap; i++)
         if (g->slots[i]) s_node_free(g->slots[i]);
     ta_free(g->slots);
-    ta_free(g->frees);
     ta_free(g->given);
     ta_free(g->targets);
     ta_free(g->cse);
     ta_free(g);
 }
 
-static int s_handle(ta_actor_t *self, ta_msg_t *m) {
-    g_state_t *g = ta_actor_state(self);
-    ta_error_t err;
+/* The client's one-way messages: a refusal is kept for its next request. */
+static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error_t *err) {
     switch (m->type) {
     case TA_MSG_OP_BATCH: {
         ta_mpr_t r;
         uint32_t n;
         ta_mpr_init(&r, m->as.op_batch.ops.ptr, m->as.op_batch.ops.len);
-        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "op batch: not an array");
+        if (ta_mpr_array(&r, &n)) return ta_error_set(err, TACT_EPROTO, "op batch: not an array");
         for (uint32_t i = 0; i < n; i++) {
-            int rc = s_add_op(g, &r, &err);
             /* The client computed every shape itself, so this is a bug or a
              * hostile peer: the ops before it stay, the rest is refused. */
-            if (rc != TACT_OK) return ta_actor_fail(self, rc, "%s", err.text);
+            int rc = s_add_op(g, &r, err);
+            if (rc != TACT_OK) return rc;
         }
         return TACT_OK;
     }
     case TA_MSG_RELEASE: {
-        ta_mpr_t r;
-        uint32_t n;
-        uint64_t id;
-        ta_mpr_init(&r, m->as.release.ids.ptr, m->as.release.ids.len);
-        if (ta_mpr_array(&r, &n)) return ta_actor_fail(self, TACT_EPROTO, "release: not an array");
-        for (uint32_t i = 0; i < n; i++) {
-            if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "release: bad id");
+        ta_u64s_it_t it;
+        uint64_t id, *frees = NULL;
+        size_t nfrees = 0, frees_cap = 0;
+        ta_u64s_begin(&it, &m->as.release.ids);
+        while (ta_u64s_next(&it, &id)) {
             g_node_t *nd = s_find(g, id);
             if (nd) {
                 nd->client_ref = 0;
-                s_maybe_drop(g, nd);
+                s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
             }
         }
-        return s_flush_frees(self, g);
+        int rc = s_send_frees(self, g, frees, nfrees);
+        ta_free(frees);
+        return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "release: cannot send the frees to the executor");
     }
-    case TA_MSG_REALIZE: return s_realize(self, g, m);
-    case TA_MSG_SCHEDULED: return s_scheduled(self, g, m);
-    case TA_MSG_DONE:
-    case TA_MSG_ERROR:
-        if (!g->pending_realize || m->corr != g->pending_realize) return TACT_OK; /* stale */
-        return s_finish(self, g, m);
-    case TA_MSG_READ: return s_read(self, g, m);
-    case TA_MSG_WRITE: {
+    default: { /* WRITE */
         g_node_t *nd = s_find(g, m->as.write.buf);
-        if (!nd || !nd->writes) return ta_actor_fail(self, TACT_EINVAL, "write: tensor %" PRIu64 " takes no data", m->as.write.buf);
+        if (!nd || !nd->writes) return ta_error_set(err, TACT_EINVAL, "write: tensor %" PRIu64 " takes no data", m->as.write.buf);
         uint64_t want = (uint64_t)ta_shape_numel(&nd->shape) * ta_dtype_size(nd->dtype);
         if (m->bulk.len != want)
-            return ta_actor_fail(self, TACT_EINVAL, "write: tensor %" PRIu64 " holds %" PRIu64 " bytes, got %zu", nd->id, want, m->bulk.len);
+            return ta_error_set(err, TACT_EINVAL, "write: tensor %" PRIu64 " holds %" PRIu64 " bytes, got %zu", nd->id, want, m->bulk.len);
         ta_msg_t w;
         ta_msg_init(&w, TA_MSG_WRITE);
         w.as.write.buf = m->as.write.buf;
         w.bulk = m->bulk;
-        return s_to_executor(self, g, &w);
+        int rc = ta_actor_send(self, g->w.executor, &w);
+        return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "write: cannot send the bytes to the executor");
+    }
+    }
+}
+
+static int s_handle(ta_actor_t *self, ta_msg_t *m) {
+    g_state_t *g = ta_actor_state(self);
+    ta_error_t err = {0, ""};
+    if (m->type == TA_MSG_CONFIG) {
+        int rc = ta_pipeline_configure(self, m, &g->w, &g->configured, TA_ROLE_GRAPH);
+        return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
+    }
+    if (!g->configured) return ta_actor_fail(self, TACT_EINVAL, "graph: %s before CONFIG", ta_msg_type_name(m->type));
+    /* The awaited reply to a SCHEDULE (a stage driven by hand may offer
+     * anything, so it is checked against the await). */
+    if (m->type == TA_MSG_SCHEDULED || (m->type == TA_MSG_ERROR && m->corr)) {
+        if (!g->awaited || m->corr != g->awaited)
+            return m->type == TA_MSG_ERROR ? TACT_OK : ta_actor_fail(self, TACT_EPROTO, "graph: a SCHEDULED nobody awaits");
+        if (m->type == TA_MSG_SCHEDULED) return s_scheduled(self, g, m);
+        ta_msg_t e;
+        ta_msg_init(&e, TA_MSG_ERROR);
+        e.corr = g->corr;
+        e.as.error = m->as.error;
+        int rc = ta_actor_send(self, (uint32_t)g->reply_to, &e);
+        s_end_realize(g);
+        return rc;
+    }
+    if (g->awaited) return ta_actor_fail(self, TACT_EPROTO, "graph: %s while a SCHEDULE is awaited", ta_msg_type_name(m->type));
+    switch (m->type) {
+    case TA_MSG_REALIZE: return s_realize(self, g, m);
+    case TA_MSG_READ: return s_read(self, g, m);
+    case TA_MSG_OP_BATCH:
+    case TA_MSG_RELEASE:
+    case TA_MSG_WRITE: {
+        int rc = s_one_way(self, g, m, &err);
+        /* Nobody waits for a one-way message: the first refusal is kept and
+         * answered to the client's next request, in its order. */
+        if (rc != TACT_OK && !g->refused.code) ta_error_set(&g->refused, rc, "an earlier %s was refused: %s", ta_msg_type_name(m->type), err.text);
+        return TACT_OK;
     }
     default: return ta_actor_fail(self, TACT_EINVAL, "graph: cannot handle %s", ta_msg_type_name(m->type));
     }
 }
 
-/* The client's stream is processed in its order, and a realize it started
- * is processed whole (every part: SCHEDULED, then the end) before the
- * client's next message, however far the client has run ahead
- * (tact_realize_async): everything the graph processes is in an order fixed
- * by the messages.  The end of a part waits until its SCHEDULED has been
- * processed (they come from different actors). */
-static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
-    g_state_t *g = ta_actor_state(self);
-    if (m->sender == g->w->client) return !g->pending_corr;
-    int ending = m->type == TA_MSG_DONE || m->type == TA_MSG_ERROR;
-    return !(ending && m->sender != g->w->scheduler && g->pending_realize && m->corr == g->pending_realize && !g->have_scheduled);
-}
-
-const ta_actor_ops_t ta_graph_ops = {"graph", s_init, s_handle, s_fini, s_accept};
+const ta_actor_ops_t ta_graph_ops = {"graph", s_init, s_handle, s_fini};

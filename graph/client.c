@@ -44,6 +44,7 @@ struct tact_ctx {
     ta_rt_t *rt;
     ta_port_t *port;
     ta_pipeline_t wiring;
+    ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
     ta_actor_t *graph, *scheduler, *planner, *executor, *compilers[TA_MAX_COMPILERS];
     int timeout_ms;
     uint64_t next_id;
@@ -53,8 +54,14 @@ struct tact_ctx {
     size_t nbatch;
     uint64_t *released;
     size_t nreleased, released_cap;
-    uint64_t *inflight; /* correlation ids of realizes started, not yet waited for */
+    struct s_inflight {
+        uint64_t corr, realize;
+    } *inflight; /* realizes started, not yet waited for */
     size_t ninflight, inflight_cap;
+    uint64_t realizes;  /* realizes started so far: each is numbered */
+    uint64_t settled;   /* the latest realize waited for */
+    uint64_t *failed;   /* realizes that failed, not yet told to the graph */
+    size_t nfailed, failed_cap;
     char error[512];
     tact_stats stats;
 };
@@ -153,22 +160,10 @@ static int s_flush(tact_ctx *ctx, ta_error_t *err) {
     int rc = TACT_OK;
     /* Releases first: the graph frees what they drop before new ops arrive. */
     if (ctx->nreleased) {
-        msgpack_sbuffer sb;
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        int bad = msgpack_pack_array(&pk, ctx->nreleased);
-        for (size_t i = 0; !bad && i < ctx->nreleased; i++) bad = msgpack_pack_uint64(&pk, ctx->released[i]);
-        if (bad) {
-            rc = ta_error_set(err, TACT_ENOMEM, "out of memory releasing tensors");
-        } else {
-            ta_msg_t m;
-            ta_msg_init(&m, TA_MSG_RELEASE);
-            m.as.release.ids.ptr = (const uint8_t *)sb.data;
-            m.as.release.ids.len = sb.size;
-            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
-        }
-        msgpack_sbuffer_destroy(&sb);
+        ta_msg_t m;
+        ta_msg_init(&m, TA_MSG_RELEASE);
+        m.as.release.ids = ta_u64s(ctx->released, ctx->nreleased);
+        rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
         ctx->nreleased = 0;
     }
     if (rc == TACT_OK && ctx->nbatch) {
@@ -286,14 +281,15 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
     memset(&ctx->scopes[0], 0, sizeof ctx->scopes[0]);
     ctx->nscopes = 1;
     ta_pipeline_t *w = &ctx->wiring;
+    ta_stage_local_t *local = &ctx->local;
     const char *dbg = getenv("TACT_DEBUG");
-    w->debug = dbg ? atoi(dbg) : 0;
+    local->debug = dbg ? atoi(dbg) : 0;
+    local->cpu_threads = o.cpu_threads;
+    ta_cc_cache_dir(local->cache_dir, sizeof local->cache_dir);
+    if ((rc = ta_cc_check_dir(local->cache_dir, &err)) != TACT_OK) goto fail;
     w->schedule_cache = schedule_cache;
-    w->cpu_threads = o.cpu_threads;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
-    ta_cc_cache_dir(w->cache_dir, sizeof w->cache_dir);
-    if ((rc = ta_cc_check_dir(w->cache_dir, &err)) != TACT_OK) goto fail;
     /* The log's run header: what a replay needs to run the same pipeline. */
     msgpack_sbuffer header;
     msgpack_sbuffer_init(&header);
@@ -308,18 +304,33 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
     if ((rc = ta_port_new(ctx->rt, "client", &ctx->port, &err)) != TACT_OK) goto fail;
     w->client = ta_port_id(ctx->port);
     /* Start order fixes the port ids, so logs of two runs line up. */
-    if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, w, NULL, &ctx->graph, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, local, NULL, &ctx->graph, &err)) != TACT_OK) goto fail;
     w->graph = ta_actor_id(ctx->graph);
-    if ((rc = ta_actor_start(ctx->rt, &ta_scheduler_ops, w, NULL, &ctx->scheduler, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_scheduler_ops, local, NULL, &ctx->scheduler, &err)) != TACT_OK) goto fail;
     w->scheduler = ta_actor_id(ctx->scheduler);
-    if ((rc = ta_actor_start(ctx->rt, &ta_planner_ops, w, NULL, &ctx->planner, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_planner_ops, local, NULL, &ctx->planner, &err)) != TACT_OK) goto fail;
     w->planner = ta_actor_id(ctx->planner);
     for (int i = 0; i < w->ncompilers; i++) {
-        if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, w, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
+        if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, local, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
         w->compiler[i] = ta_actor_id(ctx->compilers[i]);
     }
-    if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, w, NULL, &ctx->executor, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executor, &err)) != TACT_OK) goto fail;
     w->executor = ta_actor_id(ctx->executor);
+    /* Every stage learns the wiring from CONFIG (and its upstream from it)
+     * before any work is sent: each is a request, answered in turn. */
+    uint32_t stages[4 + TA_MAX_COMPILERS] = {w->graph, w->scheduler, w->planner};
+    int nstages = 3;
+    for (int i = 0; i < w->ncompilers; i++) stages[nstages++] = w->compiler[i];
+    stages[nstages++] = w->executor;
+    for (int i = 0; i < nstages; i++) {
+        ta_msg_t cfg, reply;
+        uint64_t compilers[TA_MAX_COMPILERS];
+        ta_pipeline_to_msg(w, &cfg, compilers);
+        ta_msg_init(&reply, TA_MSG_READY);
+        rc = ta_port_request(ctx->port, stages[i], &cfg, &reply, ctx->timeout_ms, &err);
+        ta_msg_release(&reply);
+        if (rc != TACT_OK) goto fail;
+    }
     *out = ctx;
     return TACT_OK;
 fail_nomem:
@@ -355,6 +366,7 @@ int tact_ctx_close(tact_ctx **pctx) {
     msgpack_sbuffer_destroy(&ctx->batch);
     ta_free(ctx->released);
     ta_free(ctx->inflight);
+    ta_free(ctx->failed);
     ta_free(ctx);
     return first.code;
 }
@@ -371,6 +383,7 @@ void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
     }
     *out = ctx->stats;
     /* In-process counters of the stages themselves (never in messages). */
+    out->schedules = ta_actor_stat(ctx->scheduler, TA_STAT_JOBS);
     out->schedule_cache_hits = ta_actor_stat(ctx->scheduler, TA_STAT_CACHE_HITS);
     out->schedule_ns = ta_actor_stat(ctx->scheduler, TA_STAT_BUSY_NS);
 }
@@ -998,27 +1011,10 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
 
 /* -------------------------------------------------------------- sync points */
 
-/* Errors of one-way messages (an op batch the graph refused) arrive when
- * nobody waits for them: the next sync point reports the first. */
-static int s_async_errors(tact_ctx *ctx, ta_error_t *err) {
-    int first = TACT_OK;
-    ta_msg_t m;
-    ta_msg_init(&m, TA_MSG_READY);
-    while (ta_port_recv(ctx->port, &m, 0, NULL) == TACT_OK) {
-        if (m.type == TA_MSG_ERROR && first == TACT_OK) {
-            first = m.as.error.code < 0 ? (int)m.as.error.code : TACT_EACTOR;
-            ta_error_set(err, first, "an earlier %.*s failed: %.*s", (int)m.as.error.what.len,
-                         m.as.error.what.ptr ? (const char *)m.as.error.what.ptr : "", (int)m.as.error.text.len,
-                         m.as.error.text.ptr ? (const char *)m.as.error.text.ptr : "");
-        }
-        ta_msg_release(&m);
-    }
-    return first;
-}
-
 /* Waits for the answer of every realize started and not yet waited for, in
  * the order they were started.  Returns the first one's error (its text in
- * ctx->error), or TACT_OK; the stats come from the last one. */
+ * ctx->error), or TACT_OK; the stats come from the last one.  The graph
+ * hears of the failed ones with the next REALIZE. */
 int tact_wait(tact_ctx *ctx) {
     if (!ctx) return TACT_EINVAL;
     int first = TACT_OK;
@@ -1026,8 +1022,8 @@ int tact_wait(tact_ctx *ctx) {
         ta_msg_t reply;
         ta_error_t err = {0, ""};
         ta_msg_init(&reply, TA_MSG_READY);
-        int rc = ta_port_wait(ctx->port, ctx->inflight[i], &reply, ctx->timeout_ms, &err);
-        if (rc == TACT_ETIMEDOUT) ta_error_set(&err, rc, "port client: no reply to REALIZE from the graph within %d ms", ctx->timeout_ms);
+        int rc = ta_port_wait(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err);
+        if (rc == TACT_ETIMEDOUT) ta_error_set(&err, rc, "port client: no answer to realize %" PRIu64 " within %d ms", ctx->inflight[i].realize, ctx->timeout_ms);
         if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
             ctx->stats.planned_peak_bytes = reply.as.done.planned_peak;
             ctx->stats.unplanned_bytes = reply.as.done.unplanned;
@@ -1037,10 +1033,15 @@ int tact_wait(tact_ctx *ctx) {
         } else if (rc == TACT_OK) {
             ctx->stats.kernels = 0;
         }
-        if (rc != TACT_OK && first == TACT_OK) {
-            first = rc;
-            snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+        if (rc != TACT_OK) {
+            if (ta_grow((void **)&ctx->failed, &ctx->failed_cap, ctx->nfailed + 1, sizeof *ctx->failed) == TACT_OK)
+                ctx->failed[ctx->nfailed++] = ctx->inflight[i].realize;
+            if (first == TACT_OK) {
+                first = rc;
+                snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+            }
         }
+        ctx->settled = ctx->inflight[i].realize;
         ta_msg_release(&reply);
     }
     ctx->ninflight = 0;
@@ -1054,7 +1055,6 @@ static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
     int rc = tact_wait(ctx);
     if (rc != TACT_OK) return rc;
     rc = s_flush(ctx, &err);
-    if (rc == TACT_OK) rc = s_async_errors(ctx, &err);
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;
@@ -1076,30 +1076,30 @@ int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
             return tensors[i]->status;
         }
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, (size_t)n);
-    for (int i = 0; !bad && i < n; i++) bad = msgpack_pack_uint64(&pk, s_solid(tensors[i])->id);
+    uint64_t *ids = ta_malloc(sizeof *ids * (size_t)(n ? n : 1));
     ta_error_t err = {0, ""};
-    int rc = bad || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK
+    int rc = !ids || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK
                  ? ta_error_set(&err, TACT_ENOMEM, "realize: out of memory")
                  : TACT_OK;
-    /* Errors of refused op batches (corr 0) are collected only when no
-     * realize is in flight, so no answer is taken for one of them. */
+    for (int i = 0; rc == TACT_OK && i < n; i++) ids[i] = s_solid(tensors[i])->id;
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
-    if (rc == TACT_OK && !ctx->ninflight) rc = s_async_errors(ctx, &err);
     if (rc == TACT_OK) {
+        /* Realizes are numbered; each REALIZE also tells the graph which of
+         * the earlier ones failed, so their nodes are computed again. */
         ta_msg_t req;
         ta_msg_init(&req, TA_MSG_REALIZE);
-        req.as.realize.ids.ptr = (const uint8_t *)sb.data;
-        req.as.realize.ids.len = sb.size;
+        req.as.realize.realize = ctx->realizes + 1;
+        req.as.realize.ids = ta_u64s(ids, (size_t)n);
+        req.as.realize.settled = ctx->settled;
+        req.as.realize.failed = ta_u64s(ctx->failed, ctx->nfailed);
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
-        if (rc == TACT_OK) ctx->inflight[ctx->ninflight++] = req.corr;
+        if (rc == TACT_OK) {
+            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes};
+            ctx->nfailed = 0;
+        }
     }
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
-    msgpack_sbuffer_destroy(&sb);
+    ta_free(ids);
     return rc;
 }
 

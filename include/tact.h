@@ -175,9 +175,11 @@ typedef struct tact_stats {
     uint64_t unplanned_bytes;
     uint64_t device_bytes;
     uint64_t realizes;
-    /* Realizes (or parts of one) whose schedule came from the scheduler's
-     * cache of structurally identical subgraphs, and the time the scheduler
-     * spent working, both since the context opened (in-process stages). */
+    /* Subgraphs the scheduler has taken (one per realize that computes
+     * anything, more for a realize sent in parts), those whose schedule
+     * came from its cache of structurally identical subgraphs, and the time
+     * it spent working, all since the context opened (in-process stages). */
+    uint64_t schedules;
     uint64_t schedule_cache_hits;
     uint64_t schedule_ns;
 } tact_stats;
@@ -314,10 +316,16 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
 int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors);
 /* Starts computing the tensors and returns at once: the program may go on
  * building (and start more realizes) while the pipeline works, which hides
- * scheduling, compiling and running behind the program's own work.  Realizes
- * run in the order they were started.  Returns TACT_OK, or an error tensor's
- * error, or a send failure; the realize's own errors surface at the next
- * sync point (tact_wait, tact_realize, tact_read, tact_item). */
+ * scheduling, compiling and running behind the program's own work; the
+ * pipeline's stages also work on several realizes at once (realize k+1 is
+ * scheduled and compiled while realize k runs).  Realizes run in the order
+ * they were started, and results, bits and logs are the same as with
+ * tact_realize.  Returns TACT_OK, or an error tensor's error, or a send
+ * failure; the realize's own errors surface at the next sync point
+ * (tact_wait, tact_realize, tact_read, tact_item).  A realize started
+ * before an earlier one failed, and reading what that one should have
+ * computed, fails too (never reads garbage); after the sync point both
+ * compute again when asked. */
 int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors);
 /* Waits for every realize started and not yet waited for.  Returns TACT_OK
  * or the first one's error (its text in tact_ctx_error). */

@@ -1,8 +1,6 @@
 /* testutil.c - helpers shared by the Criterion suites. */
 #include "testutil.h"
 
-#include "pipeline.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,9 +42,3 @@ char *tu_tmpfile(const char *tag) {
     return path;
 }
 
-void tu_default_wiring(ta_pipeline_t *w) {
-    memset(w, 0, sizeof *w);
-    w->client = 1, w->graph = 2, w->scheduler = 3, w->planner = 4, w->compiler[0] = 5, w->compiler[1] = 6, w->executor = 7;
-    w->ncompilers = 2;
-    w->schedule_cache = 1;
-}

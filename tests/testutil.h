@@ -17,11 +17,6 @@ uint64_t tu_rand(uint64_t *state);
  * test (cr_assert) on failure. */
 ta_rt_t *tu_rt(ta_transport_t transport, int timeout_ms, const char *log_path);
 
-/* The wiring of a context opened with the defaults (ports by start order:
- * client 1, graph 2, scheduler 3, planner 4, compilers 5 and 6, executor 7). */
-struct ta_pipeline;
-void tu_default_wiring(struct ta_pipeline *w);
-
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 

@@ -12,13 +12,16 @@
 #include "pipeline.h"
 
 /*
- * Messages: WRITE, COPY_OUT and FREE from the graph builder; PLAN and
- * PROGRAM from the planner.  They come from different
- * senders in any order, so nothing here assumes one: a plan step runs when
- * its program has arrived and every input buffer exists (inputs the client
- * writes are waited for; others, like tact_empty's, are zero-filled), and a
- * copy-out waits until its buffer has been computed.  Plans run one after
- * another, in arrival order, each step in schedule order.
+ * The graph builder's stream gives the executor its work, in order: WRITE,
+ * FREE, COPY_OUT and RUN.  A RUN says "realize this plan here": the
+ * executor then awaits the PLAN (from the planner, under the corr RUN
+ * names), then each step's PROGRAM (from the compilers, under the corr the
+ * plan names for it), running each step as its program comes, and answers
+ * the client (DONE, or ERROR for the first failure of that realize) before
+ * it takes the graph's next message.  So everything the graph sent before a
+ * RUN (the bytes a plan reads) is in place when the plan runs, and what it
+ * sent after (a FREE of a buffer the plan reads, a COPY_OUT of its result)
+ * waits until the plan has run, whatever the arrival order of the streams.
  */
 
 typedef struct {
@@ -28,50 +31,43 @@ typedef struct {
 } s_buf_t;
 
 typedef struct {
-    uint64_t realize, index;
-    int status;
-    char text[512];
-    int64_t align; /* launch ranges are multiples of this */
-    ta_program_t prog;
-} s_prog_t;
-
-typedef struct {
     int index, nbufs, nfrees;
+    uint64_t program; /* the corr of its PROGRAM */
     uint64_t bufs[TA_AST_MAX_BUFS], bytes[TA_AST_MAX_BUFS], reuse;
     uint8_t writes[TA_AST_MAX_BUFS];
     int64_t numel;
     uint64_t *frees;
 } s_step_t;
 
-typedef struct s_plan {
-    struct s_plan *next;
-    uint64_t realize, reply_to, corr;
-    int nsteps, done;
+typedef struct {
+    int nsteps;
     s_step_t *steps;
     uint64_t planned_peak, unplanned; /* the planner's figures, passed on in DONE */
 } s_plan_t;
 
-typedef struct s_copy {
-    struct s_copy *next;
-    uint64_t buf, bytes, reply_to, corr;
-} s_copy_t;
+/* The realize being run: what its RUN said, and how far it got. */
+typedef struct {
+    int active;
+    uint64_t realize, plan, reply_to, corr, final, kernels_before;
+    s_plan_t *p; /* NULL until its PLAN came */
+    int next;    /* the step whose PROGRAM is awaited */
+    int failed;  /* its ERROR went out: the rest is consumed, not run */
+} s_run_t;
 
 typedef struct {
-    ta_pipeline_t *w;
+    ta_pipeline_t w;
+    ta_stage_local_t local;
+    int configured;
     const ta_device_ops_t *dev_ops;
     ta_device_t *dev;
     s_buf_t *bufs;
     size_t nbufs, bufs_cap;
     ta_map_t buf_index; /* buffer id -> index in bufs */
-    s_prog_t *progs;
-    size_t nprogs, progs_cap;
-    s_plan_t *plans, *plans_tail;
-    s_copy_t *copies;
-    uint64_t from_graph; /* messages processed from the graph builder */
-    uint64_t last_plan;  /* realize of the newest plan taken */
-    uint64_t *failed;    /* buffers whose WRITE failed: plans reading them fail */
+    s_run_t run;
+    uint64_t failed_corr; /* the realize (client corr) whose ERROR went out last: one answer each */
+    uint64_t *failed;     /* buffers whose WRITE failed: plans reading them fail */
     size_t nfailed, failed_cap;
-    ta_program_t *loaded; /* every object loaded so far, by path: loaded once */
+    ta_program_t *loaded; /* every object loaded so far, by digest: loaded once */
     size_t nloaded, loaded_cap;
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
@@ -147,21 +143,6 @@ static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
 
 /* --------------------------------------------------------------- programs */
 
-static s_prog_t *s_prog(s_state_t *s, uint64_t realize, uint64_t index) {
-    for (size_t i = 0; i < s->nprogs; i++)
-        if (s->progs[i].realize == realize && s->progs[i].index == index) return &s->progs[i];
-    return NULL;
-}
-
-/* Forgets a realize's programs; their objects stay loaded for the next
- * realize that runs the same kernels. */
-static void s_drop_programs(s_state_t *s, uint64_t realize) {
-    for (size_t i = 0; i < s->nprogs;) {
-        if (s->progs[i].realize == realize) s->progs[i] = s->progs[--s->nprogs];
-        else i++;
-    }
-}
-
 /* Loads an object once per digest, and returns the loaded program. */
 static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, ta_program_t *out, ta_error_t *err) {
     for (size_t i = 0; i < s->nloaded; i++)
@@ -184,6 +165,7 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
 /* ------------------------------------------------------------------ plans */
 
 static void s_plan_free(s_plan_t *p) {
+    if (!p) return;
     for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees);
     ta_free(p->steps);
     ta_free(p);
@@ -201,24 +183,21 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
         return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
     }
     p->nsteps = (int)n;
-    p->realize = m->as.plan.realize;
-    p->reply_to = m->as.plan.reply_to;
-    p->corr = m->corr;
     p->planned_peak = m->as.plan.planned_peak;
     p->unplanned = m->as.plan.unplanned;
     for (uint32_t i = 0; i < n; i++) {
         s_step_t *st = &p->steps[i];
-        int ok = ta_mpr_array(&r, &k) == 0 && k == 7 && ta_mpr_u64(&r, &v) == 0;
+        int ok = ta_mpr_array(&r, &k) == 0 && k == 8 && ta_mpr_u64(&r, &v) == 0 && ta_mpr_u64(&r, &st->program) == 0;
         st->index = (int)v;
         ok = ok && ta_mpr_array(&r, &k) == 0 && k >= 1 && k <= TA_AST_MAX_BUFS;
         st->nbufs = (int)k;
         for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bufs[b]) == 0;
-        ok = ok && ta_mpr_i64(&r, &st->numel) == 0 && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
+        ok = ok && ta_mpr_i64(&r, &st->numel) == 0 && st->numel >= 0 && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
         for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bytes[b]) == 0;
         ok = ok && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
         for (int b = 0; ok && b < st->nbufs; b++) {
             ok = ta_mpr_u64(&r, &v) == 0;
-            st->writes[b] = (uint8_t)(v != 0);
+            st->writes[b] = (uint8_t)(v & 3);
         }
         ok = ok && ta_mpr_u64(&r, &st->reuse) == 0 && ta_mpr_array(&r, &k) == 0 && k <= m->as.plan.steps.len;
         if (ok && k && !(st->frees = ta_calloc(k, sizeof *st->frees))) {
@@ -242,44 +221,77 @@ static double s_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
 }
 
-/* Tells the plan's requester that it failed, and drops it. */
-static void s_fail_plan(ta_actor_t *self, s_state_t *s, s_plan_t *p, int code, const char *text) {
-    ta_actor_send_error(self, (uint32_t)p->reply_to, p->corr, code, "PLAN", text);
-    s_drop_programs(s, p->realize);
+/* The realize being run failed: its client hears of it once (a later part
+ * of a realize that failed already says nothing), and the rest of the run
+ * is consumed without running. */
+static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *text) {
+    s_run_t *r = &s->run;
+    if (!r->failed && s->failed_corr != r->corr) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, code, "PLAN", text);
+    s->failed_corr = r->corr;
+    r->failed = 1;
 }
 
-/* Runs one step if it can; returns 1 if it ran, 0 if it must wait, -1 on failure. */
-static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
-    ta_error_t err = {0, ""};
-    s_prog_t *pr = s_prog(s, p->realize, (uint64_t)st->index);
-    if (!pr) return 0;
-    if (pr->status != TACT_OK) {
-        s_fail_plan(self, s, p, pr->status, pr->text);
-        return -1;
+/* Ends the run: the client hears DONE after its last part, unless it failed. */
+static void s_finish_run(ta_actor_t *self, s_state_t *s) {
+    s_run_t *r = &s->run;
+    int nsteps = r->p ? r->p->nsteps : 0;
+    if (!r->failed && r->final) {
+        uint64_t live = 0;
+        for (size_t i = 0; i < s->nbufs; i++) live += s->bufs[i].bytes;
+        if (s->local.debug >= 1 && r->p)
+            fprintf(stderr, "tact: realize %" PRIu64 ": %" PRIu64 " kernels, planned_peak=%" PRIu64 " unplanned=%" PRIu64 "\n", r->realize,
+                    r->kernels_before + (uint64_t)nsteps, r->p->planned_peak, r->p->unplanned);
+        /* The last part's figures, and what the device holds now. */
+        ta_msg_t d;
+        ta_msg_init(&d, TA_MSG_DONE);
+        d.corr = r->corr;
+        d.as.done.kernels = r->kernels_before + (uint64_t)nsteps;
+        d.as.done.planned_peak = r->p ? r->p->planned_peak : 0;
+        d.as.done.unplanned = r->p ? r->p->unplanned : 0;
+        d.as.done.device_bytes = live;
+        ta_actor_send(self, (uint32_t)r->reply_to, &d);
     }
+    s_plan_free(r->p);
+    memset(r, 0, sizeof *r);
+}
+
+/* Awaits the next step's PROGRAM, or ends the run after the last. */
+static void s_await_next(ta_actor_t *self, s_state_t *s) {
+    s_run_t *r = &s->run;
+    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program);
+    else s_finish_run(self, s);
+}
+
+static int s_was_written_and_failed(const s_state_t *s, uint64_t id) {
+    for (size_t f = 0; f < s->nfailed; f++)
+        if (s->failed[f] == id) return 1;
+    return 0;
+}
+
+/* Runs one step with its loaded program; returns TACT_OK or the error (err). */
+static int s_step(s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t align, ta_error_t *err) {
     for (int b = 1; b < st->nbufs; b++) {
         s_buf_t *in = s_buf(s, st->bufs[b]);
         if (!in) {
-            for (size_t f = 0; f < s->nfailed; f++)
-                if (s->failed[f] == st->bufs[b]) {
-                    ta_error_set(&err, TACT_ENOMEM, "executor: the bytes of buffer %llu could not be stored",
-                                 (unsigned long long)st->bufs[b]);
-                    goto fail;
-                }
-            if (st->writes[b]) return 0; /* its bytes are still on their way */
-            if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, &err)) goto fail;
+            if (st->writes[b] & 1 || s_was_written_and_failed(s, st->bufs[b]))
+                return ta_error_set(err, TACT_ENOMEM, "executor: the bytes of buffer %" PRIu64 " could not be stored", st->bufs[b]);
+            if (!(st->writes[b] & 2))
+                return ta_error_set(err, TACT_EDEVICE,
+                                    "executor: kernel %s reads buffer %" PRIu64 ", which does not exist (the realize that computes it failed)",
+                                    prog->name, st->bufs[b]);
+            if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, err)) return err->code;
         } else if (in->bytes < st->bytes[b]) {
-            ta_error_set(&err, TACT_EPROTO, "executor: buffer %llu holds %llu bytes, kernel %s reads %llu",
-                         (unsigned long long)in->id, (unsigned long long)in->bytes, pr->prog.name, (unsigned long long)st->bytes[b]);
-            goto fail;
+            return ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, kernel %s reads %" PRIu64, in->id,
+                                in->bytes, prog->name, st->bytes[b]);
         }
     }
     s_buf_t *out = s_buf(s, st->bufs[0]);
-    if (out && out->bytes < st->bytes[0]) {
-        ta_error_set(&err, TACT_EPROTO, "executor: buffer %llu holds %llu bytes, kernel %s writes %llu", (unsigned long long)out->id,
-                     (unsigned long long)out->bytes, pr->prog.name, (unsigned long long)st->bytes[0]);
-        goto fail;
-    }
+    if (out && out->bytes < st->bytes[0])
+        return ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, kernel %s writes %" PRIu64, out->id,
+                            out->bytes, prog->name, st->bytes[0]);
+    if (st->numel % align)
+        return ta_error_set(err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", prog->name, (long long)align,
+                            (long long)st->numel);
     if (!out) {
         s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
         if (old && old->bytes >= st->bytes[0]) {
@@ -287,83 +299,53 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_plan_t *p, s_step_t *st) {
             void *ptr = old->ptr;
             uint64_t bytes = old->bytes;
             s_buf_drop(s, st->reuse, 1);
-            if (!s_buf_add(s, st->bufs[0], ptr, bytes, &err)) goto fail;
-        } else if (!s_buf_new(s, st->bufs[0], st->bytes[0], 0, &err)) {
-            goto fail;
+            if (!s_buf_add(s, st->bufs[0], ptr, bytes, err)) return err->code;
+        } else if (!s_buf_new(s, st->bufs[0], st->bytes[0], 0, err)) {
+            return err->code;
         }
     }
     void *ptrs[TA_AST_MAX_BUFS];
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms();
-    if (st->numel % pr->align) {
-        ta_error_set(&err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", pr->prog.name,
-                     (long long)pr->align, (long long)st->numel);
-        goto fail;
-    }
-    if (s->dev_ops->launch(s->dev, &pr->prog, ptrs, st->numel, pr->align, &err) != TACT_OK) goto fail;
-    if (s->w->debug >= 2) {
+    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, err) != TACT_OK) return err->code ? err->code : TACT_EDEVICE;
+    if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
-        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", pr->prog.name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
+        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", prog->name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
     }
     for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
-    return 1;
-fail:
-    s_fail_plan(self, s, p, err.code ? err.code : TACT_EDEVICE, err.text);
-    return -1;
+    return TACT_OK;
 }
 
-/* Sends what waiting copy-outs can now send. */
-static void s_copies(ta_actor_t *self, s_state_t *s) {
-    for (s_copy_t **pc = &s->copies; *pc;) {
-        s_copy_t *c = *pc;
-        s_buf_t *b = s_buf(s, c->buf);
-        if (!b) {
-            pc = &c->next;
-            continue;
-        }
-        ta_msg_t d;
-        ta_msg_init(&d, TA_MSG_DATA);
-        d.corr = c->corr;
-        d.bulk.ptr = b->ptr;
-        d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
-        ta_error_t err;
-        if (ta_port_send(ta_actor_port(self), (uint32_t)c->reply_to, &d, &err) != TACT_OK)
-            ta_actor_send_error(self, (uint32_t)c->reply_to, c->corr, err.code, "COPY_OUT", err.text); /* e.g. too big to send */
-        *pc = c->next;
-        ta_free(c);
+/* PROGRAM for the awaited step: loaded (always: its bytes come once), then
+ * run unless the realize failed already. */
+static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    s_run_t *r = &s->run;
+    s_step_t *st = &r->p->steps[r->next++];
+    ta_error_t err = {0, ""};
+    ta_program_t prog;
+    memset(&prog, 0, sizeof prog);
+    int rc = (int)m->as.program.status;
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, m->as.program.name.ptr ? (const char *)m->as.program.name.ptr : "");
+    if (rc == TACT_OK) {
+        char digest[33], want[33];
+        snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
+        /* The object travels in the message the first time, then its
+         * digest alone; what is loaded is exactly what the compiler sent. */
+        if (m->bulk.len) ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
+        if (m->as.program.digest.len != 32 || (m->bulk.len && strcmp(digest, want) != 0))
+            rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name, m->bulk.len, digest);
+        else
+            rc = s_load(s, m->bulk, digest, name, &prog, &err);
+    } else {
+        if (rc > 0 || rc < -100) rc = TACT_ECOMPILE;
+        ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
     }
-}
-
-/* Runs whatever can run now. */
-static void s_pump(ta_actor_t *self, s_state_t *s) {
-    while (s->plans) {
-        s_plan_t *p = s->plans;
-        int rc = 1;
-        while (p->done < p->nsteps && (rc = s_step(self, s, p, &p->steps[p->done])) == 1) p->done++;
-        if (rc == 0) break;
-        if (rc == 1) {
-            if (s->w->debug >= 1)
-                fprintf(stderr, "tact: realize %" PRIu64 ": %d kernels, planned_peak=%" PRIu64 " unplanned=%" PRIu64 "\n", p->realize,
-                        p->nsteps, p->planned_peak, p->unplanned);
-            /* The planner's figures, and what the device holds now. */
-            uint64_t live = 0;
-            for (size_t i = 0; i < s->nbufs; i++) live += s->bufs[i].bytes;
-            ta_msg_t d;
-            ta_msg_init(&d, TA_MSG_DONE);
-            d.corr = p->corr;
-            d.as.done.kernels = (uint64_t)p->nsteps;
-            d.as.done.planned_peak = p->planned_peak;
-            d.as.done.unplanned = p->unplanned;
-            d.as.done.device_bytes = live;
-            ta_actor_send(self, (uint32_t)p->reply_to, &d);
-            s_drop_programs(s, p->realize);
-        }
-        s->plans = p->next;
-        if (!s->plans) s->plans_tail = NULL;
-        s_plan_free(p);
-    }
-    s_copies(self, s);
+    int64_t align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
+    if (!r->failed && rc == TACT_OK) rc = s_step(s, st, &prog, align, &err);
+    if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
+    s_await_next(self, s);
 }
 
 /* ----------------------------------------------------------------- actor */
@@ -371,9 +353,9 @@ static void s_pump(ta_actor_t *self, s_state_t *s) {
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
-    s->w = arg;
     s->dev_ops = &ta_cpu_device;
-    int rc = s->dev_ops->open(&s->dev, s->w->cpu_threads, err);
+    ta_stage_local(arg, &s->local);
+    int rc = s->dev_ops->open(&s->dev, s->local.cpu_threads, err);
     if (rc != TACT_OK) {
         ta_free(s);
         return rc;
@@ -390,28 +372,103 @@ static void s_fini(ta_actor_t *self) {
     ta_free(s->cache);
     for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, &s->loaded[i]);
     ta_free(s->loaded);
-    while (s->plans) {
-        s_plan_t *p = s->plans;
-        s->plans = p->next;
-        s_plan_free(p);
-    }
-    while (s->copies) {
-        s_copy_t *c = s->copies;
-        s->copies = c->next;
-        ta_free(c);
-    }
+    s_plan_free(s->run.p);
     ta_free(s->bufs);
-    ta_free(s->progs);
     ta_free(s->failed);
-    s->dev_ops->close(&s->dev);
+    if (s->dev) s->dev_ops->close(&s->dev);
     ta_free(s);
+}
+
+/* COPY_OUT: the buffer's bytes to the port that asked (everything the graph
+ * sent before has run, so a buffer missing now will never come). */
+static int s_copy_out(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    const ta_copy_out_msg_t *c = &m->as.copy_out;
+    s_buf_t *b = s_buf(s, c->buf);
+    if (!c->reply_to || c->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: COPY_OUT names no port");
+    if (!b) {
+        char text[160];
+        snprintf(text, sizeof text, "executor: buffer %" PRIu64 " does not exist (the realize that computes it failed)", c->buf);
+        ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, TACT_EDEVICE, "COPY_OUT", text);
+        return TACT_OK;
+    }
+    ta_msg_t d;
+    ta_msg_init(&d, TA_MSG_DATA);
+    d.corr = m->corr;
+    d.bulk.ptr = b->ptr;
+    d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
+    ta_error_t err;
+    if (ta_port_send(ta_actor_port(self), (uint32_t)c->reply_to, &d, &err) != TACT_OK)
+        ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, err.code, "COPY_OUT", err.text); /* e.g. too big to send */
+    return TACT_OK;
+}
+
+/* RUN from the graph: the plan it names is awaited here, in the graph's order. */
+static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    const ta_run_msg_t *r = &m->as.run;
+    if (s->run.active) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN while realize %" PRIu64 " runs", s->run.realize);
+    if (!r->reply_to || r->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN names no port to answer");
+    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, r->kernels_before, NULL, 0, 0};
+    /* A later part of a realize that failed runs nothing; the client heard. */
+    s->run.failed = s->failed_corr == m->corr;
+    if (!r->plan) s_finish_run(self, s);
+    else ta_actor_await(self, r->plan);
+    return TACT_OK;
+}
+
+/* The awaited PLAN. */
+static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    ta_error_t err = {0, ""};
+    int rc = (int)m->as.plan.status;
+    if (rc != TACT_OK)
+        ta_error_set(&err, rc > 0 || rc < -100 ? TACT_EPROTO : rc, "%.*s", (int)m->as.plan.text.len,
+                     m->as.plan.text.ptr ? (const char *)m->as.plan.text.ptr : "");
+    else
+        s_parse_plan(m, &s->run.p, &err);
+    if (!s->run.p) {
+        s_fail_run(self, s, err.code, err.text);
+        s_finish_run(self, s);
+        return;
+    }
+    s_await_next(self, s);
 }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     ta_error_t err = {0, ""};
-    if (m->sender == s->w->graph) s->from_graph++;
+    if (m->type == TA_MSG_CONFIG) {
+        int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
+        return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
+    }
+    if (!s->configured) return ta_actor_fail(self, TACT_EINVAL, "executor: %s before CONFIG", ta_msg_type_name(m->type));
+    s_run_t *run = &s->run;
+    /* Replies come only when awaited (actor.h); a stage driven by hand (tests,
+     * fuzzing) may offer anything, so each is checked against the await. */
     switch (m->type) {
+    case TA_MSG_PLAN:
+        if (!run->active || run->p || m->corr != run->plan) return ta_actor_fail(self, TACT_EPROTO, "executor: a PLAN nobody awaits");
+        s_plan(self, s, m);
+        return TACT_OK;
+    case TA_MSG_PROGRAM:
+        if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program)
+            return ta_actor_fail(self, TACT_EPROTO, "executor: a PROGRAM nobody awaits");
+        s_program(self, s, m);
+        return TACT_OK;
+    case TA_MSG_ERROR:
+        /* An awaited reply that failed (or never came): the realize fails. */
+        if (run->active && (m->corr == run->plan || (run->p && run->next < run->p->nsteps && m->corr == run->p->steps[run->next].program))) {
+            char text[300];
+            snprintf(text, sizeof text, "%.*s: %.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "",
+                     (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
+            s_fail_run(self, s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
+            s_finish_run(self, s);
+        }
+        return TACT_OK;
+    default: break;
+    }
+    if (run->active) return ta_actor_fail(self, TACT_EPROTO, "executor: %s while realize %" PRIu64 " runs", ta_msg_type_name(m->type), run->realize);
+    switch (m->type) {
+    case TA_MSG_RUN: return s_run(self, s, m);
+    case TA_MSG_COPY_OUT: return s_copy_out(self, s, m);
     case TA_MSG_WRITE: {
         s_buf_t *b = s_buf(s, m->as.write.buf);
         if (b && b->bytes != m->bulk.len) {
@@ -419,96 +476,28 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             b = NULL;
         }
         if (!b && !(b = s_buf_new(s, m->as.write.buf, m->bulk.len, 0, &err))) {
-            /* Remember it, so the plan that waits for these bytes fails instead. */
+            /* Remembered, so the plan that reads these bytes fails with the cause. */
             if (ta_grow((void **)&s->failed, &s->failed_cap, s->nfailed + 1, sizeof *s->failed) == TACT_OK)
                 s->failed[s->nfailed++] = m->as.write.buf;
-            s_pump(self, s);
-            return ta_actor_fail(self, err.code, "%s", err.text);
+            return TACT_OK;
         }
         if (s->dev_ops->copy_in(s->dev, b->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK)
             return ta_actor_fail(self, err.code, "%s", err.text);
-        break;
-    }
-    case TA_MSG_PROGRAM: {
-        if (ta_grow((void **)&s->progs, &s->progs_cap, s->nprogs + 1, sizeof *s->progs) != TACT_OK)
-            return ta_actor_fail(self, TACT_ENOMEM, "executor: out of memory");
-        s_prog_t *pr = &s->progs[s->nprogs];
-        memset(pr, 0, sizeof *pr);
-        pr->realize = m->as.program.realize;
-        pr->index = m->as.program.index;
-        pr->status = (int)m->as.program.status;
-        pr->align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
-        snprintf(pr->text, sizeof pr->text, "%.*s", (int)m->as.program.text.len,
-                 m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
-        if (pr->status == TACT_OK) {
-            char digest[33], want[33], name[64];
-            snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
-            snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, (const char *)m->as.program.name.ptr);
-            /* The object travels in the message the first time, then its
-             * digest alone; what is loaded is exactly what the compiler sent. */
-            if (m->bulk.len) ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
-            if (m->as.program.digest.len != 32 || (m->bulk.len && strcmp(digest, want) != 0))
-                pr->status = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name,
-                                          m->bulk.len, digest);
-            else
-                pr->status = s_load(s, m->bulk, digest, name, &pr->prog, &err);
-            if (pr->status != TACT_OK) snprintf(pr->text, sizeof pr->text, "%s", err.text);
-        } else if (pr->status > 0 || pr->status < -100) {
-            pr->status = TACT_ECOMPILE;
-        }
-        s->nprogs++;
-        break;
-    }
-    case TA_MSG_PLAN: {
-        s->last_plan = m->as.plan.realize; /* its programs may come in now, whatever happens to it */
-        s_plan_t *p = NULL;
-        int rc = s_parse_plan(m, &p, &err);
-        if (rc != TACT_OK) {
-            ta_actor_send_error(self, (uint32_t)m->as.plan.reply_to, m->corr, rc, "PLAN", err.text);
-            return TACT_OK;
-        }
-        if (s->plans_tail) s->plans_tail->next = p;
-        else s->plans = p;
-        s->plans_tail = p;
-        break;
-    }
-    case TA_MSG_COPY_OUT: {
-        s_copy_t *c = ta_calloc(1, sizeof *c);
-        if (!c) return ta_actor_fail(self, TACT_ENOMEM, "executor: out of memory");
-        c->buf = m->as.copy_out.buf;
-        c->bytes = m->as.copy_out.bytes;
-        c->reply_to = m->as.copy_out.reply_to;
-        c->corr = m->corr;
-        c->next = s->copies;
-        s->copies = c;
-        break;
+        return TACT_OK;
     }
     case TA_MSG_FREE: {
-        ta_mpr_t r;
-        uint32_t n;
+        ta_u64s_it_t it;
         uint64_t id;
-        ta_mpr_init(&r, m->as.free.bufs.ptr, m->as.free.bufs.len);
-        if (ta_mpr_array(&r, &n) || n > m->as.free.bufs.len) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list");
-        for (uint32_t i = 0; i < n; i++) {
-            if (ta_mpr_u64(&r, &id)) return ta_actor_fail(self, TACT_EPROTO, "executor: malformed free list (entry %u)", i);
+        ta_u64s_begin(&it, &m->as.free.bufs);
+        while (ta_u64s_next(&it, &id)) {
             s_buf_drop(s, id, 0);
+            for (size_t f = 0; f < s->nfailed; f++)
+                if (s->failed[f] == id) s->failed[f--] = s->failed[--s->nfailed];
         }
-        break;
+        return TACT_OK;
     }
     default: return ta_actor_fail(self, TACT_EINVAL, "executor: cannot handle %s", ta_msg_type_name(m->type));
     }
-    s_pump(self, s);
-    return TACT_OK;
 }
 
-/* A plan waits until everything the graph sent before it has been processed
- * (its barrier), so it always follows the writes it reads; its programs
- * wait for it, so they never overtake a held plan. */
-static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
-    s_state_t *s = ta_actor_state(self);
-    if (m->type == TA_MSG_PLAN) return s->from_graph >= m->as.plan.barrier;
-    if (m->type == TA_MSG_PROGRAM) return s->last_plan >= m->as.program.realize;
-    return 1;
-}
-
-const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini, s_accept};
+const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini};

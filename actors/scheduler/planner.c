@@ -11,10 +11,15 @@
 #include "pipeline.h"
 
 /*
- * KERNELS then SCHEDULED (both from the scheduler, so in that order) give a
- * schedule and its temporaries: buffers no tensor needs after this realize.
- * Each kernel goes to a compiler (round robin by kernel index, so the same
- * program always splits the same way) and the whole PLAN to the executor.
+ * KERNELS from the scheduler gives a schedule and its temporaries: buffers
+ * no tensor needs after this realize.  Each kernel goes to a compiler as
+ * COMPILE (round robin by kernel index, so the same program always splits
+ * the same way) with a fresh corr and the executor as the port to reply
+ * to, and the whole PLAN, naming each step's corr, goes to the executor
+ * under the KERNELS' corr.  The executor awaits the PLAN where the graph's
+ * RUN puts it, then each step's PROGRAM in order.  A PLAN always goes, with
+ * a failure status when the kernels cannot be planned, so the executor
+ * never waits for one that will not come.
  *
  * Reuse: once a temporary's last reader has run, its memory is free; a later
  * temporary output of at most that size takes it over instead of a fresh
@@ -32,11 +37,8 @@ typedef struct {
 } s_kernel_t;
 
 typedef struct {
-    ta_pipeline_t *w;
-    uint8_t *kernels; /* the KERNELS payload waiting for its SCHEDULED */
-    size_t kernels_len;
-    uint64_t realize, barrier;
-    uint64_t next_program; /* index of the program to pass on next */
+    ta_pipeline_t w;
+    int configured;
 } s_state_t;
 
 static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_error_t *err) {
@@ -86,15 +88,16 @@ static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_e
     return TACT_OK;
 }
 
-/* Plans the realize whose kernels are waiting, with the temporaries in m. */
-static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t *err) {
+/* Plans the kernels of m (KERNELS): sends their COMPILEs, and packs the
+ * plan's steps into sb with the figures in *peak and *unplanned. */
+static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbuffer *sb, uint64_t *peak_out,
+                  uint64_t *unplanned_out, ta_error_t *err) {
     s_kernel_t *ks = NULL;
-    int nk = 0, rc = s_parse(s->kernels, s->kernels_len, &ks, &nk, err);
+    int nk = 0, rc = s_parse(m->as.kernels.kernels.ptr, m->as.kernels.kernels.len, &ks, &nk, err);
     if (rc != TACT_OK) return rc;
-    ta_mpr_t r;
-    uint32_t nt = 0;
-    ta_mpr_init(&r, m->as.scheduled.temps.ptr, m->as.scheduled.temps.len);
-    if (ta_mpr_array(&r, &nt) || nt > m->as.scheduled.temps.len) nt = 0;
+    ta_u64s_it_t it;
+    uint32_t nt = m->as.kernels.temps.n;
+    ta_u64s_begin(&it, &m->as.kernels.temps);
     /* Per temporary: its id, its size, its last reader; the pool holds the
      * ones whose last reader has run.  dead[] lists the temporaries by last
      * reader (first_dead[q] .. first_dead[q + 1] die after kernel q). */
@@ -105,10 +108,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         *first_dead = ta_calloc((size_t)nk + 2, sizeof *first_dead);
     int bad = !temps || !tbytes || !pool || !pool_bytes || !last || !dead || !first_dead;
     for (uint32_t i = 0; i < nt && !bad; i++) {
-        if (ta_mpr_u64(&r, &temps[i])) {
-            nt = i;
-            break;
-        }
+        ta_u64s_next(&it, &temps[i]);
         last[i] = -1;
         bad = ta_map_put(&index, temps[i], i) != TACT_OK;
     }
@@ -131,10 +131,11 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
     /* Walk the schedule: dead temporaries go to a pool that later outputs take from. */
     uint64_t live = 0, peak = 0, unplanned = 0;
     int npool = 0;
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
+    uint64_t *corrs = ta_calloc((size_t)nk + 1, sizeof *corrs);
+    bad = bad || !corrs;
+    for (int q = 0; q < nk && !bad; q++) corrs[q] = ta_actor_new_corr(self);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
     bad = bad || msgpack_pack_array(&pk, (size_t)nk);
     for (int q = 0; q < nk && !bad; q++) {
         s_kernel_t *k = &ks[q];
@@ -158,9 +159,10 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
                 pool[npool] = temps[dead[d]];
                 pool_bytes[npool++] = tbytes[dead[d]];
             }
-        /* [index, [bufs], numel, [bytes], [writes], reuse, [frees]]: the last
-         * step frees whatever is left in the pool. */
-        bad = msgpack_pack_array(&pk, 7) || msgpack_pack_uint32(&pk, (uint32_t)q) || msgpack_pack_array(&pk, (size_t)k->nbufs);
+        /* [index, program corr, [bufs], numel, [bytes], [writes], reuse,
+         * [frees]]: the last step frees whatever is left in the pool. */
+        bad = msgpack_pack_array(&pk, 8) || msgpack_pack_uint32(&pk, (uint32_t)q) || msgpack_pack_uint64(&pk, corrs[q]) ||
+              msgpack_pack_array(&pk, (size_t)k->nbufs);
         for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bufs[b]);
         bad = bad || msgpack_pack_int64(&pk, k->numel) || msgpack_pack_array(&pk, (size_t)k->nbufs);
         for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bytes[b]);
@@ -172,31 +174,23 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
         for (int i = 0; !bad && i < nfree; i++) bad = msgpack_pack_uint64(&pk, pool[i]);
     }
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
-    /* Compiles first, so compilation overlaps the executor's other work. */
+    /* Compiles first, so compilation overlaps the executor's other work;
+     * each PROGRAM goes straight to the executor, which awaits it. */
     for (int q = 0; q < nk && rc == TACT_OK; q++) {
         ta_msg_t c;
         ta_msg_init(&c, TA_MSG_COMPILE);
-        c.corr = m->corr;
-        c.as.compile.realize = s->realize;
+        c.corr = corrs[q];
+        c.as.compile.realize = m->as.kernels.realize;
         c.as.compile.index = (uint64_t)q;
+        c.as.compile.reply_to = s->w.executor;
         c.as.compile.ast.ptr = ks[q].ast;
         c.as.compile.ast.len = ks[q].ast_len;
-        rc = ta_actor_send(self, s->w->compiler[q % s->w->ncompilers], &c);
+        rc = ta_actor_send(self, s->w.compiler[q % s->w.ncompilers], &c);
+        if (rc != TACT_OK) ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
     }
-    if (rc == TACT_OK) {
-        ta_msg_t p;
-        ta_msg_init(&p, TA_MSG_PLAN);
-        p.corr = m->corr;
-        p.as.plan.realize = s->realize;
-        p.as.plan.reply_to = s->w->graph;
-        p.as.plan.barrier = s->barrier;
-        p.as.plan.steps.ptr = (const uint8_t *)sb.data;
-        p.as.plan.steps.len = sb.size;
-        p.as.plan.planned_peak = peak;
-        p.as.plan.unplanned = unplanned;
-        rc = ta_actor_send(self, s->w->executor, &p);
-    }
-    msgpack_sbuffer_destroy(&sb);
+    *peak_out = peak;
+    *unplanned_out = unplanned;
+    ta_free(corrs);
     ta_free(ks);
     ta_map_fini(&index);
     ta_free(temps), ta_free(tbytes), ta_free(pool), ta_free(pool_bytes), ta_free(last), ta_free(dead), ta_free(first_dead);
@@ -204,62 +198,44 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, ta_error_t 
 }
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
+    (void)arg;
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
-    s->w = arg;
     ta_actor_set_state(self, s);
     return TACT_OK;
 }
 
-static void s_fini(ta_actor_t *self) {
-    s_state_t *s = ta_actor_state(self);
-    ta_free(s->kernels);
-    ta_free(s);
-}
+static void s_fini(ta_actor_t *self) { ta_free(ta_actor_state(self)); }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
+    if (m->type == TA_MSG_CONFIG) {
+        int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_PLANNER);
+        return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
+    }
+    if (m->type != TA_MSG_KERNELS || !s->configured)
+        return ta_actor_fail(self, TACT_EINVAL, "planner: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
     ta_error_t err = {0, ""};
-    if (m->type == TA_MSG_KERNELS) {
-        ta_free(s->kernels);
-        s->kernels_len = m->as.kernels.kernels.len;
-        s->kernels = ta_malloc(s->kernels_len ? s->kernels_len : 1);
-        if (!s->kernels) return ta_actor_fail(self, TACT_ENOMEM, "planner: out of memory");
-        memcpy(s->kernels, m->as.kernels.kernels.ptr, s->kernels_len);
-        s->realize = m->as.kernels.realize;
-        s->barrier = m->as.kernels.barrier;
-        s->next_program = 0;
-        return TACT_OK;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    uint64_t peak = 0, unplanned = 0;
+    int rc = s_plan(self, s, m, &sb, &peak, &unplanned, &err);
+    ta_msg_t p;
+    ta_msg_init(&p, TA_MSG_PLAN);
+    p.corr = m->corr;
+    p.as.plan.realize = m->as.kernels.realize;
+    p.as.plan.status = rc;
+    if (rc == TACT_OK) {
+        p.as.plan.steps.ptr = (const uint8_t *)sb.data;
+        p.as.plan.steps.len = sb.size;
+        p.as.plan.planned_peak = peak;
+        p.as.plan.unplanned = unplanned;
+    } else {
+        p.as.plan.text = ta_bytes_str(err.text);
     }
-    if (m->type == TA_MSG_PROGRAM) {
-        if (m->as.program.realize != s->realize) return TACT_OK; /* of a realize that failed */
-        ta_msg_t p;
-        ta_msg_init(&p, TA_MSG_PROGRAM);
-        p.corr = m->corr;
-        p.as.program = m->as.program;
-        p.bulk = m->bulk; /* the object, copied on */
-        s->next_program++;
-        return ta_actor_send(self, s->w->executor, &p);
-    }
-    if (m->type == TA_MSG_SCHEDULED) {
-        int rc = s->kernels && m->as.scheduled.realize == s->realize ? s_plan(self, s, m, &err)
-                                                                      : ta_error_set(&err, TACT_EPROTO, "planner: SCHEDULED without KERNELS");
-        ta_free(s->kernels);
-        s->kernels = NULL;
-        if (rc != TACT_OK) {
-            /* The graph waits for this realize: the error goes there. */
-            ta_actor_send_error(self, s->w->graph, m->corr, rc, "PLAN", err.text);
-        }
-        return TACT_OK;
-    }
-    return ta_actor_fail(self, TACT_EINVAL, "planner: cannot handle %s", ta_msg_type_name(m->type));
+    int src = ta_actor_send(self, s->w.executor, &p);
+    msgpack_sbuffer_destroy(&sb);
+    return src;
 }
 
-/* Programs come from several compilers in any order; they are passed on in
- * kernel order, so the executor's inbox is the same every run. */
-static int s_accept(ta_actor_t *self, const ta_msg_t *m) {
-    s_state_t *s = ta_actor_state(self);
-    return m->type != TA_MSG_PROGRAM || m->as.program.realize != s->realize || m->as.program.index == s->next_program;
-}
-
-const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini, s_accept};
+const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini};

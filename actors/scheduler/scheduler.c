@@ -14,8 +14,9 @@
 #include "shape.h"
 
 /*
- * SCHEDULE(realize, nodes, targets) from the graph builder becomes
- * SCHEDULED (which nodes get buffers) back to it and KERNELS to the planner.
+ * SCHEDULE(realize, nodes, targets, ids, bufs) from the graph builder
+ * becomes SCHEDULED (which nodes get buffers), the reply the graph awaits,
+ * and KERNELS (with the temporaries) to the planner, under the same corr.
  *
  * A realize point is a base that gets a buffer: every target's base, every
  * CONTIGUOUS, and whatever fusion cannot absorb (DESIGN.md §4): a reduce
@@ -92,8 +93,8 @@ typedef struct {
 
 enum { S_CACHE_ENTRIES = 16 };
 
-/* The key is the SCHEDULE's nodes and targets as they travelled: they name
- * no ids, so equal bytes are equal structure. */
+/* The key is the SCHEDULE's nodes as they travelled and its targets
+ * (positions): they name no ids, so equal keys are equal structure. */
 typedef struct {
     uint64_t hash;
     uint8_t *key;
@@ -102,7 +103,9 @@ typedef struct {
 } s_cached_t;
 
 typedef struct {
-    ta_pipeline_t *w;
+    ta_pipeline_t w;
+    ta_stage_local_t local;
+    int configured;
     s_cached_t cache[S_CACHE_ENTRIES];
     int ncached, evict; /* entries used; the next to replace (oldest first) */
     int perturb;        /* TACT_TEST_PERTURB=scheduler: list fused ids backwards (tests of replay only) */
@@ -119,15 +122,10 @@ static void s_graph_fini(s_graph_t *g) {
     ta_free(g->work);
 }
 
-/* Reads an array of exactly n uints into a fresh array. */
-static int s_u64s(ta_bytes_t b, uint32_t n, uint64_t **out, const char *what, ta_error_t *err) {
-    ta_mpr_t r;
-    uint32_t m;
-    ta_mpr_init(&r, b.ptr, b.len);
-    if (ta_mpr_array(&r, &m) || m != n) return ta_error_set(err, TACT_EPROTO, "schedule: %s: expected %u", what, n);
-    if (!(*out = ta_malloc(sizeof **out * (n ? n : 1)))) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-    for (uint32_t i = 0; i < n; i++)
-        if (ta_mpr_u64(&r, &(*out)[i])) return ta_error_set(err, TACT_EPROTO, "schedule: %s: malformed entry %u", what, i);
+/* Copies an array of exactly n uints into a fresh array. */
+static int s_u64s(const ta_u64s_t *a, uint32_t n, uint64_t **out, const char *what, ta_error_t *err) {
+    if (a->n != n) return ta_error_set(err, TACT_EPROTO, "schedule: %s: %u entries, expected %u", what, a->n, n);
+    if (ta_u64s_copy(a, out) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
     return TACT_OK;
 }
 
@@ -332,7 +330,10 @@ static int s_buf(s_kernel_t *k, int node) {
     if (k->ast->nbufs >= TA_AST_MAX_BUFS) return s_split(k, S_RES_BUFS);
     int b = k->ast->nbufs++;
     k->bufs[b] = n->bufref;
-    k->buf_writes[b] = n->writes;
+    /* Bit 0: the client writes its bytes; bit 1: an EMPTY nobody writes,
+     * which the executor creates zero-filled.  Any other input was computed
+     * earlier and must exist. */
+    k->buf_writes[b] = n->writes | (n->op == TA_OP_EMPTY && !n->writes) << 1;
     k->ast->buf_dtype[b] = n->dtype;
     k->ast->buf_size[b] = ta_shape_numel(&n->shape);
     return b;
@@ -816,9 +817,9 @@ static void s_cache_put(s_state_t *s, ta_bytes_t nodes, ta_bytes_t targets, uint
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "scheduler: out of memory");
-    s->w = arg;
     const char *p = getenv("TACT_TEST_PERTURB");
     s->perturb = p && strcmp(p, "scheduler") == 0;
+    ta_stage_local(arg, &s->local);
     ta_actor_set_state(self, s);
     return TACT_OK;
 }
@@ -834,14 +835,10 @@ static void s_fini(ta_actor_t *self) {
 
 /* Reads the targets (positions): each one's base becomes a realize point
  * (unless it has a buffer) and is kept. */
-static int s_targets(s_graph_t *g, ta_bytes_t targets) {
-    ta_mpr_t r;
-    uint32_t nt;
-    uint64_t t;
-    ta_mpr_init(&r, targets.ptr, targets.len);
-    if (ta_mpr_array(&r, &nt)) return ta_error_set(&g->err, TACT_EPROTO, "schedule: malformed targets");
+static int s_targets(s_graph_t *g, const uint64_t *targets, uint32_t nt) {
     for (uint32_t i = 0; i < nt; i++) {
-        if (ta_mpr_u64(&r, &t) || t >= (uint64_t)g->n) return ta_error_set(&g->err, TACT_EPROTO, "schedule: unknown target");
+        uint64_t t = targets[i];
+        if (t >= (uint64_t)g->n) return ta_error_set(&g->err, TACT_EPROTO, "schedule: unknown target");
         s_node_t *b = &g->nodes[g->nodes[t].base];
         if (!b->has_buffer) b->rp = 1;
         b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
@@ -859,14 +856,17 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s_result_t fresh;
     memset(&fresh, 0, sizeof fresh);
     msgpack_sbuffer_init(&fresh.bytes);
-    const ta_msg_t *sm = m;
-    ta_bytes_t nodes = sm->as.schedule.nodes, targets = sm->as.schedule.targets;
-    uint32_t n = 0;
+    const ta_schedule_msg_t *sm = &m->as.schedule;
+    ta_bytes_t nodes = sm->nodes;
+    uint32_t n = 0, nt = sm->targets.n;
+    uint64_t *tv = NULL;
     int rc = s_count(nodes, &n, &g.err);
-    if (rc == TACT_OK) rc = s_u64s(sm->as.schedule.ids, n, &g.ids, "ids", &g.err);
-    if (rc == TACT_OK) rc = s_u64s(sm->as.schedule.bufs, n, &g.bufs, "bufs", &g.err);
-    uint64_t hash = s_hash((const char *)nodes.ptr, nodes.len) ^ s_hash((const char *)targets.ptr, targets.len) * 31;
-    const s_result_t *res = rc == TACT_OK && s->w->schedule_cache ? s_cache_find(s, nodes, targets, hash) : NULL;
+    if (rc == TACT_OK) rc = s_u64s(&sm->ids, n, &g.ids, "ids", &g.err);
+    if (rc == TACT_OK) rc = s_u64s(&sm->bufs, n, &g.bufs, "bufs", &g.err);
+    if (rc == TACT_OK) rc = s_u64s(&sm->targets, nt, &tv, "targets", &g.err);
+    ta_bytes_t targets = {(const uint8_t *)tv, tv ? sizeof *tv * nt : 0};
+    uint64_t hash = rc == TACT_OK ? s_hash((const char *)nodes.ptr, nodes.len) ^ s_hash((const char *)targets.ptr, targets.len) * 31 : 0;
+    const s_result_t *res = rc == TACT_OK && s->w.schedule_cache ? s_cache_find(s, nodes, targets, hash) : NULL;
     if (res) {
         /* The same structure: only the ids are new.  Buffers must pair up
          * as they did (nodes sharing a buffer still share one). */
@@ -877,12 +877,12 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
         rc = s_decode(&g, nodes, &g.err);
-        if (rc == TACT_OK) rc = s_targets(&g, targets);
+        if (rc == TACT_OK) rc = s_targets(&g, tv, nt);
         ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;
         s_kernel_t *k = rc == TACT_OK ? ta_calloc(1, sizeof *k) : NULL;
         if (k) k->alu_st = ta_malloc(sizeof *k->alu_st * TA_AST_MAX_NODES);
         if (rc == TACT_OK)
-            rc = ast && k && k->alu_st ? s_schedule_graph(&g, &fresh, ast, k, s->w->debug)
+            rc = ast && k && k->alu_st ? s_schedule_graph(&g, &fresh, ast, k, s->local.debug)
                                        : ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
         if (k) ta_free(k->alu_st);
         ta_free(k);
@@ -895,53 +895,54 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     msgpack_sbuffer_init(&temps);
     if (rc == TACT_OK && s_pack(res, &g, s->perturb, &kb, &ids, &temps) != 0) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc == TACT_OK) {
-        /* SCHEDULED to the graph (which buffers will exist), then KERNELS and
-         * the same SCHEDULED to the planner (which are temporaries). */
+        /* SCHEDULED to the graph (which buffers will exist: the reply it
+         * awaits), KERNELS with the temporaries to the planner. */
         ta_msg_t sch, ker;
         ta_msg_init(&sch, TA_MSG_SCHEDULED);
         sch.corr = m->corr;
-        sch.as.scheduled.realize = m->as.schedule.realize;
+        sch.as.scheduled.realize = sm->realize;
         sch.as.scheduled.kernels = (uint64_t)res->nk;
-        sch.as.scheduled.ids.ptr = (const uint8_t *)ids.data;
-        sch.as.scheduled.ids.len = ids.size;
-        sch.as.scheduled.temps.ptr = (const uint8_t *)temps.data;
-        sch.as.scheduled.temps.len = temps.size;
-        ta_msg_t again = sch;
+        sch.as.scheduled.ids = (ta_u64s_t){NULL, (uint32_t)res->nkeep, {(const uint8_t *)ids.data, ids.size}};
         ta_msg_init(&ker, TA_MSG_KERNELS);
         ker.corr = m->corr;
-        ker.as.kernels.realize = m->as.schedule.realize;
-        ker.as.kernels.barrier = m->as.schedule.barrier;
+        ker.as.kernels.realize = sm->realize;
         ker.as.kernels.kernels.ptr = (const uint8_t *)kb.data;
         ker.as.kernels.kernels.len = kb.size;
-        rc = ta_actor_send(self, s->w->graph, &sch);
-        if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &ker);
-        if (rc == TACT_OK) rc = ta_actor_send(self, s->w->planner, &again);
+        ker.as.kernels.temps = (ta_u64s_t){NULL, (uint32_t)res->ntemp, {(const uint8_t *)temps.data, temps.size}};
+        rc = ta_actor_send(self, s->w.graph, &sch);
+        if (rc == TACT_OK) rc = ta_actor_send(self, s->w.planner, &ker);
     }
-    if (rc == TACT_OK && res == &fresh && s->w->schedule_cache) s_cache_put(s, nodes, targets, hash, &fresh);
+    if (rc == TACT_OK && res == &fresh && s->w.schedule_cache) s_cache_put(s, nodes, targets, hash, &fresh);
     s_result_fini(&fresh);
     msgpack_sbuffer_destroy(&kb);
     msgpack_sbuffer_destroy(&ids);
     msgpack_sbuffer_destroy(&temps);
     s_graph_fini(&g);
+    ta_free(tv);
     if (rc != TACT_OK) {
         /* The graph is waiting for this realize: tell it, as the executor would. */
-        ta_actor_send_error(self, s->w->graph, m->corr, rc, "SCHEDULE", g.err.text[0] ? g.err.text : tact_strerror(rc));
+        ta_actor_send_error(self, s->w.graph, m->corr, rc, "SCHEDULE", g.err.text[0] ? g.err.text : tact_strerror(rc));
     }
     return TACT_OK;
 }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
-    if (m->type == TA_MSG_SCHEDULE) {
+    if (m->type == TA_MSG_CONFIG) {
+        int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_SCHEDULER);
+        return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
+    }
+    if (m->type == TA_MSG_SCHEDULE && s->configured) {
         /* CPU time, so a busy machine does not inflate it (tact_stats.schedule_ns). */
         struct timespec t0, t1;
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
         int rc = s_schedule(self, s, m);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
         ta_actor_count(self, TA_STAT_BUSY_NS, (uint64_t)((t1.tv_sec - t0.tv_sec) * 1000000000ll + (t1.tv_nsec - t0.tv_nsec)));
+        ta_actor_count(self, TA_STAT_JOBS, 1);
         return rc;
     }
     return ta_actor_fail(self, TACT_EINVAL, "scheduler: cannot handle %s", ta_msg_type_name(m->type));
 }
 
-const ta_actor_ops_t ta_scheduler_ops = {"scheduler", s_init, s_handle, s_fini, NULL};
+const ta_actor_ops_t ta_scheduler_ops = {"scheduler", s_init, s_handle, s_fini};

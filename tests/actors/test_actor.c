@@ -86,7 +86,7 @@ static int s_peek_handle(ta_actor_t *self, ta_msg_t *m) {
     return m->type == TA_MSG_EOS ? ta_actor_reply(self, m, &out) : TACT_OK;
 }
 
-static const ta_actor_ops_t s_peek_ops = {"peek", s_peek_init, s_peek_handle, NULL, NULL};
+static const ta_actor_ops_t s_peek_ops = {"peek", s_peek_init, s_peek_handle, NULL};
 
 static int s_freed;
 static void s_free_bulk(void *data, void *owner) {
@@ -133,7 +133,7 @@ static int s_moody_handle(ta_actor_t *self, ta_msg_t *m) {
     return ta_echo_ops.handle(self, m);
 }
 
-static const ta_actor_ops_t s_moody_ops = {"moody", NULL, s_moody_handle, NULL, NULL};
+static const ta_actor_ops_t s_moody_ops = {"moody", NULL, s_moody_handle, NULL};
 
 static int s_request_text(ta_port_t *port, uint32_t dest, const char *text, ta_error_t *err) {
     ta_msg_t req, reply;
@@ -176,7 +176,7 @@ static int s_bad_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 }
 
 Test(actors_actor, init_failure_fails_start_with_its_text) {
-    static const ta_actor_ops_t ops = {"broken", s_bad_init, s_moody_handle, NULL, NULL};
+    static const ta_actor_ops_t ops = {"broken", s_bad_init, s_moody_handle, NULL};
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
     ta_actor_t *a = (ta_actor_t *)1;
     ta_error_t err;
@@ -248,7 +248,7 @@ static int s_mute_handle(ta_actor_t *self, ta_msg_t *m) {
     return TACT_OK;
 }
 
-static const ta_actor_ops_t s_mute_ops = {"mute", NULL, s_mute_handle, NULL, NULL};
+static const ta_actor_ops_t s_mute_ops = {"mute", NULL, s_mute_handle, NULL};
 
 Test(actors_actor, a_peer_that_never_answers_times_out) {
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);

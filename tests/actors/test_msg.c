@@ -35,6 +35,13 @@ static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes) {
         case TA_FK_U64: *(uint64_t *)f = r; break;
         case TA_FK_I64: *(int64_t *)f = (int64_t)r; break;
         case TA_FK_F64: *(double *)f = (double)(int64_t)r / 3.0; break;
+        case TA_FK_U64S: { /* up to 6 values, some large */
+            static uint64_t vals[64][6];
+            uint64_t *v = vals[(m->type * 8 + i) % 64];
+            for (int k = 0; k < 6; k++) v[k] = k & 1 ? tu_rand(rng) : tu_rand(rng) % 300;
+            *(ta_u64s_t *)f = ta_u64s(v, (size_t)(r % 7));
+            break;
+        }
         case TA_FK_MP: { /* a valid msgpack value: a str header over the bytes that follow */
             ta_bytes_t *b = f;
             size_t n = (size_t)(r >> 32) % 31;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -439,15 +440,14 @@ Test(graph_pipeline, scheduler_and_planner_replay_a_recorded_run_byte_for_byte) 
     ta_log_t *log;
     ta_error_t err;
     cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
-    /* Port ids follow the start order of tact_ctx_open. */
-    ta_pipeline_t w;
-    tu_default_wiring(&w);
+    /* Port ids follow the start order of tact_ctx_open; each stage learns
+     * the rest from the CONFIG at the head of its inbox. */
     cr_assert_str_eq(ta_log_find(log, 3)->name, "scheduler");
     cr_assert_str_eq(ta_log_find(log, 4)->name, "planner");
     const ta_actor_ops_t *ops[2] = {&ta_scheduler_ops, &ta_planner_ops};
     for (int i = 0; i < 2; i++) {
         ta_replay_report_t rep;
-        int rc = ta_replay_actor(log, (uint32_t)(3 + i), ops[i], &w, &rep, &err);
+        int rc = ta_replay_actor(log, (uint32_t)(3 + i), ops[i], NULL, &rep, &err);
         cr_assert_eq(rc, TACT_OK, "%s: %s", ops[i]->name, err.text);
         cr_assert_gt(rep.out_count, 0);
     }
@@ -937,4 +937,96 @@ Test(graph_pipeline, async_errors_surface_at_the_next_sync_point) {
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     unlink(flag);
     free(flag);
+}
+
+Test(graph_pipeline, a_realize_reading_a_failed_one_fails_too_and_both_run_again) {
+    char *flag;
+    tact_ctx *ctx = s_open_failing_once(&flag);
+    int64_t s[1] = {7};
+    tact_tensor *bad = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, s, 5.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &bad), TACT_OK);
+    /* Started before the failure is known: it reads bad's buffer, which the
+     * failed realize never computed.  It must fail, not read zeros. */
+    tact_tensor *dep = tact_add(bad, tact_scalar(ctx, 1.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &dep), TACT_OK);
+    int rc = tact_wait(ctx);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    /* The graph hears of both failures with the next realize: both run again. */
+    float out[7];
+    cr_assert_eq(tact_read(dep, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 7; i++) cr_assert_eq(out[i], sqrtf(5.0f) + 1.0f, "element %d: %g", i, (double)out[i]);
+    cr_assert_eq(tact_read(bad, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 7; i++) cr_assert_eq(out[i], sqrtf(5.0f));
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    unlink(flag);
+    free(flag);
+}
+
+/* Lines in a file, or 0 when it does not exist. */
+static int s_lines(const char *path) {
+    FILE *f = fopen(path, "r");
+    int n = 0, c;
+    if (!f) return 0;
+    while ((c = fgetc(f)) != EOF) n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+Test(graph_pipeline, the_stages_take_the_next_realize_while_one_is_still_in_flight) {
+    /* A compiler that holds every kernel without the constant 1234.5
+     * (0x1.34ap+10) until a flag file exists, and logs the others. */
+    char *dir = tu_tmpfile("overlap"), path[1200], cc[1400];
+    unlink(dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/cc.sh", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f,
+            "for last; do :; done\n"
+            "case \"$1\" in --version) exec cc \"$@\";; esac\n"
+            "if grep -q '0x1.34ap+10' \"$last\"; then echo marked >> %s/marked\n"
+            "else n=0; while [ ! -e %s/go ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; fi\n"
+            "exec cc \"$@\"\n",
+            dir, dir);
+    fclose(f);
+    snprintf(cc, sizeof cc, "sh %s", path);
+    setenv("TACT_CC", cc, 1);
+    snprintf(path, sizeof path, "%s/cache", dir);
+    setenv("TACT_CACHE_DIR", path, 1);
+    tact_ctx *ctx = s_open(0, NULL);
+    unsetenv("TACT_CC");
+    unsetenv("TACT_CACHE_DIR");
+    int64_t s[1] = {9};
+    float x[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, s, x);
+    /* Realize 1: kernel 0 (compiler 0), the sum, is marked; kernel 1
+     * (compiler 1), which adds the sum to every element, is held. */
+    tact_tensor *t1 = tact_sum(tact_mul(a, tact_scalar(ctx, 1234.5)), -1, NULL, 1);
+    tact_tensor *t2 = tact_add(a, t1);
+    cr_assert_eq(tact_realize_async(ctx, 1, &t2), TACT_OK, "%s", tact_ctx_error(ctx));
+    /* Realize 2: one marked kernel (compiler 0). */
+    tact_tensor *b = tact_add(tact_mul(a, tact_scalar(ctx, 1234.5)), tact_scalar(ctx, 7.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &b), TACT_OK, "%s", tact_ctx_error(ctx));
+    /* Realize 2 is scheduled, planned and compiled while realize 1 cannot
+     * have run (its second kernel is still being compiled). */
+    snprintf(path, sizeof path, "%s/marked", dir);
+    int marked = 0;
+    for (int i = 0; i < 3000 && (marked = s_lines(path)) < 2; i++) usleep(10000);
+    tact_stats st;
+    tact_ctx_stats(ctx, &st);
+    snprintf(path, sizeof path, "%s/go", dir);
+    fclose(fopen(path, "w"));
+    cr_assert_eq(marked, 2, "realize 2's kernel was not compiled while realize 1 waited (%d marked compiles)", marked);
+    cr_assert_eq(st.schedules, 2);
+    cr_assert_eq(tact_wait(ctx), TACT_OK, "%s", tact_ctx_error(ctx));
+    float out[9];
+    cr_assert_eq(tact_read(t2, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 9; i++) cr_assert_float_eq(out[i], x[i] + 45 * 1234.5, 1e-2);
+    cr_assert_eq(tact_read(b, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 9; i++) cr_assert_eq(out[i], x[i] * 1234.5f + 7.0f);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
 }

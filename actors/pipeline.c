@@ -1,0 +1,70 @@
+/* pipeline.c - the CONFIG message: how each stage learns the wiring, and which upstream orders its work. */
+#include "pipeline.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "cc.h"
+
+void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers) {
+    ta_msg_init(m, TA_MSG_CONFIG);
+    ta_config_msg_t *c = &m->as.config;
+    c->client = w->client;
+    c->graph = w->graph;
+    c->scheduler = w->scheduler;
+    c->planner = w->planner;
+    c->executor = w->executor;
+    for (int i = 0; i < w->ncompilers; i++) compilers[i] = w->compiler[i];
+    c->compilers = ta_u64s(compilers, (size_t)w->ncompilers);
+    c->schedule_cache = w->schedule_cache;
+    c->cc = ta_bytes_str(w->cc);
+}
+
+void ta_stage_local(const void *arg, ta_stage_local_t *out) {
+    if (arg) {
+        *out = *(const ta_stage_local_t *)arg;
+        return;
+    }
+    memset(out, 0, sizeof *out);
+    out->cpu_threads = 1;
+    ta_cc_cache_dir(out->cache_dir, sizeof out->cache_dir);
+}
+
+static int s_port(uint64_t v, uint32_t *out) {
+    if (!v || v > UINT32_MAX) return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w, int *configured, ta_role_t role) {
+    if (*configured) return ta_actor_fail(self, TACT_EINVAL, "%s: configured already", ta_actor_name(self));
+    const ta_config_msg_t *c = &m->as.config;
+    ta_pipeline_t n;
+    memset(&n, 0, sizeof n);
+    uint64_t id;
+    ta_u64s_it_t it;
+    if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
+        s_port(c->planner, &n.planner) || s_port(c->executor, &n.executor) || c->compilers.n < 1 ||
+        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc)
+        return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
+    ta_u64s_begin(&it, &c->compilers);
+    while (ta_u64s_next(&it, &id))
+        if (s_port(id, &n.compiler[n.ncompilers++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
+    n.schedule_cache = c->schedule_cache != 0;
+    if (c->cc.len) memcpy(n.cc, c->cc.ptr, c->cc.len);
+    uint32_t up = role == TA_ROLE_GRAPH       ? n.client
+                  : role == TA_ROLE_SCHEDULER ? n.graph
+                  : role == TA_ROLE_PLANNER   ? n.scheduler
+                  : role == TA_ROLE_COMPILER  ? n.planner
+                                              : n.graph;
+    if (ta_actor_set_inputs(self, &up, 1) != TACT_OK) return ta_actor_fail(self, TACT_ENOMEM, "%s: out of memory", ta_actor_name(self));
+    *w = n;
+    *configured = 1;
+    return TACT_OK;
+}
+
+int ta_pipeline_ack(ta_actor_t *self, const ta_msg_t *m) {
+    ta_msg_t d;
+    ta_msg_init(&d, TA_MSG_DONE);
+    return ta_actor_reply(self, m, &d);
+}
