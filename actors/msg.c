@@ -80,6 +80,7 @@ typedef struct {
     const char *name;
     ta_field_kind_t kind;
     size_t offset; /* within ta_msg_t */
+    int rec;       /* RECS: the record type */
 } s_field_t;
 
 typedef struct {
@@ -88,9 +89,9 @@ typedef struct {
     size_t nfields;
 } s_type_t;
 
-#define S_FIELD(M, KIND, field) {#field, TA_FK_##KIND, offsetof(ta_msg_t, as.M.field)},
+#define S_FIELD(M, KIND, field) {#field, TA_FK_##KIND, offsetof(ta_msg_t, as.M.field), TA_RECOF_##KIND},
 /* A trailing sentinel keeps field-less tables non-empty. */
-#define S_FIELDS(NAME, name) static const s_field_t s_fields_##name[] = {TA_FIELDS_##NAME(S_FIELD, name){NULL, 0, 0}};
+#define S_FIELDS(NAME, name) static const s_field_t s_fields_##name[] = {TA_FIELDS_##NAME(S_FIELD, name){NULL, 0, 0, -1}};
 TA_MSG_LIST(S_FIELDS)
 #undef S_FIELDS
 
@@ -116,6 +117,7 @@ void ta_msg_release(ta_msg_t *m) {
 }
 
 /* ----------------------------------------------------------------- codec */
+
 
 /* Envelope: [version, type, sender, dest, seq, corr, [payload...], bulk_len]. */
 enum { S_ENVELOPE_ITEMS = 8 };
@@ -144,14 +146,17 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
         case TA_FK_F64: rc = msgpack_pack_double(&pk, *(const double *)f); break;
         case TA_FK_STR:
         case TA_FK_BIN: rc = s_pack_bytes(&pk, t->fields[i].kind, *(const ta_bytes_t *)f); break;
-        case TA_FK_U64S: {
-            const ta_u64s_t *a = f;
+        case TA_FK_U64S: rc = ta_u64s_pack((const ta_u64s_t *)f, &pk); break;
+        case TA_FK_RECS: {
+            const ta_recs_t *a = f;
             if (a->raw.len) {
                 rc = msgpack_sbuffer_write(sb, (const char *)a->raw.ptr, a->raw.len);
                 break;
             }
+            size_t size = ta_rec_size((ta_rec_type_t)t->fields[i].rec);
             rc = msgpack_pack_array(&pk, a->n);
-            for (uint32_t k = 0; !rc && k < a->n; k++) rc = msgpack_pack_uint64(&pk, a->vals[k]);
+            for (uint32_t k = 0; !rc && k < a->n; k++)
+                rc = ta_rec_pack((ta_rec_type_t)t->fields[i].rec, (const char *)a->vals + size * k, &pk);
             break;
         }
         case TA_FK_MP: {
@@ -167,7 +172,7 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
 }
 
 static const char *s_kind_name(ta_field_kind_t k) {
-    static const char *names[] = {"uint", "int", "float", "str", "bin", "msgpack value", "array of uints"};
+    static const char *names[] = {"uint", "int", "float", "str", "bin", "msgpack value", "array of uints", "list of records"};
     return names[k];
 }
 
@@ -228,6 +233,21 @@ int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, ui
             a->raw.len = (size_t)(r.p - start);
             break;
         }
+        case TA_FK_RECS: {
+            ta_recs_t *a = f;
+            const uint8_t *start = r.p;
+            size_t off = ta_mpr_offset(&r);
+            uint32_t count = 0;
+            ta_error_t e;
+            if (ta_recs_check((ta_rec_type_t)t->fields[i].rec, buf, len, &off, &count, &e) != TACT_OK) {
+                ta_msg_init(m, TA_MSG_READY);
+                return ta_error_set(err, TACT_EPROTO, "field %s.%s: %s", t->name, t->fields[i].name, e.text);
+            }
+            r.p = (const uint8_t *)buf + off;
+            *a = ta_recs_raw((ta_rec_type_t)t->fields[i].rec, start, (size_t)(r.p - start), count);
+            bad = 0;
+            break;
+        }
         default: bad = ta_mpr_bin(&r, &b->ptr, &b->len); break;
         }
         if (bad) {
@@ -266,7 +286,7 @@ static bool s_u64s_eq(const ta_u64s_t *a, const ta_u64s_t *b) {
 
 bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t where_len) {
     const char *field = NULL;
-    char buf[64];
+    char buf[160];
     if (a->type != b->type) field = "type";
     else if (a->sender != b->sender) field = "sender";
     else if (a->dest != b->dest) field = "dest";
@@ -282,6 +302,15 @@ bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t wher
             case TA_FK_I64:
             case TA_FK_F64: eq = memcmp(fa, fb, 8) == 0; break; /* bitwise, so NaN == NaN */
             case TA_FK_U64S: eq = s_u64s_eq((const ta_u64s_t *)fa, (const ta_u64s_t *)fb); break;
+            case TA_FK_RECS: {
+                char sub[128] = "";
+                eq = ta_recs_equal((const ta_recs_t *)fa, (const ta_recs_t *)fb, sub, sizeof sub);
+                if (!eq) {
+                    snprintf(buf, sizeof buf, "payload.%s%s", t->fields[i].name, sub);
+                    field = buf;
+                }
+                continue;
+            }
             default: eq = s_bytes_eq(*(const ta_bytes_t *)fa, *(const ta_bytes_t *)fb); break;
             }
             if (!eq) {
@@ -312,6 +341,7 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
         case TA_FK_STR: S_PUT(" %s=\"%.*s\"", t->fields[i].name, (int)(b->len > 64 ? 64 : b->len), b->ptr ? (const char *)b->ptr : ""); break;
         case TA_FK_BIN: S_PUT(" %s=<%zu bytes>", t->fields[i].name, b->len); break;
         case TA_FK_MP: S_PUT(" %s=<msgpack, %zu bytes>", t->fields[i].name, b->len); break;
+        case TA_FK_RECS: S_PUT(" %s=<%u %s>", t->fields[i].name, ((const ta_recs_t *)f)->n, ta_rec_type_name(t->fields[i].rec)); break;
         case TA_FK_U64S: {
             const ta_u64s_t *a = (const ta_u64s_t *)f;
             ta_u64s_it_t it;
@@ -328,4 +358,23 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
 #undef S_PUT
     if (len) buf[at < len ? at : len - 1] = '\0';
     return buf;
+}
+
+void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent) {
+    if (m->type >= TA_MSG__COUNT) return;
+    const s_type_t *t = &s_types[m->type];
+    for (size_t i = 0; i < t->nfields; i++) {
+        if (t->fields[i].kind != TA_FK_RECS) continue;
+        const ta_recs_t *a = (const ta_recs_t *)((const char *)m + t->fields[i].offset);
+        static _Thread_local union {
+#define S_U(NAME, name) ta_##name##_rec_t name;
+            TA_REC_LIST(S_U)
+#undef S_U
+        } rec;
+        static _Thread_local char line[8192];
+        ta_recs_it_t it;
+        ta_recs_begin(&it, a);
+        for (uint32_t k = 0; ta_recs_next(&it, &rec); k++)
+            fprintf(f, "%s%s[%u] %s\n", indent, t->fields[i].name, k, ta_rec_format((ta_rec_type_t)a->type, &rec, line, sizeof line));
+    }
 }

@@ -63,14 +63,157 @@ int ta_u64s_next(ta_u64s_it_t *it, uint64_t *v);
  * so it is never NULL on success).  Returns TACT_OK or TACT_ENOMEM. */
 int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
 
+/* --------------------------------------------------------------- records */
+
+/*
+ * Records: the structures inside payloads (an op, a subgraph node, a
+ * kernel, a plan step, a view), declared once like the messages below.
+ * Their codec, validation, field-by-field comparison and dump are derived
+ * from these tables (actors/rec.c), so no stage packs or reads a payload by
+ * hand.  Record field kinds: U64, I64, MP (one msgpack value, kept as its
+ * bytes), U64S (an array of uints of any length, ta_u64s_t), U64A and I64A
+ * (at most ARG values, held in the record as field[ARG] with their count in
+ * n_field), RECS (a list of records of type ARG, ta_recs_t).  A record
+ * travels as a msgpack array of its fields in order.
+ */
+#define TA_REC_MAX_DIMS 16
+
+#define TA_REC_LIST(X) \
+    X(VIEW, view)      /* one view of a view stack (graph/view.h) */         \
+    X(VSTACK, vstack)  /* a view stack: its views, the buffer's first */     \
+    X(NODE, node)      /* an op (OP_BATCH) or a subgraph node (SCHEDULE) */   \
+    X(ANODE, anode)    /* a node of a kernel AST (codegen/ast.h) */           \
+    X(AST, ast)        /* a kernel AST */                                    \
+    X(KERNEL, kernel)  /* a scheduled kernel (KERNELS) */                    \
+    X(STEP, step)      /* a plan step (PLAN) */
+
+#define TA_REC_FIELDS_VIEW(F, R)                                                                                 \
+    F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, I64A, strides, TA_REC_MAX_DIMS) F(R, I64, offset) F(R, U64, has_mask) \
+    F(R, I64A, mask, 2 * TA_REC_MAX_DIMS) F(R, U64, contiguous)
+#define TA_REC_FIELDS_VSTACK(F, R) F(R, RECS, views, VIEW)
+#define TA_REC_FIELDS_NODE(F, R)                                                                                  \
+    F(R, U64, id) F(R, U64, op) F(R, U64, dtype) F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64A, srcs, 3)             \
+    F(R, I64A, args, 2 * TA_REC_MAX_DIMS) F(R, U64, base) F(R, RECS, st, VIEW) F(R, U64, flags) F(R, U64, bufref)    \
+    F(R, U64, device)
+#define TA_REC_FIELDS_ANODE(F, R) \
+    F(R, U64, op) F(R, U64, dtype) F(R, U64A, srcs, 3) F(R, I64, buf) F(R, I64, view) F(R, U64, value)
+#define TA_REC_FIELDS_AST(F, R)                                                                                   \
+    F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64, reduce_mask) F(R, U64A, buf_dtypes, 32) F(R, I64A, buf_sizes, 32) \
+    F(R, RECS, views, VSTACK) F(R, RECS, nodes, ANODE) F(R, U64S, fused)
+#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32)
+#define TA_REC_FIELDS_STEP(F, R)                                                                                   \
+    F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
+    F(R, U64, reuse) F(R, U64S, frees)
+
+typedef enum ta_rec_type {
+#define TA_REC_ENUM_(NAME, name) TA_REC_##NAME,
+    TA_REC_LIST(TA_REC_ENUM_)
+#undef TA_REC_ENUM_
+    TA_REC__COUNT
+} ta_rec_type_t;
+
+/*
+ * A list of records of one type.  To send one, point vals at n records
+ * (ta_recs) or at their encoding (ta_recs_raw, made with ta_rec_pack); a
+ * decoded one is its validated msgpack array in raw, read with
+ * ta_recs_begin/ta_recs_next.  Forwarding a decoded list sends raw as is.
+ */
+typedef struct ta_recs {
+    int type;
+    const void *vals;
+    uint32_t n;
+    ta_bytes_t raw;
+} ta_recs_t;
+
+ta_recs_t ta_recs(ta_rec_type_t type, const void *vals, size_t n);
+ta_recs_t ta_recs_raw(ta_rec_type_t type, const void *bytes, size_t len, size_t n);
+
+#define TA_RF_DECL_U64(field) uint64_t field;
+#define TA_RF_DECL_I64(field) int64_t field;
+#define TA_RF_DECL_MP(field) ta_bytes_t field;
+#define TA_RF_DECL_U64S(field) ta_u64s_t field;
+#define TA_RF_DECL_U64A(field, ARG) \
+    uint64_t field[ARG];            \
+    uint32_t n_##field;
+#define TA_RF_DECL_I64A(field, ARG) \
+    int64_t field[ARG];             \
+    uint32_t n_##field;
+#define TA_RF_DECL_RECS(field, ARG) ta_recs_t field;
+#define TA_RF_DECL_(R, KIND, ...) TA_RF_DECL_##KIND(__VA_ARGS__)
+#define TA_REC_STRUCT_(NAME, name)                  \
+    typedef struct ta_##name##_rec {                \
+        TA_REC_FIELDS_##NAME(TA_RF_DECL_, name)     \
+    } ta_##name##_rec_t;
+TA_REC_LIST(TA_REC_STRUCT_)
+#undef TA_REC_STRUCT_
+
+const char *ta_rec_type_name(int type);
+
+/* The schema itself, for tools and tests that walk any record generically. */
+typedef enum ta_rec_kind { TA_RK_U64, TA_RK_I64, TA_RK_MP, TA_RK_U64S, TA_RK_U64A, TA_RK_I64A, TA_RK_RECS } ta_rec_kind_t;
+typedef struct ta_rec_field {
+    const char *name;
+    int kind;         /* ta_rec_kind_t */
+    size_t off;       /* of the field in the record struct */
+    size_t count_off; /* U64A/I64A: of n_field */
+    uint32_t cap;     /* U64A/I64A: the most values */
+    int sub;          /* RECS: the record type */
+} ta_rec_field_t;
+const ta_rec_field_t *ta_rec_fields(ta_rec_type_t type, size_t *n);
+size_t ta_rec_size(ta_rec_type_t type);
+
+/* Appends record rec of type to pk (a msgpack array of its fields).
+ * Returns 0, or -1 on allocation failure or an array count over its bound. */
+int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk);
+
+/* The header of a list of n records, packed before them, and a uint
+ * array field's encoding (for payloads built in pieces). */
+int ta_recs_pack_header(msgpack_packer *pk, size_t n);
+int ta_u64s_pack(const ta_u64s_t *a, msgpack_packer *pk);
+
+/*
+ * Reads one record of type from buf at *off into rec, checking every field
+ * against the schema (kinds, bounds; nested lists checked whole, kept as
+ * raw views of buf).  Returns TACT_OK and advances *off, or TACT_EPROTO
+ * with the byte offset and the field in err.
+ */
+int ta_rec_unpack(ta_rec_type_t type, void *rec, const uint8_t *buf, size_t len, size_t *off, ta_error_t *err);
+
+/* Iterates over a list: ta_recs_next returns 1 with the next record in rec,
+ * or 0 at the end (or at a record that does not decode, which a list that
+ * came through the codec never has). */
+typedef struct ta_recs_it {
+    const ta_recs_t *a;
+    uint32_t i;
+    size_t off;
+} ta_recs_it_t;
+void ta_recs_begin(ta_recs_it_t *it, const ta_recs_t *a);
+int ta_recs_next(ta_recs_it_t *it, void *rec);
+
+/* Checks that the n records at the front of an array header in buf (at
+ * *off) are well formed; sets *n and advances *off.  Returns TACT_OK or
+ * TACT_EPROTO with the offset and field in err. */
+int ta_recs_check(ta_rec_type_t type, const uint8_t *buf, size_t len, size_t *off, uint32_t *n, ta_error_t *err);
+
+/* Compares two records (or lists) field by field; returns true if equal,
+ * otherwise false with the first difference named in where ("shape",
+ * "st[1].strides"). */
+bool ta_rec_equal(ta_rec_type_t type, const void *a, const void *b, char *where, size_t len);
+bool ta_recs_equal(const ta_recs_t *a, const ta_recs_t *b, char *where, size_t len);
+
+/* Formats a record on one line ("{id=3 op=9 shape=[2 3] ...}") into buf
+ * (cut to len); returns buf. */
+char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
+
 /*
  * The message types and their payload fields.  Everything else (the enum, the
  * payload structs, the codec, the names used by dumps and replay diffs) is
  * derived from these two tables, so a new message is one line in each.
  * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), U64S (an
- * array of unsigned integers, ta_u64s_t), MP (one embedded msgpack value,
- * checked well formed on decode; the stage that owns the message reads its
- * structure with mpread.h).
+ * array of unsigned integers, ta_u64s_t), NODES, KERNELS and STEPS (lists
+ * of records, ta_recs_t, checked record by record), MP (one embedded
+ * msgpack value, checked well formed on decode; a kernel AST, read with the
+ * AST record by codegen/ast.c).
  */
 #define TA_MSG_LIST(X)                                                                  \
     X(READY, ready)           /* actor -> owner: started (status: 0) or failed */         \
@@ -113,18 +256,18 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
     F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64, executor) \
     F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc)
-#define TA_FIELDS_OP_BATCH(F, M) F(M, MP, ops)
+#define TA_FIELDS_OP_BATCH(F, M) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
 #define TA_FIELDS_RELEASE(F, M) F(M, U64S, ids)
-#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, MP, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
-#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, MP, kernels) F(M, U64S, temps)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
+#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, U64, reply_to) F(M, MP, ast)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
-#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, MP, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
+#define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
 #define TA_FIELDS_RUN(F, M) F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
@@ -136,7 +279,23 @@ typedef enum ta_msg_type {
     TA_MSG__COUNT
 } ta_msg_type_t;
 
-typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP, TA_FK_U64S } ta_field_kind_t;
+typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP, TA_FK_U64S, TA_FK_RECS } ta_field_kind_t;
+
+/* The list kinds of message fields: a list of records of one type each
+ * (ta_recs_t, checked record by record by the codec). */
+#define TA_FK_NODES TA_FK_RECS
+#define TA_FK_KERNELS TA_FK_RECS
+#define TA_FK_STEPS TA_FK_RECS
+#define TA_RECOF_NODES TA_REC_NODE
+#define TA_RECOF_KERNELS TA_REC_KERNEL
+#define TA_RECOF_STEPS TA_REC_STEP
+#define TA_RECOF_U64 (-1)
+#define TA_RECOF_I64 (-1)
+#define TA_RECOF_F64 (-1)
+#define TA_RECOF_STR (-1)
+#define TA_RECOF_BIN (-1)
+#define TA_RECOF_MP (-1)
+#define TA_RECOF_U64S (-1)
 
 #define TA_CTYPE_U64 uint64_t
 #define TA_CTYPE_I64 int64_t
@@ -145,6 +304,9 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_CTYPE_BIN ta_bytes_t
 #define TA_CTYPE_MP ta_bytes_t
 #define TA_CTYPE_U64S ta_u64s_t
+#define TA_CTYPE_NODES ta_recs_t
+#define TA_CTYPE_KERNELS ta_recs_t
+#define TA_CTYPE_STEPS ta_recs_t
 #define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
 /* Each payload struct starts with a placeholder so field-less messages are valid C. */
 #define TA_MSG_STRUCT_(NAME, name)             \
@@ -216,5 +378,10 @@ bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t wher
 
 /* Formats a one-line human-readable summary of m into buf; returns buf. */
 char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len);
+
+/* Prints every record of m's record lists to f, one a line ("nodes[3]
+ * {id=3 op=9 ...}"), each line starting with indent (`tact log dump -v`). */
+#include <stdio.h>
+void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent);
 
 #endif

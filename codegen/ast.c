@@ -107,131 +107,151 @@ void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {
 
 /* ------------------------------------------------------------------ codec */
 
-/* A view stack: [[[shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...]. */
-int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk) {
-    int bad = msgpack_pack_array(pk, (size_t)st->nviews);
-    for (int v = 0; !bad && v < st->nviews; v++) {
+/* View stacks and ASTs travel as the VIEW, VSTACK, ANODE and AST records of
+ * msg.h; these functions only move values between those records and the
+ * structs here, and check what the schema cannot (ranges, consistency). */
+
+ta_recs_t ta_vstack_recs(const ta_vstack_t *st, ta_view_rec_t *recs) {
+    for (int v = 0; v < st->nviews; v++) {
         const ta_view_t *w = &st->views[v];
-        bad = msgpack_pack_array(pk, 6) || msgpack_pack_array(pk, (size_t)w->ndim);
-        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->shape[k]);
-        bad = bad || msgpack_pack_array(pk, (size_t)w->ndim);
-        for (int k = 0; !bad && k < w->ndim; k++) bad = msgpack_pack_int64(pk, w->strides[k]);
-        bad = bad || msgpack_pack_int64(pk, w->offset) || msgpack_pack_uint8(pk, w->has_mask) ||
-              msgpack_pack_array(pk, w->has_mask ? (size_t)w->ndim * 2 : 0);
-        for (int k = 0; !bad && w->has_mask && k < w->ndim; k++)
-            bad = msgpack_pack_int64(pk, w->mask[k][0]) || msgpack_pack_int64(pk, w->mask[k][1]);
-        bad = bad || msgpack_pack_uint8(pk, w->contiguous);
+        ta_view_rec_t *r = &recs[v];
+        memset(r, 0, sizeof *r);
+        r->n_shape = r->n_strides = (uint32_t)w->ndim;
+        memcpy(r->shape, w->shape, sizeof(int64_t) * (size_t)w->ndim);
+        memcpy(r->strides, w->strides, sizeof(int64_t) * (size_t)w->ndim);
+        r->offset = w->offset;
+        r->has_mask = w->has_mask;
+        r->n_mask = w->has_mask ? (uint32_t)w->ndim * 2 : 0;
+        for (int d = 0; w->has_mask && d < w->ndim; d++) r->mask[2 * d] = w->mask[d][0], r->mask[2 * d + 1] = w->mask[d][1];
+        r->contiguous = w->contiguous;
     }
-    return bad ? -1 : 0;
+    return ta_recs(TA_REC_VIEW, recs, (size_t)st->nviews);
+}
+
+int ta_vstack_from_recs(ta_vstack_t *st, const ta_recs_t *views) {
+    if (views->type != TA_REC_VIEW || views->n < 1 || views->n > TA_MAX_VIEWS) return -1;
+    ta_recs_it_t it;
+    ta_view_rec_t r;
+    ta_recs_begin(&it, views);
+    st->nviews = 0;
+    while (ta_recs_next(&it, &r)) {
+        ta_view_t *w = &st->views[st->nviews++];
+        if (r.n_shape > TA_MAX_DIMS || r.n_strides != r.n_shape || r.has_mask > 1 || r.contiguous > 1 ||
+            r.n_mask != (r.has_mask ? 2 * r.n_shape : 0))
+            return -1;
+        w->ndim = (int)r.n_shape;
+        for (int d = 0; d < w->ndim; d++) {
+            if (r.shape[d] < 0) return -1;
+            w->shape[d] = r.shape[d];
+            w->strides[d] = r.strides[d];
+            w->mask[d][0] = r.has_mask ? r.mask[2 * d] : 0;
+            w->mask[d][1] = r.has_mask ? r.mask[2 * d + 1] : 0;
+        }
+        w->offset = r.offset;
+        w->has_mask = r.has_mask != 0;
+        w->contiguous = r.contiguous != 0;
+    }
+    return st->nviews == (int)views->n && ta_vstack_valid(st) ? 0 : -1;
 }
 
 int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk) {
-    int bad = msgpack_pack_array(pk, 6) || msgpack_pack_array(pk, (size_t)a->ndim);
-    for (int k = 0; !bad && k < a->ndim; k++) bad = msgpack_pack_int64(pk, a->shape[k]);
-    bad = bad || msgpack_pack_uint32(pk, a->reduce_mask) || msgpack_pack_array(pk, (size_t)a->nbufs);
-    for (int b = 0; !bad && b < a->nbufs; b++)
-        bad = msgpack_pack_array(pk, 2) || msgpack_pack_uint8(pk, (uint8_t)a->buf_dtype[b]) ||
-              msgpack_pack_int64(pk, a->buf_size[b]);
-    bad = bad || msgpack_pack_array(pk, (size_t)a->nviews);
-    for (int v = 0; !bad && v < a->nviews; v++) bad = ta_vstack_pack(&a->views[v], pk);
-    bad = bad || msgpack_pack_array(pk, (size_t)a->nnodes);
+    /* The nested lists are packed first, each into its own buffer, and the
+     * AST record refers to their bytes. */
+    msgpack_sbuffer vb, nb;
+    msgpack_sbuffer_init(&vb);
+    msgpack_sbuffer_init(&nb);
+    msgpack_packer vp, np;
+    msgpack_packer_init(&vp, &vb, msgpack_sbuffer_write);
+    msgpack_packer_init(&np, &nb, msgpack_sbuffer_write);
+    ta_view_rec_t views[TA_MAX_VIEWS];
+    int bad = ta_recs_pack_header(&vp, (size_t)a->nviews);
+    for (int v = 0; !bad && v < a->nviews; v++) {
+        ta_vstack_rec_t st = {ta_vstack_recs(&a->views[v], views)};
+        bad = ta_rec_pack(TA_REC_VSTACK, &st, &vp);
+    }
+    bad = bad || ta_recs_pack_header(&np, (size_t)a->nnodes);
     for (int i = 0; !bad && i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
-        bad = msgpack_pack_array(pk, 6) || msgpack_pack_uint8(pk, (uint8_t)n->op) ||
-              msgpack_pack_uint8(pk, (uint8_t)n->dtype) || msgpack_pack_array(pk, (size_t)n->nsrc);
-        for (int s = 0; !bad && s < n->nsrc; s++) bad = msgpack_pack_int16(pk, n->src[s]);
-        bad = bad || msgpack_pack_int16(pk, n->buf) || msgpack_pack_int16(pk, n->view) ||
-              msgpack_pack_uint64(pk, ta_value_bits(n->dtype, n->value));
+        ta_anode_rec_t r;
+        memset(&r, 0, sizeof r);
+        r.op = (uint64_t)n->op;
+        r.dtype = (uint64_t)n->dtype;
+        r.n_srcs = (uint32_t)n->nsrc;
+        for (int s = 0; s < n->nsrc; s++) r.srcs[s] = (uint64_t)n->src[s];
+        r.buf = n->buf;
+        r.view = n->view;
+        r.value = ta_value_bits(n->dtype, n->value);
+        bad = ta_rec_pack(TA_REC_ANODE, &r, &np);
     }
-    bad = bad || msgpack_pack_array(pk, (size_t)a->nfused);
-    for (int i = 0; !bad && i < a->nfused; i++) bad = msgpack_pack_uint64(pk, a->fused[i]);
+    ta_ast_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.n_shape = (uint32_t)a->ndim;
+    memcpy(r.shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+    r.reduce_mask = a->reduce_mask;
+    r.n_buf_dtypes = r.n_buf_sizes = (uint32_t)a->nbufs;
+    for (int b = 0; b < a->nbufs; b++) r.buf_dtypes[b] = (uint64_t)a->buf_dtype[b], r.buf_sizes[b] = a->buf_size[b];
+    r.views = ta_recs_raw(TA_REC_VSTACK, vb.data, vb.size, (size_t)a->nviews);
+    r.nodes = ta_recs_raw(TA_REC_ANODE, nb.data, nb.size, (size_t)a->nnodes);
+    r.fused = ta_u64s(a->fused, (size_t)a->nfused);
+    bad = bad || ta_rec_pack(TA_REC_AST, &r, pk);
+    msgpack_sbuffer_destroy(&vb);
+    msgpack_sbuffer_destroy(&nb);
     return bad ? -1 : 0;
 }
 
-/* Reads an array header of exactly want elements (want < 0: at most -want). */
-static int s_arr(ta_mpr_t *r, int64_t want, uint32_t *n) {
-    if (ta_mpr_array(r, n) != 0) return -1;
-    return want >= 0 ? (*n == want ? 0 : -1) : (*n <= -want ? 0 : -1);
-}
-
-static int s_i64(ta_mpr_t *r, int64_t *v) { return ta_mpr_i64(r, v); }
-
-static int s_small(ta_mpr_t *r, int64_t lo, int64_t hi, int64_t *v) {
-    return ta_mpr_i64(r, v) == 0 && *v >= lo && *v <= hi ? 0 : -1;
-}
-
-int ta_vstack_unpack(ta_vstack_t *st, ta_mpr_t *r) {
-    uint32_t n, m;
-    int64_t v;
-    if (s_arr(r, -TA_MAX_VIEWS, &n) || n < 1) return -1;
-    st->nviews = (int)n;
-    for (uint32_t i = 0; i < n; i++) {
-        ta_view_t *w = &st->views[i];
-        if (s_arr(r, 6, &m) || s_arr(r, -TA_MAX_DIMS, &m)) return -1;
-        w->ndim = (int)m;
-        for (int k = 0; k < w->ndim; k++)
-            if (s_i64(r, &w->shape[k]) || w->shape[k] < 0) return -1;
-        if (s_arr(r, w->ndim, &m)) return -1;
-        for (int k = 0; k < w->ndim; k++)
-            if (s_i64(r, &w->strides[k])) return -1;
-        if (s_i64(r, &w->offset) || s_small(r, 0, 1, &v)) return -1;
-        w->has_mask = v;
-        if (s_arr(r, w->has_mask ? w->ndim * 2 : 0, &m)) return -1;
-        for (int k = 0; w->has_mask && k < w->ndim; k++)
-            if (s_i64(r, &w->mask[k][0]) || s_i64(r, &w->mask[k][1])) return -1;
-        if (s_small(r, 0, 1, &v)) return -1;
-        w->contiguous = v != 0;
-    }
-    return ta_vstack_valid(st) ? 0 : -1;
-}
-
 int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
-    uint32_t n, m;
-    int64_t v;
-    uint64_t u;
-#define S_NEED(cond, what)                                                                                 \
-    do {                                                                                                   \
-        if (!(cond)) return ta_error_set(err, TACT_EPROTO, "kernel ast: byte %zu: expected %s", ta_mpr_offset(r), what); \
+    ta_ast_rec_t rec;
+    size_t off = ta_mpr_offset(r);
+    ta_error_t e;
+    if (ta_rec_unpack(TA_REC_AST, &rec, r->start, (size_t)(r->end - r->start), &off, &e) != TACT_OK)
+        return ta_error_set(err, TACT_EPROTO, "kernel ast: %s", e.text);
+    r->p = r->start + off;
+#define S_NEED(cond, what)                                                         \
+    do {                                                                           \
+        if (!(cond)) return ta_error_set(err, TACT_EPROTO, "kernel ast: %s", what); \
     } while (0)
-    S_NEED(s_arr(r, 6, &n) == 0 && s_arr(r, -TA_MAX_DIMS, &n) == 0, "[shape, ...]");
-    a->ndim = (int)n;
-    for (int k = 0; k < a->ndim; k++) S_NEED(s_i64(r, &a->shape[k]) == 0, "a dim");
-    S_NEED(ta_mpr_u64(r, &u) == 0 && u <= UINT32_MAX, "the reduce mask");
-    a->reduce_mask = (uint32_t)u;
-    S_NEED(s_arr(r, -TA_AST_MAX_BUFS, &n) == 0, "the buffers");
-    a->nbufs = (int)n;
+    S_NEED(rec.reduce_mask <= UINT32_MAX, "the reduce mask out of range");
+    a->ndim = (int)rec.n_shape;
+    memcpy(a->shape, rec.shape, sizeof(int64_t) * rec.n_shape);
+    a->reduce_mask = (uint32_t)rec.reduce_mask;
+    S_NEED(rec.n_buf_dtypes == rec.n_buf_sizes, "one dtype and one size per buffer");
+    a->nbufs = (int)rec.n_buf_dtypes;
     for (int b = 0; b < a->nbufs; b++) {
-        S_NEED(s_arr(r, 2, &m) == 0 && s_small(r, 0, TACT_DTYPE_COUNT - 1, &v) == 0, "a buffer dtype");
-        a->buf_dtype[b] = (tact_dtype)v;
-        S_NEED(s_i64(r, &a->buf_size[b]) == 0, "a buffer size");
+        S_NEED(rec.buf_dtypes[b] < TACT_DTYPE_COUNT, "a buffer dtype");
+        a->buf_dtype[b] = (tact_dtype)rec.buf_dtypes[b];
+        a->buf_size[b] = rec.buf_sizes[b];
     }
-    S_NEED(s_arr(r, -TA_AST_MAX_VIEWS, &n) == 0, "the views");
-    a->nviews = (int)n;
-    for (int i = 0; i < a->nviews; i++) S_NEED(ta_vstack_unpack(&a->views[i], r) == 0, "a view stack");
-    S_NEED(s_arr(r, -TA_AST_MAX_NODES, &n) == 0, "the nodes");
-    a->nnodes = (int)n;
-    for (int i = 0; i < a->nnodes; i++) {
-        ta_ast_node_t *node = &a->nodes[i];
-        S_NEED(s_arr(r, 6, &m) == 0 && s_small(r, 0, TA_OP__COUNT - 1, &v) == 0, "a node op");
-        node->op = (ta_op_t)v;
-        S_NEED(s_small(r, 0, TACT_DTYPE_COUNT - 1, &v) == 0, "a node dtype");
-        node->dtype = (tact_dtype)v;
-        S_NEED(s_arr(r, -3, &m) == 0, "node sources");
-        node->nsrc = (int)m;
+    S_NEED(rec.views.n <= TA_AST_MAX_VIEWS && rec.nodes.n <= TA_AST_MAX_NODES && rec.fused.n <= TA_AST_MAX_NODES,
+           "at most 32 views, 256 nodes and 256 fused ids");
+    ta_recs_it_t it;
+    ta_vstack_rec_t st;
+    a->nviews = 0;
+    ta_recs_begin(&it, &rec.views);
+    while (ta_recs_next(&it, &st)) S_NEED(ta_vstack_from_recs(&a->views[a->nviews++], &st.views) == 0, "a well-formed view stack");
+    ta_anode_rec_t n;
+    a->nnodes = 0;
+    ta_recs_begin(&it, &rec.nodes);
+    while (ta_recs_next(&it, &n)) {
+        ta_ast_node_t *node = &a->nodes[a->nnodes++];
+        S_NEED(n.op < TA_OP__COUNT && n.dtype < TACT_DTYPE_COUNT, "a node's op and dtype");
+        node->op = (ta_op_t)n.op;
+        node->dtype = (tact_dtype)n.dtype;
+        node->nsrc = (int)n.n_srcs;
         for (int s = 0; s < node->nsrc; s++) {
-            S_NEED(s_small(r, 0, TA_AST_MAX_NODES, &v) == 0, "a source");
-            node->src[s] = (int16_t)v;
+            S_NEED(n.srcs[s] <= TA_AST_MAX_NODES, "a source index");
+            node->src[s] = (int16_t)n.srcs[s];
         }
-        S_NEED(s_small(r, -1, TA_AST_MAX_BUFS, &v) == 0, "a buffer index");
-        node->buf = (int16_t)v;
-        S_NEED(s_small(r, -1, TA_AST_MAX_VIEWS, &v) == 0, "a view index");
-        node->view = (int16_t)v;
-        S_NEED(ta_mpr_u64(r, &u) == 0, "a value");
-        node->value = ta_value_from_bits(node->dtype, u);
+        S_NEED(n.buf >= -1 && n.buf <= TA_AST_MAX_BUFS && n.view >= -1 && n.view <= TA_AST_MAX_VIEWS, "a buffer and view index");
+        node->buf = (int16_t)n.buf;
+        node->view = (int16_t)n.view;
+        node->value = ta_value_from_bits(node->dtype, n.value);
     }
-    S_NEED(s_arr(r, -TA_AST_MAX_NODES, &n) == 0, "the fused ids");
-    a->nfused = (int)n;
-    for (int i = 0; i < a->nfused; i++) S_NEED(ta_mpr_u64(r, &a->fused[i]) == 0, "a fused id");
+    S_NEED(a->nviews == (int)rec.views.n && a->nnodes == (int)rec.nodes.n, "every view and node");
+    uint64_t id;
+    ta_u64s_it_t ui;
+    a->nfused = 0;
+    ta_u64s_begin(&ui, &rec.fused);
+    while (ta_u64s_next(&ui, &id)) a->fused[a->nfused++] = id;
 #undef S_NEED
     return ta_ast_check(a, err);
 }

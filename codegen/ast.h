@@ -68,15 +68,17 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err);
  * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
 
-/* A view stack's msgpack form, shared by every message that carries one:
- * [[[shape], [strides], offset, has_mask, [lo, hi, ...], contiguous], ...].
- * Pack returns 0 or -1 (allocation); unpack returns 0, or -1 when the bytes
- * are not a well-formed stack (then st is unspecified). */
+/* A view stack travels as a list of VIEW records (msg.h).  ta_vstack_recs
+ * fills recs (TA_MAX_VIEWS entries) from st and returns the list, which
+ * borrows recs; ta_vstack_from_recs reads a list back into st and returns
+ * 0, or -1 when it is not a well-formed stack (then st is unspecified). */
 struct ta_mpr;
-int ta_vstack_pack(const ta_vstack_t *st, msgpack_packer *pk);
-int ta_vstack_unpack(ta_vstack_t *st, struct ta_mpr *r);
+ta_recs_t ta_vstack_recs(const ta_vstack_t *st, ta_view_rec_t *recs);
+int ta_vstack_from_recs(ta_vstack_t *st, const ta_recs_t *views);
 
-/* Appends a's msgpack encoding to pk.  Returns 0, or -1 on allocation failure. */
+/* Appends a's encoding (an AST record) to pk.  Returns 0, or -1 on
+ * allocation failure.  The record's last field is the fused ids, so an AST
+ * packed with nfused 0 ends in the one byte of an empty list (0x90). */
 int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk);
 /* Decodes one AST from r and checks it (ta_ast_check).  Returns TACT_OK or
  * TACT_EPROTO/TACT_EINVAL with the reason (and byte offset) in err. */

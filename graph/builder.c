@@ -466,34 +466,22 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
 }
 
 /* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
-static int s_add_op(g_state_t *g, ta_mpr_t *r, ta_error_t *err) {
-    uint32_t n, k;
-    uint64_t id, op, dtype, src;
-    int64_t v;
-    if (ta_mpr_array(r, &n) || n != 6 || ta_mpr_u64(r, &id) || ta_mpr_u64(r, &op) || op >= TA_OP__COUNT ||
-        ta_mpr_u64(r, &dtype) || !ta_dtype_valid((int)dtype) || ta_mpr_array(r, &k) || k > TA_MAX_DIMS)
-        return ta_error_set(err, TACT_EPROTO, "op batch: byte %zu: malformed op record", ta_mpr_offset(r));
+static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
+    uint64_t id = r->id;
+    if (r->op >= TA_OP__COUNT || !ta_dtype_valid((int)r->dtype) || r->base || r->st.n || r->flags || r->bufref || r->device)
+        return ta_error_set(err, TACT_EPROTO, "op batch: op %" PRIu64 ": malformed record", id);
     if (!id || s_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
     g_node_t tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.id = id;
-    tmp.op = (ta_op_t)op;
-    tmp.dtype = (tact_dtype)dtype;
-    tmp.shape.ndim = (int)k;
-    for (uint32_t i = 0; i < k; i++)
-        if (ta_mpr_i64(r, &tmp.shape.d[i]) || tmp.shape.d[i] < 0) return ta_error_set(err, TACT_EPROTO, "op batch: bad shape");
-    if (ta_mpr_array(r, &k) || k > 3) return ta_error_set(err, TACT_EPROTO, "op batch: bad sources");
-    tmp.nsrc = (int)k;
-    for (uint32_t i = 0; i < k; i++) {
-        if (ta_mpr_u64(r, &src)) return ta_error_set(err, TACT_EPROTO, "op batch: bad source id");
-        tmp.src[i] = src;
-    }
-    if (ta_mpr_array(r, &k) || k > 2 * TA_MAX_DIMS) return ta_error_set(err, TACT_EPROTO, "op batch: bad args");
-    tmp.nargs = (int)k;
-    for (uint32_t i = 0; i < k; i++) {
-        if (ta_mpr_i64(r, &v)) return ta_error_set(err, TACT_EPROTO, "op batch: bad arg");
-        tmp.args[i] = v;
-    }
+    tmp.op = (ta_op_t)r->op;
+    tmp.dtype = (tact_dtype)r->dtype;
+    if (ta_shape_make(&tmp.shape, (int)r->n_shape, r->shape, "op batch", NULL) != TACT_OK)
+        return ta_error_set(err, TACT_EPROTO, "op batch: op %" PRIu64 ": bad shape", id);
+    tmp.nsrc = (int)r->n_srcs;
+    for (int i = 0; i < tmp.nsrc; i++) tmp.src[i] = r->srcs[i];
+    tmp.nargs = (int)r->n_args;
+    memcpy(tmp.args, r->args, sizeof *tmp.args * r->n_args);
     /* A source that duplicates another node is read as that node, so
      * chains of duplicates are found duplicate too. */
     for (int i = 0; i < tmp.nsrc; i++) {
@@ -648,32 +636,35 @@ static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
 }
 
 /*
- * Packs one node of the subgraph by position, so that two subgraphs of the
- * same structure pack to the same bytes whatever their ids:
- * [op, dtype, [shape], [srcs], [args], base, st|nil, flags, bufref], where
- * srcs and base are positions of earlier nodes (a base's is its own),
- * flags bit 0 = has a buffer, 1 = must be kept after this realize (the
- * client holds it, or a node outside the subgraph reads it), 2 = its bytes
- * come from the client, and bufref is the position of the first node whose
- * data lives in the same buffer (an assign's is its target's).  The ids and
- * buffer ids travel beside it, one per node.
+ * Packs one node of the subgraph as a NODE record by position, so that two
+ * subgraphs of the same structure pack to the same bytes whatever their
+ * ids: id, srcs and base are positions of the node and of earlier nodes (a
+ * base's base is its own position); st is a view's stack; flags bit 0 =
+ * has a buffer, 1 = must be kept after this realize (the client holds it,
+ * or a node outside the subgraph reads it), 2 = its bytes come from the
+ * client; bufref is the position of the first node whose data lives in the
+ * same buffer (an assign's is its target's).  The ids and buffer ids travel
+ * beside it, one per node.
  */
-static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, msgpack_packer *pk) {
+static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, ta_node_rec_t *r, msgpack_packer *pk) {
+    ta_view_rec_t views[TA_MAX_VIEWS];
     int leaf = !n->is_view && n->buffer;
-    int bad = msgpack_pack_array(pk, 9) || msgpack_pack_uint8(pk, (uint8_t)n->op) || msgpack_pack_uint8(pk, (uint8_t)n->dtype) ||
-              msgpack_pack_array(pk, (size_t)n->shape.ndim);
-    for (int k = 0; !bad && k < n->shape.ndim; k++) bad = msgpack_pack_int64(pk, n->shape.d[k]);
-    int nsrc = leaf || n->is_view ? 0 : n->nsrc;
-    bad = bad || msgpack_pack_array(pk, (size_t)nsrc);
-    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(pk, s_find(g, n->src[i])->pos);
-    bad = bad || msgpack_pack_array(pk, (size_t)n->nargs);
-    for (int i = 0; !bad && i < n->nargs; i++) bad = msgpack_pack_int64(pk, n->args[i]);
-    bad = bad || msgpack_pack_uint64(pk, n->is_view ? s_find(g, n->base)->pos : n->pos);
-    if (!bad) bad = n->is_view ? ta_vstack_pack(n->st, pk) : msgpack_pack_nil(pk);
+    memset(r, 0, sizeof *r);
+    r->id = n->pos;
+    r->op = (uint64_t)n->op;
+    r->dtype = (uint64_t)n->dtype;
+    r->n_shape = (uint32_t)n->shape.ndim;
+    memcpy(r->shape, n->shape.d, sizeof *r->shape * r->n_shape);
+    r->n_srcs = leaf || n->is_view ? 0 : (uint32_t)n->nsrc;
+    for (uint32_t i = 0; i < r->n_srcs; i++) r->srcs[i] = s_find(g, n->src[i])->pos;
+    r->n_args = (uint32_t)n->nargs;
+    memcpy(r->args, n->args, sizeof *r->args * r->n_args);
+    r->base = n->is_view ? s_find(g, n->base)->pos : n->pos;
+    if (n->is_view) r->st = ta_vstack_recs(n->st, views);
     int keep = n->client_ref || n->children > n->internal;
-    bad = bad || msgpack_pack_uint8(pk, (uint8_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0))) ||
-          msgpack_pack_uint64(pk, bufref);
-    return bad;
+    r->flags = (uint64_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0));
+    r->bufref = bufref;
+    return ta_rec_pack(TA_REC_NODE, r, pk);
 }
 
 /* True while some target's base has no buffer yet. */
@@ -693,8 +684,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     g_node_t **list = NULL;
     size_t len = 0;
     int rc = s_collect(g, &list, &len);
-    msgpack_sbuffer body, nodes;
-    msgpack_sbuffer_init(&body);
+    msgpack_sbuffer nodes;
     msgpack_sbuffer_init(&nodes);
     msgpack_packer pk;
     /* Where the part ends: its last node brings it past either bound. */
@@ -720,18 +710,17 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         if (b && b->mark == g->stamp && b->pos < cut) b->internal++;
     }
     /* The nodes, by position. */
-    msgpack_packer_init(&pk, &body, msgpack_sbuffer_write);
-    int bad = rc != TACT_OK;
+    msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
+    ta_node_rec_t *rec = ta_malloc(sizeof *rec);
+    int bad = rc != TACT_OK || !rec || ta_recs_pack_header(&pk, cut);
     ta_map_t first = {0}; /* buffer id -> position of its first node */
     for (size_t i = 0; i < cut && !bad; i++) {
         uint64_t ref = i;
         if (!ta_map_get(&first, list[i]->buf, &ref)) bad = ta_map_put(&first, list[i]->buf, i) != TACT_OK;
-        bad = bad || s_pack_node(g, list[i], ref, &pk);
+        bad = bad || s_pack_node(g, list[i], ref, rec, &pk);
     }
     ta_map_fini(&first);
-    msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, cut) || msgpack_sbuffer_write(&nodes, body.data, body.size);
-    msgpack_sbuffer_clear(&body);
+    ta_free(rec);
     /* Ids and buffer ids beside the nodes, then the targets: the realize's
      * own, and in a part, what later nodes read. */
     uint64_t *ids = ta_malloc(sizeof *ids * (cut + 1)), *bufs = ta_malloc(sizeof *bufs * (cut + 1));
@@ -770,8 +759,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         ta_msg_init(&s, TA_MSG_SCHEDULE);
         s.corr = ta_actor_new_corr(self);
         s.as.schedule.realize = g->realize;
-        s.as.schedule.nodes.ptr = (const uint8_t *)nodes.data;
-        s.as.schedule.nodes.len = nodes.size;
+        s.as.schedule.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, cut);
         s.as.schedule.targets = ta_u64s(tpos, ntpos);
         s.as.schedule.ids = ta_u64s(ids, cut);
         s.as.schedule.bufs = ta_u64s(bufs, cut);
@@ -782,7 +770,6 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
             ta_actor_await(self, s.corr);
         }
     }
-    msgpack_sbuffer_destroy(&body);
     msgpack_sbuffer_destroy(&nodes);
     ta_free(ids);
     ta_free(bufs);
@@ -947,14 +934,14 @@ static void s_fini(ta_actor_t *self) {
 static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error_t *err) {
     switch (m->type) {
     case TA_MSG_OP_BATCH: {
-        ta_mpr_t r;
-        uint32_t n;
-        ta_mpr_init(&r, m->as.op_batch.ops.ptr, m->as.op_batch.ops.len);
-        if (ta_mpr_array(&r, &n)) return ta_error_set(err, TACT_EPROTO, "op batch: not an array");
-        for (uint32_t i = 0; i < n; i++) {
+        ta_recs_it_t it;
+        ta_node_rec_t rec;
+        if (m->as.op_batch.ops.type != TA_REC_NODE) return ta_error_set(err, TACT_EPROTO, "op batch: not NODE records");
+        ta_recs_begin(&it, &m->as.op_batch.ops);
+        while (ta_recs_next(&it, &rec)) {
             /* The client computed every shape itself, so this is a bug or a
              * hostile peer: the ops before it stay, the rest is refused. */
-            int rc = s_add_op(g, &r, err);
+            int rc = s_add_op(g, &rec, err);
             if (rc != TACT_OK) return rc;
         }
         return TACT_OK;

@@ -135,23 +135,28 @@ static void s_free_tensor(tact_tensor *t) {
 /* ---------------------------------------------------------------- op records */
 
 /*
- * An op record is [id, op, dtype, [shape], [src ids], [args]] (docs/messages.md).
- * Records accumulate in ctx->batch and travel as one OP_BATCH message.
+ * Each op is a NODE record (actors/msg.h, docs/messages.md): its id, op,
+ * dtype, shape, source ids and args.  Records accumulate in ctx->batch and
+ * travel as one OP_BATCH message.
  */
 static int s_flush(tact_ctx *ctx, ta_error_t *err);
 
 static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs,
                     int nargs, const int64_t *args) {
+    ta_node_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.id = out->id;
+    r.op = (uint64_t)op;
+    r.dtype = (uint64_t)out->dtype;
+    r.n_shape = (uint32_t)out->shape.ndim;
+    memcpy(r.shape, out->shape.d, sizeof *r.shape * r.n_shape);
+    r.n_srcs = (uint32_t)nsrc;
+    for (int i = 0; i < nsrc; i++) r.srcs[i] = srcs[i]->id;
+    r.n_args = (uint32_t)nargs;
+    if (nargs) memcpy(r.args, args, sizeof *r.args * (size_t)nargs);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &ctx->batch, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, 6) || msgpack_pack_uint64(&pk, out->id) || msgpack_pack_uint8(&pk, (uint8_t)op) ||
-              msgpack_pack_uint8(&pk, (uint8_t)out->dtype) || msgpack_pack_array(&pk, (size_t)out->shape.ndim);
-    for (int k = 0; !bad && k < out->shape.ndim; k++) bad = msgpack_pack_int64(&pk, out->shape.d[k]);
-    bad = bad || msgpack_pack_array(&pk, (size_t)nsrc);
-    for (int i = 0; !bad && i < nsrc; i++) bad = msgpack_pack_uint64(&pk, srcs[i]->id);
-    bad = bad || msgpack_pack_array(&pk, (size_t)nargs);
-    for (int i = 0; !bad && i < nargs; i++) bad = msgpack_pack_int64(&pk, args[i]);
-    if (bad) return TACT_ENOMEM;
+    if (ta_rec_pack(TA_REC_NODE, &r, &pk) != 0) return TACT_ENOMEM;
     if (++ctx->nbatch >= S_BATCH_OPS) return s_flush(ctx, NULL);
     return TACT_OK;
 }
@@ -172,13 +177,12 @@ static int s_flush(tact_ctx *ctx, ta_error_t *err) {
         msgpack_sbuffer_init(&sb);
         msgpack_packer pk;
         msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        if (msgpack_pack_array(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
+        if (ta_recs_pack_header(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
             rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
         } else {
             ta_msg_t m;
             ta_msg_init(&m, TA_MSG_OP_BATCH);
-            m.as.op_batch.ops.ptr = (const uint8_t *)sb.data;
-            m.as.op_batch.ops.len = sb.size;
+            m.as.op_batch.ops = ta_recs_raw(TA_REC_NODE, sb.data, sb.size, ctx->nbatch);
             rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
         }
         msgpack_sbuffer_destroy(&sb);

@@ -1,4 +1,4 @@
-/* logtool.c - `tact log check|dump FILE`: validate a message log or print it. */
+/* logtool.c - `tact log check|dump [-v] FILE`: validate a message log or print it (-v: every record of every payload). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -7,8 +7,10 @@
 #include "log.h"
 
 int h_log(int argc, char **argv) {
+    int verbose = argc == 3 && strcmp(argv[0], "dump") == 0 && strcmp(argv[1], "-v") == 0;
+    if (verbose) argv[1] = argv[2], argc = 2;
     if (argc != 2 || (strcmp(argv[0], "check") != 0 && strcmp(argv[0], "dump") != 0)) {
-        fprintf(stderr, "usage: tact log check FILE | tact log dump FILE\n");
+        fprintf(stderr, "usage: tact log check FILE | tact log dump [-v] FILE\n");
         return 2;
     }
     ta_log_t *log;
@@ -34,6 +36,7 @@ int h_log(int argc, char **argv) {
                 ta_log_record_msg(rec, &m, NULL);
                 printf("  %6zu %12.3f ms %s %s\n", k, (double)rec->wall_ns * 1e-6, rec->dir == TA_LOG_IN ? "in " : "out",
                        ta_msg_format(&m, line, sizeof line));
+                if (verbose) ta_msg_dump_records(&m, stdout, "           ");
             }
         }
     }

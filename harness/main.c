@@ -38,7 +38,7 @@ static void s_usage(FILE *f) {
             "usage: tact <command> [options]\n"
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
             "  bench runtime|pipeline [--quick]                  measurements with their peers (JSON lines)\n"
-            "  log   check FILE | dump FILE                      validate or print a message log\n"
+            "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
             "  replay FILE                                       run a recorded run again and check every stage\n"
             "  version\n");
 }

@@ -42,3 +42,67 @@ char *tu_tmpfile(const char *tag) {
     return path;
 }
 
+
+/* ------------------------------------------------------- random records */
+
+static _Alignas(16) uint8_t s_arena[1 << 22];
+static size_t s_used;
+
+void tu_rec_reset(void) { s_used = 0; }
+
+static void *s_take(size_t n) {
+    n = (n + 15) & ~(size_t)15;
+    cr_assert(s_used + n <= sizeof s_arena, "test arena full");
+    void *p = s_arena + s_used;
+    s_used += n;
+    return p;
+}
+
+static void s_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng, int depth);
+
+static ta_recs_t s_recs_random(ta_rec_type_t type, uint64_t *rng, int depth) {
+    size_t n = depth > 2 ? 0 : (size_t)(tu_rand(rng) % 4), size = ta_rec_size(type);
+    uint8_t *vals = s_take(size * (n ? n : 1));
+    for (size_t i = 0; i < n; i++) s_rec_random(type, vals + size * i, rng, depth + 1);
+    return ta_recs(type, vals, n);
+}
+
+static void s_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng, int depth) {
+    size_t nf;
+    const ta_rec_field_t *fs = ta_rec_fields(type, &nf);
+    memset(rec, 0, ta_rec_size(type));
+    for (size_t i = 0; i < nf; i++) {
+        char *p = (char *)rec + fs[i].off;
+        uint64_t r = tu_rand(rng);
+        switch (fs[i].kind) {
+        case TA_RK_U64: *(uint64_t *)p = r & 1 ? r : r % 200; break;
+        case TA_RK_I64: *(int64_t *)p = (int64_t)(r & 1 ? r : r % 200) * (r & 2 ? -1 : 1); break;
+        case TA_RK_MP: { /* a str header over the bytes that follow */
+            size_t n = (size_t)(r >> 8) % 31;
+            uint8_t *b = s_take(n + 1);
+            b[0] = (uint8_t)(0xa0 | n);
+            for (size_t k = 0; k < n; k++) b[k + 1] = (uint8_t)tu_rand(rng);
+            *(ta_bytes_t *)p = (ta_bytes_t){b, n + 1};
+            break;
+        }
+        case TA_RK_U64S: {
+            size_t n = (size_t)(r >> 8) % 9;
+            uint64_t *v = s_take(sizeof *v * (n ? n : 1));
+            for (size_t k = 0; k < n; k++) v[k] = tu_rand(rng) >> (tu_rand(rng) % 64);
+            *(ta_u64s_t *)p = ta_u64s(v, n);
+            break;
+        }
+        case TA_RK_U64A:
+        case TA_RK_I64A: {
+            uint32_t n = (uint32_t)((r >> 8) % (fs[i].cap + 1));
+            for (uint32_t k = 0; k < n; k++) ((uint64_t *)p)[k] = tu_rand(rng) >> (tu_rand(rng) % 64);
+            *(uint32_t *)((char *)rec + fs[i].count_off) = n;
+            break;
+        }
+        case TA_RK_RECS: *(ta_recs_t *)p = s_recs_random((ta_rec_type_t)fs[i].sub, rng, depth); break;
+        }
+    }
+}
+
+void tu_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng) { s_rec_random(type, rec, rng, 0); }
+ta_recs_t tu_recs_random(ta_rec_type_t type, uint64_t *rng) { return s_recs_random(type, rng, 0); }

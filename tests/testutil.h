@@ -17,6 +17,15 @@ uint64_t tu_rand(uint64_t *state);
  * test (cr_assert) on failure. */
 ta_rt_t *tu_rt(ta_transport_t transport, int timeout_ms, const char *log_path);
 
+/* Fills rec, a record of type, with seeded random values within the
+ * schema's bounds (every array at most its cap, nested lists of up to 3
+ * records, MP fields valid msgpack).  Storage for nested lists and arrays
+ * comes from a static arena that tu_rec_reset empties. */
+void tu_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng);
+/* A list of 0 to 3 random records of type, from the arena. */
+ta_recs_t tu_recs_random(ta_rec_type_t type, uint64_t *rng);
+void tu_rec_reset(void);
+
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 

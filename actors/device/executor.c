@@ -172,44 +172,37 @@ static void s_plan_free(s_plan_t *p) {
 }
 
 static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
-    ta_mpr_t r;
-    uint32_t n, k;
-    uint64_t v;
-    ta_mpr_init(&r, m->as.plan.steps.ptr, m->as.plan.steps.len);
-    if (ta_mpr_array(&r, &n) || n > m->as.plan.steps.len) return ta_error_set(err, TACT_EPROTO, "executor: malformed plan");
+    const ta_recs_t *steps = &m->as.plan.steps;
     s_plan_t *p = ta_calloc(1, sizeof *p);
-    if (!p || !(p->steps = ta_calloc(n ? n : 1, sizeof *p->steps))) {
+    if (!p || !(p->steps = ta_calloc(steps->n ? steps->n : 1, sizeof *p->steps))) {
         ta_free(p);
         return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
     }
-    p->nsteps = (int)n;
     p->planned_peak = m->as.plan.planned_peak;
     p->unplanned = m->as.plan.unplanned;
-    for (uint32_t i = 0; i < n; i++) {
-        s_step_t *st = &p->steps[i];
-        int ok = ta_mpr_array(&r, &k) == 0 && k == 8 && ta_mpr_u64(&r, &v) == 0 && ta_mpr_u64(&r, &st->program) == 0;
-        st->index = (int)v;
-        ok = ok && ta_mpr_array(&r, &k) == 0 && k >= 1 && k <= TA_AST_MAX_BUFS;
-        st->nbufs = (int)k;
-        for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bufs[b]) == 0;
-        ok = ok && ta_mpr_i64(&r, &st->numel) == 0 && st->numel >= 0 && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
-        for (int b = 0; ok && b < st->nbufs; b++) ok = ta_mpr_u64(&r, &st->bytes[b]) == 0;
-        ok = ok && ta_mpr_array(&r, &k) == 0 && (int)k == st->nbufs;
-        for (int b = 0; ok && b < st->nbufs; b++) {
-            ok = ta_mpr_u64(&r, &v) == 0;
-            st->writes[b] = (uint8_t)(v & 3);
+    ta_recs_it_t it;
+    ta_step_rec_t rec;
+    ta_recs_begin(&it, steps);
+    for (uint32_t i = 0; i < steps->n; i++) {
+        s_step_t *st = &p->steps[p->nsteps];
+        if (!ta_recs_next(&it, &rec) || rec.n_bufs < 1 || rec.n_bytes != rec.n_bufs || rec.n_writes != rec.n_bufs || rec.numel < 0) {
+            s_plan_free(p);
+            return ta_error_set(err, TACT_EPROTO, "executor: malformed plan step %u", i);
         }
-        ok = ok && ta_mpr_u64(&r, &st->reuse) == 0 && ta_mpr_array(&r, &k) == 0 && k <= m->as.plan.steps.len;
-        if (ok && k && !(st->frees = ta_calloc(k, sizeof *st->frees))) {
+        p->nsteps++;
+        st->index = (int)rec.index;
+        st->program = rec.program;
+        st->nbufs = (int)rec.n_bufs;
+        memcpy(st->bufs, rec.bufs, sizeof *st->bufs * rec.n_bufs);
+        memcpy(st->bytes, rec.bytes, sizeof *st->bytes * rec.n_bufs);
+        for (uint32_t b = 0; b < rec.n_bufs; b++) st->writes[b] = (uint8_t)(rec.writes[b] & 3);
+        st->numel = rec.numel;
+        st->reuse = rec.reuse;
+        if (rec.frees.n && ta_u64s_copy(&rec.frees, &st->frees) != TACT_OK) {
             s_plan_free(p);
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         }
-        st->nfrees = ok ? (int)k : 0;
-        for (int f = 0; ok && f < st->nfrees; f++) ok = ta_mpr_u64(&r, &st->frees[f]) == 0;
-        if (!ok) {
-            s_plan_free(p);
-            return ta_error_set(err, TACT_EPROTO, "executor: byte %zu: malformed plan step %u", ta_mpr_offset(&r), i);
-        }
+        st->nfrees = (int)rec.frees.n;
     }
     *out = p;
     return TACT_OK;

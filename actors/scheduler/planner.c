@@ -41,44 +41,41 @@ typedef struct {
     int configured;
 } s_state_t;
 
-static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_error_t *err) {
-    ta_mpr_t r;
-    uint32_t n, m;
-    ta_mpr_init(&r, p, len);
-    if (ta_mpr_array(&r, &n) || n > len) return ta_error_set(err, TACT_EPROTO, "planner: malformed kernels");
+static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error_t *err) {
+    uint32_t n = kernels->n;
     s_kernel_t *ks = ta_calloc(n ? n : 1, sizeof *ks);
-    if (!ks) return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
     ta_ast_t *ast = ta_malloc(sizeof *ast);
-    if (!ast) {
-        ta_free(ks);
-        return ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
-    }
-    int rc = TACT_OK;
+    ta_kernel_rec_t *rec = ta_malloc(sizeof *rec);
+    int rc = ks && ast && rec ? TACT_OK : ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
+    ta_recs_it_t it;
+    ta_recs_begin(&it, kernels);
     for (uint32_t q = 0; q < n && rc == TACT_OK; q++) {
         s_kernel_t *k = &ks[q];
-        if (ta_mpr_array(&r, &m) || m != 3) {
+        if (!ta_recs_next(&it, rec)) {
             rc = ta_error_set(err, TACT_EPROTO, "planner: malformed kernel %u", q);
             break;
         }
-        k->ast = r.p;
+        ta_mpr_t r;
+        ta_mpr_init(&r, rec->ast.ptr, rec->ast.len);
         if ((rc = ta_ast_unpack(ast, &r, err)) != TACT_OK) break;
-        k->ast_len = (size_t)(r.p - k->ast);
+        k->ast = rec->ast.ptr;
+        k->ast_len = rec->ast.len;
         k->numel = 1;
         for (int d = 0; d < ast->ndim; d++) k->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
-        uint64_t v;
-        if (ta_mpr_array(&r, &m) || (int)m != ast->nbufs) rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u buffers", q);
-        k->nbufs = ast->nbufs;
-        for (int b = 0; rc == TACT_OK && b < k->nbufs; b++) {
-            if (ta_mpr_u64(&r, &k->bufs[b])) rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u buffer id", q);
-            k->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
+        if ((int)rec->n_bufs != ast->nbufs || rec->n_writes != rec->n_bufs) {
+            rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u buffer ids and %u flags for %d buffers", q, rec->n_bufs,
+                              rec->n_writes, ast->nbufs);
+            break;
         }
-        if (rc == TACT_OK && (ta_mpr_array(&r, &m) || (int)m != k->nbufs)) rc = ta_error_set(err, TACT_EPROTO, "planner: flags");
-        for (int b = 0; rc == TACT_OK && b < k->nbufs; b++) {
-            if (ta_mpr_u64(&r, &v)) rc = ta_error_set(err, TACT_EPROTO, "planner: flag");
-            k->writes[b] = (uint8_t)(v != 0);
+        k->nbufs = ast->nbufs;
+        for (int b = 0; b < k->nbufs; b++) {
+            k->bufs[b] = rec->bufs[b];
+            k->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
+            k->writes[b] = (uint8_t)(rec->writes[b] & 3);
         }
     }
     ta_free(ast);
+    ta_free(rec);
     if (rc != TACT_OK) {
         ta_free(ks);
         return rc;
@@ -93,7 +90,7 @@ static int s_parse(const uint8_t *p, size_t len, s_kernel_t **out, int *nk, ta_e
 static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbuffer *sb, uint64_t *peak_out,
                   uint64_t *unplanned_out, ta_error_t *err) {
     s_kernel_t *ks = NULL;
-    int nk = 0, rc = s_parse(m->as.kernels.kernels.ptr, m->as.kernels.kernels.len, &ks, &nk, err);
+    int nk = 0, rc = s_parse(&m->as.kernels.kernels, &ks, &nk, err);
     if (rc != TACT_OK) return rc;
     ta_u64s_it_t it;
     uint32_t nt = m->as.kernels.temps.n;
@@ -136,7 +133,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbu
     for (int q = 0; q < nk && !bad; q++) corrs[q] = ta_actor_new_corr(self);
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, (size_t)nk);
+    bad = bad || ta_recs_pack_header(&pk, (size_t)nk);
     for (int q = 0; q < nk && !bad; q++) {
         s_kernel_t *k = &ks[q];
         uint64_t reuse = 0;
@@ -159,19 +156,17 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbu
                 pool[npool] = temps[dead[d]];
                 pool_bytes[npool++] = tbytes[dead[d]];
             }
-        /* [index, program corr, [bufs], numel, [bytes], [writes], reuse,
-         * [frees]]: the last step frees whatever is left in the pool. */
-        bad = msgpack_pack_array(&pk, 8) || msgpack_pack_uint32(&pk, (uint32_t)q) || msgpack_pack_uint64(&pk, corrs[q]) ||
-              msgpack_pack_array(&pk, (size_t)k->nbufs);
-        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bufs[b]);
-        bad = bad || msgpack_pack_int64(&pk, k->numel) || msgpack_pack_array(&pk, (size_t)k->nbufs);
-        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint64(&pk, k->bytes[b]);
-        bad = bad || msgpack_pack_array(&pk, (size_t)k->nbufs);
-        for (int b = 0; !bad && b < k->nbufs; b++) bad = msgpack_pack_uint8(&pk, k->writes[b]);
-        bad = bad || msgpack_pack_uint64(&pk, reuse);
-        int nfree = q == nk - 1 ? npool : 0;
-        bad = bad || msgpack_pack_array(&pk, (size_t)nfree);
-        for (int i = 0; !bad && i < nfree; i++) bad = msgpack_pack_uint64(&pk, pool[i]);
+        /* The last step frees whatever is left in the pool. */
+        ta_step_rec_t st;
+        memset(&st, 0, sizeof st);
+        st.index = (uint64_t)q;
+        st.program = corrs[q];
+        st.n_bufs = st.n_bytes = st.n_writes = (uint32_t)k->nbufs;
+        for (int b = 0; b < k->nbufs; b++) st.bufs[b] = k->bufs[b], st.bytes[b] = k->bytes[b], st.writes[b] = k->writes[b];
+        st.numel = k->numel;
+        st.reuse = reuse;
+        st.frees = ta_u64s(pool, q == nk - 1 ? (size_t)npool : 0);
+        bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
     /* Compiles first, so compilation overlaps the executor's other work;
@@ -226,8 +221,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     p.as.plan.realize = m->as.kernels.realize;
     p.as.plan.status = rc;
     if (rc == TACT_OK) {
-        p.as.plan.steps.ptr = (const uint8_t *)sb.data;
-        p.as.plan.steps.len = sb.size;
+        p.as.plan.steps = ta_recs_raw(TA_REC_STEP, sb.data, sb.size, (size_t)m->as.kernels.kernels.n);
         p.as.plan.planned_peak = peak;
         p.as.plan.unplanned = unplanned;
     } else {

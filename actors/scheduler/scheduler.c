@@ -129,13 +129,6 @@ static int s_u64s(const ta_u64s_t *a, uint32_t n, uint64_t **out, const char *wh
     return TACT_OK;
 }
 
-/* The number of nodes in a SCHEDULE's node list. */
-static int s_count(ta_bytes_t nodes, uint32_t *n, ta_error_t *err) {
-    ta_mpr_t r;
-    ta_mpr_init(&r, nodes.ptr, nodes.len);
-    if (ta_mpr_array(&r, n) || *n > nodes.len) return ta_error_set(err, TACT_EPROTO, "schedule: malformed node list");
-    return TACT_OK;
-}
 
 /* True when an unrealized base's sources and shape fit its op (what the
  * graph builder checked when it added it; a hostile peer may not have). */
@@ -156,67 +149,72 @@ static int s_shapes_follow(const s_graph_t *g, const s_node_t *d) {
 }
 
 /* Decodes the node list (sources, bases and buffers by position). */
-static int s_decode(s_graph_t *g, ta_bytes_t nodes, ta_error_t *err) {
-    ta_mpr_t r;
-    uint32_t n, m, k;
-    ta_mpr_init(&r, nodes.ptr, nodes.len);
-    if (ta_mpr_array(&r, &n) || n > nodes.len) return ta_error_set(err, TACT_EPROTO, "schedule: malformed node list");
+static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
+    uint32_t n = nodes->n;
     g->nodes = ta_malloc(sizeof *g->nodes * (n ? n : 1));
-    if (!g->nodes) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-    for (uint32_t i = 0; i < n; i++) {
+    ta_node_rec_t *rec = ta_malloc(sizeof *rec);
+    if (!g->nodes || !rec) {
+        ta_free(rec);
+        return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
+    }
+    ta_recs_it_t it;
+    ta_recs_begin(&it, nodes);
+    int rc = TACT_OK;
+    for (uint32_t i = 0; i < n && rc == TACT_OK; i++) {
         s_node_t *d = &g->nodes[i];
-        uint64_t op, dtype, src, base, flags, ref;
         d->st = NULL;
         d->rp = d->queued = 0;
         d->gen = 0;
         d->uses = -1;
         g->n = (int)i + 1;
-#define S_NEED(c)                                                                                                  \
-    do {                                                                                                           \
-        if (!(c)) return ta_error_set(err, TACT_EPROTO, "schedule: byte %zu: malformed node %u", ta_mpr_offset(&r), i); \
+#define S_NEED(c)                                                                                  \
+    do {                                                                                           \
+        if (!(c)) {                                                                                \
+            rc = ta_error_set(err, TACT_EPROTO, "schedule: malformed node %u (%s)", i, #c);         \
+            goto next;                                                                             \
+        }                                                                                          \
     } while (0)
-        S_NEED(ta_mpr_array(&r, &m) == 0 && m == 9);
-        S_NEED(ta_mpr_u64(&r, &op) == 0 && op < TA_OP__COUNT && ta_mpr_u64(&r, &dtype) == 0 && ta_dtype_valid((int)dtype));
-        d->op = (ta_op_t)op;
-        d->dtype = (tact_dtype)dtype;
-        S_NEED(ta_mpr_array(&r, &k) == 0 && k <= TA_MAX_DIMS);
-        d->shape.ndim = (int)k;
-        for (uint32_t j = 0; j < k; j++) S_NEED(ta_mpr_i64(&r, &d->shape.d[j]) == 0 && d->shape.d[j] >= 0);
-        S_NEED(ta_mpr_array(&r, &k) == 0 && k <= 3);
-        d->nsrc = (int)k;
-        for (uint32_t j = 0; j < k; j++) {
-            S_NEED(ta_mpr_u64(&r, &src) == 0 && src < i); /* sources come first */
-            d->src[j] = (int)src;
+        S_NEED(ta_recs_next(&it, rec));
+        S_NEED(rec->id == i && rec->op < TA_OP__COUNT && ta_dtype_valid((int)rec->dtype) && rec->device == 0);
+        d->op = (ta_op_t)rec->op;
+        d->dtype = (tact_dtype)rec->dtype;
+        S_NEED(ta_shape_make(&d->shape, (int)rec->n_shape, rec->shape, "schedule", NULL) == TACT_OK);
+        d->nsrc = (int)rec->n_srcs;
+        for (int j = 0; j < d->nsrc; j++) {
+            S_NEED(rec->srcs[j] < i); /* sources come first */
+            d->src[j] = (int)rec->srcs[j];
         }
-        S_NEED(ta_mpr_array(&r, &k) == 0 && k <= 2 * TA_MAX_DIMS);
-        d->nargs = (int)k;
-        for (uint32_t j = 0; j < k; j++) S_NEED(ta_mpr_i64(&r, &d->args[j]) == 0);
-        S_NEED(ta_mpr_u64(&r, &base) == 0);
-        if (ta_mpr_nil(&r)) {
-            S_NEED(base == i);
+        d->nargs = (int)rec->n_args;
+        memcpy(d->args, rec->args, sizeof *d->args * rec->n_args);
+        if (!rec->st.n) {
+            S_NEED(rec->base == i);
             d->is_view = 0;
             d->base = (int)i;
         } else {
-            if (!(d->st = ta_malloc(sizeof *d->st))) return ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
-            S_NEED(ta_vstack_unpack(d->st, &r) == 0);
+            if (!(d->st = ta_malloc(sizeof *d->st))) {
+                rc = ta_error_set(err, TACT_ENOMEM, "schedule: out of memory");
+                break;
+            }
+            S_NEED(ta_vstack_from_recs(d->st, &rec->st) == 0);
             d->is_view = 1;
-            S_NEED(base < i && !g->nodes[base].is_view);
-            d->base = (int)base;
+            S_NEED(rec->base < i && !g->nodes[rec->base].is_view);
+            d->base = (int)rec->base;
             /* The stack maps the node's shape into its base's elements. */
             S_NEED(ta_vstack_ndim(d->st) == d->shape.ndim &&
                    memcmp(ta_vstack_shape(d->st), d->shape.d, sizeof(int64_t) * (size_t)d->shape.ndim) == 0 &&
-                   ta_vstack_buffer_size(d->st) <= ta_shape_numel(&g->nodes[base].shape));
+                   ta_vstack_buffer_size(d->st) <= ta_shape_numel(&g->nodes[d->base].shape));
         }
-        S_NEED(ta_mpr_u64(&r, &flags) == 0);
-        d->has_buffer = flags & 1;
-        d->keep = flags >> 1 & 1;
-        d->writes = flags >> 2 & 1;
-        S_NEED(ta_mpr_u64(&r, &ref) == 0 && ref <= i && g->bufs[ref] == g->bufs[i]);
-        d->bufref = (int)ref;
+        d->has_buffer = rec->flags & 1;
+        d->keep = rec->flags >> 1 & 1;
+        d->writes = rec->flags >> 2 & 1;
+        S_NEED(rec->bufref <= i && g->bufs[rec->bufref] == g->bufs[i]);
+        d->bufref = (int)rec->bufref;
         S_NEED(d->is_view || d->has_buffer || s_shapes_follow(g, d));
 #undef S_NEED
+    next:;
     }
-    return TACT_OK;
+    ta_free(rec);
+    return rc;
 }
 
 /* ------------------------------------------------------------ kernels */
@@ -741,32 +739,37 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
     return rc;
 }
 
-/* Packs the KERNELS list [[ast, [buffer ids], [writes flags]], ...] and the
- * SCHEDULED id lists of res for graph g. */
-static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpack_sbuffer *kb, msgpack_sbuffer *ids,
-                  msgpack_sbuffer *temps) {
-    msgpack_packer pk;
+/* Packs the KERNELS list (KERNEL records) into kb and fills the SCHEDULED
+ * and temporary id lists of res for graph g.  A cached AST is the AST
+ * record's encoding up to its last field, the fused ids (ast.h), which are
+ * appended here with this graph's ids. */
+static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpack_sbuffer *kb, uint64_t *ids, uint64_t *temps) {
+    msgpack_packer pk, apk;
+    msgpack_sbuffer ab;
+    msgpack_sbuffer_init(&ab);
     msgpack_packer_init(&pk, kb, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, (size_t)res->nk);
+    msgpack_packer_init(&apk, &ab, msgpack_sbuffer_write);
+    ta_kernel_rec_t *k = ta_malloc(sizeof *k);
+    uint64_t *fused = ta_malloc(sizeof *fused * TA_AST_MAX_NODES);
+    int bad = !k || !fused || ta_recs_pack_header(&pk, (size_t)res->nk);
     for (int q = 0; !bad && q < res->nk; q++) {
         const struct s_kres *kr = &res->ks[q];
         const int *v = res->ints + kr->off;
-        bad = msgpack_pack_array(&pk, 3) || msgpack_sbuffer_write(kb, res->bytes.data + kr->ast_off, kr->ast_len) ||
-              msgpack_pack_array(&pk, (size_t)kr->nfused);
-        for (int i = 0; !bad && i < kr->nfused; i++) bad = msgpack_pack_uint64(&pk, g->ids[v[perturb ? kr->nfused - 1 - i : i]]);
+        for (int i = 0; i < kr->nfused; i++) fused[i] = g->ids[v[perturb ? kr->nfused - 1 - i : i]];
+        ta_u64s_t f = ta_u64s(fused, (size_t)kr->nfused);
+        msgpack_sbuffer_clear(&ab);
+        bad = msgpack_sbuffer_write(&ab, res->bytes.data + kr->ast_off, kr->ast_len) || ta_u64s_pack(&f, &apk);
         v += kr->nfused;
-        bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
-        for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint64(&pk, g->bufs[v[b]]);
-        v += kr->nbufs;
-        bad = bad || msgpack_pack_array(&pk, (size_t)kr->nbufs);
-        for (int b = 0; !bad && b < kr->nbufs; b++) bad = msgpack_pack_uint8(&pk, (uint8_t)v[b]);
+        k->ast = (ta_bytes_t){(const uint8_t *)ab.data, ab.size};
+        k->n_bufs = k->n_writes = (uint32_t)kr->nbufs;
+        for (int b = 0; b < kr->nbufs; b++) k->bufs[b] = g->bufs[v[b]], k->writes[b] = (uint64_t)v[kr->nbufs + b];
+        bad = bad || ta_rec_pack(TA_REC_KERNEL, k, &pk);
     }
-    msgpack_packer_init(&pk, ids, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, (size_t)res->nkeep);
-    for (int i = 0; !bad && i < res->nkeep; i++) bad = msgpack_pack_uint64(&pk, g->ids[res->ints[res->keep_off + (size_t)i]]);
-    msgpack_packer_init(&pk, temps, msgpack_sbuffer_write);
-    bad = bad || msgpack_pack_array(&pk, (size_t)res->ntemp);
-    for (int i = 0; !bad && i < res->ntemp; i++) bad = msgpack_pack_uint64(&pk, g->ids[res->ints[res->temp_off + (size_t)i]]);
+    for (int i = 0; i < res->nkeep; i++) ids[i] = g->ids[res->ints[res->keep_off + (size_t)i]];
+    for (int i = 0; i < res->ntemp; i++) temps[i] = g->ids[res->ints[res->temp_off + (size_t)i]];
+    msgpack_sbuffer_destroy(&ab);
+    ta_free(k);
+    ta_free(fused);
     return bad ? -1 : 0;
 }
 
@@ -857,10 +860,23 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     memset(&fresh, 0, sizeof fresh);
     msgpack_sbuffer_init(&fresh.bytes);
     const ta_schedule_msg_t *sm = &m->as.schedule;
-    ta_bytes_t nodes = sm->nodes;
-    uint32_t n = 0, nt = sm->targets.n;
+    uint32_t n = sm->nodes.n, nt = sm->targets.n;
     uint64_t *tv = NULL;
-    int rc = s_count(nodes, &n, &g.err);
+    /* The cache key: the nodes as they travelled (a message driven by hand
+     * carries them as structs: encoded here) and the target positions. */
+    msgpack_sbuffer nb;
+    msgpack_sbuffer_init(&nb);
+    ta_bytes_t nodes = sm->nodes.raw;
+    int rc = TACT_OK;
+    if (!nodes.len) {
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &nb, msgpack_sbuffer_write);
+        int bad = ta_recs_pack_header(&pk, n);
+        for (uint32_t i = 0; !bad && i < n; i++) bad = ta_rec_pack(TA_REC_NODE, (const ta_node_rec_t *)sm->nodes.vals + i, &pk);
+        if (bad) rc = ta_error_set(&g.err, TACT_ENOMEM, "schedule: out of memory");
+        nodes = (ta_bytes_t){(const uint8_t *)nb.data, nb.size};
+    }
+    if (rc == TACT_OK && sm->nodes.type != TA_REC_NODE) rc = ta_error_set(&g.err, TACT_EPROTO, "schedule: the nodes are not NODE records");
     if (rc == TACT_OK) rc = s_u64s(&sm->ids, n, &g.ids, "ids", &g.err);
     if (rc == TACT_OK) rc = s_u64s(&sm->bufs, n, &g.bufs, "bufs", &g.err);
     if (rc == TACT_OK) rc = s_u64s(&sm->targets, nt, &tv, "targets", &g.err);
@@ -876,7 +892,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         g.n = 0;
         if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
-        rc = s_decode(&g, nodes, &g.err);
+        rc = s_decode(&g, &sm->nodes, &g.err);
         if (rc == TACT_OK) rc = s_targets(&g, tv, nt);
         ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;
         s_kernel_t *k = rc == TACT_OK ? ta_calloc(1, sizeof *k) : NULL;
@@ -889,11 +905,12 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_free(ast);
         res = &fresh;
     }
-    msgpack_sbuffer kb, ids, temps;
+    msgpack_sbuffer kb;
     msgpack_sbuffer_init(&kb);
-    msgpack_sbuffer_init(&ids);
-    msgpack_sbuffer_init(&temps);
-    if (rc == TACT_OK && s_pack(res, &g, s->perturb, &kb, &ids, &temps) != 0) rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
+    uint64_t *ids = rc == TACT_OK ? ta_malloc(sizeof *ids * ((size_t)res->nkeep + 1)) : NULL;
+    uint64_t *temps = rc == TACT_OK ? ta_malloc(sizeof *temps * ((size_t)res->ntemp + 1)) : NULL;
+    if (rc == TACT_OK && (!ids || !temps || s_pack(res, &g, s->perturb, &kb, ids, temps) != 0))
+        rc = ta_error_set(&g.err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc == TACT_OK) {
         /* SCHEDULED to the graph (which buffers will exist: the reply it
          * awaits), KERNELS with the temporaries to the planner. */
@@ -902,21 +919,21 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         sch.corr = m->corr;
         sch.as.scheduled.realize = sm->realize;
         sch.as.scheduled.kernels = (uint64_t)res->nk;
-        sch.as.scheduled.ids = (ta_u64s_t){NULL, (uint32_t)res->nkeep, {(const uint8_t *)ids.data, ids.size}};
+        sch.as.scheduled.ids = ta_u64s(ids, (size_t)res->nkeep);
         ta_msg_init(&ker, TA_MSG_KERNELS);
         ker.corr = m->corr;
         ker.as.kernels.realize = sm->realize;
-        ker.as.kernels.kernels.ptr = (const uint8_t *)kb.data;
-        ker.as.kernels.kernels.len = kb.size;
-        ker.as.kernels.temps = (ta_u64s_t){NULL, (uint32_t)res->ntemp, {(const uint8_t *)temps.data, temps.size}};
+        ker.as.kernels.kernels = ta_recs_raw(TA_REC_KERNEL, kb.data, kb.size, (size_t)res->nk);
+        ker.as.kernels.temps = ta_u64s(temps, (size_t)res->ntemp);
         rc = ta_actor_send(self, s->w.graph, &sch);
         if (rc == TACT_OK) rc = ta_actor_send(self, s->w.planner, &ker);
     }
     if (rc == TACT_OK && res == &fresh && s->w.schedule_cache) s_cache_put(s, nodes, targets, hash, &fresh);
     s_result_fini(&fresh);
     msgpack_sbuffer_destroy(&kb);
-    msgpack_sbuffer_destroy(&ids);
-    msgpack_sbuffer_destroy(&temps);
+    msgpack_sbuffer_destroy(&nb);
+    ta_free(ids);
+    ta_free(temps);
     s_graph_fini(&g);
     ta_free(tv);
     if (rc != TACT_OK) {

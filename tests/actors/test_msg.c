@@ -15,9 +15,10 @@ static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes);
 typedef struct {
     ta_field_kind_t kind;
     size_t offset;
+    int rec;
 } s_f_t;
-#define S_F(M, KIND, field) {TA_FK_##KIND, offsetof(ta_msg_t, as.M.field)},
-#define S_T(NAME, name) static const s_f_t s_f_##name[] = {TA_FIELDS_##NAME(S_F, name){TA_FK_U64, 0}};
+#define S_F(M, KIND, field) {TA_FK_##KIND, offsetof(ta_msg_t, as.M.field), TA_RECOF_##KIND},
+#define S_T(NAME, name) static const s_f_t s_f_##name[] = {TA_FIELDS_##NAME(S_F, name){TA_FK_U64, 0, -1}};
 TA_MSG_LIST(S_T)
 static const s_f_t *s_fields[] = {
 #define S_P(NAME, name) s_f_##name,
@@ -27,6 +28,7 @@ static const size_t s_nfields[] = {
     TA_MSG_LIST(S_N)};
 
 static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes) {
+    tu_rec_reset();
     for (size_t i = 0; i < nbytes; i++) bytes[i] = (uint8_t)tu_rand(rng);
     for (size_t i = 0; i < s_nfields[m->type]; i++) {
         void *f = (char *)m + s_fields[m->type][i].offset;
@@ -35,6 +37,10 @@ static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes) {
         case TA_FK_U64: *(uint64_t *)f = r; break;
         case TA_FK_I64: *(int64_t *)f = (int64_t)r; break;
         case TA_FK_F64: *(double *)f = (double)(int64_t)r / 3.0; break;
+        case TA_FK_RECS: { /* 0 to 3 random records of the field's type */
+            *(ta_recs_t *)f = tu_recs_random((ta_rec_type_t)s_fields[m->type][i].rec, rng);
+            break;
+        }
         case TA_FK_U64S: { /* up to 6 values, some large */
             static uint64_t vals[64][6];
             uint64_t *v = vals[(m->type * 8 + i) % 64];
