@@ -242,10 +242,57 @@ static int s_schedule(int quick) {
     return 0;
 }
 
+/* ------------------------------------------------------- pipelining */
+
+/* Steps per second of a loop whose step reads fresh inputs and the last
+ * step's state (s = relu(x @ w) + 0.5 * s, then its sum), every realize
+ * started without waiting (the stages work on step k+1 while step k runs)
+ * or, for the peer, waited for. */
+static int s_steps(int async, int steps, double *per_s) {
+    enum { B = 64, K = 256, M = 64 };
+    float *x = s_fill((size_t)B * K, 5), *w = s_fill((size_t)K * M, 6);
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, NULL) != TACT_OK) return 1;
+    int64_t xs[2] = {B, K}, ws[2] = {K, M}, ss[2] = {B, M};
+    tact_tensor *tw = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 2, ws, w));
+    tact_tensor *st = tact_keep(tact_zeros(ctx, TACT_FLOAT32, 2, ss));
+    int rc = TACT_OK;
+    double t0 = 0;
+    for (int k = 0; k < steps + 2 && rc == TACT_OK; k++) {
+        if (k == 2) { /* the first two steps compile (the state is a constant in the first): not counted */
+            rc = tact_wait(ctx);
+            t0 = h_now();
+        }
+        tact_scope_begin(ctx);
+        tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, xs, x);
+        tact_tensor *h = tact_maximum(tact_matmul(tx, tw), tact_scalar(ctx, 0.0));
+        st = tact_keep(tact_add(h, tact_mul(st, tact_scalar(ctx, 0.5))));
+        tact_tensor *total = tact_keep(tact_sum(st, -1, NULL, 0));
+        tact_tensor *both[2] = {st, total};
+        rc = async ? tact_realize_async(ctx, 2, both) : tact_realize(ctx, 2, both);
+        tact_scope_end(ctx);
+    }
+    if (rc == TACT_OK) rc = tact_wait(ctx);
+    *per_s = steps / (h_now() - t0);
+    if (rc != TACT_OK) fprintf(stderr, "bench: steps: %s\n", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    free(x), free(w);
+    return rc != TACT_OK;
+}
+
+static int s_pipelining(int quick) {
+    double async, sync;
+    int steps = quick ? 100 : 400;
+    if (s_steps(1, steps, &async) || s_steps(0, steps, &sync)) return 1;
+    s_line("pipeline.async_steps_per_s", async, "steps/s", "tact, each realize waited for", sync, async / sync);
+    return 0;
+}
+
 int h_bench_pipeline(int quick) {
     int bad = s_fma(quick ? 2 : 5);
     bad |= s_mm(quick ? 1 : 3);
     bad |= s_client();
     bad |= s_schedule(quick);
+    bad |= s_pipelining(quick);
     return bad;
 }
