@@ -41,7 +41,164 @@ struct ta_rt {
     char last_report[256];
     int abandoned;     /* actors left running after a timeout */
     size_t open_ports; /* ports not yet destroyed, actors' included */
+    /* CURVE on tcp (see runtime.h). */
+    int curve;
+    char public_key[41], secret_key[41];
+    uint8_t public_bin[32];
+    ta_curve_peer_t *peers;
+    uint8_t (*peers_bin)[32];
+    size_t npeers;
+    pthread_t zap_thread;
+    void *zap_pipe; /* owner side of the handler's stop pipe */
+    int zap_running;
 };
+
+/* ------------------------------------------------------------ ZAP handler */
+
+/* The ZAP handler (ZeroMQ RFC 27) of a runtime on tcp: every connection to
+ * one of its CURVE mailboxes is asked about here, on the runtime's own
+ * ZeroMQ context, and admitted only with the runtime's own key (user id
+ * "self") or a configured peer's ("peer:N").  It runs in a thread of its
+ * own until the runtime is destroyed. */
+static void *s_zap_run(void *arg) {
+    ta_rt_t *rt = arg;
+    void *rep = zmq_socket(rt->zmq, ZMQ_REP), *pipe = zmq_socket(rt->zmq, ZMQ_PAIR);
+    char pipe_ep[64];
+    snprintf(pipe_ep, sizeof pipe_ep, "inproc://tact-zap-stop-%p", (void *)rt);
+    int linger = 0;
+    if (rep) zmq_setsockopt(rep, ZMQ_LINGER, &linger, sizeof linger);
+    if (pipe) zmq_setsockopt(pipe, ZMQ_LINGER, &linger, sizeof linger);
+    int ok = rep && pipe && zmq_bind(rep, "inproc://zeromq.zap.01") == 0 && zmq_connect(pipe, pipe_ep) == 0;
+    /* Tell the owner whether the handler is in place: without it nothing may be bound. */
+    zmq_send(pipe, ok ? "1" : "0", 1, 0);
+    while (ok) {
+        zmq_pollitem_t items[2] = {{pipe, 0, ZMQ_POLLIN, 0}, {rep, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, 2, -1) < 0) {
+            if (errno == EINTR) continue;
+            break; /* ETERM: the context is going away */
+        }
+        if (items[0].revents & ZMQ_POLLIN) break;
+        if (!(items[1].revents & ZMQ_POLLIN)) continue;
+        /* version, request id, domain, address, identity, mechanism, credentials... */
+        zmq_msg_t frames[8];
+        int n = 0, more = 1;
+        while (more) {
+            zmq_msg_t f;
+            zmq_msg_init(&f);
+            if (zmq_msg_recv(&f, rep, 0) < 0) {
+                zmq_msg_close(&f);
+                break;
+            }
+            more = zmq_msg_more(&f);
+            if (n < 8) frames[n++] = f;
+            else zmq_msg_close(&f);
+        }
+        const char *status = "400", *text = "unknown key";
+        char user[32] = "";
+        if (n >= 7 && zmq_msg_size(&frames[0]) == 3 && memcmp(zmq_msg_data(&frames[0]), "1.0", 3) == 0 &&
+            zmq_msg_size(&frames[5]) == 5 && memcmp(zmq_msg_data(&frames[5]), "CURVE", 5) == 0 && zmq_msg_size(&frames[6]) == 32) {
+            const uint8_t *key = zmq_msg_data(&frames[6]);
+            if (memcmp(key, rt->public_bin, 32) == 0) snprintf(user, sizeof user, "self");
+            for (size_t i = 0; !user[0] && i < rt->npeers; i++)
+                if (memcmp(key, rt->peers_bin[i], 32) == 0) snprintf(user, sizeof user, "peer:%zu", i);
+            if (user[0]) status = "200", text = "OK";
+        } else {
+            text = "not a CURVE request";
+        }
+        zmq_send(rep, "1.0", 3, ZMQ_SNDMORE);
+        if (n >= 2) zmq_send(rep, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), ZMQ_SNDMORE);
+        else zmq_send(rep, "", 0, ZMQ_SNDMORE);
+        zmq_send(rep, status, 3, ZMQ_SNDMORE);
+        zmq_send(rep, text, strlen(text), ZMQ_SNDMORE);
+        zmq_send(rep, user, strlen(user), ZMQ_SNDMORE);
+        zmq_send(rep, "", 0, 0);
+        for (int i = 0; i < n; i++) zmq_msg_close(&frames[i]);
+    }
+    if (rep) zmq_close(rep);
+    if (pipe) zmq_close(pipe);
+    return NULL;
+}
+
+/* Sets up CURVE for a tcp runtime: its key pair, the peers' keys, and the
+ * ZAP handler, which is running (or the runtime fails) before any mailbox
+ * is bound. */
+static int s_curve_init(ta_rt_t *rt, ta_error_t *err) {
+    const ta_rt_config_t *c = &rt->cfg;
+    if (c->curve_secret_key) {
+        if (strlen(c->curve_secret_key) != 40 || zmq_curve_public(rt->public_key, c->curve_secret_key) != 0)
+            return ta_error_set(err, TACT_EINVAL, "runtime: the CURVE secret key is not 40 characters of Z85");
+        snprintf(rt->secret_key, sizeof rt->secret_key, "%s", c->curve_secret_key);
+    } else if (zmq_curve_keypair(rt->public_key, rt->secret_key) != 0) {
+        return ta_error_set(err, TACT_ETRANSPORT, "runtime: no CURVE key pair: %s (libzmq without CURVE?)", zmq_strerror(errno));
+    }
+    zmq_z85_decode(rt->public_bin, rt->public_key);
+    if (c->ncurve_peers) {
+        rt->peers = ta_calloc(c->ncurve_peers, sizeof *rt->peers);
+        rt->peers_bin = ta_calloc(c->ncurve_peers, sizeof *rt->peers_bin);
+        if (!rt->peers || !rt->peers_bin) return ta_error_set(err, TACT_ENOMEM, "runtime: out of memory");
+        for (size_t i = 0; i < c->ncurve_peers; i++) {
+            rt->peers[i] = c->curve_peers[i];
+            rt->peers[i].public_key[40] = '\0';
+            if (strlen(rt->peers[i].public_key) != 40 || !zmq_z85_decode(rt->peers_bin[i], rt->peers[i].public_key))
+                return ta_error_set(err, TACT_EINVAL, "runtime: CURVE peer %zu: the key is not 40 characters of Z85", i);
+        }
+        rt->npeers = c->ncurve_peers;
+    }
+    rt->cfg.curve_secret_key = NULL;
+    rt->cfg.curve_peers = NULL;
+    char ep[64], ok = '0';
+    snprintf(ep, sizeof ep, "inproc://tact-zap-stop-%p", (void *)rt);
+    rt->zap_pipe = zmq_socket(rt->zmq, ZMQ_PAIR);
+    int linger = 0, timeout = rt->cfg.timeout_ms;
+    if (!rt->zap_pipe || zmq_setsockopt(rt->zap_pipe, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(rt->zap_pipe, ZMQ_RCVTIMEO, &timeout, sizeof timeout) != 0 || zmq_bind(rt->zap_pipe, ep) != 0)
+        return ta_error_set(err, TACT_ETRANSPORT, "runtime: no pipe for the ZAP handler: %s", zmq_strerror(errno));
+    if (pthread_create(&rt->zap_thread, NULL, s_zap_run, rt) != 0)
+        return ta_error_set(err, TACT_ENOMEM, "runtime: cannot start the ZAP handler");
+    rt->zap_running = 1;
+    if (zmq_recv(rt->zap_pipe, &ok, 1, 0) != 1 || ok != '1')
+        return ta_error_set(err, TACT_ETRANSPORT, "runtime: the ZAP handler could not bind (another handler on this context?)");
+    rt->curve = 1;
+    return TACT_OK;
+}
+
+static void s_curve_fini(ta_rt_t *rt) {
+    if (rt->zap_running) {
+        zmq_send(rt->zap_pipe, "", 0, ZMQ_DONTWAIT);
+        pthread_join(rt->zap_thread, NULL);
+        rt->zap_running = 0;
+    }
+    if (rt->zap_pipe) zmq_close(rt->zap_pipe);
+    rt->zap_pipe = NULL;
+    memset(rt->secret_key, 0, sizeof rt->secret_key);
+    ta_free(rt->peers);
+    ta_free(rt->peers_bin);
+    rt->peers = NULL;
+    rt->peers_bin = NULL;
+}
+
+int ta_rt_public_key(const ta_rt_t *rt, char buf[41]) {
+    if (!rt->curve) return -1;
+    memcpy(buf, rt->public_key, 41);
+    return 0;
+}
+
+/* Whether a message whose connection the ZAP handler admitted as user may
+ * say it comes from sender. */
+static int s_sender_allowed(ta_rt_t *rt, const char *user, uint32_t sender) {
+    if (!user) return 0;
+    if (strcmp(user, "self") == 0) {
+        pthread_mutex_lock(&rt->lock);
+        int ok = sender != 0 && sender < rt->nentries;
+        pthread_mutex_unlock(&rt->lock);
+        return ok;
+    }
+    unsigned long i;
+    char *end;
+    if (strncmp(user, "peer:", 5) != 0) return 0;
+    i = strtoul(user + 5, &end, 10);
+    return *end == '\0' && i < rt->npeers && sender >= rt->peers[i].first_id && sender <= rt->peers[i].last_id;
+}
 
 void ta_rt_config_default(ta_rt_config_t *c) {
     memset(c, 0, sizeof *c);
@@ -118,6 +275,17 @@ int ta_rt_new(ta_rt_t **out, const ta_rt_config_t *cfg, ta_error_t *err) {
         ta_rt_destroy(&rt, NULL);
         return ta_error_set(err, TACT_ETRANSPORT, "runtime: zmq_ctx_new: %s", zmq_strerror(errno));
     }
+    if (rt->cfg.transport == TA_TRANSPORT_TCP && !rt->cfg.insecure_tcp) {
+        int rc = s_curve_init(rt, err);
+        if (rc != TACT_OK) {
+            ta_rt_destroy(&rt, NULL);
+            return rc;
+        }
+    } else {
+        rt->cfg.curve_secret_key = NULL;
+        rt->cfg.curve_peers = NULL;
+        rt->cfg.ncurve_peers = 0;
+    }
     *out = rt;
     return TACT_OK;
 nomem:
@@ -134,7 +302,13 @@ int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
     *prt = NULL;
     if (__atomic_load_n(&rt->abandoned, __ATOMIC_SEQ_CST)) {
         /* A stray thread still holds sockets and this memory: wake it with
-         * ETERM and leave both to it instead of waiting forever. */
+         * ETERM and leave both to it instead of waiting forever.  The ZAP
+         * handler is stopped first, so nothing new is admitted. */
+        if (rt->zap_running) {
+            zmq_send(rt->zap_pipe, "", 0, ZMQ_DONTWAIT);
+            pthread_join(rt->zap_thread, NULL);
+            rt->zap_running = 0;
+        }
         zmq_ctx_shutdown(rt->zmq);
         if (rt->log) ta_log_writer_flush(rt->log); /* what was recorded stays readable */
         return ta_error_set(err, TACT_ETIMEDOUT, "runtime: %d actor(s) did not stop in time; left running",
@@ -149,6 +323,7 @@ int ta_rt_destroy(ta_rt_t **prt, ta_error_t *err) {
         return ta_error_set(err, TACT_EINVAL, "runtime: %zu port(s) still open; destroy them (and stop actors) first",
                             open);
     }
+    s_curve_fini(rt);
     if (rt->zmq) zmq_ctx_term(rt->zmq);
     if (rt->own_ipc_dir) {
         for (size_t id = 1; id < rt->nentries; id++) {
@@ -282,6 +457,17 @@ static int s_bind(ta_port_t *p, ta_error_t *err) {
     p->mailbox = zmq_socket(rt->zmq, ZMQ_PULL);
     if (!p->mailbox) return ta_error_set(err, TACT_ETRANSPORT, "port %s: zmq_socket: %s", p->name, zmq_strerror(errno));
     s_sockopts(p->mailbox, &rt->cfg);
+    if (rt->curve) {
+        int one = 1;
+        if (zmq_setsockopt(p->mailbox, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
+            zmq_setsockopt(p->mailbox, ZMQ_CURVE_SECRETKEY, rt->secret_key, 40) != 0 ||
+            zmq_setsockopt(p->mailbox, ZMQ_ZAP_DOMAIN, "tact", 4) != 0)
+            return ta_error_set(err, TACT_ETRANSPORT, "port %s: CURVE server: %s", p->name, zmq_strerror(errno));
+        /* libzmq's draft option ZMQ_ZAP_ENFORCE_DOMAIN (93) refuses clients
+         * even if the handler were gone; where it is not built in, the
+         * handler, running before any bind, is what admits clients. */
+        zmq_setsockopt(p->mailbox, 93, &one, sizeof one);
+    }
     if (zmq_bind(p->mailbox, ep) != 0)
         return ta_error_set(err, TACT_ETRANSPORT, "port %s: bind %s: %s", p->name, ep, zmq_strerror(errno));
     size_t len = sizeof ep;
@@ -392,6 +578,13 @@ static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
         void *s = zmq_socket(p->rt->zmq, ZMQ_PUSH);
         if (!s) return ta_error_set(err, TACT_ETRANSPORT, "port %s: zmq_socket: %s", p->name, zmq_strerror(errno));
         s_sockopts(s, &p->rt->cfg);
+        ta_rt_t *rt = p->rt;
+        if (rt->curve && (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, rt->public_key, 40) != 0 ||
+                          zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, rt->public_key, 40) != 0 ||
+                          zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, rt->secret_key, 40) != 0)) {
+            zmq_close(s);
+            return ta_error_set(err, TACT_ETRANSPORT, "port %s: CURVE client: %s", p->name, zmq_strerror(errno));
+        }
         if (zmq_connect(s, ep) != 0) {
             zmq_close(s);
             return ta_error_set(err, TACT_ETRANSPORT, "port %s: connect to %s (%s): %s", p->name, name, ep,
@@ -517,6 +710,12 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
     }
     int more = zmq_msg_more(f->has_bulk ? &f->bulk : &f->env);
     if (rc == TACT_OK && more) rc = ta_error_set(err, TACT_EPROTO, "unexpected extra frames");
+    /* Over CURVE the envelope's sender must be one the authenticated key
+     * may send as, and every message must be for this port. */
+    if (rc == TACT_OK && p->rt->curve && !s_sender_allowed(p->rt, zmq_msg_gets(&f->env, "User-Id"), m->sender))
+        rc = ta_error_set(err, TACT_EPROTO, "sender %" PRIu32 " does not match the authenticated peer (%s)", m->sender,
+                          zmq_msg_gets(&f->env, "User-Id") ? zmq_msg_gets(&f->env, "User-Id") : "none");
+    if (rc == TACT_OK && m->dest != p->id) rc = ta_error_set(err, TACT_EPROTO, "addressed to port %" PRIu32 ", not this one", m->dest);
     if (more) s_drain(p->mailbox);
     if (rc != TACT_OK) {
         char text[256];

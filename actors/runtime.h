@@ -10,8 +10,25 @@
 
 typedef enum ta_transport { TA_TRANSPORT_INPROC, TA_TRANSPORT_IPC, TA_TRANSPORT_TCP } ta_transport_t;
 
+/* A key other than the runtime's own that may connect over tcp (a worker
+ * process), and the port ids it may send as: a message whose envelope
+ * names another sender is refused. */
+typedef struct ta_curve_peer {
+    char public_key[41]; /* Z85, 40 characters */
+    uint32_t first_id, last_id;
+} ta_curve_peer_t;
+
 typedef struct ta_rt_config {
     ta_transport_t transport; /* how mailboxes are reached; inproc by default */
+    /* tcp is authenticated and encrypted with CURVE: every mailbox is a
+     * CURVE server, and a ZAP handler of the runtime admits only its own
+     * key and the peers' (fail closed: without the handler nothing
+     * connects).  Plain tcp needs insecure_tcp set: anyone who can reach
+     * the port can then send as anyone. */
+    int insecure_tcp;
+    const char *curve_secret_key;         /* Z85; NULL: a fresh key pair for this runtime */
+    const ta_curve_peer_t *curve_peers;   /* copied */
+    size_t ncurve_peers;
     int timeout_ms;           /* bound on every blocking wait (default 5000) */
     size_t max_msg_bytes;     /* largest envelope accepted (default 16 MiB) */
     size_t max_bulk_bytes;    /* largest bulk frame accepted (default 1 GiB) */
@@ -63,6 +80,11 @@ void ta_rt_abandon(ta_rt_t *rt);
 /* Copies the endpoint port id's mailbox is bound on ("tcp://127.0.0.1:4711")
  * into buf; returns 0, or -1 if no such port is bound. */
 int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
+
+/* The runtime's CURVE public key (Z85, 40 characters and a NUL) into buf:
+ * what a peer needs to connect to its tcp mailboxes.  Returns 0, or -1 when
+ * the runtime does not use CURVE. */
+int ta_rt_public_key(const ta_rt_t *rt, char buf[41]);
 
 /* Problems no caller can be told of (an undecodable message with no sender,
  * a stalled input) are counted here with the latest text. */

@@ -246,8 +246,11 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
     else tact_options_default(&o);
     ta_rt_config_t cfg;
     ta_rt_config_default(&cfg);
-    if (o.transport && ta_transport_parse(o.transport, &cfg.transport) != 0) {
-        snprintf(s_open_error, sizeof s_open_error, "unknown transport '%s' (inproc, ipc or tcp)", o.transport);
+    if (o.transport && strcmp(o.transport, "tcp-insecure") == 0) {
+        cfg.transport = TA_TRANSPORT_TCP;
+        cfg.insecure_tcp = 1;
+    } else if (o.transport && ta_transport_parse(o.transport, &cfg.transport) != 0) {
+        snprintf(s_open_error, sizeof s_open_error, "unknown transport '%s' (inproc, ipc, tcp or tcp-insecure)", o.transport);
         return TACT_EINVAL;
     }
     cfg.log_path = o.log_path;

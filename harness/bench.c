@@ -75,10 +75,12 @@ static double s_raw_run(int mode, long n, size_t size) {
 
 /* Runs n messages of size bytes through a port and the echo actor; returns
  * seconds, or a negative number on error. */
-static double s_tact_run(int mode, long n, size_t size, const char *log_path) {
+static double s_tact_run_on(int mode, long n, size_t size, const char *log_path, ta_transport_t transport, int insecure) {
     ta_rt_config_t cfg;
     ta_rt_config_default(&cfg);
     cfg.log_path = log_path;
+    cfg.transport = transport;
+    cfg.insecure_tcp = insecure;
     ta_rt_t *rt;
     ta_port_t *port = NULL;
     ta_actor_t *echo = NULL;
@@ -117,6 +119,10 @@ out:
     ta_port_destroy(&port);
     ta_rt_destroy(&rt, NULL);
     return t;
+}
+
+static double s_tact_run(int mode, long n, size_t size, const char *log_path) {
+    return s_tact_run_on(mode, n, size, log_path, TA_TRANSPORT_INPROC, 0);
 }
 
 /* Seconds for steps realizes of softmax-like rows of x @ w on fresh x (a
@@ -177,6 +183,19 @@ int h_bench(int argc, char **argv) {
     s_line("runtime.throughput_64B", n_tp / a, "msg/s", "raw libzmq", n_tp / b, b / a);
     s_compare(1, n_tp / 4, 4096, reps, &a, &b);
     s_line("runtime.throughput_4KiB", n_tp / 4 / a, "msg/s", "raw libzmq", n_tp / 4 / b, b / a);
+
+    /* tcp with CURVE (the default for tcp) against plain tcp. */
+    for (int mode = 0; mode < 2; mode++) {
+        long n = mode ? n_tp / 4 : n_rt / 4;
+        double curve = 1e30, plain = 1e30;
+        for (int r = 0; r < reps; r++) {
+            double x = s_tact_run_on(mode, n, 64, NULL, TA_TRANSPORT_TCP, 0), y = s_tact_run_on(mode, n, 64, NULL, TA_TRANSPORT_TCP, 1);
+            if (x >= 0 && x < curve) curve = x;
+            if (y >= 0 && y < plain) plain = y;
+        }
+        if (mode == 0) s_line("runtime.roundtrip_64B_tcp_curve", curve / n * 1e6, "us", "tact, plain tcp", plain / n * 1e6, plain / curve);
+        else s_line("runtime.throughput_64B_tcp_curve", n / curve, "msg/s", "tact, plain tcp", n / plain, plain / curve);
+    }
 
     char path[] = "/tmp/tact-bench-XXXXXX";
     int fd = mkstemp(path);

@@ -234,7 +234,7 @@ int h_demo(int argc, char **argv) {
         if (strcmp(argv[i], "--log") == 0 && i + 1 < argc) o.log_path = argv[++i];
         else if (strcmp(argv[i], "--transport") == 0 && i + 1 < argc) o.transport = argv[++i];
         else {
-            fprintf(stderr, "usage: tact demo [--transport inproc|ipc|tcp] [--log FILE] | tact demo --actors [...]\n");
+            fprintf(stderr, "usage: tact demo [--transport inproc|ipc|tcp|tcp-insecure] [--log FILE] | tact demo --actors [...]\n");
             return 2;
         }
     }

@@ -135,7 +135,13 @@ typedef struct tact_ctx tact_ctx;
 typedef struct tact_tensor tact_tensor;
 
 typedef struct tact_options {
-    const char *transport; /* "inproc" (default), "ipc" or "tcp" */
+    /* How the actors reach each other: "inproc" (default), "ipc" (Unix
+     * sockets in a private 0700 folder, removed at close), "tcp" (loopback,
+     * authenticated and encrypted with CURVE: only this context's own key
+     * is admitted, and a message whose sender does not match its key is
+     * refused), or "tcp-insecure" (plain tcp: any local process that finds
+     * the port can send as anyone; for benchmarks and debugging only). */
+    const char *transport;
     const char *devices;   /* the devices to open; NULL or "CPU" (the only one so far) */
     int cpu_threads;       /* threads of the CPU device; 0: one per core */
     int compile_workers;   /* compiler pool size; 0: 2 */

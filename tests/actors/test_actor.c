@@ -195,7 +195,16 @@ static uint64_t s_wait_reports(ta_rt_t *rt, uint64_t n, char *last, size_t len) 
 }
 
 Test(actors_actor, hostile_messages_are_reported_and_skipped) {
-    ta_rt_t *rt = tu_rt(TA_TRANSPORT_TCP, 3000, NULL);
+    /* Plain tcp, so the junk reaches the decoder (over CURVE a peer without
+     * a key never gets that far: see the tests below). */
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.transport = TA_TRANSPORT_TCP;
+    cfg.insecure_tcp = 1;
+    cfg.timeout_ms = 3000;
+    ta_rt_t *rt;
+    ta_error_t err0;
+    cr_assert_eq(ta_rt_new(&rt, &cfg, &err0), TACT_OK, "%s", err0.text);
     ta_port_t *port;
     ta_actor_t *echo;
     ta_error_t err;
@@ -385,4 +394,95 @@ Test(actors_actor, ipc_sockets_live_in_a_private_folder_removed_at_destroy) {
     cr_assert_eq(system(cmd), 0, "nothing left in %s", base);
     rmdir(base);
     free(base);
+}
+
+/* ------------------------------------------------------------------ CURVE */
+
+/* Sends one ECHO claiming sender, from a socket of a context of its own
+ * (a foreign process, as far as the runtime can tell), optionally with a
+ * CURVE key pair; then closes it. */
+static void s_foreign_echo(const char *ep, const char *server_key, const char *pub, const char *sec, uint32_t sender, uint32_t dest) {
+    void *zctx = zmq_ctx_new(), *raw = zmq_socket(zctx, ZMQ_PUSH);
+    int linger = 2000;
+    zmq_setsockopt(raw, ZMQ_LINGER, &linger, sizeof linger);
+    if (server_key) {
+        cr_assert_eq(zmq_setsockopt(raw, ZMQ_CURVE_SERVERKEY, server_key, 40), 0);
+        cr_assert_eq(zmq_setsockopt(raw, ZMQ_CURVE_PUBLICKEY, pub, 40), 0);
+        cr_assert_eq(zmq_setsockopt(raw, ZMQ_CURVE_SECRETKEY, sec, 40), 0);
+    }
+    cr_assert_eq(zmq_connect(raw, ep), 0);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_ECHO);
+    m.sender = sender, m.dest = dest, m.seq = 1, m.corr = 77;
+    m.as.echo.data = ta_bytes_str("forged");
+    ta_msg_encode(&m, &sb);
+    zmq_send(raw, sb.data, sb.size, ZMQ_DONTWAIT);
+    msgpack_sbuffer_destroy(&sb);
+    zmq_close(raw); /* lingers up to 2 s for a handshake that may never succeed */
+    zmq_ctx_term(zctx);
+}
+
+Test(actors_actor, curve_refuses_peers_without_an_admitted_key) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_TCP, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK);
+    char ep[256], server[41], pub[41], sec[41];
+    cr_assert_eq(ta_rt_endpoint(rt, ta_actor_id(echo), ep, sizeof ep), 0);
+    cr_assert_eq(ta_rt_public_key(rt, server), 0, "tcp uses CURVE unless told otherwise");
+    /* No key at all, then a key the runtime never admitted (knowing the
+     * server's public key is not enough). */
+    s_foreign_echo(ep, NULL, NULL, NULL, ta_port_id(port), ta_actor_id(echo));
+    cr_assert_eq(zmq_curve_keypair(pub, sec), 0);
+    s_foreign_echo(ep, server, pub, sec, ta_port_id(port), ta_actor_id(echo));
+    /* Neither message was processed: the echo answered nothing to the
+     * port it named, and it still works for its own. */
+    cr_assert_eq(s_request_text(port, ta_actor_id(echo), "still alive", &err), TACT_OK, "%s", err.text);
+    ta_msg_t stray;
+    ta_msg_init(&stray, TA_MSG_READY);
+    cr_assert_eq(ta_port_recv(port, &stray, 200, &err), TACT_ETIMEDOUT, "a forged ECHO was answered: %s", ta_msg_type_name(stray.type));
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+Test(actors_actor, curve_refuses_a_sender_the_key_may_not_claim) {
+    char pub[41], sec[41];
+    cr_assert_eq(zmq_curve_keypair(pub, sec), 0);
+    ta_curve_peer_t peer;
+    memcpy(peer.public_key, pub, 41);
+    peer.first_id = peer.last_id = 100; /* may send only as port 100 */
+    ta_rt_config_t cfg;
+    ta_rt_config_default(&cfg);
+    cfg.transport = TA_TRANSPORT_TCP;
+    cfg.timeout_ms = 3000;
+    cfg.curve_peers = &peer;
+    cfg.ncurve_peers = 1;
+    ta_rt_t *rt;
+    ta_error_t err;
+    cr_assert_eq(ta_rt_new(&rt, &cfg, &err), TACT_OK, "%s", err.text);
+    ta_port_t *port;
+    ta_actor_t *echo;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, NULL, &echo, &err), TACT_OK);
+    char ep[256], server[41], last[256];
+    cr_assert_eq(ta_rt_endpoint(rt, ta_actor_id(echo), ep, sizeof ep), 0);
+    cr_assert_eq(ta_rt_public_key(rt, server), 0);
+    /* The admitted peer claims to be the client: refused and reported. */
+    s_foreign_echo(ep, server, pub, sec, ta_port_id(port), ta_actor_id(echo));
+    cr_assert_eq(s_wait_reports(rt, 1, last, sizeof last), 1);
+    cr_assert(strstr(last, "sender 1 does not match the authenticated peer (peer:0)"), "%s", last);
+    /* As itself it is processed: the echo's reply to port 100, which does
+     * not exist, is reported in turn. */
+    s_foreign_echo(ep, server, pub, sec, 100, ta_actor_id(echo));
+    cr_assert_eq(s_wait_reports(rt, 2, last, sizeof last), 2);
+    cr_assert(strstr(last, "100"), "%s", last);
+    cr_assert_eq(s_request_text(port, ta_actor_id(echo), "still alive", &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
 }
