@@ -193,6 +193,13 @@ static void s_pump(ta_actor_t *a) {
 /* Takes a received message: queues it where the rule looks for it, then
  * processes what may go. */
 static void s_take(ta_actor_t *a, ta_msg_t *m) {
+    if (m->type == TA_MSG_PROGRESS) {
+        /* A heartbeat of the work awaited: its await does not time out yet.
+         * Never dispatched or recorded (it depends on timing). */
+        if (a->awaiting && m->corr == a->awaiting) a->await_since_ms = s_now_ms();
+        ta_msg_release(m);
+        return;
+    }
     ta_input_t *in = s_input(a, m->sender);
     if (!in) {
         for (int i = 0; i < a->nexpired; i++)
@@ -420,6 +427,8 @@ int ta_actor_stop(ta_actor_t **pa, ta_error_t *err) {
     *pa = NULL;
     ta_msg_t m;
     ta_msg_init(&m, TA_MSG_STOP);
+    /* Long work in a handler (a compile, a kernel) sees this and gives up. */
+    __atomic_store_n(&a->stopping, 1, __ATOMIC_SEQ_CST);
     int timeout = ta_rt_config(a->rt)->timeout_ms;
     ta_msg_type_t type = TA_MSG_READY;
     int64_t st;
@@ -461,6 +470,19 @@ int ta_actor_reply(ta_actor_t *self, const ta_msg_t *req, ta_msg_t *reply) {
 }
 
 uint64_t ta_actor_new_corr(ta_actor_t *self) { return ta_port_new_corr(self->port); }
+
+int ta_actor_stopping(const ta_actor_t *self) { return __atomic_load_n(&self->stopping, __ATOMIC_SEQ_CST); }
+
+int ta_actor_timeout_ms(const ta_actor_t *self) { return self->rt ? ta_rt_config(self->rt)->timeout_ms : 0; }
+
+void ta_actor_progress(ta_actor_t *self, uint32_t dest, uint64_t corr) {
+    if (!self->rt) return; /* a stage driven by hand has nobody waiting */
+    ta_msg_t m;
+    ta_error_t err;
+    ta_msg_init(&m, TA_MSG_PROGRESS);
+    m.corr = corr;
+    ta_port_send(self->port, dest, &m, &err);
+}
 
 void ta_actor_await(ta_actor_t *self, uint64_t corr) {
     self->awaiting = corr;

@@ -105,6 +105,21 @@ uint64_t ta_actor_new_corr(ta_actor_t *self);
  */
 void ta_actor_await(ta_actor_t *self, uint64_t corr);
 
+/*
+ * Long work and the timeout.  Every wait is bounded by the runtime's
+ * timeout, but a wait is for a stage that says nothing, not for one that
+ * works: a handler busy for long (a compile, a kernel) calls
+ * ta_actor_progress every timeout / 4 or so, which sends PROGRESS (a
+ * heartbeat, never logged) for the request it works on; an await of that
+ * corr, and a client waiting on its port, then wait on.  ta_actor_stopping
+ * says the owner asked the actor to stop: long work gives up (killing what
+ * it started) so the stop is answered in time.  ta_actor_timeout_ms is the
+ * runtime's timeout (0 for a stage driven by hand).
+ */
+void ta_actor_progress(ta_actor_t *self, uint32_t dest, uint64_t corr);
+int ta_actor_stopping(const ta_actor_t *self);
+int ta_actor_timeout_ms(const ta_actor_t *self);
+
 /* From a handler: makes ids the actor's ordered inputs (rule 1 above),
  * replacing any given at start.  A stage calls it when its CONFIG names its
  * upstream.  Returns TACT_OK or TACT_ENOMEM (the inputs are unchanged). */

@@ -38,6 +38,7 @@ struct ta_actor {
     int nexpired;
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     uint64_t processed;
+    int stopping;             /* set (atomically) when the owner asked it to stop */
     uint64_t stats[TA_STAT__COUNT]; /* written by the actor's thread, read by its owner (atomics) */
     ta_error_t err;  /* text of the error the current handler returns */
     ta_error_t dead; /* set by ta_actor_fatal: every later message gets this */

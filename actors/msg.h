@@ -241,7 +241,8 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
     X(PLAN, plan)             /* planner -> executor: kernels with buffers assigned */   \
     X(RUN, run)               /* graph -> executor: run this plan here in my stream */   \
     X(COPY_OUT, copy_out)     /* graph -> executor: send a buffer's bytes to a port */   \
-    X(FREE, free)             /* graph -> executor: buffers nobody needs any more */
+    X(FREE, free)             /* graph -> executor: buffers nobody needs any more */    \
+    X(PROGRESS, progress)     /* heartbeat of long work for the request with this corr (never logged) */
 
 #define TA_FIELDS_READY(F, M) F(M, I64, status) F(M, STR, text)
 #define TA_FIELDS_STOP(F, M)
@@ -271,6 +272,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_RUN(F, M) F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
+#define TA_FIELDS_PROGRESS(F, M)
 
 typedef enum ta_msg_type {
 #define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,

@@ -27,6 +27,7 @@ void ta_stage_local(const void *arg, ta_stage_local_t *out) {
     }
     memset(out, 0, sizeof *out);
     out->cpu_threads = 1;
+    out->compile_limit_s = 300;
     ta_cc_cache_dir(out->cache_dir, sizeof out->cache_dir);
 }
 

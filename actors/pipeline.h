@@ -37,6 +37,7 @@ typedef struct ta_pipeline {
 typedef struct ta_stage_local {
     int cpu_threads;     /* 0: one per core */
     int debug;           /* TACT_DEBUG */
+    int compile_limit_s; /* a compile running longer is killed (TACT_COMPILE_LIMIT_S, default 300) */
     char cache_dir[900]; /* the kernel cache folder (TACT_CACHE_DIR when the context opened) */
 } ta_stage_local_t;
 

@@ -632,7 +632,7 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
     if (zmq_send(o->sock, p->sb.data, p->sb.size, more) < 0) goto fail;
     /* Recorded now, while zero-copy bulk bytes still belong to the sender:
      * once handed over, an in-process receiver may free them. */
-    if (p->log) {
+    if (p->log && m->type != TA_MSG_PROGRESS) { /* heartbeats depend on timing: never logged */
         ta_bytes_t env = {(const uint8_t *)p->sb.data, p->sb.size};
         ta_log_stream_record(p->log, TA_LOG_OUT, m, &env);
     }
@@ -737,7 +737,7 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
 }
 
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m) {
-    if (p->log) ta_log_stream_record(p->log, TA_LOG_IN, m, m->wire_.len ? &m->wire_ : NULL);
+    if (p->log && m->type != TA_MSG_PROGRESS) ta_log_stream_record(p->log, TA_LOG_IN, m, m->wire_.len ? &m->wire_ : NULL);
 }
 
 /* Waits until the mailbox is readable; returns TACT_OK or TACT_ETIMEDOUT. */
@@ -760,10 +760,13 @@ int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err) {
         ta_port_record_in(p, m);
         return TACT_OK;
     }
-    int rc = s_wait(p, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms, err);
-    if (rc == TACT_OK) rc = ta_port_recv_raw(p, m, err);
-    if (rc == TACT_OK) ta_port_record_in(p, m);
-    return rc;
+    for (;;) {
+        int rc = s_wait(p, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms, err);
+        if (rc == TACT_OK) rc = ta_port_recv_raw(p, m, err);
+        if (rc == TACT_OK && m->type == TA_MSG_PROGRESS) continue; /* a heartbeat is nobody's message */
+        if (rc == TACT_OK) ta_port_record_in(p, m);
+        return rc;
+    }
 }
 
 /* Milliseconds on a monotonic clock. */
@@ -790,7 +793,17 @@ int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply,
     return rc;
 }
 
+static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
+
 int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    return s_port_wait(p, corr, reply, timeout_ms, 1, err);
+}
+
+int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    return s_port_wait(p, corr, reply, timeout_ms, 0, err);
+}
+
+static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
     if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
     int rc;
     /* A reply that came while the port waited for another one was kept. */
@@ -812,6 +825,12 @@ int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, t
         if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: no reply within %d ms", p->name, timeout_ms);
         rc = ta_port_recv_raw(p, reply, err);
         if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
+        if (reply->type == TA_MSG_PROGRESS) {
+            /* A stage is still working on what was asked: the wait goes on. */
+            if (extend) deadline = s_now_ms() + timeout_ms;
+            ta_msg_release(reply);
+            continue;
+        }
         if (reply->corr == corr) break;
         s_deferred_t *d = ta_malloc(sizeof *d);
         if (!d) {

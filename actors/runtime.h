@@ -151,6 +151,11 @@ uint64_t ta_port_new_corr(ta_port_t *p);
 int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t *err);
 int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
 
+/* A PROGRESS heartbeat (a stage still working) restarts ta_port_wait's
+ * timeout; with ta_port_wait_within the whole wait is at most timeout_ms,
+ * heartbeats or not (closing does not wait for long work). */
+int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
+
 /* For actors: the mailbox socket (to poll), a receive that does not record,
  * and the recording of a message when it is processed. */
 void *ta_port_mailbox(ta_port_t *p);

@@ -3,7 +3,12 @@
 #include "cc.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +29,6 @@ static const char s_flags[] = "-O3 -march=native -std=gnu11 -ffp-contract=off -f
 
 const char *ta_cc_flags(void) { return s_flags; }
 
-enum { S_COMPILE_TIMEOUT_S = 300 };
 
 const char *ta_cc_compiler(void) {
     const char *cc = getenv("TACT_CC");
@@ -177,8 +181,75 @@ static int s_write_sum(const char *so, const char *digest) {
     return -1;
 }
 
+enum { S_CANCELLED = -1000, S_TOO_LONG = -1001 };
+
+/*
+ * Runs `$cc <flags> -o k.so k.c` in dir through the shell, in a process
+ * group of its own, with its output (at most len - 1 bytes kept) in msg.
+ * While it runs, tick is called every 50 ms; when it says stop, or after
+ * limit_s seconds, the whole group (shell, driver, cc1, as) is killed
+ * and waited for.  Returns the exit status (0: success), S_CANCELLED,
+ * S_TOO_LONG, or -1 when the compiler could not be started.
+ */
+static int s_run_compiler(const char *cc, const char *dir, char *msg, size_t len, int limit_s, ta_cc_tick_fn tick, void *ud) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s %s -o k.so k.c 2>&1", cc, s_flags);
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    pid_t pid;
+    char *argv[] = {(char *)"sh", (char *)"-c", cmd, NULL};
+    extern char **environ;
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        snprintf(msg, len, "cannot run /bin/sh: %s", strerror(rc));
+        return -1;
+    }
+    size_t used = 0;
+    int status = -1, exited = 0, eof = 0, verdict = 0;
+    double t0 = s_ms();
+    while (!exited || !eof) {
+        struct pollfd pfd = {fds[0], POLLIN, 0};
+        if (!eof && poll(&pfd, 1, 50) > 0) {
+            char buf[512];
+            ssize_t n = read(fds[0], buf, sizeof buf);
+            if (n <= 0) eof = 1;
+            for (ssize_t i = 0; i < n && used + 1 < len; i++) msg[used++] = buf[i];
+        } else if (eof) {
+            struct timespec ts = {0, 10 * 1000 * 1000};
+            nanosleep(&ts, NULL);
+        }
+        if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = 1;
+        if (exited) continue;
+        if (tick && tick(ud)) verdict = S_CANCELLED;
+        else if (s_ms() - t0 > limit_s * 1000.0) verdict = S_TOO_LONG;
+        if (verdict) {
+            kill(-pid, SIGKILL);
+            waitpid(pid, &status, 0);
+            break;
+        }
+    }
+    close(fds[0]);
+    msg[used] = '\0';
+    if (verdict) return verdict;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
 int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
-                char digest[33], ta_error_t *err) {
+                char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err) {
     memset(out, 0, sizeof *out);
     snprintf(out->name, sizeof out->name, "%s", name);
     s_locate(cc, dir, name, src, out->key, out->path, sizeof out->path);
@@ -194,7 +265,7 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
      * The source is always k.c there, compiled from inside the folder: the
      * object records that name, so its bytes depend only on the compiler
      * and the source (two runs send the same PROGRAM bytes). */
-    char tmpdir[1100], csrc[1200], tmp_so[1200], cmd[4096];
+    char tmpdir[1100], csrc[1200], tmp_so[1200];
     snprintf(tmpdir, sizeof tmpdir, "%s/tmp-%s-XXXXXX", dir, out->key);
     if (!mkdtemp(tmpdir)) return ta_error_set(err, TACT_EIO, "kernel %s: cannot write into %s: %s", name, dir, strerror(errno));
     snprintf(csrc, sizeof csrc, "%s/k.c", tmpdir);
@@ -207,28 +278,19 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
         rmdir(tmpdir);
         return ta_error_set(err, TACT_EIO, "kernel %s: cannot write %s", name, csrc);
     }
-    /* A compiler that hangs must not hang the pipeline: coreutils' timeout
-     * ends it (status 124 reads as a compile failure). */
-    snprintf(cmd, sizeof cmd, "cd '%s' && timeout %d %s %s -o k.so k.c 2>&1", tmpdir, S_COMPILE_TIMEOUT_S, cc, s_flags);
-    double t0 = s_ms();
-    FILE *pipe = popen(cmd, "r");
     char msg[2048] = "";
-    size_t used = 0;
-    if (pipe) {
-        size_t n;
-        while ((n = fread(msg + used, 1, sizeof msg - 1 - used, pipe)) > 0) used += n;
-        char sink[512];
-        while (fread(sink, 1, sizeof sink, pipe) > 0) { /* drain what does not fit */ }
-    }
-    msg[used] = '\0';
-    int status = pipe ? pclose(pipe) : -1;
+    double t0 = s_ms();
+    int status = s_run_compiler(cc, tmpdir, msg, sizeof msg, limit_s, tick, ud);
     out->compile_ms = s_ms() - t0;
     unlink(csrc);
     if (status != 0) {
         unlink(tmp_so);
         rmdir(tmpdir);
+        if (status == S_CANCELLED) return ta_error_set(err, TACT_ESTOPPED, "kernel %s: compile cancelled (the context is closing)", name);
+        if (status == S_TOO_LONG)
+            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: `%s` took longer than %d s; stopped", name, cc, limit_s);
         return ta_error_set(err, TACT_ECOMPILE, "kernel %s failed to compile with `%s`: %s", name, cc,
-                            used ? msg : "(no output; is the compiler installed?)");
+                            msg[0] ? msg : "(no output; is the compiler installed?)");
     }
     /* Proved by loading it (from its bytes), then kept with its digest. */
     int rc = access(tmp_so, F_OK) != 0

@@ -47,10 +47,15 @@ const char *ta_cc_identity(const char *cc);
  * TACT_OK with out's name, key, path and cached filled and the object's
  * bytes in *obj (the caller frees them with ta_free) with their digest, or
  * TACT_ECOMPILE with the kernel's name and the compiler's message in err
- * (TACT_EIO when the cache folder is unusable).
+ * (TACT_EIO when the cache folder is unusable).  The compiler runs in a
+ * process group of its own; tick (may be NULL) is called every 50 ms while
+ * it runs, and when it returns nonzero the group is killed and TACT_ESTOPPED
+ * returned; a compile running longer than limit_s seconds is killed too
+ * (TACT_ECOMPILE).  No temporary file outlives the call.
  */
+typedef int (*ta_cc_tick_fn)(void *ud);
 int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
-                char digest[33], ta_error_t *err);
+                char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err);
 
 /* Reads the whole object at path (at most 256 MiB) into a fresh buffer
  * that the caller frees with ta_free.  Returns TACT_OK or TACT_EIO. */

@@ -1,6 +1,7 @@
 /* compiler.c - a compiler pool worker: renders a kernel AST as C, compiles it (or finds it cached), reports the program. */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "ast.h"
 #include "cc.h"
@@ -81,16 +82,40 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e) {
     if (s->nmemo < S_MEMO) s->nmemo++;
 }
 
+/* While the system compiler runs: a heartbeat to whoever waits for the
+ * program (the executor, and the client waiting for the realize) every
+ * quarter of the timeout, and the answer to "stop?". */
+typedef struct {
+    ta_actor_t *self;
+    uint32_t reply_to, client;
+    uint64_t corr;
+    struct timespec last;
+} s_tick_t;
+
+static int s_tick(void *ud) {
+    s_tick_t *t = ud;
+    if (ta_actor_stopping(t->self)) return 1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - t->last.tv_sec) * 1e3 + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-6;
+    if (ms * 4 >= ta_actor_timeout_ms(t->self)) {
+        ta_actor_progress(t->self, t->reply_to, t->corr);
+        ta_actor_progress(t->self, t->client, 0);
+        t->last = now;
+    }
+    return 0;
+}
+
 /* Renders and builds the kernel in s->ast (or finds it in the disk cache),
  * filling e with what PROGRAM carries. */
-static int s_build(s_state_t *s, s_memo_t *e, ta_error_t *err) {
+static int s_build(s_state_t *s, s_memo_t *e, s_tick_t *tick, ta_error_t *err) {
     char *src = NULL;
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
     int rc = ta_render_c(&s->ast, &src, e->name, sizeof e->name, &e->align, err);
     if (rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", src);
     /* The object's bytes travel in the message, never its path. */
-    if (rc == TACT_OK) rc = ta_cc_build(s->w.cc, s->local.cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, err);
+    if (rc == TACT_OK) rc = ta_cc_build(s->w.cc, s->local.cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, s->local.compile_limit_s, s_tick, tick, err);
     /* Timings stay out of messages, so two runs log the same bytes. */
     if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
     ta_free(src);
@@ -126,7 +151,9 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         s->ast.nfused = nfused;
         ta_cc_digest(s->keybuf.data, s->keybuf.size, e.key);
         if (rc == TACT_OK && !(hit = s_memo_find(s, e.key))) {
-            rc = s_build(s, &e, &err);
+            s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, m->corr, {0, 0}};
+            clock_gettime(CLOCK_MONOTONIC, &tick.last);
+            rc = s_build(s, &e, &tick, &err);
             if (rc == TACT_OK) {
                 s_memo_add(s, &e);
                 if (!(hit = s_memo_find(s, e.key))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", e.name);

@@ -140,6 +140,7 @@ static void s_free_tensor(tact_tensor *t) {
  * travel as one OP_BATCH message.
  */
 static int s_flush(tact_ctx *ctx, ta_error_t *err);
+static int s_wait(tact_ctx *ctx, int closing);
 
 static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs,
                     int nargs, const int64_t *args) {
@@ -205,13 +206,17 @@ static tact_tensor *s_emit(tact_tensor *out, ta_op_t op, int nsrc, const tact_te
 
 /* -------------------------------------------------------------- contexts */
 
+/* Stops the stages in the order work flows through them, so a stage never
+ * sends its last message to one that stopped already (a send to a stopped
+ * mailbox waits for room until the timeout). */
 static void s_stop_all(tact_ctx *ctx, ta_error_t *first) {
     ta_error_t err;
-    ta_actor_t **all[] = {&ctx->graph, &ctx->scheduler, &ctx->planner, &ctx->executor};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    ta_actor_t **all[4 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
+    size_t n = 3;
+    for (int i = 0; i < TA_MAX_COMPILERS; i++) all[n++] = &ctx->compilers[i];
+    all[n++] = &ctx->executor;
+    for (size_t i = 0; i < n; i++)
         if (ta_actor_stop(all[i], &err) != TACT_OK && first && !first->code) *first = err;
-    for (int i = 0; i < TA_MAX_COMPILERS; i++)
-        if (ta_actor_stop(&ctx->compilers[i], &err) != TACT_OK && first && !first->code) *first = err;
 }
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
@@ -280,6 +285,7 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
         return TACT_ENOMEM;
     }
     ctx->timeout_ms = o.timeout_ms ? o.timeout_ms : 60000;
+    cfg.timeout_ms = ctx->timeout_ms; /* one timeout for every wait, the client's and the stages' */
     ctx->next_id = 1;
     msgpack_sbuffer_init(&ctx->batch);
     ta_error_t err = {0, ""};
@@ -291,6 +297,8 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
     ta_stage_local_t *local = &ctx->local;
     const char *dbg = getenv("TACT_DEBUG");
     local->debug = dbg ? atoi(dbg) : 0;
+    const char *limit = getenv("TACT_COMPILE_LIMIT_S");
+    local->compile_limit_s = limit && atoi(limit) > 0 ? atoi(limit) : 300;
     local->cpu_threads = o.cpu_threads;
     ta_cc_cache_dir(local->cache_dir, sizeof local->cache_dir);
     if ((rc = ta_cc_check_dir(local->cache_dir, &err)) != TACT_OK) goto fail;
@@ -359,7 +367,9 @@ int tact_ctx_close(tact_ctx **pctx) {
     if (!ctx) return TACT_OK;
     *pctx = NULL;
     ta_error_t first = {0, ""};
-    if (tact_wait(ctx) != TACT_OK) ta_error_set(&first, TACT_EACTOR, "%s", ctx->error); /* realizes still running end first */
+    /* Realizes in flight get timeout_ms to end, then stop with the stages. */
+    int wrc = s_wait(ctx, 1);
+    if (wrc != TACT_OK) ta_error_set(&first, wrc, "%s", ctx->error);
     for (size_t s = ctx->nscopes; s-- > 0;) {
         for (size_t i = 0; i < ctx->scopes[s].n; i++) s_free_tensor(ctx->scopes[s].items[i]);
         ta_free(ctx->scopes[s].items);
@@ -1022,15 +1032,18 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
  * the order they were started.  Returns the first one's error (its text in
  * ctx->error), or TACT_OK; the stats come from the last one.  The graph
  * hears of the failed ones with the next REALIZE. */
-int tact_wait(tact_ctx *ctx) {
-    if (!ctx) return TACT_EINVAL;
+static int s_wait(tact_ctx *ctx, int closing) {
     int first = TACT_OK;
     for (size_t i = 0; i < ctx->ninflight; i++) {
         ta_msg_t reply;
         ta_error_t err = {0, ""};
         ta_msg_init(&reply, TA_MSG_READY);
-        int rc = ta_port_wait(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err);
-        if (rc == TACT_ETIMEDOUT) ta_error_set(&err, rc, "port client: no answer to realize %" PRIu64 " within %d ms", ctx->inflight[i].realize, ctx->timeout_ms);
+        int rc = closing ? ta_port_wait_within(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err)
+                         : ta_port_wait(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err);
+        if (rc == TACT_ETIMEDOUT && closing)
+            ta_error_set(&err, rc, "close: realize %" PRIu64 " was still running after %d ms; stopped", ctx->inflight[i].realize, ctx->timeout_ms);
+        else if (rc == TACT_ETIMEDOUT)
+            ta_error_set(&err, rc, "no answer to realize %" PRIu64 ", and no sign of work on it, within %d ms", ctx->inflight[i].realize, ctx->timeout_ms);
         if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
             ctx->stats.planned_peak_bytes = reply.as.done.planned_peak;
             ctx->stats.unplanned_bytes = reply.as.done.unplanned;
@@ -1054,6 +1067,8 @@ int tact_wait(tact_ctx *ctx) {
     ctx->ninflight = 0;
     return first;
 }
+
+int tact_wait(tact_ctx *ctx) { return ctx ? s_wait(ctx, 0) : TACT_EINVAL; }
 
 /* Waits for the reply to req (after every realize in flight); returns its
  * status with ctx->error set. */

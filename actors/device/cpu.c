@@ -1,5 +1,6 @@
 /* cpu.c - the CPU device: host memory, generated C compiled by the system compiler, a thread pool. */
 #include <pthread.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,9 +13,16 @@
  * computed entirely by the thread that takes its chunk (its whole reduce, in
  * a fixed order), so results are bitwise the same for any thread count; only
  * which thread does which chunk depends on timing.
+ *
+ * The pool has one worker per thread.  A small launch runs on the
+ * launching (executor's) thread, alone or with nthreads - 1 workers; a
+ * supervised one (a tick function given: long work) runs on all workers
+ * while the launching thread waits, calling tick every 20 ms, so the
+ * executor can send heartbeats and stop handing out chunks when told to.
  */
 struct ta_device {
-    int nthreads; /* workers + the launching thread */
+    int nthreads; /* computing threads of a launch */
+    int nworkers;
     pthread_t *workers;
     pthread_mutex_t lock;
     pthread_cond_t work, done;
@@ -23,6 +31,7 @@ struct ta_device {
     ta_kernel_fn fn;
     void **bufs;
     int64_t n, chunk, next; /* next chunk start, taken under the lock */
+    int slots;              /* workers this launch still takes */
     int busy;               /* workers still in this launch */
     int quit;
 };
@@ -50,6 +59,8 @@ static void *s_worker(void *arg) {
         while (!d->quit && d->generation == seen) pthread_cond_wait(&d->work, &d->lock);
         if (d->quit) break;
         seen = d->generation;
+        if (!d->slots) continue; /* this launch has all the workers it takes */
+        d->slots--;
         pthread_mutex_unlock(&d->lock);
         s_drain(d);
         pthread_mutex_lock(&d->lock);
@@ -67,7 +78,7 @@ static void s_close(ta_device_t **pd) {
     d->quit = 1;
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->lock);
-    for (int i = 0; i < d->nthreads - 1; i++)
+    for (int i = 0; i < d->nworkers; i++)
         if (d->workers[i]) pthread_join(d->workers[i], NULL);
     pthread_cond_destroy(&d->work);
     pthread_cond_destroy(&d->done);
@@ -91,12 +102,13 @@ static int s_open(ta_device_t **out, int threads, ta_error_t *err) {
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
     pthread_cond_init(&d->done, NULL);
-    for (int i = 0; i < threads - 1; i++)
+    for (int i = 0; i < threads; i++) {
         if (pthread_create(&d->workers[i], NULL, s_worker, d) != 0) {
-            d->nthreads = i + 1;
             s_close(&d);
             return ta_error_set(err, TACT_EDEVICE, "CPU: cannot start worker thread %d", i);
         }
+        d->nworkers = i + 1;
+    }
     *out = d;
     return TACT_OK;
 }
@@ -138,31 +150,49 @@ static void s_unload(ta_device_t *d, ta_program_t *prog) {
     ta_cc_unload(prog);
 }
 
-static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_error_t *err) {
-    (void)err;
+static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_device_tick_fn tick, void *ud,
+                    ta_error_t *err) {
     if (n <= 0) return TACT_OK;
     int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4);
     if (chunk < S_MIN_CHUNK) chunk = S_MIN_CHUNK;
     if (align < 1) align = 1;
     chunk = (chunk + align - 1) / align * align; /* kernels that compute tiles need whole tiles */
-    if (d->nthreads == 1 || chunk >= n) {
+    if (!tick && (d->nthreads == 1 || chunk >= n)) {
         prog->fn(0, n, bufs);
         return TACT_OK;
     }
+    int helpers = tick ? d->nthreads : d->nthreads - 1;
     pthread_mutex_lock(&d->lock);
     d->fn = prog->fn;
     d->bufs = bufs;
     d->n = n;
     d->chunk = chunk;
     d->next = 0;
-    d->busy = d->nthreads - 1;
+    d->slots = d->busy = helpers;
     d->generation++;
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->lock);
-    s_drain(d);
+    int stopped = 0;
+    if (!tick) s_drain(d);
     pthread_mutex_lock(&d->lock);
-    while (d->busy) pthread_cond_wait(&d->done, &d->lock);
+    while (d->busy) {
+        if (!tick) {
+            pthread_cond_wait(&d->done, &d->lock);
+            continue;
+        }
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&d->done, &d->lock, &ts);
+        if (!d->busy || stopped) continue;
+        pthread_mutex_unlock(&d->lock);
+        stopped = tick(ud) != 0;
+        pthread_mutex_lock(&d->lock);
+        if (stopped) d->next = d->n; /* no more chunks; those running finish */
+    }
     pthread_mutex_unlock(&d->lock);
+    if (stopped) return ta_error_set(err, TACT_ESTOPPED, "kernel %s stopped (the context is closing)", prog->name);
     return TACT_OK;
 }
 

@@ -261,8 +261,32 @@ static int s_was_written_and_failed(const s_state_t *s, uint64_t id) {
     return 0;
 }
 
+/* While a long kernel runs: a heartbeat to the client waiting for the
+ * realize every quarter of the timeout, and the answer to "stop?". */
+typedef struct {
+    ta_actor_t *self;
+    uint32_t reply_to;
+    uint64_t corr;
+    double last;
+} s_tick_t;
+
+static int s_tick(void *ud) {
+    s_tick_t *t = ud;
+    if (ta_actor_stopping(t->self)) return 1;
+    double now = s_ms();
+    if ((now - t->last) * 4 >= ta_actor_timeout_ms(t->self)) {
+        ta_actor_progress(t->self, t->reply_to, t->corr);
+        t->last = now;
+    }
+    return 0;
+}
+
+/* Kernels touching more bytes than this run supervised (s_tick); smaller
+ * ones take milliseconds and run straight on the executor's thread. */
+enum { S_LONG_BYTES = 4 << 20 };
+
 /* Runs one step with its loaded program; returns TACT_OK or the error (err). */
-static int s_step(s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t align, ta_error_t *err) {
+static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t align, ta_error_t *err) {
     for (int b = 1; b < st->nbufs; b++) {
         s_buf_t *in = s_buf(s, st->bufs[b]);
         if (!in) {
@@ -299,8 +323,11 @@ static int s_step(s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t 
     }
     void *ptrs[TA_AST_MAX_BUFS];
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
-    double t0 = s_ms();
-    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, err) != TACT_OK) return err->code ? err->code : TACT_EDEVICE;
+    double t0 = s_ms(), touched = 0;
+    for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
+    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
+    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, touched > S_LONG_BYTES ? s_tick : NULL, &tick, err) != TACT_OK)
+        return err->code ? err->code : TACT_EDEVICE;
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
@@ -336,7 +363,7 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
     }
     int64_t align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
-    if (!r->failed && rc == TACT_OK) rc = s_step(s, st, &prog, align, &err);
+    if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, &prog, align, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);
 }

@@ -1,5 +1,8 @@
 /* test_security.c - what a hostile local process, or a careless program, can do to a context: nothing. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -90,4 +93,148 @@ Test(graph_security, a_local_process_cannot_change_what_a_tcp_context_reads) {
     cr_assert_eq(tact_read(x, out, sizeof out), TACT_OK);
     cr_assert_arr_eq(out, data, sizeof data);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+/* ------------------------------------------------------ long work, stops */
+
+/* A compiler wrapper in a fresh folder: it leaves a file named by its
+ * process id while it runs (so a test can see it is gone), sleeps `sleep`
+ * seconds, then compiles.  The context's kernel cache is in the folder. */
+typedef struct {
+    char dir[256], marks[300];
+} s_slowcc_t;
+
+static void s_slowcc(s_slowcc_t *c, int sleep_s) {
+    char *dir = tu_tmpfile("slowcc"), path[400], cc[600];
+    unlink(dir);
+    snprintf(c->dir, sizeof c->dir, "%s", dir);
+    free(dir);
+    cr_assert_eq(mkdir(c->dir, 0700), 0);
+    snprintf(c->marks, sizeof c->marks, "%s/running", c->dir);
+    cr_assert_eq(mkdir(c->marks, 0700), 0);
+    snprintf(path, sizeof path, "%s/cc.sh", c->dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fprintf(f,
+            "case \"$1\" in --version) exec cc \"$@\";; esac\n"
+            "touch %s/$$\n"
+            "sleep %d\n"
+            "rm -f %s/$$\n"
+            "exec cc \"$@\"\n",
+            c->marks, sleep_s, c->marks);
+    fclose(f);
+    snprintf(cc, sizeof cc, "sh %s", path);
+    setenv("TACT_CC", cc, 1);
+    snprintf(path, sizeof path, "%s/cache", c->dir);
+    setenv("TACT_CACHE_DIR", path, 1);
+}
+
+/* The number of wrappers running now (their mark files whose process is
+ * alive: not gone, and not a zombie waiting to be reaped). */
+static int s_running_now(const s_slowcc_t *c) {
+    char cmd[700];
+    snprintf(cmd, sizeof cmd,
+             "n=0; for f in %s/*; do p=$(basename \"$f\"); [ -e \"$f\" ] && [ -r /proc/$p/stat ] && "
+             "[ \"$(cut -d' ' -f3 /proc/$p/stat 2>/dev/null)\" != Z ] && n=$((n+1)); done; exit $n",
+             c->marks);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The same, once a killed process has had up to 2 s to go away. */
+static int s_running(const s_slowcc_t *c) {
+    int n = s_running_now(c);
+    for (int i = 0; i < 200 && n > 0; i++, n = s_running_now(c)) usleep(10000);
+    return n;
+}
+
+/* Temporary folders the compiler left in the cache. */
+static int s_leftovers(const s_slowcc_t *c) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "exit $(ls -d %s/cache/tmp-* 2>/dev/null | wc -l)", c->dir);
+    int st = system(cmd);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void s_slowcc_done(s_slowcc_t *c) {
+    unsetenv("TACT_CC");
+    unsetenv("TACT_CACHE_DIR");
+    unsetenv("TACT_COMPILE_LIMIT_S");
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static tact_ctx *s_open_timeout(int timeout_ms, int threads) {
+    tact_options o;
+    tact_options_default(&o);
+    o.timeout_ms = timeout_ms;
+    o.cpu_threads = threads;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    return ctx;
+}
+
+Test(graph_security, a_compile_and_a_kernel_longer_than_the_timeout_are_not_timeouts) {
+    /* The timeout is 400 ms; the compile takes 2 s, and the kernel (a
+     * 2560^3 matmul on one thread) over a second.  Heartbeats keep every
+     * wait going. */
+    s_slowcc_t c;
+    s_slowcc(&c, 2);
+    tact_ctx *ctx = s_open_timeout(400, 1);
+    enum { N = 2560 };
+    int64_t shape[2] = {N, N};
+    float *a = malloc(sizeof *a * N * N), *b = malloc(sizeof *b * N * N), *out = malloc(sizeof *out * N * N);
+    uint64_t rng = tu_seed();
+    for (size_t i = 0; i < (size_t)N * N; i++) a[i] = (float)(tu_rand(&rng) % 7) - 3, b[i] = (float)(tu_rand(&rng) % 5) - 2;
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 2, shape, a), *tb = tact_from_data(ctx, TACT_FLOAT32, 2, shape, b);
+    tact_tensor *p = tact_matmul(ta, tb);
+    int rc = tact_read(p, out, sizeof *out * N * N);
+    cr_assert_eq(rc, TACT_OK, "%s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    /* Small integers: every sum is exact in float32. */
+    for (int k = 0; k < 64; k++) {
+        size_t i = tu_rand(&rng) % N, j = tu_rand(&rng) % N;
+        double want = 0;
+        for (int t = 0; t < N; t++) want += (double)a[i * N + t] * b[(size_t)t * N + j];
+        cr_assert_eq(out[i * N + j], (float)want, "seed %#llx: element (%zu, %zu)", (unsigned long long)tu_seed(), i, j);
+    }
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    cr_assert_eq(s_running(&c), 0);
+    cr_assert_eq(s_leftovers(&c), 0);
+    free(a), free(b), free(out);
+    s_slowcc_done(&c);
+}
+
+Test(graph_security, a_compile_past_its_limit_is_killed_and_leaves_nothing) {
+    s_slowcc_t c;
+    s_slowcc(&c, 60);
+    setenv("TACT_COMPILE_LIMIT_S", "1", 1);
+    tact_ctx *ctx = s_open_timeout(5000, 1);
+    int64_t shape[1] = {8};
+    tact_tensor *x = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 2.0));
+    int rc = tact_realize(ctx, 1, &x);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert(strstr(tact_ctx_error(ctx), "took longer than 1 s; stopped"), "%s", tact_ctx_error(ctx));
+    cr_assert_eq(s_running(&c), 0, "the compiler was not killed");
+    cr_assert_eq(s_leftovers(&c), 0, "a temporary folder was left");
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    s_slowcc_done(&c);
+}
+
+Test(graph_security, closing_during_a_compile_kills_it_and_leaves_nothing) {
+    s_slowcc_t c;
+    s_slowcc(&c, 60);
+    tact_ctx *ctx = s_open_timeout(500, 1);
+    int64_t shape[1] = {8};
+    tact_tensor *x = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 3.0));
+    cr_assert_eq(tact_realize_async(ctx, 1, &x), TACT_OK);
+    for (int i = 0; i < 500 && s_running_now(&c) == 0; i++) usleep(10000);
+    cr_assert_eq(s_running_now(&c), 1, "the compiler never started");
+    /* Close gives the realize its timeout, then stops the stages: the
+     * compile is killed, the compiler answers its stop, nothing is left. */
+    int rc = tact_ctx_close(&ctx);
+    cr_assert_eq(rc, TACT_ETIMEDOUT, "got %s", tact_status_name(rc));
+    cr_assert_eq(s_running(&c), 0, "the compiler outlived the context");
+    cr_assert_eq(s_leftovers(&c), 0, "a temporary folder outlived the context");
+    s_slowcc_done(&c);
 }
