@@ -150,6 +150,12 @@ static uint64_t s_content_hash(const g_node_t *n) {
     S_MIX(n->nargs);
     for (int i = 0; i < n->nargs; i++) S_MIX(n->args[i]);
 #undef S_MIX
+    /* A finalizer (splitmix64's): the table indexes by the low bits, which
+     * the multiplications above leave poorly mixed for ids that differ by
+     * one (a chain of ops clustered into probe runs thousands long). */
+    h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27, h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
     return h ? h : 1;
 }
 
