@@ -1,13 +1,16 @@
 /* client.c - the public tensor API (include/tact.h): runs in the user's thread, streams ops to the graph builder. */
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cc.h"
+#include "client_impl.h"
 #include "dtype.h"
+#include "handle.h"
 #include "mem.h"
 #include "ops.h"
 #include "pipeline.h"
@@ -17,8 +20,9 @@
 
 /* ------------------------------------------------------------------ state */
 
-struct tact_tensor {
-    tact_ctx *ctx;
+struct ti_tensor {
+    uintptr_t handle; /* what the user holds (handle.h) */
+    ti_ctx_t *ctx;
     uint64_t id; /* 0 for error tensors and unmaterialized scalars */
     tact_dtype dtype;
     ta_shape_t shape;
@@ -34,13 +38,16 @@ struct tact_tensor {
 };
 
 typedef struct {
-    tact_tensor **items;
+    ti_tensor_t **items;
     size_t n, cap;
 } s_scope_t;
 
 enum { S_BATCH_OPS = 512 };
 
-struct tact_ctx {
+struct ti_ctx {
+    uintptr_t handle;
+    uintptr_t owner; /* the thread inside a call now (its token), 0: none */
+    int depth;       /* nested entries of that thread */
     ta_rt_t *rt;
     ta_port_t *port;
     ta_pipeline_t wiring;
@@ -78,10 +85,13 @@ void tact_options_default(tact_options *o) {
 
 /* --------------------------------------------------------- tensor objects */
 
-/* Adds t to the innermost scope; returns t, or NULL on allocation failure. */
-static tact_tensor *s_own(tact_ctx *ctx, tact_tensor *t) {
+/* Adds t to the innermost scope and gives it its handle; returns t, or
+ * NULL on allocation failure (t is freed). */
+static ti_tensor_t *s_own(ti_ctx_t *ctx, ti_tensor_t *t) {
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1];
-    if (ta_grow((void **)&sc->items, &sc->cap, sc->n + 1, sizeof *sc->items) != TACT_OK) {
+    if (ta_grow((void **)&sc->items, &sc->cap, sc->n + 1, sizeof *sc->items) != TACT_OK ||
+        !(t->handle = ta_handle_new(t, TA_HANDLE_TENSOR))) {
+        ta_free(t->message);
         ta_free(t);
         return NULL;
     }
@@ -89,16 +99,62 @@ static tact_tensor *s_own(tact_ctx *ctx, tact_tensor *t) {
     return t;
 }
 
-/* An error tensor carrying code and the formatted message.  When even that
- * cannot be allocated, a static one stands in (never freed). */
-/* What an op returns for a NULL tensor or context argument: an error tensor
- * that belongs to no context (ops on it return it, sync points refuse it). */
-static tact_tensor s_null_arg = {.dtype = TACT_FLOAT32, .status = TACT_EINVAL, .message = (char *)"a NULL tensor or context was passed"};
+/* Error tensors of no context, made once and never freed: for a NULL
+ * argument, a handle that names nothing alive, a context busy in another
+ * thread, and an allocation that failed. */
+static ti_tensor_t s_null_arg = {.dtype = TACT_FLOAT32, .status = TACT_EINVAL, .message = (char *)"a NULL tensor or context was passed"};
+static ti_tensor_t s_stale_arg = {.dtype = TACT_FLOAT32,
+                                  .status = TACT_EINVAL,
+                                  .message = (char *)"a tensor used after its scope ended or its context closed (or not a tensor at all)"};
+static ti_tensor_t s_busy_arg = {.dtype = TACT_FLOAT32,
+                                 .status = TACT_EBUSY,
+                                 .message = (char *)"the context is in use by another thread (one thread at a time per context)"};
+static ti_tensor_t s_oom = {.dtype = TACT_FLOAT32, .status = TACT_ENOMEM, .message = (char *)"out of memory"};
+static pthread_once_t s_statics_once = PTHREAD_ONCE_INIT;
 
-__attribute__((format(printf, 3, 4))) static tact_tensor *s_error(tact_ctx *ctx, int code, const char *fmt, ...) {
+static void s_statics(void) {
+    ti_tensor_t *all[4] = {&s_null_arg, &s_stale_arg, &s_busy_arg, &s_oom};
+    for (int i = 0; i < 4; i++) all[i]->handle = ta_handle_new(all[i], TA_HANDLE_TENSOR);
+}
+
+uintptr_t ti_tensor_handle(ti_tensor_t *t) {
+    if (!t->ctx) pthread_once(&s_statics_once, s_statics);
+    return t->handle;
+}
+
+uintptr_t ti_ctx_handle(const ti_ctx_t *ctx) { return ctx->handle; }
+ti_ctx_t *ti_tensor_ctx(const ti_tensor_t *t) { return t->ctx; }
+ti_tensor_t *ti_null_arg(void) { return &s_null_arg; }
+ti_tensor_t *ti_stale_arg(void) { return &s_stale_arg; }
+ti_tensor_t *ti_busy_arg(void) { return &s_busy_arg; }
+
+/* A token naming the calling thread: the address of one of its own
+ * variables (never 0). */
+static uintptr_t s_thread_token(void) {
+    static _Thread_local char mark;
+    return (uintptr_t)&mark;
+}
+
+int ti_ctx_enter(ti_ctx_t *ctx) {
+    uintptr_t me = s_thread_token(), none = 0;
+    if (__atomic_load_n(&ctx->owner, __ATOMIC_ACQUIRE) == me) {
+        ctx->depth++;
+        return 0;
+    }
+    if (!__atomic_compare_exchange_n(&ctx->owner, &none, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) return -1;
+    ctx->depth = 1;
+    return 0;
+}
+
+void ti_ctx_leave(ti_ctx_t *ctx) {
+    if (--ctx->depth == 0) __atomic_store_n(&ctx->owner, 0, __ATOMIC_RELEASE);
+}
+
+/* An error tensor carrying code and the formatted message.  When even that
+ * cannot be allocated, the static out-of-memory one stands in. */
+__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_error(ti_ctx_t *ctx, int code, const char *fmt, ...) {
     if (!ctx) return &s_null_arg;
-    static tact_tensor oom = {.dtype = TACT_FLOAT32, .status = TACT_ENOMEM, .message = (char *)"out of memory"};
-    tact_tensor *t = ta_calloc(1, sizeof *t);
+    ti_tensor_t *t = ta_calloc(1, sizeof *t);
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -106,28 +162,30 @@ __attribute__((format(printf, 3, 4))) static tact_tensor *s_error(tact_ctx *ctx,
     va_end(ap);
     if (!t || !(t->message = ta_strdup(msg))) {
         ta_free(t);
-        return &oom;
+        return &s_oom;
     }
     t->ctx = ctx;
     t->status = code;
     t = s_own(ctx, t);
-    return t ? t : &oom;
+    return t ? t : &s_oom;
 }
 
-static tact_tensor *s_new(tact_ctx *ctx, tact_dtype dtype, const ta_shape_t *shape) {
-    tact_tensor *t = ta_calloc(1, sizeof *t);
+static ti_tensor_t *s_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
+    ti_tensor_t *t = ta_calloc(1, sizeof *t);
     if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
     t->ctx = ctx;
     t->id = ctx->next_id++;
     t->dtype = dtype;
     t->shape = *shape;
     t->message = NULL;
-    tact_tensor *owned = s_own(ctx, t);
+    ti_tensor_t *owned = s_own(ctx, t);
     return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
 }
 
-static void s_free_tensor(tact_tensor *t) {
-    if (!t->ctx) return; /* the static out-of-memory tensor */
+/* Frees a tensor of a scope: its handle is stale from now on. */
+static void s_free_tensor(ti_tensor_t *t) {
+    if (!t->ctx) return; /* a static error tensor */
+    ta_handle_free(t->handle);
     ta_free(t->message);
     ta_free(t);
 }
@@ -139,10 +197,10 @@ static void s_free_tensor(tact_tensor *t) {
  * dtype, shape, source ids and args.  Records accumulate in ctx->batch and
  * travel as one OP_BATCH message.
  */
-static int s_flush(tact_ctx *ctx, ta_error_t *err);
-static int s_wait(tact_ctx *ctx, int closing);
+static int s_flush(ti_ctx_t *ctx, ta_error_t *err);
+static int s_wait(ti_ctx_t *ctx, int closing);
 
-static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs,
+static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs,
                     int nargs, const int64_t *args) {
     ta_node_rec_t r;
     memset(&r, 0, sizeof r);
@@ -162,7 +220,7 @@ static int s_record(tact_ctx *ctx, const tact_tensor *out, ta_op_t op, int nsrc,
     return TACT_OK;
 }
 
-static int s_flush(tact_ctx *ctx, ta_error_t *err) {
+static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
     int rc = TACT_OK;
     /* Releases first: the graph frees what they drop before new ops arrive. */
     if (ctx->nreleased) {
@@ -194,7 +252,7 @@ static int s_flush(tact_ctx *ctx, ta_error_t *err) {
 }
 
 /* Makes the node of out from op and sources; on failure turns out into an error. */
-static tact_tensor *s_emit(tact_tensor *out, ta_op_t op, int nsrc, const tact_tensor *const *srcs, int nargs,
+static ti_tensor_t *s_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs,
                            const int64_t *args) {
     if (out->status) return out;
     if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args) != TACT_OK) {
@@ -209,7 +267,7 @@ static tact_tensor *s_emit(tact_tensor *out, ta_op_t op, int nsrc, const tact_te
 /* Stops the stages in the order work flows through them, so a stage never
  * sends its last message to one that stopped already (a send to a stopped
  * mailbox waits for room until the timeout). */
-static void s_stop_all(tact_ctx *ctx, ta_error_t *first) {
+static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     ta_error_t err;
     ta_actor_t **all[4 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
     size_t n = 3;
@@ -234,15 +292,15 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
     return bad ? -1 : 0;
 }
 
-int tact_ctx_open(tact_ctx **out, const tact_options *opts) {
+int ti_ctx_open(ti_ctx_t **out, const tact_options *opts) {
     const char *sc = getenv("TACT_SCHEDULE_CACHE");
-    return ta_ctx_open_as(out, opts, ta_cc_compiler(), !(sc && strcmp(sc, "0") == 0));
+    return ti_ctx_open_as(out, opts, ta_cc_compiler(), !(sc && strcmp(sc, "0") == 0));
 }
 
-int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int schedule_cache) {
+int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int schedule_cache) {
     s_open_error[0] = '\0';
     if (!out) {
-        snprintf(s_open_error, sizeof s_open_error, "tact_ctx_open: out is NULL");
+        snprintf(s_open_error, sizeof s_open_error, "ti_ctx_open: out is NULL");
         return TACT_EINVAL;
     }
     *out = NULL;
@@ -279,7 +337,7 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
         snprintf(s_open_error, sizeof s_open_error, "TACT_CACHE_DIR is %zu characters long; at most 800", strlen(dir_env));
         return TACT_EINVAL;
     }
-    tact_ctx *ctx = ta_calloc(1, sizeof *ctx);
+    ti_ctx_t *ctx = ta_calloc(1, sizeof *ctx);
     if (!ctx) {
         snprintf(s_open_error, sizeof s_open_error, "out of memory");
         return TACT_ENOMEM;
@@ -346,6 +404,7 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
         ta_msg_release(&reply);
         if (rc != TACT_OK) goto fail;
     }
+    if (!(ctx->handle = ta_handle_new(ctx, TA_HANDLE_CTX))) goto fail_nomem;
     *out = ctx;
     return TACT_OK;
 fail_nomem:
@@ -361,9 +420,9 @@ fail:
     return rc;
 }
 
-int tact_ctx_close(tact_ctx **pctx) {
+int ti_ctx_close(ti_ctx_t **pctx) {
     if (!pctx) return TACT_OK;
-    tact_ctx *ctx = *pctx;
+    ti_ctx_t *ctx = *pctx;
     if (!ctx) return TACT_OK;
     *pctx = NULL;
     ta_error_t first = {0, ""};
@@ -384,15 +443,18 @@ int tact_ctx_close(tact_ctx **pctx) {
     ta_free(ctx->released);
     ta_free(ctx->inflight);
     ta_free(ctx->failed);
+    ta_handle_free(ctx->handle); /* every copy of it is stale now */
     ta_free(ctx);
     return first.code;
 }
 
-const char *tact_ctx_error(const tact_ctx *ctx) { return ctx ? ctx->error : "no context (NULL)"; }
+void ti_ctx_set_error(ti_ctx_t *ctx, const char *text) { snprintf(ctx->error, sizeof ctx->error, "%s", text); }
 
-ta_port_t *ta_ctx_port(tact_ctx *ctx) { return ctx->port; }
-int ta_ctx_timeout_ms(const tact_ctx *ctx) { return ctx->timeout_ms; }
-void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
+const char *ti_ctx_error(const ti_ctx_t *ctx) { return ctx ? ctx->error : "no context (NULL)"; }
+
+ta_port_t *ti_ctx_port(ti_ctx_t *ctx) { return ctx->port; }
+int ti_ctx_timeout_ms(const ti_ctx_t *ctx) { return ctx->timeout_ms; }
+void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out) {
     if (!out) return;
     if (!ctx) {
         memset(out, 0, sizeof *out);
@@ -407,7 +469,7 @@ void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out) {
 
 /* ----------------------------------------------------------------- scopes */
 
-int tact_scope_begin(tact_ctx *ctx) {
+int ti_scope_begin(ti_ctx_t *ctx) {
     if (!ctx) return TACT_EINVAL;
     if (ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, ctx->nscopes + 1, sizeof *ctx->scopes) != TACT_OK)
         return TACT_ENOMEM;
@@ -416,7 +478,7 @@ int tact_scope_begin(tact_ctx *ctx) {
     return TACT_OK;
 }
 
-int tact_scope_end(tact_ctx *ctx) {
+int ti_scope_end(ti_ctx_t *ctx) {
     if (!ctx) return TACT_EINVAL;
     if (ctx->nscopes <= 1) return TACT_EINVAL;
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
@@ -424,7 +486,7 @@ int tact_scope_end(tact_ctx *ctx) {
      * (the next flush sends releases ahead of newer ops). */
     int rc = s_flush(ctx, NULL);
     for (size_t i = 0; i < sc->n; i++) {
-        tact_tensor *t = sc->items[i];
+        ti_tensor_t *t = sc->items[i];
         if (t->kept) {
             t->kept = 0;
             if (ta_grow((void **)&parent->items, &parent->cap, parent->n + 1, sizeof *parent->items) == TACT_OK) {
@@ -443,7 +505,7 @@ int tact_scope_end(tact_ctx *ctx) {
     return rc;
 }
 
-tact_tensor *tact_keep(tact_tensor *t) {
+ti_tensor_t *ti_keep(ti_tensor_t *t) {
     if (!t) return &s_null_arg;
     if (t->ctx) t->kept = 1;
     return t;
@@ -451,38 +513,38 @@ tact_tensor *tact_keep(tact_tensor *t) {
 
 /* ---------------------------------------------------------------- queries */
 
-int tact_ndim(const tact_tensor *t) { return t ? t->shape.ndim : 0; }
-int64_t tact_dim(const tact_tensor *t, int k) {
+int ti_ndim(const ti_tensor_t *t) { return t ? t->shape.ndim : 0; }
+int64_t ti_dim(const ti_tensor_t *t, int k) {
     if (!t) return -1;
     if (k < 0) k += t->shape.ndim;
     return k >= 0 && k < t->shape.ndim ? t->shape.d[k] : -1;
 }
-void tact_shape(const tact_tensor *t, int64_t *out) {
+void ti_shape(const ti_tensor_t *t, int64_t *out) {
     if (t && out) memcpy(out, t->shape.d, sizeof(int64_t) * (size_t)t->shape.ndim);
 }
-int64_t tact_numel(const tact_tensor *t) { return t ? ta_shape_numel(&t->shape) : 0; }
-tact_dtype tact_dtype_of(const tact_tensor *t) { return t ? t->dtype : TACT_FLOAT32; }
-const char *tact_device(const tact_tensor *t) {
+int64_t ti_numel(const ti_tensor_t *t) { return t ? ta_shape_numel(&t->shape) : 0; }
+tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT32; }
+const char *ti_device(const ti_tensor_t *t) {
     if (!t) return "CPU";
     (void)t;
     return "CPU";
 }
-int tact_status_of(const tact_tensor *t) { return t ? t->status : TACT_EINVAL; }
-const char *tact_error_message(const tact_tensor *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
+int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
+const char *ti_error_message(const ti_tensor_t *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
 const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
 
 /* --------------------------------------------------------------- creation */
 
 /* A CONST node of shape () holding v. */
-static tact_tensor *s_const(tact_ctx *ctx, tact_dtype d, ta_value_t v) {
+static ti_tensor_t *s_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v) {
     ta_shape_t scalar = {0, {0}};
-    tact_tensor *t = s_new(ctx, d, &scalar);
+    ti_tensor_t *t = s_new(ctx, d, &scalar);
     int64_t bits = (int64_t)ta_value_bits(d, v);
     return s_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
 }
 
 /* The tensor a weak scalar becomes as dtype d. */
-static tact_tensor *s_materialize(tact_tensor *w, tact_dtype d) {
+static ti_tensor_t *s_materialize(ti_tensor_t *w, tact_dtype d) {
     ta_value_t v;
     if (w->kind == TA_SCALAR_FLOAT) {
         v = ta_value_from_double(d, w->fvalue);
@@ -496,14 +558,14 @@ static tact_tensor *s_materialize(tact_tensor *w, tact_dtype d) {
 }
 
 /* A weak scalar on its own takes its kind's default dtype. */
-static tact_tensor *s_solid(tact_tensor *t) {
+static ti_tensor_t *s_solid(ti_tensor_t *t) {
     if (!t->weak || t->status) return t;
     return s_materialize(t, t->kind == TA_SCALAR_BOOL ? TACT_BOOL : t->kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32);
 }
 
-static tact_tensor *s_weak(tact_ctx *ctx, ta_scalar_kind_t kind, double f, int64_t i) {
+static ti_tensor_t *s_weak(ti_ctx_t *ctx, ta_scalar_kind_t kind, double f, int64_t i) {
     if (!ctx) return &s_null_arg;
-    tact_tensor *t = ta_calloc(1, sizeof *t);
+    ti_tensor_t *t = ta_calloc(1, sizeof *t);
     if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
     t->ctx = ctx;
     t->weak = 1;
@@ -511,16 +573,16 @@ static tact_tensor *s_weak(tact_ctx *ctx, ta_scalar_kind_t kind, double f, int64
     t->fvalue = f;
     t->ivalue = i;
     t->dtype = kind == TA_SCALAR_BOOL ? TACT_BOOL : kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32;
-    tact_tensor *owned = s_own(ctx, t);
+    ti_tensor_t *owned = s_own(ctx, t);
     return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
 }
 
-tact_tensor *tact_scalar(tact_ctx *ctx, double v) { return s_weak(ctx, TA_SCALAR_FLOAT, v, 0); }
-tact_tensor *tact_scalar_int(tact_ctx *ctx, int64_t v) { return s_weak(ctx, TA_SCALAR_INT, 0, v); }
-tact_tensor *tact_scalar_bool(tact_ctx *ctx, int v) { return s_weak(ctx, TA_SCALAR_BOOL, 0, v != 0); }
+ti_tensor_t *ti_scalar(ti_ctx_t *ctx, double v) { return s_weak(ctx, TA_SCALAR_FLOAT, v, 0); }
+ti_tensor_t *ti_scalar_int(ti_ctx_t *ctx, int64_t v) { return s_weak(ctx, TA_SCALAR_INT, 0, v); }
+ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v) { return s_weak(ctx, TA_SCALAR_BOOL, 0, v != 0); }
 
 /* Checks dtype and shape of a creation call. */
-static tact_tensor *s_check_new(tact_ctx *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s) {
+static ti_tensor_t *s_check_new(ti_ctx_t *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s) {
     ta_error_t err;
     if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "%s: dtype %d is not a tact_dtype", op, dtype);
     if (ndim > 0 && !shape) return s_error(ctx, TACT_EINVAL, "%s: shape is NULL", op);
@@ -528,31 +590,31 @@ static tact_tensor *s_check_new(tact_ctx *ctx, const char *op, int dtype, int nd
     return NULL;
 }
 
-tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+ti_tensor_t *ti_empty(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx) return &s_null_arg;
     ta_shape_t s;
-    tact_tensor *bad = s_check_new(ctx, "empty", dtype, ndim, shape, &s);
+    ti_tensor_t *bad = s_check_new(ctx, "empty", dtype, ndim, shape, &s);
     if (bad) return bad;
     /* "Unspecified" contents are zeros: runs stay deterministic. */
     size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
     void *zeros = ta_calloc(bytes ? bytes : 1, 1);
     if (!zeros) return s_error(ctx, TACT_ENOMEM, "empty: out of memory for %zu bytes", bytes);
-    tact_tensor *t = tact_from_data(ctx, dtype, ndim, shape, zeros);
+    ti_tensor_t *t = ti_from_data(ctx, dtype, ndim, shape, zeros);
     ta_free(zeros);
     return t;
 }
 
-tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
     if (!ctx) return &s_null_arg;
     ta_shape_t s;
-    tact_tensor *bad = s_check_new(ctx, "from_data", dtype, ndim, shape, &s);
+    ti_tensor_t *bad = s_check_new(ctx, "from_data", dtype, ndim, shape, &s);
     if (bad) return bad;
     size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
     if (!data && bytes) return s_error(ctx, TACT_EINVAL, "from_data: data is NULL");
     /* EMPTY with argument 1: its bytes follow in a WRITE, which the graph
      * builder passes to the executor. */
     int64_t data_follows = 1;
-    tact_tensor *t = s_emit(s_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
+    ti_tensor_t *t = s_emit(s_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
     if (t->status) return t;
     ta_error_t err;
     int rc = s_flush(ctx, &err);
@@ -579,27 +641,27 @@ tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int
     return t;
 }
 
-tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
+ti_tensor_t *ti_full(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
     if (!ctx) return &s_null_arg;
     ta_shape_t s;
-    tact_tensor *bad = s_check_new(ctx, "full", dtype, ndim, shape, &s);
+    ti_tensor_t *bad = s_check_new(ctx, "full", dtype, ndim, shape, &s);
     if (bad) return bad;
-    tact_tensor *c = s_const(ctx, dtype, ta_value_from_double(dtype, value));
+    ti_tensor_t *c = s_const(ctx, dtype, ta_value_from_double(dtype, value));
     int64_t ones[TA_MAX_DIMS];
     for (int k = 0; k < ndim; k++) ones[k] = 1;
-    return tact_expand(tact_reshape(c, ndim, ones), ndim, shape);
+    return ti_expand(ti_reshape(c, ndim, ones), ndim, shape);
 }
 
-tact_tensor *tact_zeros(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+ti_tensor_t *ti_zeros(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx) return &s_null_arg;
-    return tact_full(ctx, dtype, ndim, shape, 0);
+    return ti_full(ctx, dtype, ndim, shape, 0);
 }
-tact_tensor *tact_ones(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
+ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
     if (!ctx) return &s_null_arg;
-    return tact_full(ctx, dtype, ndim, shape, 1);
+    return ti_full(ctx, dtype, ndim, shape, 1);
 }
 
-tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, int dtype) {
+ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, int dtype) {
     if (!ctx) return &s_null_arg;
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
         return s_error(ctx, TACT_EINVAL, "arange(%g, %g, %g): step must be non-zero and all finite", start, stop, step);
@@ -615,12 +677,12 @@ tact_tensor *tact_arange(tact_ctx *ctx, double start, double stop, double step, 
     uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
     if (!buf) return s_error(ctx, TACT_ENOMEM, "arange: out of memory for %" PRId64 " elements", n);
     for (int64_t i = 0; i < n; i++) ta_value_store((tact_dtype)dtype, buf + i * es, ta_value_from_double((tact_dtype)dtype, start + (double)i * step));
-    tact_tensor *t = tact_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
+    ti_tensor_t *t = ti_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
     ta_free(buf);
     return t;
 }
 
-tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
+ti_tensor_t *ti_eye(ti_ctx_t *ctx, int64_t n, tact_dtype dtype) {
     if (!ctx) return &s_null_arg;
     if (n < 0 || n > (1 << 28)) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64 " (0 to 2^28)", n);
     if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "eye: dtype %d is not a tact_dtype", dtype);
@@ -629,7 +691,7 @@ tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
     if (!buf) return s_error(ctx, TACT_ENOMEM, "eye: out of memory");
     for (int64_t i = 0; i < n; i++) ta_value_store(dtype, buf + (i * n + i) * es, ta_value_from_double(dtype, 1));
     int64_t shape[2] = {n, n};
-    tact_tensor *t = tact_from_data(ctx, dtype, 2, shape, buf);
+    ti_tensor_t *t = ti_from_data(ctx, dtype, 2, shape, buf);
     ta_free(buf);
     return t;
 }
@@ -638,7 +700,7 @@ tact_tensor *tact_eye(tact_ctx *ctx, int64_t n, tact_dtype dtype) {
 
 /* Returns the first error among xs (a NULL tensor, an error tensor, or
  * tensors of two contexts, as an error tensor), or NULL. */
-static tact_tensor *s_any_error(int n, tact_tensor *const *xs) {
+static ti_tensor_t *s_any_error(int n, ti_tensor_t *const *xs) {
     for (int i = 0; i < n; i++) {
         if (!xs[i]) return &s_null_arg;
         if (xs[i]->status) return xs[i];
@@ -648,15 +710,15 @@ static tact_tensor *s_any_error(int n, tact_tensor *const *xs) {
     return NULL;
 }
 
-static tact_tensor *s_unary(tact_tensor *x, ta_op_t op, tact_dtype out_dtype) {
+static ti_tensor_t *s_unary(ti_tensor_t *x, ta_op_t op, tact_dtype out_dtype) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
-    const tact_tensor *src[1] = {x};
+    const ti_tensor_t *src[1] = {x};
     return s_emit(s_new(x->ctx, out_dtype, &x->shape), op, 1, src, 0, NULL);
 }
 
-tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype) {
+ti_tensor_t *ti_cast(ti_tensor_t *x, tact_dtype dtype) {
     if (!x) return &s_null_arg;
     if (x->status) return x;
     if (!ta_dtype_valid(dtype)) return s_error(x->ctx, TACT_EDTYPE, "cast: dtype %d is not a tact_dtype", dtype);
@@ -665,7 +727,7 @@ tact_tensor *tact_cast(tact_tensor *x, tact_dtype dtype) {
     return s_unary(x, TA_OP_CAST, dtype);
 }
 
-tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype) {
+ti_tensor_t *ti_bitcast(ti_tensor_t *x, tact_dtype dtype) {
     if (!x) return &s_null_arg;
     if (x->status) return x;
     x = s_solid(x);
@@ -677,38 +739,38 @@ tact_tensor *tact_bitcast(tact_tensor *x, tact_dtype dtype) {
 }
 
 /* Float-only unary ops cast ints (and bools) to float32 first. */
-static tact_tensor *s_float_unary(tact_tensor *x, ta_op_t op) {
+static ti_tensor_t *s_float_unary(ti_tensor_t *x, ta_op_t op) {
     if (!x) return &s_null_arg;
     if (x->status) return x;
-    x = tact_cast(s_solid(x), ta_dtype_upper_float(s_solid(x)->dtype));
+    x = ti_cast(s_solid(x), ta_dtype_upper_float(s_solid(x)->dtype));
     return s_unary(x, op, x->dtype);
 }
 
-tact_tensor *tact_exp2(tact_tensor *x) { return s_float_unary(x, TA_OP_EXP2); }
-tact_tensor *tact_log2(tact_tensor *x) { return s_float_unary(x, TA_OP_LOG2); }
-tact_tensor *tact_sin(tact_tensor *x) { return s_float_unary(x, TA_OP_SIN); }
-tact_tensor *tact_sqrt(tact_tensor *x) { return s_float_unary(x, TA_OP_SQRT); }
-tact_tensor *tact_recip(tact_tensor *x) { return s_float_unary(x, TA_OP_RECIP); }
-tact_tensor *tact_neg(tact_tensor *x) {
+ti_tensor_t *ti_exp2(ti_tensor_t *x) { return s_float_unary(x, TA_OP_EXP2); }
+ti_tensor_t *ti_log2(ti_tensor_t *x) { return s_float_unary(x, TA_OP_LOG2); }
+ti_tensor_t *ti_sin(ti_tensor_t *x) { return s_float_unary(x, TA_OP_SIN); }
+ti_tensor_t *ti_sqrt(ti_tensor_t *x) { return s_float_unary(x, TA_OP_SQRT); }
+ti_tensor_t *ti_recip(ti_tensor_t *x) { return s_float_unary(x, TA_OP_RECIP); }
+ti_tensor_t *ti_neg(ti_tensor_t *x) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     return x->status ? x : s_unary(x, TA_OP_NEG, x->dtype);
 }
 
 /* Broadcasts x to shape (prepending 1s, then expanding). */
-static tact_tensor *s_broadcast_to(tact_tensor *x, const ta_shape_t *shape) {
+static ti_tensor_t *s_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape) {
     if (ta_shape_equal(&x->shape, shape)) return x;
     int64_t dims[TA_MAX_DIMS];
     int pad = shape->ndim - x->shape.ndim;
     for (int k = 0; k < shape->ndim; k++) dims[k] = k < pad ? 1 : x->shape.d[k - pad];
-    if (pad) x = tact_reshape(x, shape->ndim, dims);
-    return tact_expand(x, shape->ndim, shape->d);
+    if (pad) x = ti_reshape(x, shape->ndim, dims);
+    return ti_expand(x, shape->ndim, shape->d);
 }
 
 /* The reference's _broadcasted: weak scalars take the other side's dtype
  * when they can, then both sides promote and broadcast. */
-static int s_match(tact_tensor **pa, tact_tensor **pb, const char *op) {
-    tact_tensor *a = *pa, *b = *pb;
+static int s_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op) {
+    ti_tensor_t *a = *pa, *b = *pb;
     if (a->weak && b->weak) a = s_solid(a);
     if (b->weak) b = s_materialize(b, ta_dtype_of_scalar(a->dtype, b->kind));
     if (a->weak) a = s_materialize(a, ta_dtype_of_scalar(b->dtype, a->kind));
@@ -718,8 +780,8 @@ static int s_match(tact_tensor **pa, tact_tensor **pb, const char *op) {
     }
     if (a->dtype != b->dtype) {
         tact_dtype d = ta_dtype_promote(a->dtype, b->dtype);
-        a = tact_cast(a, d);
-        b = tact_cast(b, d);
+        a = ti_cast(a, d);
+        b = ti_cast(b, d);
     }
     ta_shape_t out;
     ta_error_t err;
@@ -732,8 +794,8 @@ static int s_match(tact_tensor **pa, tact_tensor **pb, const char *op) {
     return (*pa)->status || (*pb)->status ? ((*pa = (*pa)->status ? *pa : *pb), -1) : 0;
 }
 
-static tact_tensor *s_binary(tact_tensor *a, tact_tensor *b, ta_op_t op, const char *name) {
-    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+static ti_tensor_t *s_binary(ti_tensor_t *a, ti_tensor_t *b, ta_op_t op, const char *name) {
+    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
     if (e) return e;
     if (s_match(&a, &b, name) != 0) return a;
     int bitwise = op == TA_OP_XOR || op == TA_OP_AND || op == TA_OP_OR || op == TA_OP_SHL || op == TA_OP_SHR;
@@ -742,44 +804,44 @@ static tact_tensor *s_binary(tact_tensor *a, tact_tensor *b, ta_op_t op, const c
     if ((op == TA_OP_SHL || op == TA_OP_SHR) && ta_dtype_is_bool(a->dtype))
         return s_error(a->ctx, TACT_EDTYPE, "%s: needs ints, got bool", name);
     tact_dtype out = op == TA_OP_CMPLT || op == TA_OP_CMPNE ? TACT_BOOL : a->dtype;
-    const tact_tensor *src[2] = {a, b};
+    const ti_tensor_t *src[2] = {a, b};
     return s_emit(s_new(a->ctx, out, &a->shape), op, 2, src, 0, NULL);
 }
 
-tact_tensor *tact_add(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_ADD, "add"); }
-tact_tensor *tact_mul(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MUL, "mul"); }
-tact_tensor *tact_idiv(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_IDIV, "idiv"); }
-tact_tensor *tact_mod(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MOD, "mod"); }
-tact_tensor *tact_maximum(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_MAX, "maximum"); }
-tact_tensor *tact_cmplt(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_CMPLT, "cmplt"); }
-tact_tensor *tact_cmpne(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_CMPNE, "cmpne"); }
-tact_tensor *tact_xor(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_XOR, "xor"); }
-tact_tensor *tact_and(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_AND, "and"); }
-tact_tensor *tact_or(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_OR, "or"); }
-tact_tensor *tact_shl(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_SHL, "shl"); }
-tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b) { return s_binary(a, b, TA_OP_SHR, "shr"); }
-tact_tensor *tact_sub(tact_tensor *a, tact_tensor *b) {
-    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+ti_tensor_t *ti_add(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_ADD, "add"); }
+ti_tensor_t *ti_mul(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MUL, "mul"); }
+ti_tensor_t *ti_idiv(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_IDIV, "idiv"); }
+ti_tensor_t *ti_mod(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MOD, "mod"); }
+ti_tensor_t *ti_maximum(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MAX, "maximum"); }
+ti_tensor_t *ti_cmplt(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_CMPLT, "cmplt"); }
+ti_tensor_t *ti_cmpne(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_CMPNE, "cmpne"); }
+ti_tensor_t *ti_xor(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_XOR, "xor"); }
+ti_tensor_t *ti_and(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_AND, "and"); }
+ti_tensor_t *ti_or(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_OR, "or"); }
+ti_tensor_t *ti_shl(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_SHL, "shl"); }
+ti_tensor_t *ti_shr(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_SHR, "shr"); }
+ti_tensor_t *ti_sub(ti_tensor_t *a, ti_tensor_t *b) {
+    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
     if (e) return e;
     if (s_match(&a, &b, "sub") != 0) return a;
-    return tact_add(a, tact_neg(b));
+    return ti_add(a, ti_neg(b));
 }
 
-tact_tensor *tact_div(tact_tensor *a, tact_tensor *b) {
-    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+ti_tensor_t *ti_div(ti_tensor_t *a, ti_tensor_t *b) {
+    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
     if (e) return e;
     if (s_match(&a, &b, "div") != 0) return a;
     /* True division upcasts ints, then multiplies by the reciprocal, as the reference does. */
     tact_dtype f = ta_dtype_upper_float(a->dtype);
-    a = tact_cast(a, f);
-    b = tact_cast(b, f);
-    return tact_mul(a, tact_recip(b));
+    a = ti_cast(a, f);
+    b = ti_cast(b, f);
+    return ti_mul(a, ti_recip(b));
 }
 
-tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b) {
-    tact_tensor *e = s_any_error(3, (tact_tensor *[]){cond, a, b});
+ti_tensor_t *ti_where(ti_tensor_t *cond, ti_tensor_t *a, ti_tensor_t *b) {
+    ti_tensor_t *e = s_any_error(3, (ti_tensor_t *[]){cond, a, b});
     if (e) return e;
-    cond = tact_cast(s_solid(cond), TACT_BOOL);
+    cond = ti_cast(s_solid(cond), TACT_BOOL);
     if (s_match(&a, &b, "where") != 0) return a;
     ta_shape_t out;
     ta_error_t err;
@@ -788,26 +850,26 @@ tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b) {
     cond = s_broadcast_to(cond, &out);
     a = s_broadcast_to(a, &out);
     b = s_broadcast_to(b, &out);
-    if ((e = s_any_error(3, (tact_tensor *[]){cond, a, b}))) return e;
-    const tact_tensor *src[3] = {cond, a, b};
+    if ((e = s_any_error(3, (ti_tensor_t *[]){cond, a, b}))) return e;
+    const ti_tensor_t *src[3] = {cond, a, b};
     return s_emit(s_new(a->ctx, a->dtype, &out), TA_OP_WHERE, 3, src, 0, NULL);
 }
 
-tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c) {
-    tact_tensor *e = s_any_error(3, (tact_tensor *[]){a, b, c});
+ti_tensor_t *ti_mulacc(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c) {
+    ti_tensor_t *e = s_any_error(3, (ti_tensor_t *[]){a, b, c});
     if (e) return e;
     if (s_match(&a, &b, "mulacc") != 0) return a;
     if (s_match(&a, &c, "mulacc") != 0) return a;
     b = s_broadcast_to(b, &a->shape);
-    if ((e = s_any_error(3, (tact_tensor *[]){a, b, c}))) return e;
-    b = tact_cast(b, a->dtype);
-    const tact_tensor *src[3] = {a, b, c};
+    if ((e = s_any_error(3, (ti_tensor_t *[]){a, b, c}))) return e;
+    b = ti_cast(b, a->dtype);
+    const ti_tensor_t *src[3] = {a, b, c};
     return s_emit(s_new(a->ctx, a->dtype, &a->shape), TA_OP_MULACC, 3, src, 0, NULL);
 }
 
 /* -------------------------------------------------------------- reductions */
 
-static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
+static ti_tensor_t *s_reduce(ti_tensor_t *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -817,10 +879,10 @@ static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *a
     if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "%s: axes is NULL", name);
     if (ta_shape_reduce(&x->shape, naxes, axes, name, &mask, &kept, &err) != TACT_OK)
         return s_error(x->ctx, err.code, "%s", err.text);
-    tact_tensor *r = x;
+    ti_tensor_t *r = x;
     if (mask) {
         int64_t arg = mask;
-        const tact_tensor *src[1] = {x};
+        const ti_tensor_t *src[1] = {x};
         r = s_emit(s_new(x->ctx, x->dtype, &kept), op, 1, src, 1, &arg);
     }
     if (keepdim || r->status) return r;
@@ -828,25 +890,25 @@ static tact_tensor *s_reduce(tact_tensor *x, ta_op_t op, int naxes, const int *a
     int n = 0;
     for (int k = 0; k < x->shape.ndim; k++)
         if (!(mask >> k & 1)) dims[n++] = x->shape.d[k];
-    return tact_reshape(r, n, dims);
+    return ti_reshape(r, n, dims);
 }
 
-tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
     tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
-    tact_tensor *r = s_reduce(tact_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
-    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? tact_cast(r, d) : r;
+    ti_tensor_t *r = s_reduce(ti_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
+    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(r, d) : r;
 }
 
-tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim) {
+ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
     if (!x) return &s_null_arg;
     return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
 }
 
-tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b) {
-    tact_tensor *e = s_any_error(2, (tact_tensor *[]){a, b});
+ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
+    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
     if (e) return e;
     a = s_solid(a);
     b = s_solid(b);
@@ -875,21 +937,21 @@ tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b) {
     for (int k = 0; k < nw; k++) order[k] = k;
     order[nw - 1] = nw - tail;
     order[nw - tail] = nw - 1;
-    tact_tensor *x = tact_reshape(a, nx, xs), *w = tact_permute(tact_reshape(b, nw, ws), order);
+    ti_tensor_t *x = ti_reshape(a, nx, xs), *w = ti_permute(ti_reshape(b, nw, ws), order);
     int last = -1;
-    return tact_cast(tact_sum(tact_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
+    return ti_cast(ti_sum(ti_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
 }
 
 /* ---------------------------------------------------------------- movement */
 
-static tact_tensor *s_movement(tact_tensor *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
-    const tact_tensor *src[1] = {x};
-    tact_tensor *t = s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
+static ti_tensor_t *s_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
+    const ti_tensor_t *src[1] = {x};
+    ti_tensor_t *t = s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
     if (!t->status) t->view = 1;
     return t;
 }
 
-tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
+ti_tensor_t *ti_reshape(ti_tensor_t *x, int ndim, const int64_t *shape) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -901,7 +963,7 @@ tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape) {
     return s_movement(x, TA_OP_RESHAPE, &out, 0, NULL);
 }
 
-tact_tensor *tact_permute(tact_tensor *x, const int *order) {
+ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -919,7 +981,7 @@ tact_tensor *tact_permute(tact_tensor *x, const int *order) {
     return identity ? x : s_movement(x, TA_OP_PERMUTE, &out, x->shape.ndim, args);
 }
 
-tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape) {
+ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -928,12 +990,12 @@ tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape) {
     if (ndim > 0 && !shape) return s_error(x->ctx, TACT_EINVAL, "expand: shape is NULL");
     if (ta_shape_expand(&x->shape, ndim, shape, &aligned, &out, &err) != TACT_OK)
         return s_error(x->ctx, err.code, "%s", err.text);
-    if (aligned.ndim != x->shape.ndim) x = tact_reshape(x, aligned.ndim, aligned.d);
+    if (aligned.ndim != x->shape.ndim) x = ti_reshape(x, aligned.ndim, aligned.d);
     if (x->status || ta_shape_equal(&out, &x->shape)) return x;
     return s_movement(x, TA_OP_EXPAND, &out, 0, NULL);
 }
 
-tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value) {
+ti_tensor_t *ti_pad(ti_tensor_t *x, const int64_t (*pads)[2], double value) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -944,16 +1006,16 @@ tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value) {
     if (ta_shape_equal(&out, &x->shape)) return x;
     int64_t args[2 * TA_MAX_DIMS];
     for (int k = 0; k < x->shape.ndim; k++) args[2 * k] = pads[k][0], args[2 * k + 1] = pads[k][1];
-    tact_tensor *p = s_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
+    ti_tensor_t *p = s_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
     if (value == 0 || p->status) return p;
     /* A non-zero fill: where(pad(ones), pad(x), value). */
-    tact_tensor *inside = s_movement(tact_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
+    ti_tensor_t *inside = s_movement(ti_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
                                      2 * x->shape.ndim, args);
     ta_value_t v = ta_value_from_double(x->dtype, value);
-    return tact_where(inside, p, s_broadcast_to(s_const(x->ctx, x->dtype, v), &out));
+    return ti_where(inside, p, s_broadcast_to(s_const(x->ctx, x->dtype, v), &out));
 }
 
-tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]) {
+ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -970,7 +1032,7 @@ tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]) {
     return identity ? x : s_movement(x, TA_OP_SHRINK, &out, 2 * x->shape.ndim, args);
 }
 
-tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
+ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     if (x->status) return x;
@@ -986,16 +1048,16 @@ tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes) {
     return s_movement(x, TA_OP_STRIDE, &x->shape, x->shape.ndim, args);
 }
 
-tact_tensor *tact_contiguous(tact_tensor *x) {
+ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
     return x->status ? x : s_unary(x, TA_OP_CONTIGUOUS, x->dtype);
 }
 
-tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
-    tact_tensor *e = s_any_error(2, (tact_tensor *[]){target, value});
+ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
+    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){target, value});
     if (e) return e;
-    tact_ctx *ctx = target->ctx;
+    ti_ctx_t *ctx = target->ctx;
     if (target->weak || target->view)
         return s_error(ctx, TACT_EINVAL, "assign: the target is a %s, not a tensor with its own buffer",
                        target->weak ? "scalar" : "view (reshape, permute, expand, pad, shrink or flip)");
@@ -1014,9 +1076,9 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
     if (value->status) return value;
     /* The handle moves to the ASSIGN node; the node it named before is
      * released (the assign itself keeps it alive while it needs it). */
-    tact_tensor next = *target;
+    ti_tensor_t next = *target;
     next.id = ctx->next_id++;
-    const tact_tensor *src[2] = {target, value};
+    const ti_tensor_t *src[2] = {target, value};
     if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL) != TACT_OK) return s_error(ctx, TACT_ENOMEM, "assign: out of memory");
     /* The assign goes out before the release of what it reads. */
     s_flush(ctx, NULL);
@@ -1032,7 +1094,7 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value) {
  * the order they were started.  Returns the first one's error (its text in
  * ctx->error), or TACT_OK; the stats come from the last one.  The graph
  * hears of the failed ones with the next REALIZE. */
-static int s_wait(tact_ctx *ctx, int closing) {
+static int s_wait(ti_ctx_t *ctx, int closing) {
     int first = TACT_OK;
     for (size_t i = 0; i < ctx->ninflight; i++) {
         ta_msg_t reply;
@@ -1068,13 +1130,13 @@ static int s_wait(tact_ctx *ctx, int closing) {
     return first;
 }
 
-int tact_wait(tact_ctx *ctx) { return ctx ? s_wait(ctx, 0) : TACT_EINVAL; }
+int ti_wait(ti_ctx_t *ctx) { return ctx ? s_wait(ctx, 0) : TACT_EINVAL; }
 
 /* Waits for the reply to req (after every realize in flight); returns its
  * status with ctx->error set. */
-static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
+static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
     ta_error_t err = {0, ""};
-    int rc = tact_wait(ctx);
+    int rc = ti_wait(ctx);
     if (rc != TACT_OK) return rc;
     rc = s_flush(ctx, &err);
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
@@ -1082,7 +1144,7 @@ static int s_request(tact_ctx *ctx, ta_msg_t *req, ta_msg_t *reply) {
     return rc;
 }
 
-int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     if (!ctx) return TACT_EINVAL;
     if (n < 0 || (n > 0 && !tensors)) {
         snprintf(ctx->error, sizeof ctx->error, "realize: %d tensors at %p", n, (const void *)tensors);
@@ -1125,31 +1187,31 @@ int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
     return rc;
 }
 
-int tact_realize(tact_ctx *ctx, int n, tact_tensor *const *tensors) {
+int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     if (!ctx) return TACT_EINVAL;
-    int rc = tact_realize_async(ctx, n, tensors);
-    int wrc = tact_wait(ctx);
+    int rc = ti_realize_async(ctx, n, tensors);
+    int wrc = ti_wait(ctx);
     return rc != TACT_OK ? rc : wrc;
 }
 
-int tact_read(tact_tensor *t, void *buf, size_t bytes) {
+int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     if (!t) return TACT_EINVAL;
     if (t->status) return t->status;
-    tact_ctx *ctx = t->ctx;
+    ti_ctx_t *ctx = t->ctx;
     if (!buf && bytes) {
         snprintf(ctx->error, sizeof ctx->error, "read: buf is NULL");
         return TACT_EINVAL;
     }
     t = s_solid(t);
-    size_t need = (size_t)tact_numel(t) * ta_dtype_size(t->dtype);
+    size_t need = (size_t)ti_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {
         snprintf(ctx->error, sizeof ctx->error, "read: buffer of %zu bytes, the tensor has %zu", bytes, need);
         return TACT_EINVAL;
     }
     /* Reading goes through a contiguous copy, which is t itself when t is
      * already a realized contiguous buffer. */
-    tact_tensor *c = tact_contiguous(t);
-    int rc = tact_realize(ctx, 1, &c);
+    ti_tensor_t *c = ti_contiguous(t);
+    int rc = ti_realize(ctx, 1, &c);
     if (rc != TACT_OK) return rc;
     ta_msg_t req, reply;
     ta_msg_init(&req, TA_MSG_READ);
@@ -1165,16 +1227,16 @@ int tact_read(tact_tensor *t, void *buf, size_t bytes) {
     return rc;
 }
 
-int tact_item(tact_tensor *t, double *out) {
+int ti_item(ti_tensor_t *t, double *out) {
     if (!t || !out) return TACT_EINVAL;
     if (t->status) return t->status;
-    if (tact_numel(t) != 1) {
-        snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", tact_numel(t));
+    if (ti_numel(t) != 1) {
+        snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", ti_numel(t));
         return TACT_ESHAPE;
     }
     uint8_t buf[8];
-    tact_tensor *s = s_solid(t);
-    int rc = tact_read(s, buf, sizeof buf);
+    ti_tensor_t *s = s_solid(t);
+    int rc = ti_read(s, buf, sizeof buf);
     if (rc == TACT_OK) *out = ta_value_as_double(s->dtype, ta_value_load(s->dtype, buf));
     return rc;
 }

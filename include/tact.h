@@ -39,10 +39,21 @@
  * - Misuse is an error, not a crash: a NULL tensor, context or buffer
  *   argument gives TACT_EINVAL (from builders, an error tensor that belongs
  *   to no context); an op mixing tensors of two contexts gives an error
- *   tensor, and a realize of another context's tensor TACT_EINVAL.  Using a
- *   tensor after its scope ended, or a context after tact_ctx_close, is not
- *   detected yet: don't.  A context and its tensors are used by one thread
- *   at a time.
+ *   tensor, and a realize of another context's tensor TACT_EINVAL.
+ *   tact_ctx * and tact_tensor * are checked handles, not pointers: a
+ *   tensor used after its scope ended, a context (or its tensors) used after
+ *   tact_ctx_close, or a value that was never a handle gives TACT_EINVAL (or
+ *   an error tensor saying so), never a crash or another tensor's data.
+ * - Threads: a context and its tensors are used by one thread at a time
+ *   (any thread, one after another; different contexts in parallel).  A
+ *   call made while another thread is inside the same context is refused at
+ *   once with TACT_EBUSY (or an error tensor with that status), never
+ *   raced.
+ * - Limits: a tensor has at most 16 dims and fewer than 2^63 bytes; an
+ *   op's sources are at most 3; a message envelope is at most 16 MiB and a
+ *   tensor's bytes in one message at most 1 GiB (tact_read of a larger
+ *   tensor fails with TACT_ETOOBIG); everything else (tensors per realize,
+ *   kernels, graph size) is split, never refused.
  * - Names are tact_<noun>_<verb> or tact_<op>; enum values TACT_<ENUM>_<VALUE>.
  */
 
@@ -76,7 +87,8 @@ extern "C" {
     XX(ECOMPILE,  -14, "kernel failed to compile")                              \
     XX(ESHAPE,    -15, "invalid shape or axis")                                 \
     XX(EDTYPE,    -16, "unsupported dtype for this op")                         \
-    XX(EDEVICE,   -17, "device unavailable or failed")
+    XX(EDEVICE,   -17, "device unavailable or failed")                          \
+    XX(EBUSY,     -18, "context in use by another thread")
 
 typedef enum tact_status {
 #define TACT_STATUS_ENUM_(name, code, text) TACT_##name = code,
@@ -146,7 +158,11 @@ typedef struct tact_options {
     int cpu_threads;       /* threads of the CPU device; 0: one per core */
     int compile_workers;   /* compiler pool size; 0: 2 */
     const char *log_path;  /* record every message to this file; NULL: off */
-    int timeout_ms;        /* bound on every wait for a reply; 0: 60000 */
+    /* How long any wait lasts without a sign of life: a stage that works
+     * (a long compile, a long kernel) sends heartbeats, so only a stage that
+     * is gone or stuck makes a wait fail with TACT_ETIMEDOUT.  0: 60000.
+     * Compiles are also limited to TACT_COMPILE_LIMIT_S seconds (300). */
+    int timeout_ms;
 } tact_options;
 
 /* Fills o with the defaults above. */
@@ -163,8 +179,15 @@ int tact_ctx_open(tact_ctx **out, const tact_options *opts);
 const char *tact_last_open_error(void);
 
 /* Releases every tensor, stops the actors and frees the context; *ctx is
- * set to NULL.  Returns TACT_OK or the first error met while stopping (the
- * context is freed either way).  Safe with *ctx == NULL. */
+ * set to NULL, and every copy of the handle, and every tensor of the
+ * context, is refused from now on.  Realizes still in flight get the
+ * context's timeout to end (call tact_wait first to wait for them however
+ * long they take); after it they are stopped: a compile is killed, a kernel
+ * starts no further range, and TACT_ETIMEDOUT is returned.  Returns TACT_OK
+ * or the first error met (the context is freed either way; TACT_ETIMEDOUT
+ * also when a stage did not stop in time and was left running).  Safe with
+ * *ctx == NULL; TACT_EINVAL for a context closed already, TACT_EBUSY while
+ * another thread is inside it. */
 int tact_ctx_close(tact_ctx **ctx);
 
 /* The text of the context's last error (a failed realize, read or stop);

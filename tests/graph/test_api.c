@@ -155,3 +155,44 @@ Test(graph_api, tensors_of_another_context_are_refused) {
     tact_ctx_close(&a);
     tact_ctx_close(&b);
 }
+
+Test(graph_api, stale_and_foreign_handles_are_refused_never_followed) {
+    tact_ctx *ctx = s_open();
+    int64_t shape[1] = {4};
+    float data[4] = {1, 2, 3, 4}, out[4];
+    tact_tensor *keep = tact_from_data(ctx, TACT_FLOAT32, 1, shape, data);
+    cr_assert_eq(tact_scope_begin(ctx), TACT_OK);
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 1, shape, data);
+    cr_assert_eq(tact_scope_end(ctx), TACT_OK);
+    /* Many tensors made since reuse the freed memory and table slots: the
+     * old handle still names nothing. */
+    for (int i = 0; i < 1000; i++) tact_add(keep, tact_scalar(ctx, i));
+    tact_tensor *r = tact_add(t, keep);
+    cr_assert_eq(tact_status_of(r), TACT_EINVAL);
+    cr_assert(strstr(tact_error_message(r), "after its scope ended"), "%s", tact_error_message(r));
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_EINVAL);
+    cr_assert_eq(tact_numel(t), 0);
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_EINVAL);
+    /* A real pointer that was never a handle. */
+    float junk[64] = {0};
+    tact_tensor *fake = (tact_tensor *)junk;
+    cr_assert_eq(tact_status_of(tact_exp2(fake)), TACT_EINVAL);
+    cr_assert_eq(tact_scope_begin((tact_ctx *)junk), TACT_EINVAL);
+    /* A context handle passed as a tensor, and the reverse. */
+    cr_assert_eq(tact_status_of(tact_exp2((tact_tensor *)ctx)), TACT_EINVAL);
+    cr_assert_eq(tact_scope_begin((tact_ctx *)keep), TACT_EINVAL);
+    /* The context still works. */
+    cr_assert_eq(tact_read(keep, out, sizeof out), TACT_OK);
+    cr_assert_arr_eq(out, data, sizeof data);
+    /* After close: copies of the context and its tensors are refused. */
+    tact_ctx *copy = ctx;
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    cr_assert_null(ctx);
+    cr_assert_eq(tact_status_of(tact_scalar(copy, 1.0)), TACT_EINVAL);
+    cr_assert_eq(tact_status_of(tact_exp2(keep)), TACT_EINVAL);
+    cr_assert_eq(tact_read(keep, out, sizeof out), TACT_EINVAL);
+    cr_assert_eq(tact_realize(copy, 1, &keep), TACT_EINVAL);
+    cr_assert_eq(tact_wait(copy), TACT_EINVAL);
+    cr_assert(strstr(tact_ctx_error(copy), "closed"), "%s", tact_ctx_error(copy));
+    cr_assert_eq(tact_ctx_close(&copy), TACT_EINVAL, "a second close is refused");
+}

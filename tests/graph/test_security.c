@@ -1,4 +1,5 @@
 /* test_security.c - what a hostile local process, or a careless program, can do to a context: nothing. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -236,5 +237,47 @@ Test(graph_security, closing_during_a_compile_kills_it_and_leaves_nothing) {
     cr_assert_eq(rc, TACT_ETIMEDOUT, "got %s", tact_status_name(rc));
     cr_assert_eq(s_running(&c), 0, "the compiler outlived the context");
     cr_assert_eq(s_leftovers(&c), 0, "a temporary folder outlived the context");
+    s_slowcc_done(&c);
+}
+
+/* ---------------------------------------------------------------- threads */
+
+typedef struct {
+    tact_ctx *ctx;
+    tact_tensor *x;
+    int rc;
+} s_realizer_t;
+
+static void *s_realize_thread(void *arg) {
+    s_realizer_t *r = arg;
+    r->rc = tact_realize(r->ctx, 1, &r->x);
+    return NULL;
+}
+
+Test(graph_security, a_second_thread_in_a_busy_context_is_refused_not_raced) {
+    s_slowcc_t c;
+    s_slowcc(&c, 2);
+    tact_ctx *ctx = s_open_timeout(20000, 1);
+    int64_t shape[1] = {8};
+    tact_tensor *a = tact_full(ctx, TACT_FLOAT32, 1, shape, 4.0);
+    s_realizer_t r = {ctx, tact_sqrt(a), -99};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, s_realize_thread, &r), 0);
+    /* While that thread is inside the context (its realize waits for a
+     * slow compile), every call of this one is refused at once. */
+    for (int i = 0; i < 500 && s_running_now(&c) == 0; i++) usleep(10000);
+    cr_assert_eq(s_running_now(&c), 1, "the compile never started");
+    cr_assert_eq(tact_status_of(tact_add(a, a)), TACT_EBUSY);
+    cr_assert_eq(tact_status_of(tact_scalar(ctx, 1.0)), TACT_EBUSY);
+    cr_assert_eq(tact_scope_begin(ctx), TACT_EBUSY);
+    cr_assert_eq(tact_realize(ctx, 1, &a), TACT_EBUSY);
+    cr_assert_eq(tact_ctx_close(&(tact_ctx *){ctx}), TACT_EBUSY);
+    cr_assert_eq(pthread_join(th, NULL), 0);
+    cr_assert_eq(r.rc, TACT_OK, "%s", tact_ctx_error(ctx));
+    /* Then it is this thread's turn. */
+    float out[8];
+    cr_assert_eq(tact_read(r.x, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 8; i++) cr_assert_eq(out[i], 2.0f);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     s_slowcc_done(&c);
 }

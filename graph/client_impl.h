@@ -1,0 +1,104 @@
+/* client_impl.h - the tensor API's implementation (client.c) behind the handle layer (api.c): the same calls on objects. */
+#ifndef TACT_CLIENT_IMPL_H
+#define TACT_CLIENT_IMPL_H
+
+#include <stdint.h>
+
+#include "runtime.h"
+#include "tact.h"
+
+/* The objects behind the handles of tact.h (api.c checks and translates
+ * every handle, then calls these with the objects).  Each ti_ function
+ * does what the tact_ function of the same name documents. */
+typedef struct ti_tensor ti_tensor_t;
+typedef struct ti_ctx ti_ctx_t;
+
+/* The handle of an object (set when it is made; a static error tensor gets
+ * one on first use), and the context a tensor belongs to (NULL for the
+ * static error tensors). */
+uintptr_t ti_tensor_handle(ti_tensor_t *t);
+uintptr_t ti_ctx_handle(const ti_ctx_t *ctx);
+ti_ctx_t *ti_tensor_ctx(const ti_tensor_t *t);
+
+/* Error tensors of no context, for calls the handle layer refuses. */
+ti_tensor_t *ti_null_arg(void);
+ti_tensor_t *ti_stale_arg(void);
+ti_tensor_t *ti_busy_arg(void);
+
+/* One thread at a time per context: ti_ctx_enter returns 0 when the
+ * calling thread may go on (it may enter again while inside), or -1 when
+ * another thread is inside the context now; each 0 is matched by a leave. */
+int ti_ctx_enter(ti_ctx_t *ctx);
+void ti_ctx_leave(ti_ctx_t *ctx);
+void ti_ctx_set_error(ti_ctx_t *ctx, const char *text);
+
+int ti_ctx_open(ti_ctx_t **out, const tact_options *opts);
+int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int schedule_cache);
+int ti_ctx_close(ti_ctx_t **pctx);
+const char *ti_ctx_error(const ti_ctx_t *ctx);
+ta_port_t *ti_ctx_port(ti_ctx_t *ctx);
+int ti_ctx_timeout_ms(const ti_ctx_t *ctx);
+void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out);
+int ti_scope_begin(ti_ctx_t *ctx);
+int ti_scope_end(ti_ctx_t *ctx);
+ti_tensor_t *ti_keep(ti_tensor_t *t);
+int ti_ndim(const ti_tensor_t *t);
+int64_t ti_dim(const ti_tensor_t *t, int k);
+void ti_shape(const ti_tensor_t *t, int64_t *out);
+int64_t ti_numel(const ti_tensor_t *t);
+tact_dtype ti_dtype_of(const ti_tensor_t *t);
+const char *ti_device(const ti_tensor_t *t);
+int ti_status_of(const ti_tensor_t *t);
+const char *ti_error_message(const ti_tensor_t *t);
+ti_tensor_t *ti_scalar(ti_ctx_t *ctx, double v);
+ti_tensor_t *ti_scalar_int(ti_ctx_t *ctx, int64_t v);
+ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v);
+ti_tensor_t *ti_empty(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+ti_tensor_t *ti_full(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value);
+ti_tensor_t *ti_zeros(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, int dtype);
+ti_tensor_t *ti_eye(ti_ctx_t *ctx, int64_t n, tact_dtype dtype);
+ti_tensor_t *ti_cast(ti_tensor_t *x, tact_dtype dtype);
+ti_tensor_t *ti_bitcast(ti_tensor_t *x, tact_dtype dtype);
+ti_tensor_t *ti_exp2(ti_tensor_t *x);
+ti_tensor_t *ti_log2(ti_tensor_t *x);
+ti_tensor_t *ti_sin(ti_tensor_t *x);
+ti_tensor_t *ti_sqrt(ti_tensor_t *x);
+ti_tensor_t *ti_recip(ti_tensor_t *x);
+ti_tensor_t *ti_neg(ti_tensor_t *x);
+ti_tensor_t *ti_add(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_mul(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_idiv(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_mod(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_maximum(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_cmplt(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_cmpne(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_xor(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_and(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_or(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_shl(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_shr(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_sub(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_div(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_where(ti_tensor_t *cond, ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_mulacc(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c);
+ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_reshape(ti_tensor_t *x, int ndim, const int64_t *shape);
+ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order);
+ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape);
+ti_tensor_t *ti_pad(ti_tensor_t *x, const int64_t (*pads)[2], double value);
+ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]);
+ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes);
+ti_tensor_t *ti_contiguous(ti_tensor_t *x);
+ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value);
+int ti_wait(ti_ctx_t *ctx);
+int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
+int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
+int ti_read(ti_tensor_t *t, void *buf, size_t bytes);
+int ti_item(ti_tensor_t *t, double *out);
+
+#endif
