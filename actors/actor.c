@@ -74,6 +74,10 @@ void ta_actor_dispatch(ta_actor_t *a, ta_msg_t *m) {
         a->err.text[0] = '\0';
         rc = a->ops->handle(a, m);
     }
+    /* Out of memory, a handler may have left its work half done, and whoever
+     * waits for it may not be the sender: the pipeline is broken for good,
+     * and every wait says so (ta_rt_fail) rather than time out. */
+    if (rc == TACT_ENOMEM) ta_rt_fail(a->rt, rc, "actor %s: %s", a->name, a->err.text[0] ? a->err.text : "out of memory");
     /* Errors are never answered with errors, so two failing actors cannot
      * ping-pong. */
     if (rc == TACT_OK || m->type == TA_MSG_ERROR) return;
@@ -89,6 +93,7 @@ int ta_actor_send_error(ta_actor_t *self, uint32_t dest, uint64_t corr, int code
     e.as.error.text = ta_bytes_str(text);
     ta_error_t err;
     int rc = ta_port_send(self->port, dest, &e, &err);
+    if (rc == TACT_ENOMEM) ta_rt_fail(self->rt, rc, "actor %s: out of memory reporting: %s", self->name, text);
     if (rc != TACT_OK)
         ta_rt_report(self->rt, "actor %s: could not report an error to port %" PRIu32 ": %s", self->name, dest, err.text);
     return rc;
@@ -217,8 +222,8 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     }
     ta_queued_t *q = ta_malloc(sizeof *q);
     if (!q) {
-        ta_rt_report(a->rt, "actor %s: out of memory queueing a %s from %" PRIu32 "; dropped", a->name, ta_msg_type_name(m->type),
-                     m->sender);
+        ta_rt_fail(a->rt, TACT_ENOMEM, "actor %s: out of memory queueing a %s from %" PRIu32 "; it was lost", a->name,
+                   ta_msg_type_name(m->type), m->sender);
         ta_msg_release(m);
         return;
     }
@@ -315,6 +320,7 @@ static void *s_run(void *arg) {
             ta_msg_init(&in, TA_MSG_READY);
             rc = ta_port_recv_raw(a->port, &in, &err);
             if (rc == TACT_ETIMEDOUT) break; /* mailbox empty */
+            if (rc == TACT_ENOMEM) ta_rt_fail(a->rt, rc, "actor %s: %s; a message was lost", a->name, err.text);
             if (rc != TACT_OK) {
                 ta_rt_report(a->rt, "actor %s: %s", a->name, err.text);
                 continue;
@@ -461,6 +467,8 @@ int ta_actor_send(ta_actor_t *self, uint32_t dest, ta_msg_t *m) {
     ta_error_t err;
     int rc = ta_port_send(self->port, dest, m, &err);
     if (rc != TACT_OK) ta_error_set(&self->err, rc, "%s", err.text);
+    /* A message that could not be built is lost to whoever waits for it. */
+    if (rc == TACT_ENOMEM) ta_rt_fail(self->rt, rc, "actor %s: %s", self->name, err.text);
     return rc;
 }
 

@@ -40,6 +40,8 @@ struct ta_rt {
     uint64_t reports;
     char last_report[256];
     int abandoned;     /* actors left running after a timeout */
+    int failed;        /* ta_rt_fail's code, read without the lock by waits */
+    char failure[256];
     size_t open_ports; /* ports not yet destroyed, actors' included */
     /* CURVE on tcp (see runtime.h). */
     int curve;
@@ -367,6 +369,28 @@ void ta_rt_report(ta_rt_t *rt, const char *fmt, ...) {
     vsnprintf(rt->last_report, sizeof rt->last_report, fmt, ap);
     va_end(ap);
     pthread_mutex_unlock(&rt->lock);
+}
+
+void ta_rt_fail(ta_rt_t *rt, int code, const char *fmt, ...) {
+    if (!rt) return;
+    pthread_mutex_lock(&rt->lock);
+    if (!rt->failed) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rt->failure, sizeof rt->failure, fmt, ap);
+        va_end(ap);
+        __atomic_store_n(&rt->failed, code ? code : TACT_EACTOR, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&rt->lock);
+}
+
+int ta_rt_failure(ta_rt_t *rt, char *buf, size_t len) {
+    if (!rt || !__atomic_load_n(&rt->failed, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&rt->lock);
+    int code = rt->failed;
+    if (buf && len) snprintf(buf, len, "%s", rt->failure);
+    pthread_mutex_unlock(&rt->lock);
+    return code;
 }
 
 uint64_t ta_rt_reports(ta_rt_t *rt, char *last, size_t last_len) {
@@ -819,9 +843,14 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout
     }
     int64_t deadline = s_now_ms() + timeout_ms;
     for (;;) {
+        /* In slices, so a pipeline that broke for good is noticed at once. */
+        char why[256];
+        int failed = ta_rt_failure(p->rt, why, sizeof why);
+        if (failed) return ta_error_set(err, failed, "the pipeline failed: %s", why);
         int64_t left = deadline - s_now_ms();
         if (left < 0) left = 0;
-        rc = s_wait(p, (int)left, err);
+        rc = s_wait(p, (int)(left < 100 ? left : 100), err);
+        if (rc == TACT_ETIMEDOUT && left > 100) continue;
         if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: no reply within %d ms", p->name, timeout_ms);
         rc = ta_port_recv_raw(p, reply, err);
         if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
@@ -848,6 +877,16 @@ got:
     /* Recorded when taken, not when it arrived, so the port's record is in
      * the order its owner consumed (DESIGN.md §2), whatever the timing. */
     ta_port_record_in(p, reply);
+    {
+        /* Once the pipeline broke, no answer can be trusted whole (it may
+         * follow from a message that was lost). */
+        char why[256];
+        int failed = ta_rt_failure(p->rt, why, sizeof why);
+        if (failed) {
+            ta_msg_release(reply);
+            return ta_error_set(err, failed, "the pipeline failed: %s", why);
+        }
+    }
     if (reply->type == TA_MSG_ERROR) {
         int code = (int)reply->as.error.code;
         ta_bytes_t what = reply->as.error.what, text = reply->as.error.text;

@@ -86,6 +86,14 @@ int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
  * the runtime does not use CURVE. */
 int ta_rt_public_key(const ta_rt_t *rt, char buf[41]);
 
+/* A failure that breaks the pipeline for good (a stage that ran out of
+ * memory lost a message, or could not do its work): the first is kept, and
+ * every port's waits (ta_port_wait, ta_port_request) return its code and
+ * text within 100 ms instead of waiting for an answer that cannot come.
+ * ta_rt_failure returns the code (0: none) with the text in buf. */
+void ta_rt_fail(ta_rt_t *rt, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ta_rt_failure(ta_rt_t *rt, char *buf, size_t len);
+
 /* Problems no caller can be told of (an undecodable message with no sender,
  * a stalled input) are counted here with the latest text. */
 void ta_rt_report(ta_rt_t *rt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

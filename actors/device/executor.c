@@ -291,7 +291,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
         s_buf_t *in = s_buf(s, st->bufs[b]);
         if (!in) {
             if (st->writes[b] & 1 || s_was_written_and_failed(s, st->bufs[b]))
-                return ta_error_set(err, TACT_ENOMEM, "executor: the bytes of buffer %" PRIu64 " could not be stored", st->bufs[b]);
+                return ta_error_set(err, TACT_ENOMEM, "executor: the bytes of buffer %" PRIu64 " could not be stored (out of memory when they came)", st->bufs[b]);
             if (!(st->writes[b] & 2))
                 return ta_error_set(err, TACT_EDEVICE,
                                     "executor: kernel %s reads buffer %" PRIu64 ", which does not exist (the realize that computes it failed)",

@@ -281,3 +281,56 @@ Test(graph_security, a_second_thread_in_a_busy_context_is_refused_not_raced) {
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     s_slowcc_done(&c);
 }
+
+/* ------------------------------------------------------ allocation failure */
+
+static long s_budget = -1; /* allocations left before failing; < 0: unlimited */
+
+static void *s_failing_alloc(void *ud, void *ptr, size_t old, size_t size) {
+    (void)ud, (void)old;
+    if (size == 0) {
+        free(ptr);
+        return NULL;
+    }
+    if (__atomic_load_n(&s_budget, __ATOMIC_SEQ_CST) >= 0 && __atomic_fetch_sub(&s_budget, 1, __ATOMIC_SEQ_CST) <= 0) return NULL;
+    return realloc(ptr, size);
+}
+
+Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never_a_timeout, .timeout = 600) {
+    /* A small program (two inputs, a fused kernel, a sum, a read) with the
+     * n-th allocation failing, for every n until it runs clean: each run
+     * ends in ENOMEM naming the cause, or in the right values. */
+    tact_set_allocator(s_failing_alloc, NULL);
+    int enomem = 0, clean = 0;
+    long n;
+    for (n = 0; n < 3000 && !clean; n++) {
+        tact_ctx *ctx = s_open_timeout(10000, 1); /* opened with memory to spare */
+        int64_t shape[2] = {3, 4};
+        float x[12], y[12], out[3];
+        for (int i = 0; i < 12; i++) x[i] = (float)i, y[i] = (float)(12 - i);
+        __atomic_store_n(&s_budget, n, __ATOMIC_SEQ_CST);
+        tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x), *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
+        int axis = 1;
+        tact_tensor *s = tact_sum(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)), 1, &axis, 0);
+        int rc = tact_read(s, out, sizeof out);
+        __atomic_store_n(&s_budget, -1, __ATOMIC_SEQ_CST);
+        cr_assert(rc == TACT_OK || rc == TACT_ENOMEM, "allocation %ld failing: %s (%s)", n, tact_status_name(rc), tact_ctx_error(ctx));
+        if (rc == TACT_ENOMEM) {
+            enomem++;
+            cr_assert(strstr(tact_ctx_error(ctx), "memory") || strstr(tact_error_message(s), "memory"), "allocation %ld: %s / %s", n,
+                      tact_ctx_error(ctx), tact_error_message(s));
+        } else {
+            for (int r = 0; r < 3; r++) {
+                double want = 0;
+                for (int k = 0; k < 4; k++) want += (double)x[r * 4 + k] * y[r * 4 + k] + 1;
+                cr_assert_eq(out[r], (float)want, "allocation %ld: row %d", n, r);
+            }
+            clean = 1;
+        }
+        tact_ctx_close(&ctx); /* whatever failed, closing neither crashes nor hangs */
+    }
+    tact_set_allocator(NULL, NULL);
+    cr_assert(clean, "the program never ran clean within %ld allocations", n);
+    cr_assert_gt(enomem, 20, "the failures were really injected (%d)", enomem);
+    cr_log_info("ran clean with %ld allocations allowed, after %d ENOMEM runs", n - 1, enomem);
+}
