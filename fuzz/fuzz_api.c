@@ -1,0 +1,159 @@
+/* fuzz_api.c - libFuzzer target: the public API driven by sequences of calls with hostile arguments read from the input. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tact.h"
+
+/*
+ * Each input is a little program: every byte chooses a call, and the bytes
+ * after it its arguments.  Tensors go into a pool (ring) that keeps them
+ * after their scope ended or their context closed, so calls get live,
+ * stale and foreign handles, NULL, another context's tensors and values
+ * that were never handles, besides bad shapes, axes, dtypes and sizes.
+ * Nothing may crash, hang or trip a sanitizer; errors are the answers.
+ * Realizes are rare and small: each new kernel runs the system compiler.
+ */
+
+enum { S_POOL = 64, S_STEPS = 48 };
+
+static tact_ctx *s_ctx[2];
+static tact_tensor *s_pool[S_POOL];
+static unsigned s_next;
+static long s_runs;
+
+typedef struct {
+    const uint8_t *p, *end;
+} s_in_t;
+
+static uint8_t s_byte(s_in_t *in) { return in->p < in->end ? *in->p++ : 0; }
+
+static uint64_t s_u64(s_in_t *in) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = v << 8 | s_byte(in);
+    return v;
+}
+
+static void s_put(tact_tensor *t) { s_pool[s_next++ % S_POOL] = t; }
+
+/* A tensor argument: a pooled handle (live or stale), NULL, or a value
+ * that was never a handle. */
+static tact_tensor *s_tensor(s_in_t *in) {
+    uint8_t b = s_byte(in);
+    if (b < 200) return s_pool[b % S_POOL];
+    if (b < 220) return NULL;
+    return (tact_tensor *)(uintptr_t)s_u64(in);
+}
+
+/* A context argument: one of the two, NULL, or garbage. */
+static tact_ctx *s_context(s_in_t *in) {
+    uint8_t b = s_byte(in);
+    if (b < 240) return s_ctx[b & 1];
+    if (b < 248) return NULL;
+    return (tact_ctx *)(uintptr_t)s_u64(in);
+}
+
+/* A dim: small mostly, sometimes -1, 0 or huge. */
+static int64_t s_dim(s_in_t *in) {
+    uint8_t b = s_byte(in);
+    if (b < 230) return b % 4;
+    if (b < 240) return -1;
+    if (b < 250) return 0;
+    return (int64_t)(s_u64(in) >> (b % 8));
+}
+
+static void s_reopen(void) {
+    for (int i = 0; i < 2; i++) tact_ctx_close(&s_ctx[i]);
+    tact_options o;
+    tact_options_default(&o);
+    o.cpu_threads = 1;
+    o.compile_workers = 1;
+    o.timeout_ms = 20000;
+    for (int i = 0; i < 2; i++)
+        if (tact_ctx_open(&s_ctx[i], &o) != TACT_OK) abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    if (s_runs++ % 200 == 0) s_reopen(); /* what the pool still holds goes stale */
+    s_in_t in = {data, data + size};
+    static const double values[4] = {0.0, -1.5, 1e300, 3.0};
+    for (int step = 0; step < S_STEPS && in.p < in.end; step++) {
+        uint8_t op = s_byte(&in);
+        int64_t shape[24], pads[24][2];
+        int axes[24], ndim = s_byte(&in) % 20;
+        for (int k = 0; k < 24; k++) {
+            shape[k] = s_dim(&in);
+            pads[k][0] = s_dim(&in) % 3, pads[k][1] = s_dim(&in) % 3;
+            axes[k] = (int)(int8_t)s_byte(&in) % 20;
+        }
+        int dtype = s_byte(&in) % 15; /* 13 and 14 are not dtypes */
+        tact_tensor *a = s_tensor(&in), *b = s_tensor(&in), *c = s_tensor(&in);
+        tact_ctx *ctx = s_context(&in);
+        switch (op % 24) {
+        case 0: {
+            double buf[64] = {0};
+            int64_t n = 1;
+            for (int k = 0; k < ndim && k < 16 && n <= 64; k++) n *= shape[k] > 0 && shape[k] <= 64 ? shape[k] : shape[k] > 64 ? 65 : 1;
+            s_put(n <= 64 && ndim <= 16 ? tact_from_data(ctx, (tact_dtype)dtype, ndim, shape, buf) : tact_scalar(ctx, 2.0));
+            break;
+        }
+        case 1: s_put(tact_full(ctx, (tact_dtype)dtype, ndim <= 16 ? ndim : 16, shape, values[dtype & 3])); break;
+        case 2: s_put(tact_scalar(ctx, values[dtype & 3])); break;
+        case 3: s_put(tact_scalar_int(ctx, (int64_t)s_u64(&in))); break;
+        case 4: s_put(tact_arange(ctx, s_dim(&in), s_dim(&in), s_dim(&in) ? s_dim(&in) : 1, dtype)); break;
+        case 5: {
+            tact_tensor *(*const un[])(tact_tensor *) = {tact_exp2, tact_log2, tact_sin, tact_sqrt, tact_recip, tact_neg, tact_contiguous, tact_keep};
+            s_put(un[dtype % 8](a));
+            break;
+        }
+        case 6: {
+            tact_tensor *(*const bin[])(tact_tensor *, tact_tensor *) = {tact_add, tact_sub, tact_mul,    tact_div, tact_idiv,   tact_mod,
+                                                                         tact_maximum, tact_cmplt, tact_cmpne, tact_xor, tact_and, tact_or,
+                                                                         tact_shl, tact_shr, tact_matmul};
+            s_put(bin[dtype % 15](a, b));
+            break;
+        }
+        case 7: s_put(tact_where(a, b, c)); break;
+        case 8: s_put(tact_mulacc(a, b, c)); break;
+        case 9: s_put(dtype & 1 ? tact_sum(a, ndim - 4, axes, dtype & 2) : tact_max(a, ndim - 4, axes, dtype & 2)); break;
+        case 10: s_put(tact_reshape(a, ndim, shape)); break;
+        case 11: s_put(tact_permute(a, axes)); break;
+        case 12: s_put(tact_expand(a, ndim, shape)); break;
+        case 13: s_put(dtype & 1 ? tact_pad(a, (const int64_t(*)[2])pads, values[dtype & 3]) : tact_shrink(a, (const int64_t(*)[2])pads)); break;
+        case 14: s_put(tact_flip(a, ndim - 4, axes)); break;
+        case 15: s_put(dtype & 1 ? tact_cast(a, (tact_dtype)dtype) : tact_bitcast(a, (tact_dtype)dtype)); break;
+        case 16: s_put(tact_assign(a, b)); break;
+        case 17: tact_scope_begin(ctx); break;
+        case 18: tact_scope_end(ctx); break;
+        case 19: { /* a realize, rarely: every new kernel is a compile */
+            if (s_byte(&in) % 8) break;
+            tact_tensor *xs[3] = {a, b, c};
+            int n = ndim % 4 ? ndim % 4 : -1;
+            if (tact_numel(a) <= 64 && tact_numel(b) <= 64 && tact_numel(c) <= 64) tact_realize(ctx, n, xs);
+            break;
+        }
+        case 20: {
+            uint8_t buf[512];
+            if (tact_numel(a) <= 64) tact_read(a, s_byte(&in) & 1 ? buf : NULL, (size_t)s_byte(&in) * 2);
+            break;
+        }
+        case 21: {
+            double v;
+            if (tact_numel(a) <= 64) tact_item(a, s_byte(&in) & 1 ? &v : NULL);
+            break;
+        }
+        case 22: { /* queries */
+            int64_t sh[16];
+            tact_stats st;
+            (void)tact_ndim(a), (void)tact_dim(a, axes[0]), (void)tact_numel(a), (void)tact_dtype_of(a), (void)tact_device(a);
+            (void)tact_status_of(a), (void)tact_error_message(a), (void)tact_ctx_error(ctx);
+            if (tact_ndim(a) <= 16) tact_shape(a, sh);
+            tact_ctx_stats(ctx, &st);
+            break;
+        }
+        default: tact_wait(ctx); break;
+        }
+    }
+    return 0;
+}
