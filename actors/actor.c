@@ -103,7 +103,13 @@ int ta_actor_send_error(ta_actor_t *self, uint32_t dest, uint64_t corr, int code
 
 /* The ordering rule is written down in actor.h; this is all of it. */
 
-enum { S_HELD_LIMIT = 1 << 20 }; /* replies kept before being awaited */
+/* Replies kept before being awaited: at most this many, and this many
+ * bytes (envelopes and bulk), beyond which a newcomer is dropped and
+ * reported (a peer cannot fill memory with replies nobody asked for). */
+enum { S_HELD_LIMIT = 1 << 20 };
+#define S_HELD_BYTES ((size_t)256 << 20)
+
+static size_t s_msg_bytes(const ta_msg_t *m) { return m->wire_.len + m->bulk.len + sizeof(ta_queued_t); }
 
 static ta_input_t *s_input(ta_actor_t *a, uint32_t sender) {
     for (size_t i = 0; i < a->ninputs; i++)
@@ -149,10 +155,11 @@ static ta_queued_t *s_next(ta_actor_t *a) {
     if (a->awaiting) {
         for (ta_queued_t **pq = &a->held, *prev = NULL; *pq; prev = *pq, pq = &(*pq)->next) {
             ta_queued_t *q = *pq;
-            if (q->msg.corr != a->awaiting) continue;
+            if (q->msg.corr != a->awaiting || q->msg.sender != a->awaiting_from) continue;
             *pq = q->next;
             if (a->held_tail == q) a->held_tail = prev;
             a->nheld--;
+            a->held_bytes -= s_msg_bytes(&q->msg);
             a->awaiting = 0;
             return q;
         }
@@ -173,6 +180,7 @@ static ta_queued_t *s_next(ta_actor_t *a) {
         a->held = q->next;
         if (!a->held) a->held_tail = NULL;
         a->nheld--;
+        a->held_bytes -= s_msg_bytes(&q->msg);
     }
     return q;
 }
@@ -201,7 +209,7 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     if (m->type == TA_MSG_PROGRESS) {
         /* A heartbeat of the work awaited: its await does not time out yet.
          * Never dispatched or recorded (it depends on timing). */
-        if (a->awaiting && m->corr == a->awaiting) a->await_since_ms = s_now_ms();
+        if (a->awaiting && m->corr == a->awaiting && m->sender == a->awaiting_from) a->await_since_ms = s_now_ms();
         ta_msg_release(m);
         return;
     }
@@ -213,9 +221,9 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
                 ta_msg_release(m);
                 return;
             }
-        if (a->nheld >= S_HELD_LIMIT) {
-            ta_rt_report(a->rt, "actor %s: %zu replies nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
-                         ta_msg_type_name(m->type), m->sender);
+        if (a->nheld >= S_HELD_LIMIT || a->held_bytes + s_msg_bytes(m) > S_HELD_BYTES) {
+            ta_rt_report(a->rt, "actor %s: %zu replies (%zu bytes) nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
+                         a->held_bytes, ta_msg_type_name(m->type), m->sender);
             ta_msg_release(m);
             return;
         }
@@ -234,6 +242,7 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     } else {
         s_push(&a->held, &a->held_tail, q);
         a->nheld++;
+        a->held_bytes += s_msg_bytes(&q->msg);
     }
     s_pump(a);
 }
@@ -247,8 +256,8 @@ static void s_check_stall(ta_actor_t *a) {
     if (a->awaiting && now - a->await_since_ms >= timeout) {
         uint64_t corr = a->awaiting;
         a->awaiting = 0;
-        a->expired[a->nexpired++ % 8] = corr;
-        if (a->nexpired > 8) a->nexpired = 8;
+        a->expired[a->next_expired++ % 8] = corr;
+        if (a->nexpired < 8) a->nexpired++;
         ta_rt_report(a->rt, "actor %s: no reply with corr %#" PRIx64 " within %d ms", a->name, corr, timeout);
         char text[128];
         snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);
@@ -355,6 +364,7 @@ void ta_actor_free_queues(ta_actor_t *a) {
     s_free_queue(a->held);
     a->held = a->held_tail = NULL;
     a->nheld = 0;
+    a->held_bytes = 0;
     for (size_t i = 0; i < a->ninputs; i++) s_free_queue(a->inputs[i].head);
     ta_free(a->inputs);
     a->inputs = NULL;
@@ -393,9 +403,9 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
     int linger = 0;
     if (!a->id || !a->pipe || zmq_setsockopt(a->pipe, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
         zmq_bind(a->pipe, a->pipe_endpoint) != 0) {
+        int code = a->id ? TACT_ETRANSPORT : TACT_ENOMEM;
         s_free(a);
-        return ta_error_set(err, a->id ? TACT_ETRANSPORT : TACT_ENOMEM, "actor %s: cannot create its control pipe",
-                            name);
+        return ta_error_set(err, code, "actor %s: cannot create its control pipe", name);
     }
     if (pthread_create(&a->thread, NULL, s_run, a) != 0) {
         s_free(a);
@@ -492,8 +502,9 @@ void ta_actor_progress(ta_actor_t *self, uint32_t dest, uint64_t corr) {
     ta_port_send(self->port, dest, &m, &err);
 }
 
-void ta_actor_await(ta_actor_t *self, uint64_t corr) {
+void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from) {
     self->awaiting = corr;
+    self->awaiting_from = from;
     self->await_since_ms = self->rt ? s_now_ms() : 0;
 }
 
@@ -519,6 +530,7 @@ int ta_actor_set_inputs(ta_actor_t *self, const uint32_t *ids, size_t n) {
         *pq = q->next;
         if (self->held_tail == q) self->held_tail = prev;
         self->nheld--;
+        self->held_bytes -= s_msg_bytes(&q->msg);
         s_push(&in->head, &in->tail, q);
     }
     return TACT_OK;

@@ -97,13 +97,15 @@ uint64_t ta_actor_new_corr(ta_actor_t *self);
 
 /*
  * From a handler: the next message this actor processes is the reply
- * carrying corr, from whichever sender; nothing else is processed until it
- * came (rule 2 above).  One await at a time: a second call replaces the
- * first.  If no such reply comes within the runtime's timeout, the handler
- * is given ERROR(TACT_ETIMEDOUT) with that corr instead (sender 0), and a
- * reply that comes later is dropped and reported.
+ * carrying corr from the port `from` (the actor it asked: a reply with the
+ * right corr from anyone else is not it, so a peer cannot answer for
+ * another); nothing else is processed until it came (rule 2 above).  One
+ * await at a time: a second call replaces the first.  If no such reply
+ * comes within the runtime's timeout (a heartbeat of that corr restarts
+ * it), the handler is given ERROR(TACT_ETIMEDOUT) with that corr instead
+ * (sender 0), and a reply that comes later is dropped and reported.
  */
-void ta_actor_await(ta_actor_t *self, uint64_t corr);
+void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from);
 
 /*
  * Long work and the timeout.  Every wait is bounded by the runtime's

@@ -31,11 +31,12 @@ struct ta_actor {
     ta_input_t *inputs;
     size_t ninputs;
     ta_queued_t *held, *held_tail; /* replies not yet awaited (and, without ordered inputs, all work), oldest first */
-    size_t nheld;
+    size_t nheld, held_bytes;
     uint64_t awaiting;        /* the corr of the reply awaited, or 0 */
+    uint32_t awaiting_from;   /* the port it must come from */
     int64_t await_since_ms;   /* when the await began */
     uint64_t expired[8];      /* awaits that timed out: their late replies are dropped */
-    int nexpired;
+    int nexpired, next_expired;
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     uint64_t processed;
     int stopping;             /* set (atomically) when the owner asked it to stop */

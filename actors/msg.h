@@ -103,7 +103,7 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
 #define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32)
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
-    F(R, U64, reuse) F(R, U64S, frees)
+    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work)
 
 typedef enum ta_rec_type {
 #define TA_REC_ENUM_(NAME, name) TA_REC_##NAME,
@@ -269,7 +269,8 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
-#define TA_FIELDS_RUN(F, M) F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before)
+#define TA_FIELDS_RUN(F, M) \
+    F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before) F(M, I64, status) F(M, STR, what) F(M, STR, text)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
 #define TA_FIELDS_PROGRESS(F, M)

@@ -635,13 +635,16 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
     }
     m->sender = p->id;
     m->dest = dest;
-    m->seq = o->seq + 1;
+    /* A heartbeat takes no sequence number: how many were sent depends on
+     * timing, and the numbers of the messages after it must not. */
+    int counted = m->type != TA_MSG_PROGRESS;
+    m->seq = counted ? o->seq + 1 : 0;
     if (ta_msg_encode(m, &p->sb) != TACT_OK) {
         s_drop_bulk(m);
         return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory encoding %s", p->name, ta_msg_type_name(m->type));
     }
     if (p->capture) {
-        o->seq++;
+        o->seq += counted;
         rc = p->capture(p->capture_ud, m);
         s_drop_bulk(m);
         return rc;
@@ -676,7 +679,7 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
             goto fail;
         }
     }
-    o->seq++;
+    o->seq += counted;
     return TACT_OK;
 fail:
     rc = errno == EAGAIN ? TACT_ETIMEDOUT : TACT_ETRANSPORT;
@@ -853,6 +856,7 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout
         if (rc == TACT_ETIMEDOUT && left > 100) continue;
         if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: no reply within %d ms", p->name, timeout_ms);
         rc = ta_port_recv_raw(p, reply, err);
+        if (rc == TACT_ENOMEM) ta_rt_fail(p->rt, rc, "port %s: out of memory receiving; a message was lost", p->name);
         if (rc != TACT_OK) continue; /* a bad message is not the reply; keep waiting */
         if (reply->type == TA_MSG_PROGRESS) {
             /* A stage is still working on what was asked: the wait goes on. */
@@ -864,6 +868,7 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout
         s_deferred_t *d = ta_malloc(sizeof *d);
         if (!d) {
             ta_msg_release(reply);
+            ta_rt_fail(p->rt, TACT_ENOMEM, "port %s: out of memory keeping a message; it was lost", p->name);
             return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory keeping a message", p->name);
         }
         d->next = NULL;

@@ -232,13 +232,23 @@ static int s_run_compiler(const char *cc, const char *dir, char *msg, size_t len
             struct timespec ts = {0, 10 * 1000 * 1000};
             nanosleep(&ts, NULL);
         }
-        if (!exited && waitpid(pid, &status, WNOHANG) == pid) exited = 1;
-        if (exited) continue;
+        if (!exited) {
+            pid_t w = waitpid(pid, &status, WNOHANG);
+            /* ECHILD: the host ignores SIGCHLD, so the status is gone; the
+             * object (or its absence) tells what happened. */
+            if (w == pid || (w < 0 && errno == ECHILD)) {
+                if (w < 0) status = 0;
+                exited = 1;
+                /* Whatever the shell left behind still holding the output
+                 * goes with it, so the pipe ends. */
+                kill(-pid, SIGKILL);
+            }
+        }
         if (tick && tick(ud)) verdict = S_CANCELLED;
         else if (s_ms() - t0 > limit_s * 1000.0) verdict = S_TOO_LONG;
         if (verdict) {
             kill(-pid, SIGKILL);
-            waitpid(pid, &status, 0);
+            if (!exited) waitpid(pid, &status, 0);
             break;
         }
     }

@@ -32,7 +32,6 @@ typedef struct {
     uint8_t *obj;
     size_t len;
     char digest[33];
-    int sent; /* the bytes went out once: the executor keeps what it loaded, so later PROGRAMs carry the digest alone */
 } s_memo_t;
 
 typedef struct {
@@ -172,12 +171,24 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
     out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
     out.as.program.align = (uint64_t)(hit ? hit->align : e.align);
-    if (hit && !hit->sent) { /* copied into the frame: the memo keeps its bytes */
+    if (hit) { /* copied into the frame: the memo keeps its bytes */
         out.bulk.ptr = hit->obj;
         out.bulk.len = hit->len;
-        hit->sent = 1;
     }
-    return ta_actor_send(self, (uint32_t)m->as.compile.reply_to, &out);
+    uint32_t dest = (uint32_t)m->as.compile.reply_to;
+    int src = ta_actor_send(self, dest, &out);
+    if (src != TACT_OK && src != TACT_ENOTFOUND) {
+        /* The executor awaits an answer: the failure, without the bytes. */
+        char text[300];
+        snprintf(text, sizeof text, "kernel %s: its program could not be sent: %s", hit ? hit->name : e.name, tact_strerror(src));
+        out.as.program.status = src;
+        out.as.program.digest = ta_bytes_str("");
+        out.as.program.text = ta_bytes_str(text);
+        out.bulk.ptr = NULL;
+        out.bulk.len = 0;
+        ta_actor_send(self, dest, &out);
+    }
+    return TACT_OK; /* an error goes to the executor, never to the planner, which waits for none */
 }
 
 const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini};

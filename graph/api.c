@@ -16,54 +16,86 @@
  * never a race.
  */
 
-static ti_tensor_t *s_t(const tact_tensor *h) {
+static tact_tensor *s_h(ti_tensor_t *t) { return (tact_tensor *)ti_tensor_handle(t); }
+
+/* The object of a tensor handle, with the table's lock held: NULL and stale
+ * handles become error tensors of no context. */
+static ti_tensor_t *s_peek(const tact_tensor *h) {
     if (!h) return ti_null_arg();
-    ti_tensor_t *t = ta_handle_get((uintptr_t)h, TA_HANDLE_TENSOR);
+    ti_tensor_t *t = ta_handle_peek((uintptr_t)h, TA_HANDLE_TENSOR);
     return t ? t : ti_stale_arg();
 }
 
-static tact_tensor *s_h(ti_tensor_t *t) { return (tact_tensor *)ti_tensor_handle(t); }
+/*
+ * Turns a call's n tensor handles into objects in xs and enters their
+ * context (the first one's), all under the table's lock, so no other
+ * thread can free any of them before the call is done: a tensor is freed
+ * only by a thread inside its context.  A tensor of another context
+ * becomes the foreign-context error tensor (it is not touched: its own
+ * thread may free it any time).  Returns the context entered (NULL when
+ * the tensors have none), or sets *busy when another thread is inside it.
+ */
+static ti_ctx_t *s_enter(int n, const tact_tensor *const *hs, ti_tensor_t **xs, int *busy) {
+    ti_ctx_t *ctx = NULL;
+    *busy = 0;
+    ta_handle_lock();
+    for (int i = 0; i < n; i++) {
+        xs[i] = s_peek(hs[i]);
+        ti_ctx_t *c = ti_tensor_ctx(xs[i]);
+        if (!ctx) ctx = c;
+        else if (c && c != ctx) xs[i] = ti_foreign_arg();
+    }
+    if (ctx && ti_ctx_enter(ctx) != 0) *busy = 1;
+    ta_handle_unlock();
+    return *busy ? NULL : ctx;
+}
 
-/* The context a call works in: the first of its tensors that has one. */
-static ti_ctx_t *s_ctx_of(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c) {
-    ti_ctx_t *ctx = a ? ti_tensor_ctx(a) : NULL;
-    if (!ctx && b) ctx = ti_tensor_ctx(b);
-    if (!ctx && c) ctx = ti_tensor_ctx(c);
+/* The object of a context handle, entered; NULL (with *stale or *busy
+ * saying why) when there is none to use. */
+static ti_ctx_t *s_enter_ctx(const tact_ctx *h, int *stale, int *busy) {
+    *stale = *busy = 0;
+    if (!h) return NULL;
+    ta_handle_lock();
+    ti_ctx_t *ctx = ta_handle_peek((uintptr_t)h, TA_HANDLE_CTX);
+    if (!ctx) *stale = 1;
+    else if (ti_ctx_enter(ctx) != 0) *busy = 1, ctx = NULL;
+    ta_handle_unlock();
     return ctx;
 }
 
-/* A tensor-returning call inside ctx (NULL: no context to hold). */
-#define S_TENSOR(ctx, expr)                                           \
-    do {                                                              \
-        ti_ctx_t *c_ = (ctx);                                         \
-        if (c_ && ti_ctx_enter(c_) != 0) return s_h(ti_busy_arg());   \
-        tact_tensor *h_ = s_h(expr);                                  \
-        if (c_) ti_ctx_leave(c_);                                     \
-        return h_;                                                    \
+/* A tensor-returning call on n tensors: xs holds their objects inside. */
+#define S_TENSORS(n, hs, expr)                                          \
+    do {                                                                \
+        ti_tensor_t *xs[3];                                             \
+        int busy_;                                                      \
+        ti_ctx_t *c_ = s_enter(n, (const tact_tensor *const *)(hs), xs, &busy_); \
+        if (busy_) return s_h(ti_busy_arg());                           \
+        tact_tensor *h_ = s_h(expr);                                    \
+        if (c_) ti_ctx_leave(c_);                                       \
+        return h_;                                                      \
     } while (0)
 
-/* A call returning type T inside ctx, or `bad` without a context. */
-#define S_VALUE(T, ctx, bad, busy, expr)              \
-    do {                                              \
-        ti_ctx_t *c_ = (ctx);                         \
-        if (!c_) return bad;                          \
-        if (ti_ctx_enter(c_) != 0) return busy;       \
-        T r_ = (expr);                                \
-        ti_ctx_leave(c_);                             \
-        return r_;                                    \
+/* A tensor-returning call on a context `ctx`. */
+#define S_CTX_TENSOR(hctx, expr)                                        \
+    do {                                                                \
+        int stale_, busy_;                                              \
+        ti_ctx_t *ctx = s_enter_ctx(hctx, &stale_, &busy_);             \
+        if (!ctx) return s_h(busy_ ? ti_busy_arg() : stale_ ? ti_stale_arg() : ti_null_arg()); \
+        tact_tensor *h_ = s_h(expr);                                    \
+        ti_ctx_leave(ctx);                                              \
+        return h_;                                                      \
     } while (0)
 
-/* A context argument: NULL or stale gives the NULL-argument or the
- * stale-handle error tensor. */
-#define S_CTX_TENSOR(hctx, expr)                                                \
-    do {                                                                        \
-        if (!(hctx)) return s_h(ti_null_arg());                                 \
-        ti_ctx_t *ctx = ta_handle_get((uintptr_t)(hctx), TA_HANDLE_CTX);        \
-        if (!ctx) return s_h(ti_stale_arg());                                   \
-        S_TENSOR(ctx, expr);                                                    \
+/* A call returning int on a context `c_`. */
+#define S_CTX_INT(hctx, expr)                                           \
+    do {                                                                \
+        int stale_, busy_;                                              \
+        ti_ctx_t *c_ = s_enter_ctx(hctx, &stale_, &busy_);              \
+        if (!c_) return busy_ ? TACT_EBUSY : TACT_EINVAL;               \
+        int r_ = (expr);                                                \
+        ti_ctx_leave(c_);                                               \
+        return r_;                                                      \
     } while (0)
-
-static ti_ctx_t *s_c(const tact_ctx *h) { return h ? ta_handle_get((uintptr_t)h, TA_HANDLE_CTX) : NULL; }
 
 /* ---------------------------------------------------------------- contexts */
 
@@ -83,22 +115,30 @@ int ta_ctx_open_as(tact_ctx **out, const tact_options *opts, const char *cc, int
 
 int tact_ctx_close(tact_ctx **pctx) {
     if (!pctx || !*pctx) return TACT_OK;
-    ti_ctx_t *ctx = s_c(*pctx);
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(*pctx, &stale, &busy);
+    if (busy) return TACT_EBUSY; /* *pctx stays: close it when the other thread is out */
     *pctx = NULL;
     if (!ctx) return TACT_EINVAL; /* closed already, or never a context */
-    if (ti_ctx_enter(ctx) != 0) return TACT_EBUSY;
-    ti_ctx_leave(ctx); /* nobody else is inside; the context goes now */
+    /* Held until it is gone: the handle goes first, so no thread finds the
+     * context again, and one that found it before is refused (busy). */
+    ta_handle_free(ti_ctx_handle(ctx));
     return ti_ctx_close(&ctx);
 }
 
 const char *tact_ctx_error(const tact_ctx *h) {
-    ti_ctx_t *ctx = s_c(h);
-    return ctx ? ti_ctx_error(ctx) : h ? "no context (closed already, or not a context)" : "no context (NULL)";
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) return busy ? "the context is in use by another thread" : h ? "no context (closed already, or not a context)" : "no context (NULL)";
+    const char *text = ti_ctx_error(ctx); /* stays valid until this thread's next call into the context */
+    ti_ctx_leave(ctx);
+    return text;
 }
 
 void tact_ctx_stats(const tact_ctx *h, tact_stats *out) {
-    ti_ctx_t *ctx = s_c(h);
-    if (!ctx || ti_ctx_enter(ctx) != 0) {
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) {
         if (out) *out = (tact_stats){0};
         return;
     }
@@ -107,41 +147,43 @@ void tact_ctx_stats(const tact_ctx *h, tact_stats *out) {
 }
 
 ta_port_t *ta_ctx_port(tact_ctx *h) {
-    ti_ctx_t *ctx = s_c(h);
+    ti_ctx_t *ctx = ta_handle_get((uintptr_t)h, TA_HANDLE_CTX);
     return ctx ? ti_ctx_port(ctx) : NULL;
 }
 
 int ta_ctx_timeout_ms(const tact_ctx *h) {
-    ti_ctx_t *ctx = s_c(h);
+    ti_ctx_t *ctx = ta_handle_get((uintptr_t)h, TA_HANDLE_CTX);
     return ctx ? ti_ctx_timeout_ms(ctx) : 0;
 }
 
-int tact_scope_begin(tact_ctx *h) { S_VALUE(int, s_c(h), TACT_EINVAL, TACT_EBUSY, ti_scope_begin(c_)); }
-int tact_scope_end(tact_ctx *h) { S_VALUE(int, s_c(h), TACT_EINVAL, TACT_EBUSY, ti_scope_end(c_)); }
-int tact_wait(tact_ctx *h) { S_VALUE(int, s_c(h), TACT_EINVAL, TACT_EBUSY, ti_wait(c_)); }
-
-/* A realize's tensors as objects (a stale one becomes the stale-handle
- * error tensor, which the realize reports); NULL on allocation failure. */
-static ti_tensor_t **s_all(int n, tact_tensor *const *tensors) {
-    ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)(n > 0 ? n : 1));
-    for (int i = 0; xs && i < n; i++) xs[i] = tensors[i] ? s_t(tensors[i]) : NULL;
-    return xs;
-}
+int tact_scope_begin(tact_ctx *h) { S_CTX_INT(h, ti_scope_begin(c_)); }
+int tact_scope_end(tact_ctx *h) { S_CTX_INT(h, ti_scope_end(c_)); }
+int tact_wait(tact_ctx *h) { S_CTX_INT(h, ti_wait(c_)); }
 
 static int s_realize(tact_ctx *h, int n, tact_tensor *const *tensors, int async) {
-    ti_ctx_t *ctx = s_c(h);
-    if (!ctx) return TACT_EINVAL;
-    if (ti_ctx_enter(ctx) != 0) return TACT_EBUSY;
-    int rc;
+    int stale, busy;
     if (n < 0 || (n > 0 && !tensors)) {
-        rc = async ? ti_realize_async(ctx, n, NULL) : ti_realize(ctx, n, NULL);
-    } else {
-        ti_tensor_t **xs = s_all(n, tensors);
-        if (!xs) ti_ctx_set_error(ctx, "realize: out of memory");
-        rc = !xs ? TACT_ENOMEM : async ? ti_realize_async(ctx, n, xs) : ti_realize(ctx, n, xs);
-        ta_free(xs);
+        ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+        if (!ctx) return busy ? TACT_EBUSY : TACT_EINVAL;
+        int rc = async ? ti_realize_async(ctx, n, NULL) : ti_realize(ctx, n, NULL);
+        ti_ctx_leave(ctx);
+        return rc;
     }
-    ti_ctx_leave(ctx);
+    ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)(n ? n : 1));
+    if (!xs) return TACT_ENOMEM;
+    /* The context, then its tensors, under the table's lock (s_enter). */
+    ti_ctx_t *ctx = NULL;
+    ta_handle_lock();
+    if (h) ctx = ta_handle_peek((uintptr_t)h, TA_HANDLE_CTX);
+    busy = ctx && ti_ctx_enter(ctx) != 0;
+    for (int i = 0; ctx && !busy && i < n; i++) {
+        xs[i] = tensors[i] ? s_peek(tensors[i]) : NULL;
+        if (xs[i] && ti_tensor_ctx(xs[i]) && ti_tensor_ctx(xs[i]) != ctx) xs[i] = ti_foreign_arg();
+    }
+    ta_handle_unlock();
+    int rc = !ctx ? TACT_EINVAL : busy ? TACT_EBUSY : async ? ti_realize_async(ctx, n, xs) : ti_realize(ctx, n, xs);
+    if (ctx && !busy) ti_ctx_leave(ctx);
+    ta_free(xs);
     return rc;
 }
 
@@ -154,10 +196,16 @@ int tact_realize_async(tact_ctx *h, int n, tact_tensor *const *tensors) { return
  * its own (shapes, counts), else the error tensor answers (status, text). */
 #define S_QUERY(T, h, none, busy, expr)                                      \
     do {                                                                     \
-        ti_tensor_t *t = s_t(h);                                             \
-        if ((t == ti_null_arg() || t == ti_stale_arg()) && (none##_USE)) return none; \
-        ti_ctx_t *c_ = ti_tensor_ctx(t);                                     \
-        if (c_ && ti_ctx_enter(c_) != 0) return busy;                        \
+        ti_tensor_t *xs[1];                                                  \
+        int busy_;                                                           \
+        const tact_tensor *hs_[1] = {(h)};                                   \
+        ti_ctx_t *c_ = s_enter(1, hs_, xs, &busy_);                          \
+        if (busy_) return busy;                                              \
+        ti_tensor_t *t = xs[0];                                              \
+        if ((t == ti_null_arg() || t == ti_stale_arg()) && (none##_USE)) {   \
+            if (c_) ti_ctx_leave(c_);                                        \
+            return none;                                                     \
+        }                                                                    \
         T r_ = (expr);                                                       \
         if (c_) ti_ctx_leave(c_);                                            \
         return r_;                                                           \
@@ -182,11 +230,12 @@ int tact_read(tact_tensor *h, void *buf, size_t bytes) { S_QUERY(int, h, S_ASK, 
 int tact_item(tact_tensor *h, double *out) { S_QUERY(int, h, S_ASK, TACT_EBUSY, ti_item(t, out)); }
 
 void tact_shape(const tact_tensor *h, int64_t *out) {
-    ti_tensor_t *t = s_t(h);
-    if (t == ti_null_arg() || t == ti_stale_arg()) return;
-    ti_ctx_t *c = ti_tensor_ctx(t);
-    if (c && ti_ctx_enter(c) != 0) return;
-    ti_shape(t, out);
+    ti_tensor_t *xs[1];
+    int busy;
+    const tact_tensor *hs[1] = {h};
+    ti_ctx_t *c = s_enter(1, hs, xs, &busy);
+    if (busy) return;
+    if (xs[0] != ti_null_arg() && xs[0] != ti_stale_arg()) ti_shape(xs[0], out);
     if (c) ti_ctx_leave(c);
 }
 
@@ -213,13 +262,13 @@ tact_tensor *tact_scalar_bool(tact_ctx *h, int value) { S_CTX_TENSOR(h, ti_scala
 
 #define S_OP1(name)                                            \
     tact_tensor *tact_##name(tact_tensor *hx) {                \
-        ti_tensor_t *x = s_t(hx);                              \
-        S_TENSOR(ti_tensor_ctx(x), ti_##name(x));              \
+        tact_tensor *hs[1] = {hx};                             \
+        S_TENSORS(1, hs, ti_##name(xs[0]));                    \
     }
 #define S_OP2(name)                                                  \
     tact_tensor *tact_##name(tact_tensor *ha, tact_tensor *hb) {     \
-        ti_tensor_t *a = s_t(ha), *b = s_t(hb);                      \
-        S_TENSOR(s_ctx_of(a, b, NULL), ti_##name(a, b));             \
+        tact_tensor *hs[2] = {ha, hb};                               \
+        S_TENSORS(2, hs, ti_##name(xs[0], xs[1]));                   \
     }
 S_OP1(keep)
 S_OP1(exp2)
@@ -246,51 +295,28 @@ S_OP2(shr)
 S_OP2(matmul)
 S_OP2(assign)
 
-tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_cast(x, dtype));
-}
-tact_tensor *tact_bitcast(tact_tensor *hx, tact_dtype dtype) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_bitcast(x, dtype));
-}
+/* One tensor and other arguments. */
+#define S_ONE(hx, expr)              \
+    do {                             \
+        tact_tensor *hs[1] = {(hx)}; \
+        S_TENSORS(1, hs, expr);      \
+    } while (0)
+
+tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_cast(xs[0], dtype)); }
+tact_tensor *tact_bitcast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_bitcast(xs[0], dtype)); }
 tact_tensor *tact_where(tact_tensor *hc, tact_tensor *ha, tact_tensor *hb) {
-    ti_tensor_t *c = s_t(hc), *a = s_t(ha), *b = s_t(hb);
-    S_TENSOR(s_ctx_of(c, a, b), ti_where(c, a, b));
+    tact_tensor *hs[3] = {hc, ha, hb};
+    S_TENSORS(3, hs, ti_where(xs[0], xs[1], xs[2]));
 }
 tact_tensor *tact_mulacc(tact_tensor *ha, tact_tensor *hb, tact_tensor *hc) {
-    ti_tensor_t *a = s_t(ha), *b = s_t(hb), *c = s_t(hc);
-    S_TENSOR(s_ctx_of(a, b, c), ti_mulacc(a, b, c));
+    tact_tensor *hs[3] = {ha, hb, hc};
+    S_TENSORS(3, hs, ti_mulacc(xs[0], xs[1], xs[2]));
 }
-tact_tensor *tact_sum(tact_tensor *hx, int naxes, const int *axes, int keepdim) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_sum(x, naxes, axes, keepdim));
-}
-tact_tensor *tact_max(tact_tensor *hx, int naxes, const int *axes, int keepdim) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_max(x, naxes, axes, keepdim));
-}
-tact_tensor *tact_reshape(tact_tensor *hx, int ndim, const int64_t *shape) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_reshape(x, ndim, shape));
-}
-tact_tensor *tact_permute(tact_tensor *hx, const int *order) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_permute(x, order));
-}
-tact_tensor *tact_expand(tact_tensor *hx, int ndim, const int64_t *shape) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_expand(x, ndim, shape));
-}
-tact_tensor *tact_pad(tact_tensor *hx, const int64_t (*pads)[2], double value) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_pad(x, pads, value));
-}
-tact_tensor *tact_shrink(tact_tensor *hx, const int64_t (*ranges)[2]) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_shrink(x, ranges));
-}
-tact_tensor *tact_flip(tact_tensor *hx, int naxes, const int *axes) {
-    ti_tensor_t *x = s_t(hx);
-    S_TENSOR(ti_tensor_ctx(x), ti_flip(x, naxes, axes));
-}
+tact_tensor *tact_sum(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_sum(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_max(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_max(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_reshape(tact_tensor *hx, int ndim, const int64_t *shape) { S_ONE(hx, ti_reshape(xs[0], ndim, shape)); }
+tact_tensor *tact_permute(tact_tensor *hx, const int *order) { S_ONE(hx, ti_permute(xs[0], order)); }
+tact_tensor *tact_expand(tact_tensor *hx, int ndim, const int64_t *shape) { S_ONE(hx, ti_expand(xs[0], ndim, shape)); }
+tact_tensor *tact_pad(tact_tensor *hx, const int64_t (*pads)[2], double value) { S_ONE(hx, ti_pad(xs[0], pads, value)); }
+tact_tensor *tact_shrink(tact_tensor *hx, const int64_t (*ranges)[2]) { S_ONE(hx, ti_shrink(xs[0], ranges)); }
+tact_tensor *tact_flip(tact_tensor *hx, int naxes, const int *axes) { S_ONE(hx, ti_flip(xs[0], naxes, axes)); }

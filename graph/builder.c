@@ -773,7 +773,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         /* The part's SCHEDULED comes before anything else is processed. */
         if (rc == TACT_OK) {
             g->awaited = s.corr;
-            ta_actor_await(self, s.corr);
+            ta_actor_await(self, s.corr, g->w.scheduler);
         }
     }
     msgpack_sbuffer_destroy(&nodes);
@@ -781,6 +781,11 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     ta_free(bufs);
     ta_free(tpos);
     return rc;
+}
+
+static void s_end_realize(g_state_t *g) {
+    g->realize = g->corr = g->awaited = g->kernels_before = 0;
+    g->ntargets = 0;
 }
 
 /* Tells the executor where the part just scheduled runs in the graph's
@@ -798,10 +803,25 @@ static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) 
     return ta_actor_send(self, g->w.executor, &r);
 }
 
-static void s_end_realize(g_state_t *g) {
-    g->realize = g->corr = g->awaited = g->kernels_before = 0;
-    g->ntargets = 0;
+/* The realize failed here (its next part could not be scheduled): the
+ * executor gives the client the one answer, after the parts sent before,
+ * so every realize is answered once, in order, by the executor. */
+static void s_fail_realize(ta_actor_t *self, g_state_t *g, int code, const char *what, const char *text) {
+    ta_msg_t r;
+    ta_msg_init(&r, TA_MSG_RUN);
+    r.corr = g->corr;
+    r.as.run.realize = g->realize;
+    r.as.run.reply_to = g->reply_to;
+    r.as.run.final = 1;
+    r.as.run.kernels_before = g->kernels_before;
+    r.as.run.status = code < 0 ? code : TACT_EACTOR;
+    r.as.run.what = ta_bytes_str(what);
+    r.as.run.text = ta_bytes_str(text);
+    if (ta_actor_send(self, g->w.executor, &r) != TACT_OK) /* then the client hears it straight */
+        ta_actor_send_error(self, (uint32_t)g->reply_to, g->corr, code, what, text);
+    s_end_realize(g);
 }
+
 
 /* What the client says in a REALIZE about realizes it has waited for: the
  * nodes of failed ones lose their buffers (a later realize computes them
@@ -886,14 +906,8 @@ static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     int rc = s_send_run(self, g, m->corr, !more);
     g->kernels_before += m->as.scheduled.kernels;
     if (rc == TACT_OK && more) rc = s_schedule_next(self, g);
-    if (rc != TACT_OK) {
-        /* The client waits for an answer: this is it. */
-        ta_actor_send_error(self, (uint32_t)g->reply_to, g->corr, rc, "SCHEDULE",
-                            rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
-        s_end_realize(g);
-    } else if (!more) {
-        s_end_realize(g);
-    }
+    if (rc != TACT_OK) s_fail_realize(self, g, rc, "SCHEDULE", rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
+    else if (!more) s_end_realize(g);
     return TACT_OK;
 }
 
@@ -995,16 +1009,14 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     /* The awaited reply to a SCHEDULE (a stage driven by hand may offer
      * anything, so it is checked against the await). */
     if (m->type == TA_MSG_SCHEDULED || (m->type == TA_MSG_ERROR && m->corr)) {
-        if (!g->awaited || m->corr != g->awaited)
+        if (!g->awaited || m->corr != g->awaited || (m->sender != g->w.scheduler && m->sender != 0))
             return m->type == TA_MSG_ERROR ? TACT_OK : ta_actor_fail(self, TACT_EPROTO, "graph: a SCHEDULED nobody awaits");
         if (m->type == TA_MSG_SCHEDULED) return s_scheduled(self, g, m);
-        ta_msg_t e;
-        ta_msg_init(&e, TA_MSG_ERROR);
-        e.corr = g->corr;
-        e.as.error = m->as.error;
-        int rc = ta_actor_send(self, (uint32_t)g->reply_to, &e);
-        s_end_realize(g);
-        return rc;
+        char what[64], text[256];
+        snprintf(what, sizeof what, "%.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "");
+        snprintf(text, sizeof text, "%.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
+        s_fail_realize(self, g, (int)m->as.error.code, what, text);
+        return TACT_OK;
     }
     if (g->awaited) return ta_actor_fail(self, TACT_EPROTO, "graph: %s while a SCHEDULE is awaited", ta_msg_type_name(m->type));
     switch (m->type) {

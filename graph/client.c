@@ -109,12 +109,15 @@ static ti_tensor_t s_stale_arg = {.dtype = TACT_FLOAT32,
 static ti_tensor_t s_busy_arg = {.dtype = TACT_FLOAT32,
                                  .status = TACT_EBUSY,
                                  .message = (char *)"the context is in use by another thread (one thread at a time per context)"};
+static ti_tensor_t s_foreign_arg = {.dtype = TACT_FLOAT32,
+                                    .status = TACT_EINVAL,
+                                    .message = (char *)"a tensor of another context (tensors of two contexts in one op)"};
 static ti_tensor_t s_oom = {.dtype = TACT_FLOAT32, .status = TACT_ENOMEM, .message = (char *)"out of memory"};
 static pthread_once_t s_statics_once = PTHREAD_ONCE_INIT;
 
 static void s_statics(void) {
-    ti_tensor_t *all[4] = {&s_null_arg, &s_stale_arg, &s_busy_arg, &s_oom};
-    for (int i = 0; i < 4; i++) all[i]->handle = ta_handle_new(all[i], TA_HANDLE_TENSOR);
+    ti_tensor_t *all[5] = {&s_null_arg, &s_stale_arg, &s_busy_arg, &s_foreign_arg, &s_oom};
+    for (int i = 0; i < 5; i++) all[i]->handle = ta_handle_new(all[i], TA_HANDLE_TENSOR);
 }
 
 uintptr_t ti_tensor_handle(ti_tensor_t *t) {
@@ -127,6 +130,7 @@ ti_ctx_t *ti_tensor_ctx(const ti_tensor_t *t) { return t->ctx; }
 ti_tensor_t *ti_null_arg(void) { return &s_null_arg; }
 ti_tensor_t *ti_stale_arg(void) { return &s_stale_arg; }
 ti_tensor_t *ti_busy_arg(void) { return &s_busy_arg; }
+ti_tensor_t *ti_foreign_arg(void) { return &s_foreign_arg; }
 
 /* A token naming the calling thread: the address of one of its own
  * variables (never 0). */

@@ -24,6 +24,7 @@ ti_ctx_t *ti_tensor_ctx(const ti_tensor_t *t);
 ti_tensor_t *ti_null_arg(void);
 ti_tensor_t *ti_stale_arg(void);
 ti_tensor_t *ti_busy_arg(void);
+ti_tensor_t *ti_foreign_arg(void);
 
 /* One thread at a time per context: ti_ctx_enter returns 0 when the
  * calling thread may go on (it may enter again while inside), or -1 when

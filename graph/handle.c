@@ -51,22 +51,28 @@ uintptr_t ta_handle_new(void *obj, ta_handle_kind_t kind) {
     return h;
 }
 
-void *ta_handle_get(uintptr_t h, ta_handle_kind_t kind) {
+void ta_handle_lock(void) { pthread_mutex_lock(&s_lock); }
+void ta_handle_unlock(void) { pthread_mutex_unlock(&s_lock); }
+
+void *ta_handle_peek(uintptr_t h, ta_handle_kind_t kind) {
     if (!(h & 1) || (h >> 1 & 7) != (uintptr_t)kind) return NULL;
     size_t slot = (size_t)(h >> 4 & (S_MAX_SLOTS - 1));
     uint32_t gen = (uint32_t)(h >> 32);
-    void *obj = NULL;
+    if (slot < s_nslots && s_slots[slot].obj && s_slots[slot].gen == gen && s_slots[slot].kind == kind) return s_slots[slot].obj;
+    return NULL;
+}
+
+void *ta_handle_get(uintptr_t h, ta_handle_kind_t kind) {
     pthread_mutex_lock(&s_lock);
-    if (slot < s_nslots && s_slots[slot].obj && s_slots[slot].gen == gen && s_slots[slot].kind == kind) obj = s_slots[slot].obj;
+    void *obj = ta_handle_peek(h, kind);
     pthread_mutex_unlock(&s_lock);
     return obj;
 }
 
-void ta_handle_free(uintptr_t h) {
+void ta_handle_free_locked(uintptr_t h) {
     if (!(h & 1)) return;
     size_t slot = (size_t)(h >> 4 & (S_MAX_SLOTS - 1));
     uint32_t gen = (uint32_t)(h >> 32);
-    pthread_mutex_lock(&s_lock);
     if (slot < s_nslots && s_slots[slot].obj && s_slots[slot].gen == gen) {
         s_slots[slot].obj = NULL;
         /* The next handle of this slot has another generation (never 0). */
@@ -74,5 +80,10 @@ void ta_handle_free(uintptr_t h) {
         s_slots[slot].next_free = s_free_head;
         s_free_head = (uint32_t)slot + 1;
     }
+}
+
+void ta_handle_free(uintptr_t h) {
+    pthread_mutex_lock(&s_lock);
+    ta_handle_free_locked(h);
     pthread_mutex_unlock(&s_lock);
 }

@@ -26,4 +26,13 @@ void *ta_handle_get(uintptr_t h, ta_handle_kind_t kind);
 /* Ends a handle: every copy of it is stale from now on.  Safe with 0. */
 void ta_handle_free(uintptr_t h);
 
+/* The table's lock, for a caller that must turn handles into objects and
+ * act on them (enter their context) before anyone can free them:
+ * ta_handle_peek and ta_handle_free_locked are ta_handle_get and
+ * ta_handle_free with the lock already held. */
+void ta_handle_lock(void);
+void ta_handle_unlock(void);
+void *ta_handle_peek(uintptr_t h, ta_handle_kind_t kind);
+void ta_handle_free_locked(uintptr_t h);
+
 #endif

@@ -33,6 +33,7 @@ typedef struct {
 typedef struct {
     int index, nbufs, nfrees;
     uint64_t program; /* the corr of its PROGRAM */
+    uint64_t work;    /* iterations of the kernel (the planner's estimate) */
     uint64_t bufs[TA_AST_MAX_BUFS], bytes[TA_AST_MAX_BUFS], reuse;
     uint8_t writes[TA_AST_MAX_BUFS];
     int64_t numel;
@@ -185,7 +186,11 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
     ta_recs_begin(&it, steps);
     for (uint32_t i = 0; i < steps->n; i++) {
         s_step_t *st = &p->steps[p->nsteps];
-        if (!ta_recs_next(&it, &rec) || rec.n_bufs < 1 || rec.n_bytes != rec.n_bufs || rec.n_writes != rec.n_bufs || rec.numel < 0) {
+        int ok = ta_recs_next(&it, &rec) && rec.n_bufs >= 1 && rec.n_bytes == rec.n_bufs && rec.n_writes == rec.n_bufs && rec.numel >= 0 &&
+                 rec.program && rec.index <= INT32_MAX;
+        /* The memory a step takes over must not be one it reads. */
+        for (uint32_t b = 0; ok && b < rec.n_bufs; b++) ok = !rec.reuse || rec.bufs[b] != rec.reuse;
+        if (!ok) {
             s_plan_free(p);
             return ta_error_set(err, TACT_EPROTO, "executor: malformed plan step %u", i);
         }
@@ -198,6 +203,7 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
         for (uint32_t b = 0; b < rec.n_bufs; b++) st->writes[b] = (uint8_t)(rec.writes[b] & 3);
         st->numel = rec.numel;
         st->reuse = rec.reuse;
+        st->work = rec.work;
         if (rec.frees.n && ta_u64s_copy(&rec.frees, &st->frees) != TACT_OK) {
             s_plan_free(p);
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
@@ -217,12 +223,14 @@ static double s_ms(void) {
 /* The realize being run failed: its client hears of it once (a later part
  * of a realize that failed already says nothing), and the rest of the run
  * is consumed without running. */
-static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *text) {
+static void s_fail_run_as(ta_actor_t *self, s_state_t *s, int code, const char *what, const char *text) {
     s_run_t *r = &s->run;
-    if (!r->failed && s->failed_corr != r->corr) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, code, "PLAN", text);
+    if (!r->failed && s->failed_corr != r->corr) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, code, what, text);
     s->failed_corr = r->corr;
     r->failed = 1;
 }
+
+static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *text) { s_fail_run_as(self, s, code, "PLAN", text); }
 
 /* Ends the run: the client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
@@ -248,10 +256,15 @@ static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     memset(r, 0, sizeof *r);
 }
 
+/* The compiler a step's kernel went to (the planner's round robin). */
+static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
+    return s->w.ncompilers ? s->w.compiler[(uint32_t)st->index % (uint32_t)s->w.ncompilers] : 0;
+}
+
 /* Awaits the next step's PROGRAM, or ends the run after the last. */
 static void s_await_next(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
-    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program);
+    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program, s_compiler_of(s, &r->p->steps[r->next]));
     else s_finish_run(self, s);
 }
 
@@ -281,9 +294,10 @@ static int s_tick(void *ud) {
     return 0;
 }
 
-/* Kernels touching more bytes than this run supervised (s_tick); smaller
- * ones take milliseconds and run straight on the executor's thread. */
-enum { S_LONG_BYTES = 4 << 20 };
+/* Kernels touching more bytes or iterating more than this run supervised
+ * (s_tick); smaller ones take milliseconds and run straight on the
+ * executor's thread. */
+enum { S_LONG_BYTES = 4 << 20, S_LONG_WORK = 4 << 20 };
 
 /* Runs one step with its loaded program; returns TACT_OK or the error (err). */
 static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t align, ta_error_t *err) {
@@ -326,7 +340,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
     s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
-    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, touched > S_LONG_BYTES ? s_tick : NULL, &tick, err) != TACT_OK)
+    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
         return err->code ? err->code : TACT_EDEVICE;
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
@@ -351,8 +365,8 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     if (rc == TACT_OK) {
         char digest[33], want[33];
         snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
-        /* The object travels in the message the first time, then its
-         * digest alone; what is loaded is exactly what the compiler sent. */
+        /* The object travels in every PROGRAM (loaded once per digest);
+         * what is loaded is exactly what the compiler sent. */
         if (m->bulk.len) ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
         if (m->as.program.digest.len != 32 || (m->bulk.len && strcmp(digest, want) != 0))
             rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name, m->bulk.len, digest);
@@ -430,8 +444,17 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, r->kernels_before, NULL, 0, 0};
     /* A later part of a realize that failed runs nothing; the client heard. */
     s->run.failed = s->failed_corr == m->corr;
-    if (!r->plan) s_finish_run(self, s);
-    else ta_actor_await(self, r->plan);
+    if (r->status) { /* the graph could not schedule it: the one answer comes from here */
+        char what[64], text[300];
+        snprintf(what, sizeof what, "%.*s", (int)r->what.len, r->what.ptr ? (const char *)r->what.ptr : "");
+        snprintf(text, sizeof text, "%.*s", (int)r->text.len, r->text.ptr ? (const char *)r->text.ptr : "");
+        s_fail_run_as(self, s, r->status > 0 || r->status < -100 ? TACT_EACTOR : (int)r->status, what, text);
+        s_finish_run(self, s);
+    } else if (!r->plan) {
+        s_finish_run(self, s);
+    } else {
+        ta_actor_await(self, r->plan, s->w.planner);
+    }
     return TACT_OK;
 }
 
@@ -465,11 +488,13 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
      * fuzzing) may offer anything, so each is checked against the await. */
     switch (m->type) {
     case TA_MSG_PLAN:
-        if (!run->active || run->p || m->corr != run->plan) return ta_actor_fail(self, TACT_EPROTO, "executor: a PLAN nobody awaits");
+        if (!run->active || run->p || m->corr != run->plan || m->sender != s->w.planner)
+            return ta_actor_fail(self, TACT_EPROTO, "executor: a PLAN nobody awaits");
         s_plan(self, s, m);
         return TACT_OK;
     case TA_MSG_PROGRAM:
-        if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program)
+        if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program ||
+            m->sender != s_compiler_of(s, &run->p->steps[run->next]))
             return ta_actor_fail(self, TACT_EPROTO, "executor: a PROGRAM nobody awaits");
         s_program(self, s, m);
         return TACT_OK;

@@ -34,6 +34,7 @@ typedef struct {
     uint8_t writes[TA_AST_MAX_BUFS];
     uint64_t bytes[TA_AST_MAX_BUFS];
     int64_t numel;
+    uint64_t work; /* iterations: the product of the AST's full shape */
 } s_kernel_t;
 
 typedef struct {
@@ -61,7 +62,12 @@ static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error
         k->ast = rec->ast.ptr;
         k->ast_len = rec->ast.len;
         k->numel = 1;
-        for (int d = 0; d < ast->ndim; d++) k->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
+        k->work = 1;
+        for (int d = 0; d < ast->ndim; d++) {
+            k->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
+            uint64_t dim = (uint64_t)ast->shape[d];
+            k->work = dim && k->work > UINT64_MAX / dim ? UINT64_MAX : k->work * dim;
+        }
         if ((int)rec->n_bufs != ast->nbufs || rec->n_writes != rec->n_bufs) {
             rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u buffer ids and %u flags for %d buffers", q, rec->n_bufs,
                               rec->n_writes, ast->nbufs);
@@ -166,6 +172,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbu
         st.numel = k->numel;
         st.reuse = reuse;
         st.frees = ta_u64s(pool, q == nk - 1 ? (size_t)npool : 0);
+        st.work = k->work;
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");

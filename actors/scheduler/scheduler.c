@@ -925,8 +925,10 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ker.as.kernels.realize = sm->realize;
         ker.as.kernels.kernels = ta_recs_raw(TA_REC_KERNEL, kb.data, kb.size, (size_t)res->nk);
         ker.as.kernels.temps = ta_u64s(temps, (size_t)res->ntemp);
-        rc = ta_actor_send(self, s->w.graph, &sch);
-        if (rc == TACT_OK) rc = ta_actor_send(self, s->w.planner, &ker);
+        /* KERNELS first: if it cannot go, the graph hears ERROR instead of
+         * a SCHEDULED whose plan would never come. */
+        rc = ta_actor_send(self, s->w.planner, &ker);
+        if (rc == TACT_OK) rc = ta_actor_send(self, s->w.graph, &sch);
     }
     if (rc == TACT_OK && res == &fresh && s->w.schedule_cache) s_cache_put(s, nodes, targets, hash, &fresh);
     s_result_fini(&fresh);
