@@ -826,6 +826,23 @@ int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, t
     return s_port_wait(p, corr, reply, timeout_ms, 1, err);
 }
 
+void ta_port_forget(ta_port_t *p, uint64_t upto) {
+    uint64_t mine = (uint64_t)p->id << 40;
+    for (s_deferred_t **pd = &p->deferred, *prev = NULL; *pd;) {
+        s_deferred_t *d = *pd;
+        uint64_t c = d->msg.corr;
+        if (c && (c >> 40 << 40) == mine && c <= upto) {
+            *pd = d->next;
+            if (p->deferred_tail == d) p->deferred_tail = prev;
+            ta_msg_release(&d->msg);
+            ta_free(d);
+            continue;
+        }
+        prev = d;
+        pd = &d->next;
+    }
+}
+
 int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
     return s_port_wait(p, corr, reply, timeout_ms, 0, err);
 }

@@ -159,6 +159,10 @@ uint64_t ta_port_new_corr(ta_port_t *p);
 int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t *err);
 int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
 
+/* Drops kept messages answering this port's requests up to corr (the
+ * owner waited for those already: a late or second answer is noise). */
+void ta_port_forget(ta_port_t *p, uint64_t upto);
+
 /* A PROGRESS heartbeat (a stage still working) restarts ta_port_wait's
  * timeout; with ta_port_wait_within the whole wait is at most timeout_ms,
  * heartbeats or not (closing does not wait for long work). */

@@ -1130,6 +1130,8 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
         ctx->settled = ctx->inflight[i].realize;
         ta_msg_release(&reply);
     }
+    /* Answers that come after their wait gave up are dropped, not kept. */
+    if (ctx->ninflight) ta_port_forget(ctx->port, ctx->inflight[ctx->ninflight - 1].corr);
     ctx->ninflight = 0;
     return first;
 }
