@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Two independent 64-bit hashes of len bytes, eight bytes at a time. */
+/* A 128-bit hash of len bytes, 32 bytes at a time. */
 void ta_hash128(const void *bytes, size_t len, uint64_t out[2]);
 
 #endif

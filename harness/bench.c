@@ -212,7 +212,7 @@ int h_bench(int argc, char **argv) {
     }
     s_line("runtime.log_flood_on_vs_off", n_tp / on, "msg/s", "tact, logging off", n_tp / off, off / on);
     /* A recorded pipeline run: steps of a small program on fresh inputs. */
-    int steps = quick ? 20 : 100;
+    int steps = quick ? 20 : 400;
     reps = quick ? 1 : 9;
     on = off = 1e30;
     for (int r = 0; r < reps; r++) {

@@ -152,6 +152,11 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
             return TACT_OK;
         }
     if (!obj.len) return ta_error_set(err, TACT_EPROTO, "executor: program %s: digest %s names no object this executor was sent", name, digest);
+    /* What is loaded is exactly what the compiler sent. */
+    char want[33];
+    ta_cc_digest(obj.ptr, obj.len, want);
+    if (strcmp(digest, want) != 0)
+        return ta_error_set(err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name, obj.len, digest);
     int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, out, err);
     if (rc != TACT_OK) return rc;
     snprintf(out->key, sizeof out->key, "%s", digest);
@@ -363,15 +368,11 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, m->as.program.name.ptr ? (const char *)m->as.program.name.ptr : "");
     if (rc == TACT_OK) {
-        char digest[33], want[33];
+        char digest[33];
         snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
-        /* The object travels in every PROGRAM (loaded once per digest);
-         * what is loaded is exactly what the compiler sent. */
-        if (m->bulk.len) ta_cc_digest(m->bulk.ptr, m->bulk.len, want);
-        if (m->as.program.digest.len != 32 || (m->bulk.len && strcmp(digest, want) != 0))
-            rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name, m->bulk.len, digest);
-        else
-            rc = s_load(s, m->bulk, digest, name, &prog, &err);
+        /* The object travels in every PROGRAM and is loaded once per digest. */
+        rc = m->as.program.digest.len != 32 ? ta_error_set(&err, TACT_EPROTO, "executor: program %s: its digest is not 32 characters", name)
+                                            : s_load(s, m->bulk, digest, name, &prog, &err);
     } else {
         if (rc > 0 || rc < -100) rc = TACT_ECOMPILE;
         ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");

@@ -814,8 +814,7 @@ Test(graph_pipeline, second_review_regressions) {
 }
 
 /* PROGRAM carries the compiled object itself with its digest, never a
- * path (and later only the digest of an object sent before): the executor
- * loads exactly the bytes it was sent. */
+ * path: the executor loads exactly the bytes it was sent. */
 Test(graph_pipeline, programs_travel_as_bytes_with_their_digest) {
     char *log = tu_tmpfile("plog-prog"), *dir = tu_tmpfile("kcache-prog");
     unlink(dir);

@@ -1,4 +1,5 @@
 /* test_stages.c - every pipeline stage refuses damaged payloads (truncated, garbage, hostile counts) without harm. */
+#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +134,51 @@ Test(graph_stages, every_stage_refuses_damaged_payloads_and_goes_on) {
     s_damage_stage(log, "scheduler", &ta_scheduler_ops, seed);
     s_damage_stage(log, "planner", &ta_planner_ops, seed);
     s_damage_stage(log, "executor", &ta_executor_ops, seed);
+    ta_log_free(&log);
+    unlink(path);
+    free(path);
+}
+
+static int s_find_digest_error(void *ud, const ta_msg_t *m) {
+    int *found = ud;
+    if (m->type == TA_MSG_ERROR && m->as.error.text.len && memmem(m->as.error.text.ptr, m->as.error.text.len, "do not match digest", 19))
+        (*found)++;
+    return TACT_OK;
+}
+
+/* The executor loads an object only if its bytes are the ones its digest
+ * names: a PROGRAM whose bytes were changed on the way fails the realize. */
+Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest) {
+    char *path = s_record();
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    const ta_log_stream_info_t *st = NULL;
+    for (size_t i = 0; i < log->nstreams; i++)
+        if (strcmp(log->streams[i].name, "executor") == 0) st = &log->streams[i];
+    cr_assert(st);
+    int found = 0, changed = 0;
+    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_find_digest_error, &found, &err);
+    cr_assert(a, "%s", err.text);
+    for (size_t k = 0; k < st->nrecords; k++) {
+        const ta_log_record_t *rec = &st->records[k];
+        if (rec->dir != TA_LOG_IN) continue;
+        ta_msg_t m;
+        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
+        uint8_t *copy = NULL;
+        if (m.type == TA_MSG_PROGRAM && !changed && m.bulk.len) {
+            copy = malloc(m.bulk.len);
+            memcpy(copy, m.bulk.ptr, m.bulk.len);
+            copy[m.bulk.len / 2] ^= 0x10;
+            m.bulk.ptr = copy;
+            changed = 1;
+        }
+        ta_stage_dispatch(a, &m);
+        free(copy);
+    }
+    cr_assert(changed, "the run sent no PROGRAM");
+    cr_assert_eq(found, 1, "the changed object was reported once (%d)", found);
+    ta_stage_destroy(&a);
     ta_log_free(&log);
     unlink(path);
     free(path);
