@@ -19,7 +19,9 @@
 /*
  * Every port records into one shared buffer, under a lock, and the buffer
  * goes to the file at most a millisecond or 64 KiB later, so a run that
- * dies leaves a log readable up to its last whole record.  Records of
+ * dies leaves a log readable up to its last whole record.  The write itself
+ * happens outside that lock (under a second one that keeps writes in
+ * order), so ports go on recording while the file takes the bytes.  Records of
  * different ports interleave in the file as threads happen to run; each
  * port's own records are in the order it sent and processed them, and that
  * per-port order is what two runs compare (ta_log_compare), not file bytes.
@@ -50,6 +52,8 @@ struct ta_log_writer {
     ta_log_stream_t **streams;
     size_t nstreams, cap;
     msgpack_sbuffer buf; /* records not yet written */
+    pthread_mutex_t write_lock; /* taken before lock is left: writes keep their order */
+    msgpack_sbuffer spare;      /* the buffer being written, swapped with buf */
     uint64_t ns0, last_flush, records;
     s_recent_t recent[S_RECENT];
     size_t next_recent;
@@ -62,12 +66,38 @@ static uint64_t s_ns(void) {
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Writes what is buffered; the caller holds the lock. */
+/* Writes what is buffered.  The caller holds the lock; it is released
+ * while the bytes go to the file, under write_lock, which is taken before
+ * the lock is left, so writes keep the order of their buffers. */
 static void s_flush(ta_log_writer_t *w) {
-    if (w->buf.size && !w->failed && (fwrite(w->buf.data, 1, w->buf.size, w->out) != w->buf.size || fflush(w->out) != 0))
-        w->failed = TACT_EIO;
-    msgpack_sbuffer_clear(&w->buf);
     w->last_flush = s_ns();
+    if (!w->buf.size) return;
+    msgpack_sbuffer out = w->buf;
+    w->buf = w->spare; /* empty, or never allocated while another write runs */
+    memset(&w->spare, 0, sizeof w->spare);
+    pthread_mutex_lock(&w->write_lock);
+    pthread_mutex_unlock(&w->lock);
+    int bad = fwrite(out.data, 1, out.size, w->out) != out.size || fflush(w->out) != 0;
+    pthread_mutex_unlock(&w->write_lock);
+    msgpack_sbuffer_clear(&out);
+    pthread_mutex_lock(&w->lock);
+    if (!w->spare.data) w->spare = out;
+    else msgpack_sbuffer_destroy(&out);
+    if (bad && !w->failed) w->failed = TACT_EIO;
+}
+
+/* The checksum of a record: the CRC-32C of its envelope followed by its
+ * bulk, or by the bulk's 128-bit hash (little-endian) for a bulk of
+ * S_DEDUP_MIN bytes or more, which the writer has computed already to
+ * find repeats.  h is that hash, or NULL to compute it. */
+static uint32_t s_checksum(ta_bytes_t env, ta_bytes_t bulk, const uint64_t *h) {
+    uint32_t crc = ta_crc32c(0, env.ptr, env.len);
+    if (bulk.len < S_DEDUP_MIN) return ta_crc32c(crc, bulk.ptr, bulk.len);
+    uint64_t mine[2];
+    if (!h) ta_hash128(bulk.ptr, bulk.len, mine), h = mine;
+    uint8_t le[16];
+    for (int i = 0; i < 16; i++) le[i] = (uint8_t)(h[i / 8] >> 8 * (i % 8));
+    return ta_crc32c(crc, le, sizeof le);
 }
 
 int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header, ta_error_t *err) {
@@ -82,7 +112,9 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header
         return ta_error_set(err, TACT_EIO, "log: cannot create %s: %s", path, strerror(e));
     }
     pthread_mutex_init(&w->lock, NULL);
+    pthread_mutex_init(&w->write_lock, NULL);
     msgpack_sbuffer_init(&w->buf);
+    msgpack_sbuffer_init(&w->spare);
     w->ns0 = s_ns();
     /* ["TACTLOG", version, {run header}]: an empty map when none is given. */
     msgpack_packer pk;
@@ -90,11 +122,17 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header
     int bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
               msgpack_pack_uint32(&pk, TA_LOG_VERSION) ||
               (header.len ? msgpack_sbuffer_write(&w->buf, (const char *)header.ptr, header.len) : msgpack_pack_map(&pk, 0));
-    if (!bad) s_flush(w);
+    if (!bad) {
+        pthread_mutex_lock(&w->lock);
+        s_flush(w);
+        pthread_mutex_unlock(&w->lock);
+    }
     if (bad || w->failed) {
         fclose(w->out);
         msgpack_sbuffer_destroy(&w->buf);
+        msgpack_sbuffer_destroy(&w->spare);
         pthread_mutex_destroy(&w->lock);
+        pthread_mutex_destroy(&w->write_lock);
         ta_free(w);
         return ta_error_set(err, TACT_EIO, "log: cannot write %s", path);
     }
@@ -145,9 +183,9 @@ int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m
         e.ptr = (const uint8_t *)s->env.data;
         e.len = s->env.size;
     }
-    uint32_t crc = ta_crc32c(ta_crc32c(0, e.ptr, e.len), m->bulk.ptr, m->bulk.len);
     uint64_t h[2] = {0, 0};
     if (m->bulk.len >= S_DEDUP_MIN) ta_hash128(m->bulk.ptr, m->bulk.len, h);
+    uint32_t crc = s_checksum(e, m->bulk, h);
     uint64_t h1 = h[0], h2 = h[1];
     uint64_t now = s_ns();
     pthread_mutex_lock(&w->lock);
@@ -193,9 +231,11 @@ int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     *pw = NULL;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
+    pthread_mutex_lock(&w->lock);
     if (!w->failed && (msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "end", 3) || msgpack_pack_uint64(&pk, w->records)))
         w->failed = TACT_ENOMEM;
     s_flush(w);
+    pthread_mutex_unlock(&w->lock);
     if (fclose(w->out) != 0 && !w->failed) w->failed = TACT_EIO;
     int rc = w->failed ? ta_error_set(err, w->failed, "log: writing %s failed: %s", w->path, tact_strerror(w->failed)) : TACT_OK;
     for (size_t i = 0; i < w->nstreams; i++) {
@@ -204,7 +244,9 @@ int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     }
     ta_free(w->streams);
     msgpack_sbuffer_destroy(&w->buf);
+    msgpack_sbuffer_destroy(&w->spare);
     pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->write_lock);
     ta_free(w);
     return rc;
 }
@@ -399,7 +441,7 @@ static int s_parse(ta_log_t *log, ta_error_t *err) {
             rec.bulk = to->bulk;
             rec.bulk_len = to->bulk_len;
         }
-        uint32_t want = ta_crc32c(ta_crc32c(0, rec.env, rec.env_len), rec.bulk, rec.bulk_len);
+        uint32_t want = s_checksum((ta_bytes_t){rec.env, rec.env_len}, (ta_bytes_t){rec.bulk, rec.bulk_len}, NULL);
         if (crc != want) {
             rc = S_CORRUPT(off, "record %zu (port %" PRIu64 "): checksum mismatch", nall, id);
             break;

@@ -8,7 +8,7 @@
 #include "msg.h"
 
 /* File format version written by this build (docs/log-format.md). */
-#define TA_LOG_VERSION 2
+#define TA_LOG_VERSION 3
 #define TA_LOG_MAGIC "TACTLOG"
 
 typedef enum ta_log_dir { TA_LOG_IN = 0, TA_LOG_OUT = 1 } ta_log_dir_t;
