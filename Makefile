@@ -4,8 +4,9 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 15
+PREFIX ?= /usr/local
 
-.PHONY: all deps build run test test-release test-asan test-fuzz bench clean
+.PHONY: all deps build run test test-release test-asan test-fuzz bench install clean
 
 all: build
 
@@ -36,6 +37,10 @@ test-fuzz: deps
 
 bench: build
 	$(BUILD)/tact bench runtime
+
+# The header, libtact.so and libtact.a, tact.pc and the CMake package under PREFIX.
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
