@@ -13,11 +13,6 @@
 #include "harness.h"
 #include "tact.h"
 
-static void s_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio) {
-    printf("{\"name\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"peer\":\"%s\",\"peer_value\":%.4g,\"ratio\":%.3f}\n", name,
-           value, unit, peer, peer_value, ratio);
-    fflush(stdout);
-}
 
 /* ------------------------------------------------------------ raw libzmq */
 
@@ -169,8 +164,9 @@ static void s_compare(int mode, long n, size_t size, int reps, double *tact_s, d
 int h_bench(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     if (argc >= 1 && strcmp(argv[0], "pipeline") == 0) return h_bench_pipeline(quick);
+    if (argc >= 1 && strcmp(argv[0], "kernels") == 0) return h_bench_kernels(quick);
     if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
-        fprintf(stderr, "usage: tact bench runtime|pipeline [--quick]\n");
+        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels [--quick]\n");
         return 2;
     }
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;
@@ -178,11 +174,11 @@ int h_bench(int argc, char **argv) {
     double a, b;
 
     s_compare(0, n_rt, 64, reps, &a, &b);
-    s_line("runtime.roundtrip_64B", a / n_rt * 1e6, "us", "raw libzmq", b / n_rt * 1e6, b / a);
+    h_line("runtime.roundtrip_64B", a / n_rt * 1e6, "us", "raw libzmq", b / n_rt * 1e6, b / a);
     s_compare(1, n_tp, 64, reps, &a, &b);
-    s_line("runtime.throughput_64B", n_tp / a, "msg/s", "raw libzmq", n_tp / b, b / a);
+    h_line("runtime.throughput_64B", n_tp / a, "msg/s", "raw libzmq", n_tp / b, b / a);
     s_compare(1, n_tp / 4, 4096, reps, &a, &b);
-    s_line("runtime.throughput_4KiB", n_tp / 4 / a, "msg/s", "raw libzmq", n_tp / 4 / b, b / a);
+    h_line("runtime.throughput_4KiB", n_tp / 4 / a, "msg/s", "raw libzmq", n_tp / 4 / b, b / a);
 
     /* tcp with CURVE (the default for tcp) against plain tcp. */
     for (int mode = 0; mode < 2; mode++) {
@@ -193,8 +189,8 @@ int h_bench(int argc, char **argv) {
             if (x >= 0 && x < curve) curve = x;
             if (y >= 0 && y < plain) plain = y;
         }
-        if (mode == 0) s_line("runtime.roundtrip_64B_tcp_curve", curve / n * 1e6, "us", "tact, plain tcp", plain / n * 1e6, plain / curve);
-        else s_line("runtime.throughput_64B_tcp_curve", n / curve, "msg/s", "tact, plain tcp", n / plain, plain / curve);
+        if (mode == 0) h_line("runtime.roundtrip_64B_tcp_curve", curve / n * 1e6, "us", "tact, plain tcp", plain / n * 1e6, plain / curve);
+        else h_line("runtime.throughput_64B_tcp_curve", n / curve, "msg/s", "tact, plain tcp", n / plain, plain / curve);
     }
 
     char path[] = "/tmp/tact-bench-XXXXXX";
@@ -210,7 +206,7 @@ int h_bench(int argc, char **argv) {
         if (x >= 0 && x < on) on = x;
         if (y >= 0 && y < off) off = y;
     }
-    s_line("runtime.log_flood_on_vs_off", n_tp / on, "msg/s", "tact, logging off", n_tp / off, off / on);
+    h_line("runtime.log_flood_on_vs_off", n_tp / on, "msg/s", "tact, logging off", n_tp / off, off / on);
     /* A recorded pipeline run: steps of a small program on fresh inputs. */
     int steps = quick ? 20 : 400;
     reps = quick ? 1 : 9;
@@ -221,6 +217,6 @@ int h_bench(int argc, char **argv) {
         if (y >= 0 && y < off) off = y;
     }
     unlink(path);
-    if (on < 1e30 && off < 1e30) s_line("runtime.log_on_vs_off", steps / on, "steps/s", "tact, logging off", steps / off, off / on);
+    if (on < 1e30 && off < 1e30) h_line("runtime.log_on_vs_off", steps / on, "steps/s", "tact, logging off", steps / off, off / on);
     return 0;
 }

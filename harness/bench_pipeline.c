@@ -8,11 +8,6 @@
 #include "harness.h"
 #include "tact.h"
 
-static void s_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio) {
-    printf("{\"name\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"peer\":\"%s\",\"peer_value\":%.4g,\"ratio\":%.3f}\n", name,
-           value, unit, peer, peer_value, ratio);
-    fflush(stdout);
-}
 
 static float *s_fill(size_t n, unsigned seed) {
     float *p = malloc(n * sizeof *p);
@@ -59,7 +54,7 @@ static int s_fma(int reps) {
     }
     if (rc != TACT_OK) fprintf(stderr, "bench: fma: %s\n", tact_ctx_error(ctx));
     double bytes = 4.0 * N * sizeof(float);
-    if (rc == TACT_OK) s_line("pipeline.fma_16M", bytes / best * 1e-9, "GB/s", "plain C loop -O3", bytes / peer * 1e-9, peer / best);
+    if (rc == TACT_OK) h_line("pipeline.fma_16M", bytes / best * 1e-9, "GB/s", "plain C loop -O3", bytes / peer * 1e-9, peer / best);
     tact_ctx_close(&ctx);
     free(a), free(b), free(c), free(o);
     return rc != TACT_OK;
@@ -103,7 +98,7 @@ static int s_mm(int reps) {
     double flops = 2.0 * N * N * N, t0 = h_now();
     s_naive(o, a, b, N);
     double naive = h_now() - t0;
-    if (rc == TACT_OK) s_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "naive triple loop -O3", flops / naive * 1e-9, naive / best);
+    if (rc == TACT_OK) h_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "naive triple loop -O3", flops / naive * 1e-9, naive / best);
     /* OpenBLAS where installed, found at run time so it is no build dependency. */
     void *dl = dlopen("libopenblas.so.0", RTLD_NOW);
     s_sgemm_fn sgemm = NULL;
@@ -116,7 +111,7 @@ static int s_mm(int reps) {
             double t = h_now() - t0;
             if (t < blas) blas = t;
         }
-        s_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "OpenBLAS cblas_sgemm", flops / blas * 1e-9, blas / best);
+        h_line("pipeline.matmul_1024", flops / best * 1e-9, "GFLOPS", "OpenBLAS cblas_sgemm", flops / blas * 1e-9, blas / best);
     }
     if (dl) dlclose(dl);
     free(a), free(b), free(o);
@@ -191,10 +186,10 @@ static int s_client(void) {
     char tg_name[64];
     int have = s_tinygrad(&tg_over, &tg_first, &tg_cached, tg_name, sizeof tg_name) == 0;
     const char *peer = have ? tg_name : "target (tinygrad not installed)";
-    s_line("pipeline.client_overhead_us", overhead, "us", peer, have ? tg_over : 2.0, (have ? tg_over : 2.0) / overhead);
+    h_line("pipeline.client_overhead_us", overhead, "us", peer, have ? tg_over : 2.0, (have ? tg_over : 2.0) / overhead);
     if (rc == TACT_OK) {
-        s_line("pipeline.first_realize_ms", first, "ms", have ? peer : "none", have ? tg_first : 0, have ? tg_first / first : 0);
-        s_line("pipeline.cached_realize_ms", cached, "ms", have ? peer : "none", have ? tg_cached : 0, have ? tg_cached / cached : 0);
+        h_line("pipeline.first_realize_ms", first, "ms", have ? peer : "none", have ? tg_first : 0, have ? tg_first / first : 0);
+        h_line("pipeline.cached_realize_ms", cached, "ms", have ? peer : "none", have ? tg_cached : 0, have ? tg_cached / cached : 0);
     }
     return rc != TACT_OK;
 }
@@ -238,7 +233,7 @@ static int s_schedule(int quick) {
     double cached, uncached;
     int reps = quick ? 3 : 10;
     if (s_schedule_step(1, reps, &cached) || s_schedule_step(0, reps, &uncached)) return 1;
-    s_line("pipeline.schedule_4000_ops_us", cached, "us", "tact, schedule cache off", uncached, uncached / cached);
+    h_line("pipeline.schedule_4000_ops_us", cached, "us", "tact, schedule cache off", uncached, uncached / cached);
     return 0;
 }
 
@@ -284,7 +279,7 @@ static int s_pipelining(int quick) {
     double async, sync;
     int steps = quick ? 100 : 400;
     if (s_steps(1, steps, &async) || s_steps(0, steps, &sync)) return 1;
-    s_line("pipeline.async_steps_per_s", async, "steps/s", "tact, each realize waited for", sync, async / sync);
+    h_line("pipeline.async_steps_per_s", async, "steps/s", "tact, each realize waited for", sync, async / sync);
     return 0;
 }
 

@@ -7,8 +7,11 @@
 /* Each returns the process exit status (0 on success) and prints its own errors. */
 int h_demo(int argc, char **argv);
 int h_bench(int argc, char **argv);
-/* `bench pipeline`: returns 0 when every measurement ran. */
+/* `bench pipeline` and `bench kernels`: return 0 when every measurement ran. */
 int h_bench_pipeline(int quick);
+int h_bench_kernels(int quick);
+/* Prints one bench line: {"name","value","unit","peer","peer_value","ratio"}. */
+void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio);
 int h_log(int argc, char **argv);
 
 /* Parses a --transport/--log option pair shared by subcommands into cfg;

@@ -7,6 +7,12 @@
 #include "rerun.h"
 #include "tact.h"
 
+void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio) {
+    printf("{\"name\":\"%s\",\"value\":%.4g,\"unit\":\"%s\",\"peer\":\"%s\",\"peer_value\":%.4g,\"ratio\":%.3f}\n", name,
+           value, unit, peer, peer_value, ratio);
+    fflush(stdout);
+}
+
 double h_now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -37,7 +43,7 @@ static void s_usage(FILE *f) {
     fprintf(f,
             "usage: tact <command> [options]\n"
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
-            "  bench runtime|pipeline [--quick]                  measurements with their peers (JSON lines)\n"
+            "  bench runtime|pipeline|kernels [--quick]          measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
             "  replay FILE                                       run a recorded run again and check every stage\n"
             "  version\n");
