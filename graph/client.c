@@ -873,6 +873,56 @@ ti_tensor_t *ti_mulacc(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c) {
 
 /* -------------------------------------------------------------- reductions */
 
+/* Reductions of more than 65536 elements are split in two (or more)
+ * kernels: a reduce of R elements becomes x partials of R / x elements
+ * (x <= 256, the largest that divides the first reduced axis it can), each
+ * over a contiguous run, then a reduce of the partials.  The partials
+ * spread over every core, and a float sum adds short runs (2^25 ones sum
+ * to 2^25, not 2^24).  The split depends on the
+ * reduced lengths alone, never on the batch dims or the thread count
+ * (DESIGN.md §2), so a row's bits do not depend on its batch. */
+enum { S_SPLIT_ABOVE = 1 << 16, S_SPLIT_MAX = 256, S_SPLIT_LEAST = 8 };
+
+static ti_tensor_t *s_reduce_kept(ti_tensor_t *x, ta_op_t op, uint32_t mask, const ta_shape_t *kept) {
+    const ta_shape_t *sh = &x->shape;
+    int64_t reduced = 1;
+    for (int k = 0; k < sh->ndim; k++)
+        if (mask >> k & 1) reduced *= sh->d[k];
+    int axis = -1;
+    int64_t parts = 0;
+    for (int k = 0; k < sh->ndim && axis < 0 && reduced > S_SPLIT_ABOVE && sh->ndim < TA_MAX_DIMS; k++)
+        for (int64_t p = S_SPLIT_MAX; (mask >> k & 1) && p >= S_SPLIT_LEAST && axis < 0; p--)
+            if (sh->d[k] % p == 0) axis = k, parts = p;
+    if (axis < 0) {
+        int64_t arg = mask;
+        const ti_tensor_t *src[1] = {x};
+        return s_emit(s_new(x->ctx, x->dtype, kept), op, 1, src, 1, &arg);
+    }
+    /* (.., n, ..) -> (.., parts, n / parts, ..) -> (.., n / parts, .., parts):
+     * partial q covers elements q * n / parts .. (q + 1) * n / parts - 1. */
+    int64_t split[TA_MAX_DIMS];
+    int order[TA_MAX_DIMS], n = 0;
+    for (int k = 0; k < sh->ndim; k++) {
+        if (k == axis) split[n++] = parts;
+        split[n++] = k == axis ? sh->d[k] / parts : sh->d[k];
+    }
+    for (int k = 0, j = 0; k < n; k++)
+        if (k != axis) order[j++] = k;
+    order[n - 1] = axis;
+    ti_tensor_t *moved = ti_permute(ti_reshape(x, n, split), order);
+    if (moved->status) return moved;
+    /* The partials: the same reduced axes (the partial axis is last), which
+     * may be split again (each level divides the length by 8 at least). */
+    ta_shape_t partial_kept = moved->shape;
+    for (int k = 0; k < sh->ndim; k++)
+        if (mask >> k & 1) partial_kept.d[k] = 1;
+    ti_tensor_t *partials = s_reduce_kept(moved, op, mask, &partial_kept);
+    ta_shape_t done = partial_kept;
+    done.d[n - 1] = 1;
+    ti_tensor_t *total = s_reduce_kept(partials, op, 1u << (n - 1), &done);
+    return ti_reshape(total, kept->ndim, kept->d);
+}
+
 static ti_tensor_t *s_reduce(ti_tensor_t *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
     if (!x) return &s_null_arg;
     x = s_solid(x);
@@ -883,12 +933,7 @@ static ti_tensor_t *s_reduce(ti_tensor_t *x, ta_op_t op, int naxes, const int *a
     if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "%s: axes is NULL", name);
     if (ta_shape_reduce(&x->shape, naxes, axes, name, &mask, &kept, &err) != TACT_OK)
         return s_error(x->ctx, err.code, "%s", err.text);
-    ti_tensor_t *r = x;
-    if (mask) {
-        int64_t arg = mask;
-        const ti_tensor_t *src[1] = {x};
-        r = s_emit(s_new(x->ctx, x->dtype, &kept), op, 1, src, 1, &arg);
-    }
+    ti_tensor_t *r = mask ? s_reduce_kept(x, op, mask, &kept) : x;
     if (keepdim || r->status) return r;
     int64_t dims[TA_MAX_DIMS];
     int n = 0;
