@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 3
+#define TA_PROTOCOL_VERSION 4
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -96,14 +96,14 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     F(R, I64A, args, 2 * TA_REC_MAX_DIMS) F(R, U64, base) F(R, RECS, st, VIEW) F(R, U64, flags) F(R, U64, bufref)    \
     F(R, U64, device)
 #define TA_REC_FIELDS_ANODE(F, R) \
-    F(R, U64, op) F(R, U64, dtype) F(R, U64A, srcs, 3) F(R, I64, buf) F(R, I64, view) F(R, U64, value)
+    F(R, U64, op) F(R, U64, dtype) F(R, U64A, srcs, 3) F(R, I64, buf) F(R, I64, view) F(R, U64, value) F(R, U64, arg)
 #define TA_REC_FIELDS_AST(F, R)                                                                                   \
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64, reduce_mask) F(R, U64A, buf_dtypes, 32) F(R, I64A, buf_sizes, 32) \
     F(R, RECS, views, VSTACK) F(R, RECS, nodes, ANODE) F(R, U64S, fused)
-#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32)
+#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args)
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
-    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work)
+    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args)
 
 typedef enum ta_rec_type {
 #define TA_REC_ENUM_(NAME, name) TA_REC_##NAME,
@@ -266,7 +266,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
 #define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, U64, reply_to) F(M, MP, ast)
-#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align)
+#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align) F(M, U64, nargs)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
 #define TA_FIELDS_RUN(F, M) \

@@ -2,13 +2,14 @@
 #include "ast.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "mpread.h"
 
 void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_mask) {
-    a->nnodes = a->nviews = a->nbufs = a->nfused = 0;
+    a->nnodes = a->nviews = a->nbufs = a->nfused = a->nargs = 0;
     a->ndim = ndim;
     for (int k = 0; k < ndim; k++) a->shape[k] = shape[k];
     a->reduce_mask = reduce_mask;
@@ -17,6 +18,7 @@ void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_ma
 int ta_ast_add(ta_ast_t *a, ta_ast_node_t node) {
     if (a->nnodes >= TA_AST_MAX_NODES) return -1;
     a->nodes[a->nnodes] = node;
+    a->nargs += node.arg != 0;
     return a->nnodes++;
 }
 
@@ -54,10 +56,13 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err) {
         if (!ta_dtype_valid(a->buf_dtype[b]) || a->buf_size[b] < 0) S_BAD("buffer %d", b);
     int64_t out[TA_MAX_DIMS];
     s_out_shape(a, out);
-    int nreduce = 0;
+    int nreduce = 0, nargs = 0;
     for (int i = 0; i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
         if (n->op < 0 || n->op >= TA_OP__COUNT) S_BAD("node %d: op %d", i, n->op);
+        if (n->arg && (n->arg != 1 || n->op != TA_OP_CONST || ta_value_bits(n->dtype, n->value) != 0))
+            S_BAD("node %d: only a CONST of value 0 may be an argument", i);
+        nargs += n->arg;
         ta_op_class_t c = ta_op_class(n->op);
         if (c == TA_OPC_MOVEMENT || (c == TA_OPC_META && n->op != TA_OP_CONST))
             S_BAD("node %d: %s cannot appear in a kernel", i, ta_op_name(n->op));
@@ -87,9 +92,31 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err) {
                   ta_dtype_name(a->nodes[n->src[1]].dtype));
     }
     if (a->nodes[a->nnodes - 1].op != TA_OP_STORE) S_BAD("the last node is not a STORE");
+    if (nargs != a->nargs) S_BAD("%d argument CONSTs, %d counted", nargs, a->nargs);
     if (!nreduce && a->reduce_mask) S_BAD("reduce mask without a reduce");
 #undef S_BAD
     return TACT_OK;
+}
+
+int ta_ast_const_is_structural(tact_dtype d, ta_value_t v) {
+    if (ta_dtype_is_bool(d)) return 1;
+    if (ta_dtype_is_float(d)) {
+        double x = d == TACT_FLOAT16 ? ta_half_to_float(v.h) : d == TACT_BFLOAT16 ? ta_bf16_to_float(v.h) : v.f;
+        return x == 0 || x == 1 || x == -1 || !isfinite(x);
+    }
+    if (ta_dtype_is_unsigned(d)) return v.u <= 1;
+    return v.i >= -1 && v.i <= 1;
+}
+
+uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v) {
+    if (ta_dtype_is_float(d)) {
+        double x = d == TACT_FLOAT16 ? ta_half_to_float(v.h) : d == TACT_BFLOAT16 ? ta_bf16_to_float(v.h) : v.f;
+        uint64_t w;
+        memcpy(&w, &x, sizeof w);
+        return w;
+    }
+    if (ta_dtype_is_bool(d)) return v.b ? 1 : 0;
+    return ta_dtype_is_unsigned(d) ? v.u : (uint64_t)v.i;
 }
 
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {
@@ -181,6 +208,7 @@ int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk) {
         r.buf = n->buf;
         r.view = n->view;
         r.value = ta_value_bits(n->dtype, n->value);
+        r.arg = (uint64_t)n->arg;
         bad = ta_rec_pack(TA_REC_ANODE, &r, &np);
     }
     ta_ast_rec_t r;
@@ -229,7 +257,7 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
     ta_recs_begin(&it, &rec.views);
     while (ta_recs_next(&it, &st)) S_NEED(ta_vstack_from_recs(&a->views[a->nviews++], &st.views) == 0, "a well-formed view stack");
     ta_anode_rec_t n;
-    a->nnodes = 0;
+    a->nnodes = a->nargs = 0;
     ta_recs_begin(&it, &rec.nodes);
     while (ta_recs_next(&it, &n)) {
         ta_ast_node_t *node = &a->nodes[a->nnodes++];
@@ -245,6 +273,9 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
         node->buf = (int16_t)n.buf;
         node->view = (int16_t)n.view;
         node->value = ta_value_from_bits(node->dtype, n.value);
+        S_NEED(n.arg <= 1, "an argument flag of 0 or 1");
+        node->arg = (int8_t)n.arg;
+        a->nargs += node->arg;
     }
     S_NEED(a->nviews == (int)rec.views.n && a->nnodes == (int)rec.nodes.n, "every view and node");
     uint64_t id;

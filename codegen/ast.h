@@ -34,6 +34,8 @@ typedef struct ta_ast_node {
     int16_t buf;      /* LOAD/STORE: kernel buffer index (0 is the output) */
     int16_t view;     /* LOAD/STORE/CONST: index into views; CONST: -1 when unmasked */
     ta_value_t value; /* CONST */
+    int8_t arg;       /* CONST: 1 when the value is a kernel argument (value 0):
+                       * the j-th such node reads argument j */
 } ta_ast_node_t;
 
 typedef struct ta_ast {
@@ -42,6 +44,7 @@ typedef struct ta_ast {
     int nviews;
     ta_vstack_t views[TA_AST_MAX_VIEWS];
     int nbufs;
+    int nargs; /* argument CONSTs (counted by ta_ast_add and ta_ast_unpack) */
     tact_dtype buf_dtype[TA_AST_MAX_BUFS];
     int64_t buf_size[TA_AST_MAX_BUFS]; /* elements */
     int ndim;
@@ -54,15 +57,24 @@ typedef struct ta_ast {
 /* Resets a to an empty kernel over the full shape. */
 void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_mask);
 
-/* Appends a node and returns its index, or -1 when the kernel is full.
+/* Appends a node and returns its index, or -1 when the kernel is full
+ * (an argument CONST counts in nargs).
  * ta_ast_view adds a view and returns its index, or -1 when full. */
 int ta_ast_add(ta_ast_t *a, ta_ast_node_t node);
 int ta_ast_view(ta_ast_t *a, const ta_vstack_t *view);
 
 /* Checks that a is well formed (indices in range, arities, dtypes of
  * sources consistent with their ops, one STORE at the end, views of the
- * right shape).  Returns TACT_OK or TACT_EINVAL with the reason in err. */
+ * right shape, arguments only on CONSTs, with value 0).  Returns TACT_OK or TACT_EINVAL with the reason in err. */
 int ta_ast_check(const ta_ast_t *a, ta_error_t *err);
+
+/* Whether a CONST of dtype d with value v is structural, kept in the AST
+ * (0, 1, -1, non-finite values, bools), or becomes a kernel argument, so a
+ * scalar that changes between steps does not change the kernel. */
+int ta_ast_const_is_structural(tact_dtype d, ta_value_t v);
+/* A kernel argument's value as the 64-bit word KERNEL.args carries: a
+ * float's value as float64 bits, an integer's int64 or uint64 bits. */
+uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v);
 
 /* The kernel's name, as STYLE.md asks: "E_<output dims>" for elementwise,
  * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */

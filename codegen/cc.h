@@ -6,7 +6,7 @@
 
 #include "msg.h"
 
-typedef void (*ta_kernel_fn)(int64_t start, int64_t end, void **bufs);
+typedef void (*ta_kernel_fn)(int64_t start, int64_t end, void **bufs, const uint64_t *args);
 
 typedef struct ta_program {
     char name[64];

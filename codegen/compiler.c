@@ -117,6 +117,7 @@ static int s_build(s_state_t *s, s_memo_t *e, s_tick_t *tick, ta_error_t *err) {
     if (rc == TACT_OK) rc = ta_cc_build(s->w.cc, s->local.cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, s->local.compile_limit_s, s_tick, tick, err);
     /* Timings stay out of messages, so two runs log the same bytes. */
     if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
+    if (rc == TACT_OK && !prog.cached) ta_actor_count(tick->self, TA_STAT_JOBS, 1); /* tact_stats.compiles */
     ta_free(src);
     return rc;
 }
@@ -171,6 +172,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
     out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
     out.as.program.align = (uint64_t)(hit ? hit->align : e.align);
+    out.as.program.nargs = rc == TACT_OK ? (uint64_t)s->ast.nargs : 0;
     if (hit) { /* copied into the frame: the memo keeps its bytes */
         out.bulk.ptr = hit->obj;
         out.bulk.len = hit->len;

@@ -49,6 +49,8 @@ static const char s_prelude[] =
     "  u += 0x7fffu + ((u >> 16) & 1); return (uint16_t)(u >> 16);\n"
     "}\n"
     "static inline float tact_rh(float x) { return tact_h2f(tact_f2h(x)); }\n"
+    "/* A kernel argument: a float's value travels as a float64's bits. */\n"
+    "static inline double tact_argf(uint64_t w) { double d; memcpy(&d, &w, 8); return d; }\n"
     "static inline float tact_rbf(float x) { return tact_bf2f(tact_f2bf(x)); }\n"
     "/* Integer division and modulo truncate toward zero; by zero they give 0. */\n"
     "static inline int64_t tact_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }\n"
@@ -166,6 +168,7 @@ typedef struct {
     char names[S_MAX_LANES][TA_AST_MAX_NODES][16];
     char *load_pos[S_MAX_LANES][TA_AST_MAX_NODES], *load_valid[S_MAX_LANES][TA_AST_MAX_NODES]; /* rendered loads, per lane */
     int pre[TA_AST_MAX_NODES]; /* computed inside the reduce loop */
+    int argno[TA_AST_MAX_NODES]; /* an argument CONST's argument index */
     int nalu, nval;
     int depth;
 } s_ctx_t;
@@ -268,7 +271,8 @@ static int s_node(s_ctx_t *c, int i) {
     switch (n->op) {
     case TA_OP_CONST: {
         s_str_t lit = {0};
-        s_literal(&lit, d, n->value);
+        if (n->arg) s_put(&lit, "arg%d", c->argno[i]);
+        else s_literal(&lit, d, n->value);
         if (lit.failed) return -1;
         if (n->view >= 0) {
             if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) {
@@ -476,9 +480,20 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int6
     /* Header: what this kernel fuses, then the signature and buffers. */
     s_put(&o, "/* %s: fuses graph nodes", name);
     for (int i = 0; i < a->nfused; i++) s_put(&o, " %" PRIu64, a->fused[i]);
-    s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs) {\n", name);
+    s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
     for (int b = 0; b < a->nbufs; b++)
         s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
+    /* Scalars that are not structural come as arguments (the same program
+     * serves every value). */
+    if (!a->nargs) s_put(&o, "  (void)args;\n");
+    for (int i = 0, j = 0; i < a->nnodes; i++) {
+        const ta_ast_node_t *n = &a->nodes[i];
+        if (!n->arg) continue;
+        c.argno[i] = j;
+        if (ta_dtype_is_float(n->dtype)) s_put(&o, "  const %s arg%d = (%s)tact_argf(args[%d]);\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
+        else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
+        j++;
+    }
     c.depth = 2;
     if (rows > 1) {
         s_put(&o, "  /* %dx%d outputs per iteration; start and end are multiples of %" PRId64 " */\n"

@@ -9,11 +9,12 @@
 /*
  * Every kernel has the signature
  *
- *     void NAME(int64_t start, int64_t end, void **bufs)
+ *     void NAME(int64_t start, int64_t end, void **bufs, const uint64_t *args)
  *
  * and computes the output elements with flat (row-major) output index in
  * [start, end), each one completely (all of its reduce, in a fixed order)
- * in the calling thread; bufs[b] is kernel buffer b.  The CPU device splits
+ * in the calling thread; bufs[b] is kernel buffer b and args[j] the value
+ * of the AST's j-th argument CONST (ta_ast_arg_word's encoding).  The CPU device splits
  * the output into ranges, so results do not depend on the thread count.
  * 16-bit floats are stored as their bits and computed in float, rounded
  * back after every op, which gives the results of native 16-bit arithmetic.

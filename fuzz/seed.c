@@ -84,11 +84,11 @@ int main(int argc, char **argv) {
     ta_vstack_permute(&in, order);
     ta_vstack_init(&out, 2, outs);
     int vin = ta_ast_view(&ast, &in), vout = ta_ast_view(&ast, &out);
-    ta_ast_node_t ld = {TA_OP_LOAD, TACT_FLOAT32, 0, {0, 0, 0}, 1, (int16_t)vin, {0}};
-    ta_ast_node_t sm = {TA_OP_SUM, TACT_FLOAT32, 1, {0, 0, 0}, 0, -1, {0}};
-    ta_ast_node_t one = {TA_OP_CONST, TACT_FLOAT32, 0, {0, 0, 0}, 0, -1, {.f = 1.0}};
-    ta_ast_node_t ad = {TA_OP_ADD, TACT_FLOAT32, 2, {1, 2, 0}, 0, -1, {0}};
-    ta_ast_node_t st = {TA_OP_STORE, TACT_FLOAT32, 1, {3, 0, 0}, 0, (int16_t)vout, {0}};
+    ta_ast_node_t ld = {TA_OP_LOAD, TACT_FLOAT32, 0, {0, 0, 0}, 1, (int16_t)vin, {0}, 0};
+    ta_ast_node_t sm = {TA_OP_SUM, TACT_FLOAT32, 1, {0, 0, 0}, 0, -1, {0}, 0};
+    ta_ast_node_t one = {TA_OP_CONST, TACT_FLOAT32, 0, {0, 0, 0}, 0, -1, {.f = 1.0}, 0};
+    ta_ast_node_t ad = {TA_OP_ADD, TACT_FLOAT32, 2, {1, 2, 0}, 0, -1, {0}, 0};
+    ta_ast_node_t st = {TA_OP_STORE, TACT_FLOAT32, 1, {3, 0, 0}, 0, (int16_t)vout, {0}, 0};
     ta_ast_add(&ast, ld), ta_ast_add(&ast, sm), ta_ast_add(&ast, one), ta_ast_add(&ast, ad), ta_ast_add(&ast, st);
     msgpack_sbuffer ab;
     msgpack_sbuffer_init(&ab);

@@ -469,6 +469,9 @@ void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out) {
     out->schedules = ta_actor_stat(ctx->scheduler, TA_STAT_JOBS);
     out->schedule_cache_hits = ta_actor_stat(ctx->scheduler, TA_STAT_CACHE_HITS);
     out->schedule_ns = ta_actor_stat(ctx->scheduler, TA_STAT_BUSY_NS);
+    out->compiles = 0;
+    for (int i = 0; i < TA_MAX_COMPILERS; i++)
+        if (ctx->compilers[i]) out->compiles += ta_actor_stat(ctx->compilers[i], TA_STAT_JOBS);
 }
 
 /* ----------------------------------------------------------------- scopes */

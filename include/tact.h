@@ -211,6 +211,11 @@ typedef struct tact_stats {
     uint64_t schedules;
     uint64_t schedule_cache_hits;
     uint64_t schedule_ns;
+    /* Kernels the compiler pool built with the C compiler (not found in
+     * its memory or the disk cache) since the context opened.  A scalar
+     * that changes between steps is a kernel argument, not part of the
+     * source, so a loop compiles its kernels once (in-process stages). */
+    uint64_t compiles;
 } tact_stats;
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);
 

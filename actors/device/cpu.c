@@ -30,6 +30,7 @@ struct ta_device {
     uint64_t generation;
     ta_kernel_fn fn;
     void **bufs;
+    const uint64_t *args;
     int64_t n, chunk, next; /* next chunk start, taken under the lock */
     int slots;              /* workers this launch still takes */
     int busy;               /* workers still in this launch */
@@ -47,7 +48,7 @@ static void s_drain(ta_device_t *d) {
         pthread_mutex_unlock(&d->lock);
         if (start >= d->n) return;
         int64_t end = start + d->chunk < d->n ? start + d->chunk : d->n;
-        d->fn(start, end, d->bufs);
+        d->fn(start, end, d->bufs, d->args);
     }
 }
 
@@ -150,21 +151,22 @@ static void s_unload(ta_device_t *d, ta_program_t *prog) {
     ta_cc_unload(prog);
 }
 
-static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_device_tick_fn tick, void *ud,
-                    ta_error_t *err) {
+static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
+                    ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     if (n <= 0) return TACT_OK;
     int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4);
     if (chunk < S_MIN_CHUNK) chunk = S_MIN_CHUNK;
     if (align < 1) align = 1;
     chunk = (chunk + align - 1) / align * align; /* kernels that compute tiles need whole tiles */
     if (!tick && (d->nthreads == 1 || chunk >= n)) {
-        prog->fn(0, n, bufs);
+        prog->fn(0, n, bufs, args);
         return TACT_OK;
     }
     int helpers = tick ? d->nthreads : d->nthreads - 1;
     pthread_mutex_lock(&d->lock);
     d->fn = prog->fn;
     d->bufs = bufs;
+    d->args = args;
     d->n = n;
     d->chunk = chunk;
     d->next = 0;

@@ -27,14 +27,15 @@ typedef struct ta_device_ops {
      * carries (CPU: a shared object). */
     int (*load)(ta_device_t *dev, const void *obj, size_t len, const char *name, ta_program_t *prog, ta_error_t *err);
     void (*unload)(ta_device_t *dev, ta_program_t *prog);
-    /* Runs prog over n output elements with bufs[b] as kernel buffer b, in
-     * ranges whose bounds are multiples of align, and returns when it has
+    /* Runs prog over n output elements with bufs[b] as kernel buffer b and
+     * args its argument values (KERNEL.args), in ranges whose bounds are
+     * multiples of align, and returns when it has
      * finished.  With tick (long work), the launching thread only
      * supervises and calls tick(ud) every 20 ms or so; when tick returns
      * nonzero no further range is started, and once the running ones end
      * the launch returns TACT_ESTOPPED. */
-    int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, int64_t n, int64_t align, ta_device_tick_fn tick,
-                  void *ud, ta_error_t *err);
+    int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
+                  ta_device_tick_fn tick, void *ud, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
 } ta_device_ops_t;
 

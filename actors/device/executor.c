@@ -38,6 +38,8 @@ typedef struct {
     uint8_t writes[TA_AST_MAX_BUFS];
     int64_t numel;
     uint64_t *frees;
+    uint64_t *args; /* the kernel's argument values */
+    int nargs;
 } s_step_t;
 
 typedef struct {
@@ -172,7 +174,7 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
 
 static void s_plan_free(s_plan_t *p) {
     if (!p) return;
-    for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees);
+    for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees), ta_free(p->steps[i].args);
     ta_free(p->steps);
     ta_free(p);
 }
@@ -214,6 +216,11 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         }
         st->nfrees = (int)rec.frees.n;
+        if (rec.args.n && ta_u64s_copy(&rec.args, &st->args) != TACT_OK) {
+            s_plan_free(p);
+            return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+        }
+        st->nargs = (int)rec.args.n;
     }
     *out = p;
     return TACT_OK;
@@ -345,7 +352,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
     s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
-    if (s->dev_ops->launch(s->dev, prog, ptrs, st->numel, align, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
+    if (s->dev_ops->launch(s->dev, prog, ptrs, st->args, st->numel, align, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
         return err->code ? err->code : TACT_EDEVICE;
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
@@ -378,6 +385,11 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
     }
     int64_t align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
+    /* The kernel reads exactly nargs values: a step with another count
+     * would have it read past them. */
+    if (rc == TACT_OK && m->as.program.nargs != (uint64_t)st->nargs)
+        rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", name,
+                          m->as.program.nargs, st->nargs);
     if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, &prog, align, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);

@@ -35,6 +35,7 @@ typedef struct {
     uint64_t bytes[TA_AST_MAX_BUFS];
     int64_t numel;
     uint64_t work; /* iterations: the product of the AST's full shape */
+    ta_u64s_t args; /* the argument values, in the KERNELS message */
 } s_kernel_t;
 
 typedef struct {
@@ -73,6 +74,11 @@ static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error
                               rec->n_writes, ast->nbufs);
             break;
         }
+        if (rec->args.n != (uint32_t)ast->nargs) {
+            rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u argument values for %d arguments", q, rec->args.n, ast->nargs);
+            break;
+        }
+        k->args = rec->args;
         k->nbufs = ast->nbufs;
         for (int b = 0; b < k->nbufs; b++) {
             k->bufs[b] = rec->bufs[b];
@@ -173,6 +179,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbu
         st.reuse = reuse;
         st.frees = ta_u64s(pool, q == nk - 1 ? (size_t)npool : 0);
         st.work = k->work;
+        st.args = k->args;
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");

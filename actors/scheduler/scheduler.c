@@ -82,11 +82,14 @@ typedef struct {
     struct s_kres {
         size_t ast_off, ast_len; /* in bytes */
         size_t off;              /* in ints: nfused fused nodes, nbufs buffer positions, nbufs writes flags */
-        int nfused, nbufs;
+        size_t args_off;         /* in args: the values of its nargs argument CONSTs */
+        int nfused, nbufs, nargs;
     } *ks;
     msgpack_sbuffer bytes;
     int *ints;
     size_t nints, ints_cap;
+    uint64_t *args; /* argument values: the cache key holds the CONSTs' values, so a hit has the same */
+    size_t nargs, args_cap;
     size_t keep_off, temp_off, ref_off; /* in ints: node indices; every node's bufref */
     int nkeep, ntemp, n;
 } s_result_t;
@@ -265,6 +268,7 @@ typedef struct {
     int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], alu_pre[TA_AST_MAX_NODES], nalu;
     int inline_node[TA_AST_MAX_NODES], ninline; /* nodes computed inline (ALU and the reduce), root excluded */
     int fused_node[TA_AST_MAX_NODES];            /* node indices of ast->fused */
+    int arg_node[TA_AST_MAX_NODES];              /* node indices of the AST's argument CONSTs, in order */
     int depth;                                   /* of s_emit's recursion */
     int path[S_MAX_DEPTH + 2];                   /* the nodes being emitted, outermost first */
     int entry[S_MAX_DEPTH + 2][S_NRES];          /* what the kernel used when each was entered */
@@ -416,10 +420,18 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
             if (b < 0) return -1;
             a.buf = (int16_t)b;
         } else {
+            /* A value that is not structural is a kernel argument: the AST
+             * (and its program) stay the same when it changes. */
             a.op = TA_OP_CONST;
             a.value = ta_value_from_bits(n->dtype, n->nargs ? (uint64_t)n->args[0] : 0);
+            if (!ta_ast_const_is_structural(n->dtype, a.value)) {
+                a.arg = 1;
+                a.value = ta_value_from_bits(n->dtype, 0);
+            }
         }
+        int nargs = k->ast->nargs;
         int idx = s_add(k, a);
+        if (idx >= 0 && k->ast->nargs > nargs) k->arg_node[nargs] = i;
         if (idx >= 0 && k->nmemo < TA_AST_MAX_NODES) {
             k->memo_node[k->nmemo] = i;
             k->memo_view[k->nmemo] = v;
@@ -439,7 +451,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         ta_vstack_init(&full, src->shape.ndim, src->shape.d);
         int s0 = s_emit(k, n->src[0], &full, 1);
         if (s0 < 0) return -1;
-        ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}};
+        ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}, 0};
         int idx = s_add(k, a);
         if (idx >= 0 && i != k->root) k->inline_node[k->ninline++] = i;
         return idx;
@@ -518,7 +530,7 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     }
     int v = ta_ast_view(ast, &out);
     if (v < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel has too many views"), -1;
-    ta_ast_node_t st = {TA_OP_STORE, n->dtype, 1, {(int16_t)val, 0, 0}, 0, (int16_t)v, {0}};
+    ta_ast_node_t st = {TA_OP_STORE, n->dtype, 1, {(int16_t)val, 0, 0}, 0, (int16_t)v, {0}, 0};
     if (s_add(k, st) < 0) return ta_error_set(&g->err, TACT_EINVAL, "kernel too large"), -1;
     k->fused_node[ast->nfused] = root;
     ast->fused[ast->nfused++] = g->ids[root];
@@ -582,6 +594,7 @@ static void s_result_fini(s_result_t *res) {
     ta_free(res->ks);
     msgpack_sbuffer_destroy(&res->bytes);
     ta_free(res->ints);
+    ta_free(res->args);
     memset(res, 0, sizeof *res);
 }
 
@@ -608,12 +621,19 @@ static int s_result_add(s_result_t *res, s_kernel_t *k) {
     kr->off = res->nints;
     kr->nfused = nfused;
     kr->nbufs = ast->nbufs;
+    kr->nargs = ast->nargs;
     for (int i = 0; i < nfused; i++)
         if (s_int(res, k->fused_node[i])) return -1;
     for (int b = 0; b < ast->nbufs; b++)
         if (s_int(res, k->bufs[b])) return -1;
     for (int b = 0; b < ast->nbufs; b++)
         if (s_int(res, k->buf_writes[b])) return -1;
+    kr->args_off = res->nargs;
+    if (ta_grow((void **)&res->args, &res->args_cap, res->nargs + (size_t)ast->nargs + 1, sizeof *res->args) != TACT_OK) return -1;
+    for (int j = 0; j < ast->nargs; j++) {
+        const s_node_t *c = &k->g->nodes[k->arg_node[j]];
+        res->args[res->nargs++] = ta_ast_arg_word(c->dtype, ta_value_from_bits(c->dtype, c->nargs ? (uint64_t)c->args[0] : 0));
+    }
     return 0;
 }
 
@@ -660,9 +680,9 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
             fprintf(stderr, "tact: kernel %d %s: %d nodes, %d buffers, reduce mask %#x\n", q, name, ast->nnodes, ast->nbufs,
                     ast->reduce_mask);
             for (int a = 0; a < ast->nnodes; a++)
-                fprintf(stderr, "  %3d %-8s %-8s src %d %d %d buf %d view %d\n", a, ta_op_name(ast->nodes[a].op),
+                fprintf(stderr, "  %3d %-8s %-8s src %d %d %d buf %d view %d%s\n", a, ta_op_name(ast->nodes[a].op),
                         ta_dtype_name(ast->nodes[a].dtype), ast->nodes[a].src[0], ast->nodes[a].src[1], ast->nodes[a].src[2],
-                        ast->nodes[a].buf, ast->nodes[a].view);
+                        ast->nodes[a].buf, ast->nodes[a].view, ast->nodes[a].arg ? " argument" : "");
         }
         roots[q] = i;
         lo[q] = nloads;
@@ -708,6 +728,10 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         res->nints = tmp.nints;
         res->ints_cap = tmp.ints_cap;
         tmp.ints = NULL;
+        res->args = tmp.args;
+        res->nargs = tmp.nargs;
+        res->args_cap = tmp.args_cap;
+        tmp.args = NULL;
         res->bytes = tmp.bytes;
         msgpack_sbuffer_init(&tmp.bytes);
         for (int p = 0; p < nk; p++) res->ks[p] = built[order[p]];
@@ -731,6 +755,7 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
     }
     msgpack_sbuffer_destroy(&tmp.bytes);
     ta_free(tmp.ints);
+    ta_free(tmp.args);
     ta_free(built);
     ta_free(order);
     ta_free(roots);
@@ -763,6 +788,7 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpac
         k->ast = (ta_bytes_t){(const uint8_t *)ab.data, ab.size};
         k->n_bufs = k->n_writes = (uint32_t)kr->nbufs;
         for (int b = 0; b < kr->nbufs; b++) k->bufs[b] = g->bufs[v[b]], k->writes[b] = (uint64_t)v[kr->nbufs + b];
+        k->args = ta_u64s(res->args + kr->args_off, (size_t)kr->nargs);
         bad = bad || ta_rec_pack(TA_REC_KERNEL, k, &pk);
     }
     for (int i = 0; i < res->nkeep; i++) ids[i] = g->ids[res->ints[res->keep_off + (size_t)i]];

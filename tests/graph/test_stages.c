@@ -139,16 +139,21 @@ Test(graph_stages, every_stage_refuses_damaged_payloads_and_goes_on) {
     free(path);
 }
 
-static int s_find_digest_error(void *ud, const ta_msg_t *m) {
-    int *found = ud;
-    if (m->type == TA_MSG_ERROR && m->as.error.text.len && memmem(m->as.error.text.ptr, m->as.error.text.len, "do not match digest", 19))
-        (*found)++;
+typedef struct {
+    const char *want;
+    int found;
+} s_want_t;
+
+static int s_find_error(void *ud, const ta_msg_t *m) {
+    s_want_t *w = ud;
+    if (m->type == TA_MSG_ERROR && m->as.error.text.len && memmem(m->as.error.text.ptr, m->as.error.text.len, w->want, strlen(w->want)))
+        w->found++;
     return TACT_OK;
 }
 
-/* The executor loads an object only if its bytes are the ones its digest
- * names: a PROGRAM whose bytes were changed on the way fails the realize. */
-Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest) {
+/* Replays the executor's recorded inbox with the first PROGRAM changed by
+ * change(); returns how many errors named want. */
+static int s_executor_with(void (*change)(ta_msg_t *m, uint8_t **copy), const char *want) {
     char *path = s_record();
     ta_log_t *log;
     ta_error_t err;
@@ -157,8 +162,9 @@ Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest
     for (size_t i = 0; i < log->nstreams; i++)
         if (strcmp(log->streams[i].name, "executor") == 0) st = &log->streams[i];
     cr_assert(st);
-    int found = 0, changed = 0;
-    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_find_digest_error, &found, &err);
+    s_want_t w = {want, 0};
+    int changed = 0;
+    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_find_error, &w, &err);
     cr_assert(a, "%s", err.text);
     for (size_t k = 0; k < st->nrecords; k++) {
         const ta_log_record_t *rec = &st->records[k];
@@ -167,19 +173,40 @@ Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest
         cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
         uint8_t *copy = NULL;
         if (m.type == TA_MSG_PROGRAM && !changed && m.bulk.len) {
-            copy = malloc(m.bulk.len);
-            memcpy(copy, m.bulk.ptr, m.bulk.len);
-            copy[m.bulk.len / 2] ^= 0x10;
-            m.bulk.ptr = copy;
+            change(&m, &copy);
             changed = 1;
         }
         ta_stage_dispatch(a, &m);
         free(copy);
     }
     cr_assert(changed, "the run sent no PROGRAM");
-    cr_assert_eq(found, 1, "the changed object was reported once (%d)", found);
     ta_stage_destroy(&a);
     ta_log_free(&log);
     unlink(path);
     free(path);
+    return w.found;
+}
+
+static void s_flip_object(ta_msg_t *m, uint8_t **copy) {
+    *copy = malloc(m->bulk.len);
+    memcpy(*copy, m->bulk.ptr, m->bulk.len);
+    (*copy)[m->bulk.len / 2] ^= 0x10;
+    m->bulk.ptr = *copy;
+}
+
+static void s_one_more_argument(ta_msg_t *m, uint8_t **copy) {
+    (void)copy;
+    m->as.program.nargs++;
+}
+
+/* The executor loads an object only if its bytes are the ones its digest
+ * names: a PROGRAM whose bytes were changed on the way fails the realize. */
+Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest) {
+    cr_assert_eq(s_executor_with(s_flip_object, "do not match digest"), 1, "the changed object was reported once");
+}
+
+/* A kernel reads as many arguments as its PROGRAM says: a step that gives
+ * another count is refused before the kernel could read past them. */
+Test(graph_stages, the_executor_refuses_a_step_with_another_number_of_arguments) {
+    cr_assert_eq(s_executor_with(s_one_more_argument, "reads 1 arguments, its step gives 0"), 1, "the mismatch was reported once");
 }
