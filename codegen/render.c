@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower.h"
 #include "mem.h"
 
 /* ------------------------------------------------------------ the prelude */
@@ -150,38 +151,83 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
 
 /* ---------------------------------------------------------------- nodes */
 
-/* Reduce kernels compute a tile of outputs per loop iteration (lanes): up
- * to 8 neighbours along the innermost output dim, so their loads are
- * contiguous and vectorize, times up to 4 along the next dim, so each load
- * of the innermost operand serves 4 rows (a matmul's B row is reused). */
-#define S_MAX_COLS 8
-#define S_MAX_ROWS 4
-#define S_MAX_LANES (S_MAX_COLS * S_MAX_ROWS)
+/* ---------------------------------------------------------------- vectors */
+
+/* Vector types and helpers for kernels with a VECTOR axis of w float32
+ * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
+ * Functions without a vector instruction run lane by lane, which gcc
+ * turns into one instruction where there is one (sqrt, fma). */
+static void s_vector_prelude(s_str_t *o, int w) {
+    s_put(o,
+          "typedef float tact_vf __attribute__((vector_size(%d)));\n"
+          "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
+          "typedef int32_t tact_vi __attribute__((vector_size(%d)));\n"
+          "#define TACT_W %d\n"
+          "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
+          "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
+          "static inline tact_vf tact_vsplat(float x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = x; return r; }\n"
+          "/* max propagates NaN from either side, as tact_maxf. */\n"
+          "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
+          "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
+          "}\n"
+          "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) {\n"
+          "  tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmaf(a[l], b[l], c[l]); return r;\n"
+          "}\n"
+          "#define TACT_VMAP(NAME, F) static inline tact_vf NAME(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = F(x[l]); return r; }\n"
+          "TACT_VMAP(tact_vexp2, exp2f) TACT_VMAP(tact_vlog2, log2f) TACT_VMAP(tact_vsin, sinf) TACT_VMAP(tact_vsqrt, sqrtf) TACT_VMAP(tact_vtrunc, truncf)\n"
+          "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmodf(x[l], y[l]); return r; }\n"
+          "/* The lanes of a reduce's partials, added (or maxed) in a fixed tree. */\n"
+          "static inline float tact_vsum(tact_vf a) {\n"
+          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = h[l] + h[l + w];\n"
+          "  return h[0];\n"
+          "}\n"
+          "static inline float tact_vhmax(tact_vf a) {\n"
+          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
+          "  return h[0];\n"
+          "}\n",
+          4 * w, 4 * w, 4 * w, w);
+}
+
+/* ------------------------------------------------------------------ nodes */
 
 typedef struct {
     const ta_ast_t *a;
+    const ta_lir_t *l;
     s_str_t *out;
     ta_sym_arena_t *ar;
-    const ta_sym_t **full_idx, **out_idx; /* the current lane's */
-    const ta_sym_t *lane_full[S_MAX_LANES][TA_MAX_DIMS], *lane_out[S_MAX_LANES][TA_MAX_DIMS];
-    int nlanes, lane;
-    char names[S_MAX_LANES][TA_AST_MAX_NODES][16];
-    char *load_pos[S_MAX_LANES][TA_AST_MAX_NODES], *load_valid[S_MAX_LANES][TA_AST_MAX_NODES]; /* rendered loads, per lane */
-    int pre[TA_AST_MAX_NODES]; /* computed inside the reduce loop */
+    /* Per upcast lane: every dim's index with the vector variable, and
+     * with the vector at its first lane (a vector load's base). */
+    const ta_sym_t *full[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outi[TA_LIR_MAX_LANES][TA_MAX_DIMS];
+    const ta_sym_t *full0[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outi0[TA_LIR_MAX_LANES][TA_MAX_DIMS];
+    char names[TA_AST_MAX_NODES][TA_LIR_MAX_LANES][16];
     int argno[TA_AST_MAX_NODES]; /* an argument CONST's argument index */
-    int nalu, nval;
-    int depth;
+    int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
+    int lane;                    /* the lane being emitted */
+    int nalu, nval, depth;
 } s_ctx_t;
 
 static void s_indent(s_ctx_t *c) {
     for (int i = 0; i < c->depth; i++) s_put(c->out, "  ");
 }
 
-/* Renders the position and validity of node n's view; returns 0 or -1. */
-static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, char *pos, size_t pos_len, char *valid,
+/* The name of node i's value in the current lane. */
+static const char *s_name(const s_ctx_t *c, int i) { return c->names[i][ta_lir_lane_of(c->l, i, c->lane)]; }
+
+/* Node i's source s as a vector operand (a scalar is splat). */
+static void s_vec_operand(s_ctx_t *c, s_str_t *e, int i) {
+    if (c->l->nodes[i].vector) s_put(e, "%s", s_name(c, i));
+    else s_put(e, "tact_vsplat(%s)", s_name(c, i));
+}
+
+/* Renders the position and validity of node n's view in the current lane
+ * (base: the vector at its first lane); returns 0 or -1. */
+static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, int base, char *pos, size_t pos_len, char *valid,
                    size_t valid_len, int *always, int *never) {
+    const ta_sym_t *const *idx = base ? (pre ? c->full0[c->lane] : c->outi0[c->lane]) : (pre ? c->full[c->lane] : c->outi[c->lane]);
     const ta_sym_t *p, *v;
-    if (ta_vstack_expr(&c->a->views[n->view], c->ar, pre ? c->full_idx : c->out_idx, &p, &v) != 0) return -1;
+    if (ta_vstack_expr(&c->a->views[n->view], c->ar, idx, &p, &v) != 0) return -1;
     int64_t k;
     *always = ta_sym_is_const(v, &k) && k != 0;
     *never = ta_sym_is_const(v, &k) && k == 0;
@@ -189,13 +235,11 @@ static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, char *pos, size_
     if (ta_sym_render(p, pos, pos_len) >= pos_len || ta_sym_render(v, valid, valid_len) >= valid_len) return -1;
     return 0;
 }
-
 /* Renders the expression of an ALU node from its sources' names. */
 static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     const ta_ast_t *a = c->a;
     tact_dtype d = n->dtype, sd = a->nodes[n->src[0]].dtype;
-    const char *x = c->names[c->lane][n->src[0]], *y = n->nsrc > 1 ? c->names[c->lane][n->src[1]] : "",
-               *z = n->nsrc > 2 ? c->names[c->lane][n->src[2]] : "";
+    const char *x = s_name(c, n->src[0]), *y = n->nsrc > 1 ? s_name(c, n->src[1]) : "", *z = n->nsrc > 2 ? s_name(c, n->src[2]) : "";
     char tmp[256];
     int f64 = sd == TACT_FLOAT64, bits = (int)ta_dtype_size(d) * 8;
     switch (n->op) {
@@ -261,10 +305,40 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     }
 }
 
-/* Emits node i as a statement (or, for constants, just a name to use). */
+/* Renders a vector ALU node (every vector kernel is float32). */
+static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
+    s_str_t x = {0}, y = {0}, z = {0};
+    s_vec_operand(c, &x, n->src[0]);
+    if (n->nsrc > 1) s_vec_operand(c, &y, n->src[1]);
+    if (n->nsrc > 2) s_vec_operand(c, &z, n->src[2]);
+    int rc = x.failed || y.failed || z.failed ? -1 : 0;
+    switch (n->op) {
+    case TA_OP_ADD: s_put(e, "(%s+%s)", x.p, y.p); break;
+    case TA_OP_MUL: s_put(e, "(%s*%s)", x.p, y.p); break;
+    case TA_OP_NEG: s_put(e, "(-%s)", x.p); break;
+    case TA_OP_RECIP: s_put(e, "(1.0f/%s)", x.p); break;
+    case TA_OP_MULACC: s_put(e, "(%s*%s+%s)", x.p, y.p, z.p); break;
+    case TA_OP_MAX: s_put(e, "tact_vmax(%s,%s)", x.p, y.p); break;
+    case TA_OP_EXP2: s_put(e, "tact_vexp2(%s)", x.p); break;
+    case TA_OP_LOG2: s_put(e, "tact_vlog2(%s)", x.p); break;
+    case TA_OP_SIN: s_put(e, "tact_vsin(%s)", x.p); break;
+    case TA_OP_SQRT: s_put(e, "tact_vsqrt(%s)", x.p); break;
+    case TA_OP_CAST: s_put(e, "%s", x.p); break; /* float32 to float32 */
+    case TA_OP_IDIV: s_put(e, "tact_vtrunc(%s/%s)", x.p, y.p); break;
+    case TA_OP_MOD: s_put(e, "tact_vfmod(%s,%s)", x.p, y.p); break;
+    default: rc = -1; break; /* lowering vectorizes float32 kernels only */
+    }
+    ta_free(x.p), ta_free(y.p), ta_free(z.p);
+    return rc;
+}
+
+/* Emits node i for the current lane as a statement (for constants, just a
+ * name to use). */
 static int s_node(s_ctx_t *c, int i) {
     const ta_ast_node_t *n = &c->a->nodes[i];
+    const ta_lir_node_t *ln = &c->l->nodes[i];
     s_str_t *o = c->out;
+    char *name = c->names[i][c->lane];
     char pos[4096], valid[4096];
     int always, never;
     tact_dtype d = n->dtype;
@@ -275,82 +349,73 @@ static int s_node(s_ctx_t *c, int i) {
         else s_literal(&lit, d, n->value);
         if (lit.failed) return -1;
         if (n->view >= 0) {
-            if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) {
+            if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) {
                 ta_free(lit.p);
                 return -1;
             }
             if (!always) {
-                snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
+                snprintf(name, 16, "alu%d", c->nalu++);
                 s_indent(c);
-                s_put(o, "%s %s = %s ? %s : 0;\n", s_reg(d), c->names[c->lane][i], never ? "0" : valid, lit.p);
+                s_put(o, "%s %s = %s ? %s : 0;\n", s_reg(d), name, never ? "0" : valid, lit.p);
                 ta_free(lit.p);
                 return 0;
             }
         }
-        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "(%s)", lit.p);
-        if (strlen(lit.p) + 2 >= sizeof c->names[c->lane][i]) { /* long literals get a variable */
-            snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
+        snprintf(name, 16, n->arg ? "%s" : "(%s)", lit.p);
+        if (strlen(lit.p) + 2 >= 16) { /* long literals get a variable */
+            snprintf(name, 16, "alu%d", c->nalu++);
             s_indent(c);
-            s_put(o, "const %s %s = %s;\n", s_reg(d), c->names[c->lane][i], lit.p);
+            s_put(o, "const %s %s = %s;\n", s_reg(d), name, lit.p);
         }
         ta_free(lit.p);
         return 0;
     }
     case TA_OP_LOAD: {
-        if (s_index(c, n, c->pre[i], pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-        /* Lanes of a tile often load the same element (a matmul's row of A
-         * for every column): the earlier lane's value is used again. */
-        for (int l = 0; l < c->lane; l++)
-            if (c->load_pos[l][i] && strcmp(c->load_pos[l][i], pos) == 0 && strcmp(c->load_valid[l][i], valid) == 0) {
-                memcpy(c->names[c->lane][i], c->names[l][i], sizeof c->names[l][i]);
-                return 0;
-            }
-        if (c->nlanes > 1) {
-            c->load_pos[c->lane][i] = ta_strdup(pos);
-            c->load_valid[c->lane][i] = ta_strdup(valid);
-            if (!c->load_pos[c->lane][i] || !c->load_valid[c->lane][i]) return -1;
+        snprintf(name, 16, "val%d", c->nval++);
+        s_indent(c);
+        if (ln->access == TA_ACCESS_CONTIGUOUS) {
+            if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+            s_put(o, "tact_vf %s = tact_vload(data%d+%s);\n", name, n->buf, pos);
+            return 0;
         }
-        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "val%d", c->nval++);
+        if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+        if (ln->access == TA_ACCESS_GATHER) { /* lane by lane */
+            s_put(o, "tact_vf %s;\n", name);
+            s_indent(c);
+            if (never) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = 0;\n", name);
+            else if (always) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = data%d[%s];\n", name, n->buf, pos);
+            else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = (%s) ? data%d[%s] : 0;\n", name, valid, n->buf, pos);
+            return 0;
+        }
         char load[4200];
         if (d == TACT_FLOAT16) snprintf(load, sizeof load, "tact_h2f(data%d[%s])", n->buf, pos);
         else if (d == TACT_BFLOAT16) snprintf(load, sizeof load, "tact_bf2f(data%d[%s])", n->buf, pos);
         else snprintf(load, sizeof load, "data%d[%s]", n->buf, pos);
-        s_indent(c);
-        if (never) s_put(o, "%s %s = 0;\n", s_reg(d), c->names[c->lane][i]);
-        else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), c->names[c->lane][i], load);
-        else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), c->names[c->lane][i], valid, load);
+        if (never) s_put(o, "%s %s = 0;\n", s_reg(d), name);
+        else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), name, load);
+        else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), name, valid, load);
         return 0;
     }
     case TA_OP_SUM:
-    case TA_OP_RMAX: {
-        /* The accumulator was declared before the reduce loop; update it. */
-        s_str_t e = {0};
-        const char *x = c->names[c->lane][n->src[0]];
-        char upd[300], acc[16];
-        snprintf(acc, sizeof acc, "acc%d", c->lane);
-        if (n->op == TA_OP_RMAX) {
-            if (ta_dtype_is_float(d)) snprintf(upd, sizeof upd, "%s(%s,%s)", d == TACT_FLOAT64 ? "tact_maxd" : "tact_maxf", acc, x);
-            else snprintf(upd, sizeof upd, "(%s>%s?%s:%s)", acc, x, acc, x);
-            s_put(&e, "%s", upd);
-        } else if (s_signed(d)) {
-            s_put(&e, "(%s)((uint64_t)%s+(uint64_t)%s)", s_reg(d), acc, x);
-        } else if (ta_dtype_is_bool(d)) {
-            s_put(&e, "(%s|%s)", acc, x);
+    case TA_OP_RMAX: /* its accumulators were updated in the loops; a VECTOR over the reduced dim is summed here */
+        if (c->l->vector >= 0 && c->l->axes[c->l->vector].reduce) {
+            snprintf(name, 16, "red%d", c->lane);
+            s_indent(c);
+            s_put(o, "float %s = %s(acc%d);\n", name, n->op == TA_OP_SUM ? "tact_vsum" : "tact_vhmax", c->lane);
         } else {
-            snprintf(upd, sizeof upd, "%s+%s", acc, x);
-            s_round(&e, d, upd);
+            snprintf(name, 16, "acc%d", c->lane);
         }
-        if (e.failed) return -1;
-        s_indent(c);
-        s_put(o, "%s = %s;\n", acc, e.p);
-        ta_free(e.p);
-        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "%s", acc);
         return 0;
-    }
     case TA_OP_STORE: {
-        if (s_index(c, n, 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-        const char *x = c->names[c->lane][n->src[0]];
+        const char *x = s_name(c, n->src[0]);
         s_indent(c);
+        if (ln->vector) {
+            if (s_index(c, n, 0, 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+            if (c->l->nodes[n->src[0]].vector) s_put(o, "tact_vstore(data0+%s, %s);\n", pos, x);
+            else s_put(o, "tact_vstore(data0+%s, tact_vsplat(%s));\n", pos, x);
+            return 0;
+        }
+        if (s_index(c, n, 0, 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
         if (d == TACT_FLOAT16) s_put(o, "data0[%s] = tact_f2h(%s);\n", pos, x);
         else if (d == TACT_BFLOAT16) s_put(o, "data0[%s] = tact_f2bf(%s);\n", pos, x);
         else s_put(o, "data0[%s] = %s;\n", pos, x);
@@ -358,39 +423,43 @@ static int s_node(s_ctx_t *c, int i) {
     }
     case TA_OP_BITCAST: {
         tact_dtype sd = c->a->nodes[n->src[0]].dtype;
-        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
-        const char *x = c->names[c->lane][n->src[0]];
+        snprintf(name, 16, "alu%d", c->nalu++);
+        const char *x = s_name(c, n->src[0]);
         s_indent(c);
-        s_put(o, "%s %s; { %s tmp = ", s_reg(d), c->names[c->lane][i], s_mem(sd));
+        s_put(o, "%s %s; { %s tmp = ", s_reg(d), name, s_mem(sd));
         if (sd == TACT_FLOAT16) s_put(o, "tact_f2h(%s)", x);
         else if (sd == TACT_BFLOAT16) s_put(o, "tact_f2bf(%s)", x);
         else s_put(o, "%s", x);
         if (s_is16(d))
-            s_put(o, "; uint16_t bits; memcpy(&bits, &tmp, 2); %s = %s(bits); }\n", c->names[c->lane][i],
-                  d == TACT_FLOAT16 ? "tact_h2f" : "tact_bf2f");
-        else s_put(o, "; memcpy(&%s, &tmp, sizeof tmp); }\n", c->names[c->lane][i]);
+            s_put(o, "; uint16_t bits; memcpy(&bits, &tmp, 2); %s = %s(bits); }\n", name, d == TACT_FLOAT16 ? "tact_h2f" : "tact_bf2f");
+        else s_put(o, "; memcpy(&%s, &tmp, sizeof tmp); }\n", name);
         return 0;
     }
     default: {
         s_str_t e = {0};
-        s_alu(c, &e, n);
-        if (e.failed) return -1;
-        snprintf(c->names[c->lane][i], sizeof c->names[c->lane][i], "alu%d", c->nalu++);
+        int rc = 0;
+        if (ln->vector) rc = s_valu(c, &e, n);
+        else s_alu(c, &e, n);
+        if (rc || e.failed) {
+            ta_free(e.p);
+            return -1;
+        }
+        snprintf(name, 16, "alu%d", c->nalu++);
         s_indent(c);
-        s_put(o, "%s %s = %s;\n", s_reg(d), c->names[c->lane][i], e.p);
+        s_put(o, "%s %s = %s;\n", ln->vector ? "tact_vf" : s_reg(d), name, e.p);
         ta_free(e.p);
         return 0;
     }
     }
 }
 
-/* Marks the reduce's source subtree: it runs inside the reduce loop. */
-static void s_mark_pre(s_ctx_t *c, int i) {
-    if (c->pre[i]) return;
-    c->pre[i] = 1;
-    for (int s = 0; s < c->a->nodes[i].nsrc; s++) s_mark_pre(c, c->a->nodes[i].src[s]);
+/* Emits node i once per lane it varies along. */
+static int s_emit_node(s_ctx_t *c, int i) {
+    int nl = ta_lir_nlanes(c->l), rc = 0;
+    for (c->lane = 0; c->lane < nl && !rc; c->lane++)
+        if (ta_lir_lane_of(c->l, i, c->lane) == c->lane) rc = s_node(c, i);
+    return rc;
 }
-
 /* The reduce identity of dtype d. */
 static void s_identity(s_str_t *s, ta_op_t op, tact_dtype d) {
     if (op == TA_OP_SUM) {
@@ -402,84 +471,124 @@ static void s_identity(s_str_t *s, ta_op_t op, tact_dtype d) {
     else s_put(s, "(%s)(-((int64_t)1 << %zu))", s_reg(d), ta_dtype_size(d) * 8 - 1);
 }
 
-int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
+/* The accumulator update of the reduce for the current lane. */
+static int s_update(s_ctx_t *c, const ta_ast_node_t *r) {
+    const ta_lir_t *l = c->l;
+    int src = r->src[0], vec = l->nodes[src].vector;
+    tact_dtype d = r->dtype;
+    char acc[16];
+    snprintf(acc, sizeof acc, "acc%d", c->lane);
+    s_str_t e = {0};
+    const ta_ast_node_t *m = &c->a->nodes[src];
+    if (l->nodes[src].fused) { /* acc += x*y as one fused multiply-add */
+        if (vec) {
+            s_str_t x = {0}, y = {0};
+            s_vec_operand(c, &x, m->src[0]);
+            s_vec_operand(c, &y, m->src[1]);
+            s_put(&e, "tact_vfma(%s,%s,%s)", x.p, y.p, acc);
+            if (x.failed || y.failed) e.failed = 1;
+            ta_free(x.p), ta_free(y.p);
+        } else {
+            s_put(&e, "%s(%s,%s,%s)", d == TACT_FLOAT64 ? "fma" : "fmaf", s_name(c, m->src[0]), s_name(c, m->src[1]), acc);
+        }
+    } else if (vec) {
+        if (r->op == TA_OP_SUM) s_put(&e, "%s+%s", acc, s_name(c, src));
+        else s_put(&e, "tact_vmax(%s,%s)", acc, s_name(c, src));
+    } else {
+        const char *x = s_name(c, src);
+        char upd[300];
+        if (r->op == TA_OP_RMAX) {
+            if (ta_dtype_is_float(d)) s_put(&e, "%s(%s,%s)", d == TACT_FLOAT64 ? "tact_maxd" : "tact_maxf", acc, x);
+            else s_put(&e, "(%s>%s?%s:%s)", acc, x, acc, x);
+        } else if (s_signed(d)) {
+            s_put(&e, "(%s)((uint64_t)%s+(uint64_t)%s)", s_reg(d), acc, x);
+        } else if (ta_dtype_is_bool(d)) {
+            s_put(&e, "(%s|%s)", acc, x);
+        } else {
+            snprintf(upd, sizeof upd, "%s+%s", acc, x);
+            s_round(&e, d, upd);
+        }
+    }
+    if (e.failed) return -1;
+    s_indent(c);
+    s_put(c->out, "%s = %s;\n", acc, e.p);
+    ta_free(e.p);
+    return 0;
+}
+
+/* Emits the pre-reduce (phase 0) or other (phase 1) nodes computed at
+ * loop level lv, in AST order. */
+static int s_emit_level(s_ctx_t *c, int lv, int phase) {
+    const ta_lir_t *l = c->l;
+    for (int i = 0; i < c->a->nnodes; i++) {
+        const ta_lir_node_t *ln = &l->nodes[i];
+        int in_phase = l->reduce < 0 || (phase == 0 ? c->pre[i] : !c->pre[i]);
+        if (!in_phase || ln->fused || (phase == 0 && ln->level != lv)) continue;
+        if (s_emit_node(c, i)) return -1;
+    }
+    return 0;
+}
+
+static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
+    s_indent(c);
+    s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
+    c->depth++;
+}
+
+static void s_close(s_ctx_t *c) {
+    c->depth--;
+    s_indent(c);
+    s_put(c->out, "}\n");
+}
+
+static const char *s_kind_name(ta_axis_kind_t k) {
+    static const char *n[] = {"global", "loop", "reduce", "upcast", "vector"};
+    return n[k];
+}
+
+int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
     *src = NULL;
     int rc = ta_ast_check(a, err);
     if (rc != TACT_OK) return rc;
     ta_ast_name(a, name, name_len);
-    s_str_t o = {0};
     s_ctx_t *cp = ta_calloc(1, sizeof *cp); /* the name tables are large for a stack */
-    if (!cp) return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
-#define c (*cp)
-    c.a = a;
-    c.out = &o;
-    c.ar = ta_sym_arena_new();
-    if (!c.ar) {
-        ta_free(cp);
+    ta_lir_t *l = ta_malloc(sizeof *l);
+    if (!cp || !l) {
+        ta_free(cp), ta_free(l);
         return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
     }
-
-    /* Index variables: the output group index gidx0 (lanes outputs each),
-     * and one per reduced dim. */
-    int64_t out_shape[TA_MAX_DIMS], numel = 1, inner = 1, second = 1;
-    for (int k = 0; k < a->ndim; k++) {
-        out_shape[k] = a->reduce_mask >> k & 1 ? 1 : a->shape[k];
-        numel *= out_shape[k];
-        if (out_shape[k] > 1) second = inner, inner = out_shape[k];
+    if ((rc = ta_lower(a, t, l, err)) != TACT_OK) {
+        ta_free(cp), ta_free(l);
+        return rc;
     }
-    /* Tiles only for kernels without masked (padded) loads: gcc 12 at -O3
-     * miscompiled the vectorized tile of a masked multi-axis reduce (the
-     * rendered C was right; -O2 gave the right answer). */
-    int masked = 0;
-    for (int v = 0; v < a->nviews; v++)
-        for (int w = 0; w < a->views[v].nviews; w++) masked |= a->views[v].views[w].has_mask;
-    int cols = 1, rows = 1;
-    if (a->reduce_mask && !masked) {
-        for (int l = S_MAX_COLS; l > 1 && cols == 1; l /= 2)
-            if (inner % l == 0) cols = l;
-        for (int r = S_MAX_ROWS; r > 1 && rows == 1 && cols > 1; r /= 2)
-            if (second % r == 0) rows = r;
-    }
-    c.nlanes = rows * cols;
-    /* One work item: rows whole rows of the innermost dim when tiling rows,
-     * else cols neighbouring outputs; the launcher aligns ranges to it. */
-    int64_t item = rows > 1 ? rows * inner : cols;
-    *align = item;
-    int64_t groups = numel / item;
-    const ta_sym_t *gidx = ta_sym_var(c.ar, 0, "gidx0", 0, groups > 0 ? groups - 1 : 0);
-    int nred = 0, red_dims[TA_MAX_DIMS];
-    const ta_sym_t *ridx[TA_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++)
-        if (a->reduce_mask >> k & 1) {
-            char vname[16];
-            snprintf(vname, sizeof vname, "ridx%d", nred);
-            red_dims[nred] = k;
-            ridx[nred] = ta_sym_var(c.ar, 1 + nred, vname, 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
-            nred++;
+    s_str_t o = {0};
+#define c (*cp)
+    c.a = a;
+    c.l = l;
+    c.out = &o;
+    c.ar = ta_sym_arena_new();
+    int status = c.ar ? 0 : -1;
+    int nl = ta_lir_nlanes(l);
+    for (int lane = 0; lane < nl && !status; lane++)
+        status = ta_lir_index(l, c.ar, lane, 0, c.full[lane], c.outi[lane]) || ta_lir_index(l, c.ar, lane, 1, c.full0[lane], c.outi0[lane]);
+    if (l->reduce >= 0) {
+        int stack[TA_AST_MAX_NODES], n = 0;
+        stack[n++] = a->nodes[l->reduce].src[0];
+        while (n) {
+            int i = stack[--n];
+            if (c.pre[i]) continue;
+            c.pre[i] = 1;
+            for (int s = 0; s < a->nodes[i].nsrc; s++) stack[n++] = a->nodes[i].src[s];
         }
-    const ta_sym_t *gcol = rows > 1 ? ta_sym_var(c.ar, 1 + nred, "gidx1", 0, inner / cols - 1) : NULL;
-    for (int l = 0; l < c.nlanes; l++) {
-        /* Lane l is output (row u, column v) of the tile. */
-        int u = l / cols, v = l % cols;
-        const ta_sym_t *flat =
-            rows > 1 ? ta_sym_add(c.ar, ta_sym_mulc(c.ar, ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, rows), u), inner),
-                                  ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gcol, cols), v))
-                     : ta_sym_addc(c.ar, ta_sym_mulc(c.ar, gidx, cols), v);
-        int64_t stride = 1;
-        for (int k = a->ndim - 1; k >= 0; k--) {
-            c.lane_out[l][k] = out_shape[k] == 1 ? ta_sym_const(c.ar, 0) : ta_sym_mod(c.ar, ta_sym_div(c.ar, flat, stride), out_shape[k]);
-            stride *= out_shape[k];
-        }
-        for (int k = 0, j = 0; k < a->ndim; k++) c.lane_full[l][k] = a->reduce_mask >> k & 1 ? ridx[j++] : c.lane_out[l][k];
     }
-    int reduce = -1;
-    for (int i = 0; i < a->nnodes; i++)
-        if (ta_op_class(a->nodes[i].op) == TA_OPC_REDUCE) reduce = i;
-    if (reduce >= 0) s_mark_pre(&c, a->nodes[reduce].src[0]);
+    *align = l->align;
 
-    /* Header: what this kernel fuses, then the signature and buffers. */
+    /* Vector helpers, then the kernel: what it fuses and how it is cut. */
+    if (l->width > 1) s_vector_prelude(&o, l->width);
     s_put(&o, "/* %s: fuses graph nodes", name);
     for (int i = 0; i < a->nfused; i++) s_put(&o, " %" PRIu64, a->fused[i]);
+    s_put(&o, "\n   %" PRId64 " output%s per work item", l->align, l->align == 1 ? "" : "s");
+    for (int x = 1; x < l->naxes; x++) s_put(&o, "%s %s %s %" PRId64, x == 1 ? ";" : ",", s_kind_name(l->axes[x].kind), l->axes[x].name, l->axes[x].size);
     s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
     for (int b = 0; b < a->nbufs; b++)
         s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
@@ -494,64 +603,56 @@ int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int6
         else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
         j++;
     }
+    if (l->align > 1)
+        s_put(&o, "  for (int64_t gidx = start/%" PRId64 "; gidx < end/%" PRId64 "; gidx++) {\n", l->align, l->align);
+    else
+        s_put(&o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");
     c.depth = 2;
-    if (rows > 1) {
-        s_put(&o, "  /* %dx%d outputs per iteration; start and end are multiples of %" PRId64 " */\n"
-                  "  for (int64_t gidx0 = start/%" PRId64 "; gidx0 < end/%" PRId64 "; gidx0++) {\n"
-                  "    for (int64_t gidx1 = 0; gidx1 < %" PRId64 "; gidx1++) {\n",
-              rows, cols, item, item, item, inner / cols);
-        c.depth = 3;
-    } else if (c.nlanes > 1) {
-        s_put(&o, "  /* %d neighbouring outputs per iteration; start and end are multiples of %d */\n"
-                  "  for (int64_t gidx0 = start/%d; gidx0 < end/%d; gidx0++) {\n",
-              c.nlanes, c.nlanes, c.nlanes, c.nlanes);
-    } else {
-        s_put(&o, "  for (int64_t gidx0 = start; gidx0 < end; gidx0++) {\n");
+    if (!status) status = s_emit_level(&c, 0, 0);
+    for (int x = 1; x <= l->nout_loops && !status; x++) {
+        s_open(&c, &l->axes[x]);
+        status = s_emit_level(&c, x, 0);
     }
-    int status = 0;
-    if (reduce >= 0) {
-        tact_dtype rd = a->nodes[reduce].dtype;
-        for (int l = 0; l < c.nlanes; l++) {
+    if (l->reduce >= 0 && !status) {
+        const ta_ast_node_t *r = &a->nodes[l->reduce];
+        int vec = l->nodes[r->src[0]].vector;
+        for (c.lane = 0; c.lane < nl; c.lane++) {
+            if (ta_lir_lane_of(l, l->reduce, c.lane) != c.lane) continue;
             s_indent(&c);
-            s_put(&o, "%s acc%d = ", s_reg(rd), l);
-            s_identity(&o, a->nodes[reduce].op, rd);
-            s_put(&o, ";\n");
-        }
-        for (int j = 0; j < nred; j++) {
-            s_indent(&c);
-            s_put(&o, "for (int64_t ridx%d = 0; ridx%d < %" PRId64 "; ridx%d++) {\n", j, j, a->shape[red_dims[j]], j);
-            c.depth++;
-        }
-        for (int i = 0; i < a->nnodes && !status; i++)
-            for (c.lane = 0; c.lane < c.nlanes && !status; c.lane++)
-                if (c.pre[i] || i == reduce) {
-                    c.full_idx = c.lane_full[c.lane];
-                    c.out_idx = c.lane_out[c.lane];
-                    status = s_node(&c, i);
-                }
-        for (int j = 0; j < nred; j++) {
-            c.depth--;
-            s_indent(&c);
-            s_put(&o, "}\n");
-        }
-    }
-    for (int i = 0; i < a->nnodes && !status; i++)
-        for (c.lane = 0; c.lane < c.nlanes && !status; c.lane++)
-            if (!c.pre[i] && i != reduce) {
-                c.full_idx = c.lane_full[c.lane];
-                c.out_idx = c.lane_out[c.lane];
-                status = s_node(&c, i);
+            if (vec) {
+                s_put(&o, "tact_vf acc%d = tact_vsplat(", c.lane);
+                s_identity(&o, r->op, r->dtype);
+                s_put(&o, ");\n");
+            } else {
+                s_put(&o, "%s acc%d = ", s_reg(r->dtype), c.lane);
+                s_identity(&o, r->op, r->dtype);
+                s_put(&o, ";\n");
             }
-    s_put(&o, rows > 1 ? "    }\n  }\n}\n" : "  }\n}\n");
+        }
+        for (int x = l->nout_loops + 1; x <= l->nloops && !status; x++) {
+            s_open(&c, &l->axes[x]);
+            status = s_emit_level(&c, x, 0);
+        }
+        for (c.lane = 0; c.lane < nl && !status; c.lane++)
+            if (ta_lir_lane_of(l, l->reduce, c.lane) == c.lane) status = s_update(&c, r);
+        for (int x = l->nout_loops + 1; x <= l->nloops; x++) s_close(&c);
+        if (!status) status = s_emit_level(&c, 0, 1);
+    }
+    for (int x = 1; x <= l->nout_loops; x++) s_close(&c);
+    s_put(&o, "  }\n}\n");
     ta_sym_arena_destroy(&c.ar);
-    for (int l = 0; l < S_MAX_LANES; l++)
-        for (int i = 0; i < TA_AST_MAX_NODES; i++) ta_free(c.load_pos[l][i]), ta_free(c.load_valid[l][i]);
 #undef c
     ta_free(cp);
+    ta_free(l);
     if (status || o.failed) {
         ta_free(o.p);
         return ta_error_set(err, TACT_ENOMEM, "render %s: an index expression too long, or out of memory", name);
     }
     *src = o.p;
     return TACT_OK;
+}
+
+int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
+    ta_target_t t = ta_target_host();
+    return ta_render_c_for(a, &t, src, name, name_len, align, err);
 }

@@ -26,6 +26,10 @@
  * tiles of outputs needs whole tiles).  Returns TACT_OK, TACT_EINVAL for a
  * malformed AST or TACT_ENOMEM, with err filled. */
 int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err);
+/* The same for a given target (ta_render_c lowers for this machine). */
+struct ta_target;
+int ta_render_c_for(const ta_ast_t *a, const struct ta_target *t, char **src, char *name, size_t name_len, int64_t *align,
+                    ta_error_t *err);
 
 /* The source every kernel file starts with (types and helpers). */
 const char *ta_render_prelude(void);

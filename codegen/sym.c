@@ -590,6 +590,29 @@ bool ta_sym_is_const(const ta_sym_t *s, int64_t *v) {
     return true;
 }
 
+uint64_t ta_sym_slots(const ta_sym_t *s) {
+    if (!s) return 0;
+    if (s->kind == S_VAR) return (uint64_t)1 << (s->c < 63 ? s->c : 63);
+    uint64_t m = 0;
+    for (size_t i = 0; i < s->n; i++) m |= ta_sym_slots(s->args[i].t); /* as deep as the expression, a few levels */
+    return m;
+}
+
+bool ta_sym_linear(const ta_sym_t *s, int slot, int64_t *k) {
+    uint64_t bit = (uint64_t)1 << (slot < 63 ? slot : 63);
+    *k = 0;
+    if (!s || !(ta_sym_slots(s) & bit)) return s != NULL;
+    if (s->kind == S_VAR) return *k = 1, slot < 63;
+    if (s->kind != S_SUM || slot >= 63) return false;
+    bool found = false;
+    for (size_t i = 0; i < s->n; i++) {
+        const ta_sym_t *t = s->args[i].t;
+        if (t->kind == S_VAR && t->c == slot) found = true, *k = s->args[i].k;
+        else if (ta_sym_slots(t) & bit) return false;
+    }
+    return found;
+}
+
 /* Returns s's value with floor division and wrapping int64 arithmetic; 0 for
  * NULL. */
 int64_t ta_sym_eval(const ta_sym_t *s, const int64_t *vals) {

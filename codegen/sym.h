@@ -51,6 +51,13 @@ int64_t ta_sym_max(const ta_sym_t *s);
 /* Returns true and sets *v (if not NULL) when s is a constant. */
 bool ta_sym_is_const(const ta_sym_t *s, int64_t *v);
 
+/* The variable slots s uses, as a bit mask (slot k < 63 is bit k; every
+ * slot from 63 on is bit 63). */
+uint64_t ta_sym_slots(const ta_sym_t *s);
+/* True when s is e + k*v, v the variable of slot and e an expression
+ * without it; sets *k (0 when s does not use the slot at all). */
+bool ta_sym_linear(const ta_sym_t *s, int slot, int64_t *k);
+
 /* Evaluates s with variable slot k set to vals[k] (vals must cover every
  * slot used; values outside a variable's range give unspecified results). */
 int64_t ta_sym_eval(const ta_sym_t *s, const int64_t *vals);

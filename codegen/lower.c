@@ -1,0 +1,320 @@
+/* lower.c - lowering a kernel AST to the loop IR: which dim is a vector, what is unrolled, how work items are cut. */
+#include "lower.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "tact.h"
+
+ta_target_t ta_target_host(void) {
+    ta_target_t t = {0, 0};
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) t.vector_bytes = 64;
+    else if (__builtin_cpu_supports("avx")) t.vector_bytes = 32;
+    else t.vector_bytes = 16;
+    t.fma = __builtin_cpu_supports("fma");
+#endif
+    return t;
+}
+
+/* ------------------------------------------------------- index expressions */
+
+int ta_lir_nlanes(const ta_lir_t *l) {
+    int n = 1;
+    for (int a = 0; a < l->naxes; a++)
+        if (l->axes[a].kind == TA_AXIS_UPCAST) n *= (int)l->axes[a].size;
+    return n;
+}
+
+/* The digit of lane along the u-th UPCAST axis (the first axis slowest). */
+static int64_t s_digit(const ta_lir_t *l, int lane, int u) {
+    int64_t below = 1;
+    for (int a = l->naxes - 1, k = l->nupcast - 1; a >= 0; a--) {
+        if (l->axes[a].kind != TA_AXIS_UPCAST) continue;
+        if (k-- == u) return lane / below % l->axes[a].size;
+        below *= l->axes[a].size;
+    }
+    return 0;
+}
+
+int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
+    int out = 0;
+    int64_t below = 1;
+    for (int a = l->naxes - 1, k = l->nupcast - 1; a >= 0; a--) {
+        if (l->axes[a].kind != TA_AXIS_UPCAST) continue;
+        if (l->nodes[node].lanes >> k & 1) out += (int)(s_digit(l, lane, k) * below);
+        below *= l->axes[a].size;
+        k--;
+    }
+    return out;
+}
+
+/* The variable of axis a (its slot is a): UPCAST axes are a lane's digits
+ * (or variables when lane < 0, for the analysis), the VECTOR axis 0 for a
+ * base position. */
+static const ta_sym_t *s_var(const ta_lir_t *l, ta_sym_arena_t *ar, int a, int lane, int vector_base) {
+    const ta_axis_t *ax = &l->axes[a];
+    if (ax->kind == TA_AXIS_UPCAST && lane >= 0) {
+        int u = 0;
+        for (int b = 0; b < a; b++) u += l->axes[b].kind == TA_AXIS_UPCAST;
+        return ta_sym_const(ar, s_digit(l, lane, u));
+    }
+    if (ax->kind == TA_AXIS_VECTOR && vector_base) return ta_sym_const(ar, 0);
+    int64_t hi = ax->kind == TA_AXIS_GLOBAL ? l->items - 1 : ax->size - 1;
+    return ta_sym_var(ar, a, ax->name, 0, hi > 0 ? hi : 0);
+}
+
+int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, const ta_sym_t **full_idx,
+                 const ta_sym_t **out_idx) {
+    const ta_ast_t *a = l->ast;
+    /* The flat output index: item * align plus every output axis. */
+    const ta_sym_t *flat = ta_sym_mulc(ar, s_var(l, ar, 0, lane, vector_base), l->align);
+    const ta_sym_t *red[TA_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++) red[k] = ta_sym_const(ar, 0);
+    for (int x = 1; x < l->naxes; x++) {
+        const ta_axis_t *ax = &l->axes[x];
+        const ta_sym_t *term = ta_sym_mulc(ar, s_var(l, ar, x, lane, vector_base), ax->mult);
+        if (ax->reduce) red[ax->dim] = ta_sym_add(ar, red[ax->dim], term);
+        else flat = ta_sym_add(ar, flat, term);
+    }
+    int64_t stride = 1;
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        int reduced = a->reduce_mask >> k & 1;
+        out_idx[k] = reduced || a->shape[k] <= 1 ? ta_sym_const(ar, 0) : ta_sym_mod(ar, ta_sym_div(ar, flat, stride), a->shape[k]);
+        if (!reduced && a->shape[k] > 0) stride *= a->shape[k];
+        full_idx[k] = reduced ? red[k] : out_idx[k];
+        if (!full_idx[k] || !out_idx[k]) return -1;
+    }
+    return 0;
+}
+
+/* --------------------------------------------------------------- choices */
+
+/* How node n's view is read along dim d when each dim's index is a free
+ * variable (slot = dim): contiguous (+1 per step), broadcast, or neither. */
+static ta_access_t s_access_along(const ta_ast_t *a, const ta_ast_node_t *n, int pre, int d, ta_sym_arena_t *ar) {
+    const ta_sym_t *idx[TA_MAX_DIMS], *pos, *valid;
+    for (int k = 0; k < a->ndim; k++) {
+        int reduced = a->reduce_mask >> k & 1;
+        idx[k] = reduced && !pre ? ta_sym_const(ar, 0) : ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+    }
+    if (ta_vstack_expr(&a->views[n->view], ar, idx, &pos, &valid) != 0) return TA_ACCESS_GATHER;
+    int64_t k;
+    if ((ta_sym_slots(valid) >> d & 1) || !ta_sym_linear(pos, d, &k)) return TA_ACCESS_GATHER;
+    return k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
+}
+
+/* Marks the reduce's source subtree (computed inside the reduce loops). */
+static void s_mark_pre(const ta_ast_t *a, int *pre, int root) {
+    int stack[TA_AST_MAX_NODES], n = 0;
+    stack[n++] = root;
+    while (n) {
+        int i = stack[--n];
+        if (pre[i]) continue;
+        pre[i] = 1;
+        for (int s = 0; s < a->nodes[i].nsrc; s++) stack[n++] = a->nodes[i].src[s];
+    }
+}
+
+static void s_axis(ta_lir_t *l, ta_axis_kind_t kind, int dim, int reduce, int64_t size, int64_t mult) {
+    ta_axis_t *ax = &l->axes[l->naxes++];
+    ax->kind = kind;
+    ax->dim = dim;
+    ax->reduce = reduce;
+    ax->size = size;
+    ax->mult = mult;
+    int nth = 0;
+    for (int b = 0; b < l->naxes - 1; b++) nth += l->axes[b].kind == kind;
+    static const char *names[] = {"gidx", "lidx", "ridx", "u", "vl"};
+    if (kind == TA_AXIS_GLOBAL || kind == TA_AXIS_VECTOR) snprintf(ax->name, sizeof ax->name, "%s", names[kind]);
+    else snprintf(ax->name, sizeof ax->name, "%s%d", names[kind], nth);
+}
+
+int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *err) {
+    memset(l, 0, sizeof *l);
+    l->ast = a;
+    l->target = *t;
+    l->vector = -1;
+    l->width = 1;
+    l->reduce = -1;
+    for (int i = 0; i < a->nnodes; i++)
+        if (ta_op_class(a->nodes[i].op) == TA_OPC_REDUCE) l->reduce = i;
+    int pre[TA_AST_MAX_NODES] = {0};
+    if (l->reduce >= 0) s_mark_pre(a, pre, a->nodes[l->reduce].src[0]);
+
+    int64_t out[TA_MAX_DIMS], ostride[TA_MAX_DIMS], numel = 1;
+    int empty = 0, masked = 0, all_f32 = 1;
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        out[k] = a->reduce_mask >> k & 1 ? 1 : a->shape[k];
+        ostride[k] = numel;
+        numel *= out[k];
+        empty |= a->shape[k] == 0;
+    }
+    for (int v = 0; v < a->nviews; v++)
+        for (int w = 0; w < a->views[v].nviews; w++) masked |= a->views[v].views[w].has_mask;
+    for (int i = 0; i < a->nnodes; i++) all_f32 &= a->nodes[i].dtype == TACT_FLOAT32;
+    ta_sym_arena_t *ar = ta_sym_arena_new();
+    if (!ar) return ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
+
+    /* The vector dim: the one most loads read contiguously (a store must),
+     * at the widest width that divides it.  Kernels with masks get neither
+     * vectors nor tiles (gcc 12 at -O3 miscompiled a masked multi-axis
+     * reduce's vectorized tile). */
+    int vdim = -1, width = 1, best = 0;
+    for (int w = t->vector_bytes / 4; w >= 4 && vdim < 0 && all_f32 && !masked && !empty; w /= 2)
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            if (a->shape[d] % w || a->shape[d] < w) continue;
+            int score = 0, ok = 1;
+            for (int i = 0; i < a->nnodes && ok; i++) {
+                const ta_ast_node_t *n = &a->nodes[i];
+                if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
+                ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
+                if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER;
+                else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
+            }
+            /* Prefer output dims (no sum across lanes at the end), then inner ones. */
+            int reduced = a->reduce_mask >> d & 1;
+            score = score * 4 + !reduced;
+            if (ok && score > 4 && score > best) best = score, vdim = d, width = w;
+        }
+
+    /* Register blocking: factors of output dims unrolled as UPCAST axes. */
+    int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1;
+    int up_dim[2] = {-1, -1};
+    int64_t up_size[2] = {1, 1};
+    int inner = -1, second = -1;
+    for (int k = 0; k < a->ndim; k++)
+        if (out[k] > 1) second = inner, inner = k;
+    if (vdim >= 0) vfactor[vdim] = width;
+    if (l->reduce >= 0 && !masked && !empty) {
+        if (vdim >= 0 && !(a->reduce_mask >> vdim & 1)) {
+            /* A matmul's shape: some load is the same for every lane (A's
+             * row), some the same for every row (B): rows x 2 vectors. */
+            int bcast_v = 0;
+            for (int i = 0; i < a->nnodes; i++)
+                if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], vdim, ar) == TA_ACCESS_BROADCAST) bcast_v = 1;
+            if (a->shape[vdim] % (2 * width) == 0) up_dim[1] = vdim, up_size[1] = 2;
+            for (int m = inner; m >= 0 && bcast_v && up_dim[0] < 0; m--) {
+                if (m == vdim || out[m] == 1) continue;
+                int bcast_m = 0;
+                for (int i = 0; i < a->nnodes; i++)
+                    if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], m, ar) == TA_ACCESS_BROADCAST) bcast_m = 1;
+                for (int r = 8; r >= 2 && bcast_m && up_dim[0] < 0; r /= 2)
+                    if (out[m] % r == 0) up_dim[0] = m, up_size[0] = r;
+            }
+        } else if (vdim >= 0) {
+            /* A reduce along the vector: a few rows side by side. */
+            for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r /= 2)
+                if (out[inner] % r == 0) up_dim[0] = inner, up_size[0] = r;
+        } else if (inner >= 0) {
+            /* Scalar tiles: up to 8 neighbours, times up to 4 rows. */
+            for (int c = 8; c >= 2 && up_dim[1] < 0; c /= 2)
+                if (out[inner] % c == 0) up_dim[1] = inner, up_size[1] = c;
+            for (int r = 4; r >= 2 && up_dim[1] >= 0 && second >= 0 && up_dim[0] < 0; r /= 2)
+                if (out[second] % r == 0) up_dim[0] = second, up_size[0] = r;
+        }
+    }
+    for (int u = 0; u < 2; u++)
+        if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
+
+    /* The work item: a suffix of the flat output, from the outermost
+     * output dim j with a factor (its factor's worth) to the end. */
+    int j = -1;
+    for (int k = 0; k < a->ndim && j < 0; k++)
+        if (!(a->reduce_mask >> k & 1) && factor[k] * vfactor[k] > 1) j = k;
+    int64_t whole_j = 0; /* a LOOP over all of dim j inside the item */
+    if (j < 0) j = inner;
+    if (j >= 0 && l->reduce < 0 && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
+        whole_j = out[j] / (factor[j] * vfactor[j]);
+    l->align = 1;
+    if (j >= 0) l->align = (whole_j ? out[j] : factor[j] * vfactor[j]) * ostride[j];
+    if (numel == 0) l->align = 1;
+    l->items = numel / l->align;
+
+    /* The axes. */
+    s_axis(l, TA_AXIS_GLOBAL, -1, 0, l->items, l->align);
+    for (int k = j >= 0 ? j : a->ndim; k < a->ndim; k++) {
+        if (a->reduce_mask >> k & 1) continue;
+        int64_t f = factor[k] * vfactor[k], n = k == j ? (whole_j ? whole_j : 1) : out[k] / f;
+        if (n > 1) s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
+    }
+    l->nout_loops = l->naxes - 1;
+    for (int k = 0; k < a->ndim; k++)
+        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, a->shape[k] / vfactor[k], vfactor[k]);
+    l->nloops = l->naxes - 1;
+    for (int u = 0; u < 2; u++) {
+        if (up_dim[u] < 0) continue;
+        int d = up_dim[u];
+        /* Inside the dim: the vector lanes innermost, then this axis. */
+        int64_t unit = vfactor[d] * (u == 0 && up_dim[1] == d ? up_size[1] : 1);
+        s_axis(l, TA_AXIS_UPCAST, d, 0, up_size[u], unit * ostride[d]);
+        l->nupcast++;
+    }
+    if (vdim >= 0) {
+        int reduced = a->reduce_mask >> vdim & 1;
+        l->vector = l->naxes;
+        l->width = width;
+        s_axis(l, TA_AXIS_VECTOR, vdim, reduced, width, reduced ? 1 : ostride[vdim]);
+    }
+
+    /* Every node: its level, the lanes and vector it varies along. */
+    const ta_sym_t *full[TA_MAX_DIMS], *outi[TA_MAX_DIMS];
+    int rc = ta_lir_index(l, ar, -1, 0, full, outi) == 0 ? TACT_OK : ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
+    int users[TA_AST_MAX_NODES] = {0};
+    for (int i = 0; i < a->nnodes; i++)
+        for (int s = 0; s < a->nodes[i].nsrc; s++) users[a->nodes[i].src[s]]++;
+    for (int i = 0; i < a->nnodes && rc == TACT_OK; i++) {
+        const ta_ast_node_t *n = &a->nodes[i];
+        ta_lir_node_t *ln = &l->nodes[i];
+        uint64_t slots = 0;
+        if (n->op == TA_OP_LOAD || n->op == TA_OP_STORE || (n->op == TA_OP_CONST && n->view >= 0)) {
+            const ta_sym_t *pos, *valid;
+            if (ta_vstack_expr(&a->views[n->view], ar, pre[i] ? full : outi, &pos, &valid) != 0) {
+                rc = ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
+                break;
+            }
+            slots = ta_sym_slots(pos) | ta_sym_slots(valid);
+            if (l->vector >= 0 && n->op != TA_OP_CONST) {
+                int64_t k;
+                int linear = !(ta_sym_slots(valid) >> l->vector & 1) && ta_sym_linear(pos, l->vector, &k);
+                ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
+            }
+        }
+        for (int x = 1; x < l->naxes; x++) {
+            if (!(slots >> x & 1)) continue;
+            if (x <= l->nloops && x > ln->level) ln->level = x;
+        }
+        int u = 0;
+        for (int x = 1; x < l->naxes; x++) {
+            if (l->axes[x].kind != TA_AXIS_UPCAST) continue;
+            if (slots >> x & 1) ln->lanes |= 1u << u;
+            u++;
+        }
+        ln->vector = l->vector >= 0 && (slots >> l->vector & 1);
+        for (int s = 0; s < n->nsrc; s++) {
+            const ta_lir_node_t *src = &l->nodes[n->src[s]];
+            if (src->level > ln->level) ln->level = src->level;
+            ln->lanes |= src->lanes;
+            ln->vector |= src->vector;
+            ln->post |= src->post;
+        }
+        if (i == l->reduce) {
+            /* After the reduce loops: a value per output (the lanes of a
+             * VECTOR over the reduced dim are summed). */
+            ln->post = 1;
+            ln->level = l->nout_loops;
+            if (l->vector >= 0 && l->axes[l->vector].reduce) ln->vector = 0;
+        }
+        if (ln->post && ln->level < l->nout_loops) ln->level = l->nout_loops;
+    }
+    if (l->reduce >= 0 && rc == TACT_OK) {
+        int s0 = a->nodes[l->reduce].src[0];
+        const ta_ast_node_t *m = &a->nodes[s0];
+        l->nodes[s0].fused = t->fma && a->nodes[l->reduce].op == TA_OP_SUM && m->op == TA_OP_MUL && users[s0] == 1 &&
+                             (m->dtype == TACT_FLOAT32 || m->dtype == TACT_FLOAT64);
+    }
+    ta_sym_arena_destroy(&ar);
+    return rc;
+}

@@ -1,0 +1,108 @@
+/* lower.h - the loop IR: a kernel AST lowered to axes, lanes, vectors and accumulators, which every target prints. */
+#ifndef TACT_LOWER_H
+#define TACT_LOWER_H
+
+#include <stdint.h>
+
+#include "ast.h"
+#include "sym.h"
+
+/*
+ * Lowering decides how a kernel walks its iteration space; a printer (the C
+ * one in render.c, later OpenCL and CUDA) only spells the decision out.  The
+ * decision is a list of axes (docs/codegen-ir.md), outermost first:
+ *
+ *   GLOBAL  the work item: the kernel computes the output elements of flat
+ *           index [item * align, (item + 1) * align) for each item in its
+ *           launch range (a CPU chunk, later a GPU thread).  One per kernel.
+ *   LOOP    a serial loop over output elements inside a work item.
+ *   REDUCE  a serial loop over a reduced dim, in dim order.
+ *   UPCAST  an unrolled axis: lanes computed side by side (register
+ *           blocking), each with its own names and accumulators.
+ *   VECTOR  the one axis whose lanes are a machine vector (width lanes).
+ *
+ * Output axes (LOOP, UPCAST, VECTOR over an output dim) step the flat output
+ * index by mult; reduce axes (REDUCE, VECTOR over a reduced dim) step their
+ * dim's index by mult.  Every node of the AST gets the loop level it is
+ * computed at (the innermost loop whose variable its indices use, so a
+ * broadcast operand is loaded outside the loops it does not depend on),
+ * the UPCAST axes it varies along, and whether it is a vector.  Each output
+ * is still computed in one work item, by a sequence of operations the
+ * source fixes: a reduce over a VECTOR axis keeps one partial per lane and
+ * adds the lanes in a fixed tree at the end; bits do not depend on threads.
+ */
+
+enum { TA_LIR_MAX_AXES = 2 * TA_MAX_DIMS + 4, TA_LIR_MAX_LANES = 32 };
+
+typedef enum { TA_AXIS_GLOBAL, TA_AXIS_LOOP, TA_AXIS_REDUCE, TA_AXIS_UPCAST, TA_AXIS_VECTOR } ta_axis_kind_t;
+
+typedef struct {
+    ta_axis_kind_t kind;
+    int dim;      /* the AST dim it walks (-1 for GLOBAL) */
+    int reduce;   /* it walks a reduced dim */
+    int64_t size; /* iterations or lanes */
+    int64_t mult; /* its step in the flat output index, or in its reduced dim's index */
+    char name[12];
+} ta_axis_t;
+
+/* What the target offers: vector registers of vector_bytes (0: none) and
+ * whether a fused multiply-add is worth using for accumulations. */
+typedef struct ta_target {
+    int vector_bytes;
+    int fma;
+} ta_target_t;
+
+/* How a LOAD or STORE reads along the VECTOR axis. */
+typedef enum { TA_ACCESS_SCALAR, TA_ACCESS_CONTIGUOUS, TA_ACCESS_BROADCAST, TA_ACCESS_GATHER } ta_access_t;
+
+typedef struct {
+    int level;        /* 0: once per work item; k: inside the k-th loop (LOOP and REDUCE axes, in order) */
+    uint32_t lanes;   /* bit u: varies along the u-th UPCAST axis */
+    int vector;       /* a vector value (varies along the VECTOR axis) */
+    int post;         /* computed after the reduce (the reduce itself and what uses it) */
+    int fused;        /* a MUL whose only use is the reduce's SUM: one fused multiply-add */
+    ta_access_t access;
+} ta_lir_node_t;
+
+typedef struct ta_lir {
+    const ta_ast_t *ast;
+    ta_target_t target;
+    int naxes;
+    ta_axis_t axes[TA_LIR_MAX_AXES]; /* GLOBAL, LOOPs, REDUCEs, UPCASTs, then the VECTOR if any */
+    int nloops;                       /* LOOP and REDUCE axes: loop levels 1..nloops */
+    int nout_loops;                   /* of which LOOP axes (the first ones) */
+    int nupcast;
+    int vector;                       /* the VECTOR axis' index, -1 if none */
+    int width;                        /* its lanes (1 if none) */
+    int64_t align, items;             /* outputs per work item; work items */
+    int reduce;                       /* the AST's reduce node, -1 if none */
+    ta_lir_node_t nodes[TA_AST_MAX_NODES];
+} ta_lir_t;
+
+/* The target of the machine this process runs on (kernels are built with
+ * -march=native for it): AVX-512 gives 64-byte vectors, AVX 32, SSE 16. */
+ta_target_t ta_target_host(void);
+
+/* Lowers a checked AST for target t into *out.  Returns TACT_OK, or
+ * TACT_ENOMEM with err filled. */
+int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *out, ta_error_t *err);
+
+/*
+ * Index expressions.  ta_lir_vars makes the variables of l's axes in ar
+ * (slot = axis index) and fills idx with each AST dim's index over them:
+ * UPCAST axes are the constants of lane (the lane's digit per UPCAST axis,
+ * first axis slowest), and the VECTOR axis is its variable, or 0 when
+ * vector_base is set (the first lane's position, for a vector load).
+ * out_idx gets the output index (reduced dims 0).  Returns 0, or -1 when
+ * ar ran out of memory.
+ */
+int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, const ta_sym_t **full_idx,
+                 const ta_sym_t **out_idx);
+
+/* The lane of the UPCAST axes that node i's value for lane is shared with
+ * (its digits along axes it does not vary along set to 0). */
+int ta_lir_lane_of(const ta_lir_t *l, int node, int lane);
+/* The number of upcast lanes (product of the UPCAST sizes). */
+int ta_lir_nlanes(const ta_lir_t *l);
+
+#endif
