@@ -1,0 +1,256 @@
+/* test_lower.c - the loop IR end to end: every float32 op on the vector and scalar paths, reduces, matmul tiles, gathers,
+ * against C references, the same bits for any thread count, and the lowering's choices. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "ast.h"
+#include "log.h"
+#include "lower.h"
+#include "mpread.h"
+#include "tact.h"
+#include "testutil.h"
+
+static tact_ctx *s_open(int threads, const char *log) {
+    tact_options o;
+    tact_options_default(&o);
+    o.cpu_threads = threads;
+    o.log_path = log;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    return ctx;
+}
+
+static float *s_rand(uint64_t *rng, size_t n, float lo, float hi) {
+    float *p = malloc(n * sizeof *p);
+    for (size_t i = 0; i < n; i++) p[i] = lo + (hi - lo) * (float)((double)(tu_rand(rng) >> 11) / 9007199254740992.0);
+    return p;
+}
+
+enum { S_ROWS = 8 };
+typedef enum { S_EXP2, S_LOG2, S_SIN, S_SQRT, S_RECIP, S_NEG, S_ADD, S_MUL, S_MAX, S_IDIV, S_MOD, S_MULACC, S_NOPS } s_op_t;
+static const char *s_names[S_NOPS] = {"exp2", "log2", "sin", "sqrt", "recip", "neg", "add", "mul", "max", "idiv", "mod", "mulacc"};
+
+static tact_tensor *s_apply(s_op_t op, tact_tensor *x, tact_tensor *y, tact_tensor *z) {
+    switch (op) {
+    case S_EXP2: return tact_exp2(x);
+    case S_LOG2: return tact_log2(x);
+    case S_SIN: return tact_sin(x);
+    case S_SQRT: return tact_sqrt(x);
+    case S_RECIP: return tact_recip(x);
+    case S_NEG: return tact_neg(x);
+    case S_ADD: return tact_add(x, y);
+    case S_MUL: return tact_mul(x, y);
+    case S_MAX: return tact_maximum(x, y);
+    case S_IDIV: return tact_idiv(x, y);
+    case S_MOD: return tact_mod(x, y);
+    default: return tact_mulacc(x, y, z);
+    }
+}
+
+/* The reference, in float as the reference Tensor computes float32: IEEE
+ * operations are exact, libm's functions within a few ulp of double. */
+static float s_ref(s_op_t op, float x, float y, float z) {
+    switch (op) {
+    case S_EXP2: return exp2f(x);
+    case S_LOG2: return log2f(x);
+    case S_SIN: return sinf(x);
+    case S_SQRT: return sqrtf(x);
+    case S_RECIP: return 1.0f / x;
+    case S_NEG: return -x;
+    case S_ADD: return x + y;
+    case S_MUL: return x * y;
+    case S_MAX: return x > y ? x : y;
+    case S_IDIV: return truncf(x / y);
+    case S_MOD: return fmodf(x, y);
+    default: {
+        float p = x * y;
+        return p + z;
+    }
+    }
+}
+
+/* Every float32 op lowered with a vector (rows of 64) and without one
+ * (rows of 63, which no width divides), with a row-broadcast and a scalar
+ * operand: IEEE operations give exactly C's float result, exp2, log2 and
+ * sin are within 2 ulp of double, and the vector and scalar kernels agree
+ * bitwise. */
+Test(codegen_lower, every_float32_op_on_the_vector_and_the_scalar_path) {
+    uint64_t seed = tu_seed(), rng = seed;
+    tact_ctx *ctx = s_open(0, NULL);
+    for (int op = 0; op < S_NOPS; op++)
+        for (int cols = 63; cols <= 64; cols++) {
+            size_t n = (size_t)S_ROWS * cols;
+            float lo = op == S_LOG2 || op == S_SQRT || op == S_RECIP ? 0.25f : -4.0f;
+            float *x = s_rand(&rng, n, lo, 4.0f), *y = s_rand(&rng, S_ROWS, 0.5f, 3.0f), *out = malloc(n * sizeof *out);
+            int64_t shape[2] = {S_ROWS, cols}, col[2] = {S_ROWS, 1};
+            tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+            tact_tensor *ty = tact_from_data(ctx, TACT_FLOAT32, 2, col, y); /* broadcast along the row */
+            tact_tensor *r = s_apply((s_op_t)op, tx, ty, tact_scalar(ctx, 0.75));
+            cr_assert_eq(tact_read(r, out, n * sizeof *out), TACT_OK, "%s: %s", s_names[op], tact_ctx_error(ctx));
+            for (size_t i = 0; i < n; i++) {
+                float want = s_ref((s_op_t)op, x[i], y[i / (size_t)cols], 0.75f);
+                if (op <= S_SIN)
+                    cr_assert(fabsf(out[i] - want) <= 2 * fabsf(nextafterf(want, INFINITY) - want), "seed %#llx: %s(%.9g) = %.9g, not %.9g",
+                              (unsigned long long)seed, s_names[op], x[i], out[i], want);
+                else
+                    cr_assert(memcmp(&out[i], &want, sizeof want) == 0, "seed %#llx: %s of %.9g and %.9g over %d columns: %.9g, not %.9g",
+                              (unsigned long long)seed, s_names[op], x[i], y[i / (size_t)cols], cols, out[i], want);
+            }
+            free(x), free(y), free(out);
+        }
+    /* NaN propagates through max on both paths. */
+    float nan_row[64], ones[64], out[64];
+    for (int i = 0; i < 64; i++) nan_row[i] = i % 3 ? (float)i : NAN, ones[i] = 1;
+    int64_t s64[1] = {64};
+    cr_assert_eq(tact_read(tact_maximum(tact_from_data(ctx, TACT_FLOAT32, 1, s64, nan_row), tact_from_data(ctx, TACT_FLOAT32, 1, s64, ones)),
+                           out, sizeof out),
+                 TACT_OK);
+    for (int i = 0; i < 64; i++) cr_assert(i % 3 ? out[i] == (i ? (float)i : 1) : isnan(out[i]), "element %d: %g", i, out[i]);
+    tact_ctx_close(&ctx);
+}
+
+/* Reduces with the vector along the reduced dim (rows of 96, lane
+ * partials) and along the output (columns), sums against double within
+ * 1e-6 of the magnitudes, max exactly; and a transposed read (a gather
+ * along the vector). */
+Test(codegen_lower, reduces_and_gathers_against_loops) {
+    enum { R = 64, C = 96 };
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = s_rand(&rng, (size_t)R * C, -2, 2), rows[R], cols[C], rmax[R], t[C * R];
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t shape[2] = {R, C};
+    int one = 1, zero = 0, order[2] = {1, 0};
+    tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    cr_assert_eq(tact_read(tact_sum(tx, 1, &one, 0), rows, sizeof rows), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_sum(tx, 1, &zero, 0), cols, sizeof cols), TACT_OK);
+    cr_assert_eq(tact_read(tact_max(tx, 1, &one, 0), rmax, sizeof rmax), TACT_OK);
+    cr_assert_eq(tact_read(tact_add(tact_contiguous(tact_permute(tx, order)), tact_scalar(ctx, 0.0)), t, sizeof t), TACT_OK);
+    for (int r = 0; r < R; r++) {
+        double s = 0, mag = 0;
+        float m = -INFINITY;
+        for (int c = 0; c < C; c++) s += x[r * C + c], mag += fabs(x[r * C + c]), m = fmaxf(m, x[r * C + c]);
+        cr_assert_leq(fabs(rows[r] - s), 1e-6 * mag + 1e-30, "seed %#llx: row %d: %.9g, not %.9g", (unsigned long long)seed, r, rows[r], s);
+        cr_assert_eq(rmax[r], m, "row %d max", r);
+    }
+    for (int c = 0; c < C; c++) {
+        double s = 0, mag = 0;
+        for (int r = 0; r < R; r++) s += x[r * C + c], mag += fabs(x[r * C + c]);
+        cr_assert_leq(fabs(cols[c] - s), 1e-6 * mag, "seed %#llx: column %d", (unsigned long long)seed, c);
+        for (int r = 0; r < R; r++) cr_assert_eq(t[c * R + r], x[r * C + c]);
+    }
+    tact_ctx_close(&ctx);
+    free(x);
+}
+
+/* Matmuls of tiled and untiled shapes against a double loop within
+ * 1e-5 of the sum of magnitudes, with the same bits for 1 and 8 threads. */
+Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
+    static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}};
+    uint64_t seed = tu_seed(), rng = seed;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        float *a = s_rand(&rng, (size_t)m * k, -1, 1), *b = s_rand(&rng, (size_t)k * n, -1, 1);
+        float *o1 = malloc(sizeof *o1 * (size_t)m * n), *o8 = malloc(sizeof *o8 * (size_t)m * n);
+        for (int pass = 0; pass < 2; pass++) {
+            tact_ctx *ctx = s_open(pass ? 8 : 1, NULL);
+            int64_t sa[2] = {m, k}, sb[2] = {k, n};
+            cr_assert_eq(tact_read(tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, sa, a), tact_from_data(ctx, TACT_FLOAT32, 2, sb, b)),
+                                   pass ? o8 : o1, sizeof *o1 * (size_t)m * n),
+                         TACT_OK, "%s", tact_ctx_error(ctx));
+            tact_ctx_close(&ctx);
+        }
+        cr_assert(memcmp(o1, o8, sizeof *o1 * (size_t)m * n) == 0, "%dx%dx%d: 1 and 8 threads differ", m, k, n);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < n; j++) {
+                double want = 0, mag = 0;
+                for (int q = 0; q < k; q++) want += (double)a[i * k + q] * b[q * n + j], mag += fabs((double)a[i * k + q] * b[q * n + j]);
+                cr_assert_leq(fabs(o1[i * n + j] - want), 1e-5 * mag + 1e-30, "seed %#llx: %dx%dx%d [%d,%d]: %.9g, not %.9g",
+                              (unsigned long long)seed, m, k, n, i, j, o1[i * n + j], want);
+            }
+        free(a), free(b), free(o1), free(o8);
+    }
+}
+
+/* The kernels' ASTs of a recorded run, lowered for a given target. */
+static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(log_path, &log, &err), TACT_OK, "%s", err.text);
+    int n = 0;
+    for (size_t i = 0; i < log->nstreams; i++) {
+        if (strcmp(log->streams[i].name, "scheduler") != 0) continue;
+        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
+            const ta_log_record_t *rec = &log->streams[i].records[k];
+            ta_msg_t m;
+            if (rec->dir != TA_LOG_OUT || ta_log_record_msg(rec, &m, &err) != TACT_OK || m.type != TA_MSG_KERNELS) continue;
+            ta_recs_it_t it;
+            ta_kernel_rec_t kr;
+            ta_recs_begin(&it, &m.as.kernels.kernels);
+            while (n < max && ta_recs_next(&it, &kr)) {
+                ta_mpr_t r;
+                ta_mpr_init(&r, kr.ast.ptr, kr.ast.len);
+                cr_assert_eq(ta_ast_unpack(&asts[n++], &r, &err), TACT_OK, "%s", err.text);
+            }
+        }
+    }
+    ta_log_free(&log);
+    return n;
+}
+
+/* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
+ * of 16 lanes on a 64-byte target (8 rows of one vector of 4 lanes when
+ * only 4 divide N, no vector without vector registers), a row sum a vector along the row with 4 rows side by
+ * side, an int32 kernel no vector. */
+Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
+    char *path = tu_tmpfile("lower");
+    tact_ctx *ctx = s_open(1, path);
+    float *a = calloc(1024 * 1100, sizeof *a);
+    int64_t s1[2] = {64, 64}, s2[2] = {40, 1100}, s3[2] = {1100, 36}, si[1] = {64};
+    int one = 1;
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, s1, a);
+    tact_tensor *outs[4] = {tact_matmul(x, x), tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s2, a), tact_from_data(ctx, TACT_FLOAT32, 2, s3, a)),
+                            tact_sum(x, 1, &one, 0), tact_add(tact_zeros(ctx, TACT_INT32, 1, si), tact_scalar_int(ctx, 3))};
+    cr_assert_eq(tact_realize(ctx, 4, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    static ta_ast_t asts[8];
+    int n = s_recorded_asts(path, asts, 8);
+    cr_assert_eq(n, 4, "%d kernels", n);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx512 = {64, 1}, none = {0, 0};
+    int found[4] = {0};
+    for (int i = 0; i < n; i++) {
+        const ta_ast_t *k = &asts[i];
+        cr_assert_eq(ta_lower(k, &avx512, &l, &err), TACT_OK, "%s", err.text);
+        int vdim = l.vector >= 0 ? l.axes[l.vector].dim : -1;
+        int64_t ups = 1;
+        for (int x2 = 0; x2 < l.naxes; x2++)
+            if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
+        if (k->ndim == 3 && k->shape[0] == 64) { /* 64x64x64 */
+            cr_assert(l.width == 16 && vdim == 1 && ups == 16 && l.align == 8 * 64, "width %d dim %d upcasts %lld align %lld", l.width, vdim,
+                      (long long)ups, (long long)l.align);
+            cr_assert(l.nodes[k->nodes[k->nnodes - 2].src[0]].fused, "the product is a fused multiply-add");
+            found[0] = 1;
+        } else if (k->ndim == 3) { /* 40x1100x36: only 4 lanes divide 36, and not twice: 8 rows of one vector */
+            cr_assert(l.width == 4 && vdim == 1 && ups == 8, "width %d dim %d upcasts %lld", l.width, vdim, (long long)ups);
+            found[1] = 1;
+        } else if (k->reduce_mask) { /* row sums */
+            cr_assert(l.width == 16 && l.axes[l.vector].reduce && ups == 4, "width %d upcasts %lld", l.width, (long long)ups);
+            found[2] = 1;
+        } else {
+            cr_assert_eq(l.width, 1, "int32 kernels get no vector");
+            found[3] = 1;
+        }
+        cr_assert_eq(ta_lower(k, &none, &l, &err), TACT_OK);
+        cr_assert_eq(l.width, 1);
+    }
+    cr_assert(found[0] && found[1] && found[2] && found[3]);
+    unlink(path);
+    free(path);
+    free(a);
+}
