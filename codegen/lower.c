@@ -219,6 +219,25 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     for (int u = 0; u < 2; u++)
         if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
 
+    /* Cache blocking of a large matmul: work items of MC rows, the reduce
+     * in blocks of KB around the loops over column tiles (outer) and row
+     * tiles (inner), so a KB x 32 block of B serves MC rows from L1 and the
+     * MC x KB block of A stays in L2.  Each output still adds its products
+     * in k order (the partial sum waits in the output between blocks), so
+     * the bits are those of one loop over k. */
+    enum { S_MC = 64, S_KB = 256 };
+    int kblock = -1, nred = 0;
+    for (int k = 0; k < a->ndim; k++) nred += a->reduce_mask >> k & 1;
+    if (l->reduce >= 0 && up_dim[0] >= 0 && up_dim[1] == vdim && vdim >= 0 && nred == 1 && a->nodes[l->reduce].op == TA_OP_SUM &&
+        a->nodes[a->nnodes - 1].src[0] == l->reduce && out[up_dim[0]] % S_MC == 0)
+        for (int k = 0; k < a->ndim; k++)
+            if (a->reduce_mask >> k & 1 && a->shape[k] % S_KB == 0 && a->shape[k] >= 2 * S_KB &&
+                a->shape[k] * out[vdim] * 4 > (1 << 20))
+                kblock = k;
+    int64_t extra[TA_MAX_DIMS]; /* a LOOP over more of a dim than its tile, inside the work item */
+    for (int k = 0; k < a->ndim; k++) extra[k] = 1;
+    if (kblock >= 0) extra[up_dim[0]] = S_MC / factor[up_dim[0]];
+
     /* The work item: a suffix of the flat output, from the outermost
      * output dim j with a factor (its factor's worth) to the end. */
     int j = -1;
@@ -229,20 +248,26 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     if (j >= 0 && l->reduce < 0 && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
         whole_j = out[j] / (factor[j] * vfactor[j]);
     l->align = 1;
-    if (j >= 0) l->align = (whole_j ? out[j] : factor[j] * vfactor[j]) * ostride[j];
+    if (j >= 0) l->align = (whole_j ? out[j] : factor[j] * vfactor[j] * extra[j]) * ostride[j];
     if (numel == 0) l->align = 1;
     l->items = numel / l->align;
 
     /* The axes. */
     s_axis(l, TA_AXIS_GLOBAL, -1, 0, l->items, l->align);
+    if (kblock >= 0) {
+        s_axis(l, TA_AXIS_REDUCE, kblock, 1, a->shape[kblock] / S_KB, S_KB);
+        l->axes[l->naxes - 1].outer = 1;
+    }
     for (int k = j >= 0 ? j : a->ndim; k < a->ndim; k++) {
         if (a->reduce_mask >> k & 1) continue;
         int64_t f = factor[k] * vfactor[k], n = k == j ? (whole_j ? whole_j : 1) : out[k] / f;
         if (n > 1) s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
     }
-    l->nout_loops = l->naxes - 1;
+    if (j >= 0 && extra[j] > 1) /* the row tiles, inside the column tiles */
+        s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
+    l->post_level = l->naxes - 1;
     for (int k = 0; k < a->ndim; k++)
-        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, a->shape[k] / vfactor[k], vfactor[k]);
+        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, (k == kblock ? S_KB : a->shape[k]) / vfactor[k], vfactor[k]);
     l->nloops = l->naxes - 1;
     for (int u = 0; u < 2; u++) {
         if (up_dim[u] < 0) continue;
@@ -304,10 +329,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             /* After the reduce loops: a value per output (the lanes of a
              * VECTOR over the reduced dim are summed). */
             ln->post = 1;
-            ln->level = l->nout_loops;
+            ln->level = l->post_level;
             if (l->vector >= 0 && l->axes[l->vector].reduce) ln->vector = 0;
         }
-        if (ln->post && ln->level < l->nout_loops) ln->level = l->nout_loops;
+        if (ln->post && ln->level < l->post_level) ln->level = l->post_level;
     }
     if (l->reduce >= 0 && rc == TACT_OK) {
         int s0 = a->nodes[l->reduce].src[0];

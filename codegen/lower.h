@@ -16,7 +16,9 @@
  *           index [item * align, (item + 1) * align) for each item in its
  *           launch range (a CPU chunk, later a GPU thread).  One per kernel.
  *   LOOP    a serial loop over output elements inside a work item.
- *   REDUCE  a serial loop over a reduced dim, in dim order.
+ *   REDUCE  a serial loop over a reduced dim, in dim order; an outer one
+ *           (a block of a long reduce, cache blocking) goes around the
+ *           output loops, its partial sums kept in the output.
  *   UPCAST  an unrolled axis: lanes computed side by side (register
  *           blocking), each with its own names and accumulators.
  *   VECTOR  the one axis whose lanes are a machine vector (width lanes).
@@ -42,6 +44,8 @@ typedef struct {
     int reduce;   /* it walks a reduced dim */
     int64_t size; /* iterations or lanes */
     int64_t mult; /* its step in the flat output index, or in its reduced dim's index */
+    int outer;    /* a REDUCE axis around the output loops (a block of the reduce): the
+                   * accumulators live in the output between its iterations */
     char name[12];
 } ta_axis_t;
 
@@ -70,7 +74,9 @@ typedef struct ta_lir {
     int naxes;
     ta_axis_t axes[TA_LIR_MAX_AXES]; /* GLOBAL, LOOPs, REDUCEs, UPCASTs, then the VECTOR if any */
     int nloops;                       /* LOOP and REDUCE axes: loop levels 1..nloops */
-    int nout_loops;                   /* of which LOOP axes (the first ones) */
+    int post_level;                   /* the loops around the accumulators (1..post_level); the
+                                       * reduce's inner loops follow, and what comes after the
+                                       * reduce is computed at this level */
     int nupcast;
     int vector;                       /* the VECTOR axis' index, -1 if none */
     int width;                        /* its lanes (1 if none) */

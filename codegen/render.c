@@ -609,36 +609,49 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         s_put(&o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");
     c.depth = 2;
     if (!status) status = s_emit_level(&c, 0, 0);
-    for (int x = 1; x <= l->nout_loops && !status; x++) {
+    for (int x = 1; x <= l->post_level && !status; x++) {
         s_open(&c, &l->axes[x]);
         status = s_emit_level(&c, x, 0);
     }
     if (l->reduce >= 0 && !status) {
         const ta_ast_node_t *r = &a->nodes[l->reduce];
         int vec = l->nodes[r->src[0]].vector;
-        for (c.lane = 0; c.lane < nl; c.lane++) {
+        /* Under an outer block of the reduce, the partial sums wait in the
+         * output (a SUM stored as is: lowering checks). */
+        const ta_axis_t *outer = NULL;
+        for (int x = 1; x <= l->post_level; x++)
+            if (l->axes[x].outer) outer = &l->axes[x];
+        for (c.lane = 0; c.lane < nl && !status; c.lane++) {
             if (ta_lir_lane_of(l, l->reduce, c.lane) != c.lane) continue;
+            s_str_t id = {0};
+            if (vec) s_put(&id, "tact_vsplat(");
+            s_identity(&id, r->op, r->dtype);
+            if (vec) s_put(&id, ")");
             s_indent(&c);
-            if (vec) {
-                s_put(&o, "tact_vf acc%d = tact_vsplat(", c.lane);
-                s_identity(&o, r->op, r->dtype);
-                s_put(&o, ");\n");
+            s_put(&o, "%s acc%d = ", vec ? "tact_vf" : s_reg(r->dtype), c.lane);
+            if (outer) {
+                const ta_ast_node_t *st = &a->nodes[a->nnodes - 1];
+                char pos[4096], valid[4096];
+                int always, never;
+                status = s_index(&c, st, 0, l->nodes[a->nnodes - 1].vector, pos, sizeof pos, valid, sizeof valid, &always, &never);
+                if (vec) s_put(&o, "%s == 0 ? %s : tact_vload(data0+%s);\n", outer->name, id.p, pos);
+                else s_put(&o, "%s == 0 ? %s : data0[%s];\n", outer->name, id.p, pos);
             } else {
-                s_put(&o, "%s acc%d = ", s_reg(r->dtype), c.lane);
-                s_identity(&o, r->op, r->dtype);
-                s_put(&o, ";\n");
+                s_put(&o, "%s;\n", id.p);
             }
+            if (id.failed) status = -1;
+            ta_free(id.p);
         }
-        for (int x = l->nout_loops + 1; x <= l->nloops && !status; x++) {
+        for (int x = l->post_level + 1; x <= l->nloops && !status; x++) {
             s_open(&c, &l->axes[x]);
             status = s_emit_level(&c, x, 0);
         }
         for (c.lane = 0; c.lane < nl && !status; c.lane++)
             if (ta_lir_lane_of(l, l->reduce, c.lane) == c.lane) status = s_update(&c, r);
-        for (int x = l->nout_loops + 1; x <= l->nloops; x++) s_close(&c);
+        for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(&c);
         if (!status) status = s_emit_level(&c, 0, 1);
     }
-    for (int x = 1; x <= l->nout_loops; x++) s_close(&c);
+    for (int x = 1; x <= l->post_level; x++) s_close(&c);
     s_put(&o, "  }\n}\n");
     ta_sym_arena_destroy(&c.ar);
 #undef c

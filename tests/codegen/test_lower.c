@@ -147,10 +147,11 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
     free(x);
 }
 
-/* Matmuls of tiled and untiled shapes against a double loop within
- * 1e-5 of the sum of magnitudes, with the same bits for 1 and 8 threads. */
+/* Matmuls of tiled and untiled shapes (the last one blocked over K) against
+ * a double loop within 1e-5 of the sum of magnitudes, with the same bits for
+ * 1 and 8 threads. */
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
-    static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}};
+    static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640}};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
@@ -204,26 +205,28 @@ static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
 
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
  * of 16 lanes on a 64-byte target (8 rows of one vector of 4 lanes when
- * only 4 divide N, no vector without vector registers), a row sum a vector along the row with 4 rows side by
- * side, an int32 kernel no vector. */
+ * only 4 divide N, no vector without vector registers), a large one also
+ * blocks of 256 of K around work items of 64 rows, a row sum a vector
+ * along the row with 4 rows side by side, an int32 kernel no vector. */
 Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     char *path = tu_tmpfile("lower");
     tact_ctx *ctx = s_open(1, path);
     float *a = calloc(1024 * 1100, sizeof *a);
-    int64_t s1[2] = {64, 64}, s2[2] = {40, 1100}, s3[2] = {1100, 36}, si[1] = {64};
+    int64_t s1[2] = {64, 64}, s2[2] = {40, 1100}, s3[2] = {1100, 36}, si[1] = {64}, s4[2] = {128, 512}, s5[2] = {512, 640};
     int one = 1;
     tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, s1, a);
-    tact_tensor *outs[4] = {tact_matmul(x, x), tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s2, a), tact_from_data(ctx, TACT_FLOAT32, 2, s3, a)),
-                            tact_sum(x, 1, &one, 0), tact_add(tact_zeros(ctx, TACT_INT32, 1, si), tact_scalar_int(ctx, 3))};
-    cr_assert_eq(tact_realize(ctx, 4, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *outs[5] = {tact_matmul(x, x), tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s2, a), tact_from_data(ctx, TACT_FLOAT32, 2, s3, a)),
+                            tact_sum(x, 1, &one, 0), tact_add(tact_zeros(ctx, TACT_INT32, 1, si), tact_scalar_int(ctx, 3)),
+                            tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s4, a), tact_from_data(ctx, TACT_FLOAT32, 2, s5, a))};
+    cr_assert_eq(tact_realize(ctx, 5, outs), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_ctx_close(&ctx);
     static ta_ast_t asts[8];
     int n = s_recorded_asts(path, asts, 8);
-    cr_assert_eq(n, 4, "%d kernels", n);
+    cr_assert_eq(n, 5, "%d kernels", n);
     static ta_lir_t l;
     ta_error_t err;
     ta_target_t avx512 = {64, 1}, none = {0, 0};
-    int found[4] = {0};
+    int found[5] = {0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
         cr_assert_eq(ta_lower(k, &avx512, &l, &err), TACT_OK, "%s", err.text);
@@ -235,7 +238,17 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
             cr_assert(l.width == 16 && vdim == 1 && ups == 16 && l.align == 8 * 64, "width %d dim %d upcasts %lld align %lld", l.width, vdim,
                       (long long)ups, (long long)l.align);
             cr_assert(l.nodes[k->nodes[k->nnodes - 2].src[0]].fused, "the product is a fused multiply-add");
+            for (int x2 = 0; x2 < l.naxes; x2++) cr_assert(!l.axes[x2].outer, "64x64x64 is not blocked");
             found[0] = 1;
+        } else if (k->ndim == 3 && k->shape[0] == 128) { /* 128x512x640: blocks of 256 of K around 64-row work items */
+            int outer = -1;
+            for (int x2 = 0; x2 < l.naxes; x2++)
+                if (l.axes[x2].outer) outer = x2;
+            cr_assert(outer == 1 && l.axes[outer].kind == TA_AXIS_REDUCE && l.axes[outer].size == 2 && l.axes[outer].mult == 256,
+                      "an outer reduce of 2 blocks of 256 (axis %d)", outer);
+            cr_assert(l.width == 16 && ups == 16 && l.align == 64 * 640, "width %d upcasts %lld align %lld", l.width, (long long)ups,
+                      (long long)l.align);
+            found[4] = 1;
         } else if (k->ndim == 3) { /* 40x1100x36: only 4 lanes divide 36, and not twice: 8 rows of one vector */
             cr_assert(l.width == 4 && vdim == 1 && ups == 8, "width %d dim %d upcasts %lld", l.width, vdim, (long long)ups);
             found[1] = 1;
@@ -249,7 +262,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
         cr_assert_eq(ta_lower(k, &none, &l, &err), TACT_OK);
         cr_assert_eq(l.width, 1);
     }
-    cr_assert(found[0] && found[1] && found[2] && found[3]);
+    cr_assert(found[0] && found[1] && found[2] && found[3] && found[4]);
     unlink(path);
     free(path);
     free(a);
