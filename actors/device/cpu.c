@@ -37,7 +37,7 @@ struct ta_device {
     int quit;
 };
 
-enum { S_MIN_CHUNK = 256 }; /* output elements; below this, threads cost more than they give */
+enum { S_MIN_CHUNK_WORK = 256 }; /* iterations; below this, threads cost more than they give */
 
 /* Takes chunks of the current launch until none is left. */
 static void s_drain(ta_device_t *d) {
@@ -152,10 +152,15 @@ static void s_unload(ta_device_t *d, ta_program_t *prog) {
 }
 
 static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
-                    ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+                    uint64_t work, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     if (n <= 0) return TACT_OK;
-    int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4);
-    if (chunk < S_MIN_CHUNK) chunk = S_MIN_CHUNK;
+    /* Four chunks a thread, each at least S_MIN_CHUNK_WORK iterations: a
+     * reduce's output is its whole reduce, so 256 sums of 65536 elements
+     * are 8 chunks, not one.  Chunks never change bits: an output is
+     * computed by one call whatever the cut. */
+    uint64_t per = work / (uint64_t)n ? work / (uint64_t)n : 1;
+    int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4), least = (int64_t)((S_MIN_CHUNK_WORK + per - 1) / per);
+    if (chunk < least) chunk = least;
     if (align < 1) align = 1;
     chunk = (chunk + align - 1) / align * align; /* kernels that compute tiles need whole tiles */
     if (!tick && (d->nthreads == 1 || chunk >= n)) {

@@ -29,13 +29,14 @@ typedef struct ta_device_ops {
     void (*unload)(ta_device_t *dev, ta_program_t *prog);
     /* Runs prog over n output elements with bufs[b] as kernel buffer b and
      * args its argument values (KERNEL.args), in ranges whose bounds are
-     * multiples of align, and returns when it has
+     * multiples of align (work: the kernel's iterations over all n, which
+     * sizes the ranges), and returns when it has
      * finished.  With tick (long work), the launching thread only
      * supervises and calls tick(ud) every 20 ms or so; when tick returns
      * nonzero no further range is started, and once the running ones end
      * the launch returns TACT_ESTOPPED. */
     int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
-                  ta_device_tick_fn tick, void *ud, ta_error_t *err);
+                  uint64_t work, ta_device_tick_fn tick, void *ud, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
 } ta_device_ops_t;
 

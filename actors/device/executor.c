@@ -352,7 +352,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
     s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
-    if (s->dev_ops->launch(s->dev, prog, ptrs, st->args, st->numel, align, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
+    if (s->dev_ops->launch(s->dev, prog, ptrs, st->args, st->numel, align, st->work, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
         return err->code ? err->code : TACT_EDEVICE;
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;

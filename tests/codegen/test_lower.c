@@ -114,6 +114,34 @@ Test(codegen_lower, every_float32_op_on_the_vector_and_the_scalar_path) {
     tact_ctx_close(&ctx);
 }
 
+/* exp2 is tact's own (a polynomial, not libm): over 64 values (a vector
+ * kernel) and their first 63 (a scalar one) the two paths give the same
+ * bits, within 1 ulp of double (the subnormal ulp below 2^-126), and the
+ * edges exactly: NaN, +-inf, overflow at 128, the smallest subnormal,
+ * underflow to 0 at -150, integers exact. */
+Test(codegen_lower, exp2_on_both_paths_and_at_the_edges) {
+    uint64_t seed = tu_seed(), rng = seed;
+    float x[64] = {NAN, INFINITY, -INFINITY, 128.0f, 127.99999f, 127.0f, -126.0f, -149.0f, -149.5f, -150.0f, -149.99f, 0.0f, -0.0f,
+                   1.0f, -1.0f, 0.5f, -0.5f, 1e-8f, -1e-8f, 3.0f, -140.3f, 200.0f, -1000.0f};
+    for (int i = 23; i < 64; i++) x[i] = -160.0f + 290.0f * (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0);
+    float out[64], out63[63];
+    tact_ctx *ctx = s_open(0, NULL);
+    int64_t s64[1] = {64}, s63[1] = {63};
+    cr_assert_eq(tact_read(tact_exp2(tact_from_data(ctx, TACT_FLOAT32, 1, s64, x)), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_exp2(tact_from_data(ctx, TACT_FLOAT32, 1, s63, x)), out63, sizeof out63), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    cr_assert(isnan(out[0]) && out[1] == INFINITY && out[2] == 0 && out[3] == INFINITY && out[5] == 0x1p127f && out[6] == 0x1p-126f &&
+                  out[7] == 0x1p-149f && out[8] == 0x1p-149f && out[9] == 0 && out[11] == 1 && out[12] == 1 && out[13] == 2 &&
+                  out[14] == 0.5f && out[19] == 8 && out[21] == INFINITY && out[22] == 0,
+              "edges");
+    for (int i = 0; i < 63; i++) cr_assert(memcmp(&out[i], &out63[i], sizeof out[i]) == 0, "exp2(%a): vector %a, scalar %a", x[i], out[i], out63[i]);
+    for (int i = 3; i < 64; i++) {
+        double want = exp2((double)x[i]), ulp = fmax(fabs(nextafterf((float)want, INFINITY) - (float)want), 0x1p-149);
+        if (want > 0x1.fffffep127) continue; /* overflows: inf, checked above */
+        cr_assert_leq(fabs(out[i] - want), ulp, "seed %#llx: exp2(%a) = %a, not %a", (unsigned long long)seed, x[i], out[i], want);
+    }
+}
+
 /* Reduces with the vector along the reduced dim (rows of 96, lane
  * partials) and along the output (columns), sums against double within
  * 1e-6 of the magnitudes, max exactly; and a transposed read (a gather

@@ -227,8 +227,8 @@ static ta_value_t s_ref_un(s_op_t op, tact_dtype d, ta_value_t x) {
 
 /*
  * The tolerance of a unary op on d.  exp2/log2/sin are compared with libm in
- * double: the device calls exp2f/log2f/sinf, glibc's are within 1 ulp of the
- * true value, so 4 float32 ulps is generous; 16-bit results are exp2f's
+ * double: the device calls its own exp2 and glibc's log2f/sinf, all within
+ * 1 ulp of the true value, so 4 float32 ulps is generous; 16-bit results are exp2f's
  * float rounded again, which can land one 16-bit ulp from the double
  * result's rounding; float64 calls the same libm (2 ulps allows a
  * different libm build).  Everything else is exact.
