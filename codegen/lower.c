@@ -68,22 +68,29 @@ static const ta_sym_t *s_var(const ta_lir_t *l, ta_sym_arena_t *ar, int a, int l
 int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, const ta_sym_t **full_idx,
                  const ta_sym_t **out_idx) {
     const ta_ast_t *a = l->ast;
-    /* The flat output index: item * align plus every output axis. */
-    const ta_sym_t *flat = ta_sym_mulc(ar, s_var(l, ar, 0, lane, vector_base), l->align);
-    const ta_sym_t *red[TA_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) red[k] = ta_sym_const(ar, 0);
+    /* Each output dim's index: the work item's start (item * align, flat)
+     * divided down to the dim, plus the output axes along it; each reduced
+     * dim's the sum of its axes.  Axes step within their dim, so no sum
+     * wraps into the next dim, not even a padded dim's last tile. */
+    const ta_sym_t *item = ta_sym_mulc(ar, s_var(l, ar, 0, lane, vector_base), l->align);
+    int64_t ostride[TA_MAX_DIMS], stride = 1;
+    for (int k = a->ndim - 1; k >= 0; k--) {
+        ostride[k] = stride;
+        if (!(a->reduce_mask >> k & 1) && a->shape[k] > 0) stride *= a->shape[k];
+    }
+    for (int k = 0; k < a->ndim; k++) {
+        int reduced = a->reduce_mask >> k & 1;
+        full_idx[k] = ta_sym_const(ar, 0);
+        if (!reduced && a->shape[k] > 1) full_idx[k] = ta_sym_mod(ar, ta_sym_div(ar, item, ostride[k]), a->shape[k]);
+    }
     for (int x = 1; x < l->naxes; x++) {
         const ta_axis_t *ax = &l->axes[x];
-        const ta_sym_t *term = ta_sym_mulc(ar, s_var(l, ar, x, lane, vector_base), ax->mult);
-        if (ax->reduce) red[ax->dim] = ta_sym_add(ar, red[ax->dim], term);
-        else flat = ta_sym_add(ar, flat, term);
+        if (ax->dim < 0 || (!ax->reduce && a->shape[ax->dim] <= 1)) continue;
+        int64_t step = ax->reduce ? ax->mult : ax->mult / ostride[ax->dim];
+        full_idx[ax->dim] = ta_sym_add(ar, full_idx[ax->dim], ta_sym_mulc(ar, s_var(l, ar, x, lane, vector_base), step));
     }
-    int64_t stride = 1;
-    for (int k = a->ndim - 1; k >= 0; k--) {
-        int reduced = a->reduce_mask >> k & 1;
-        out_idx[k] = reduced || a->shape[k] <= 1 ? ta_sym_const(ar, 0) : ta_sym_mod(ar, ta_sym_div(ar, flat, stride), a->shape[k]);
-        if (!reduced && a->shape[k] > 0) stride *= a->shape[k];
-        full_idx[k] = reduced ? red[k] : out_idx[k];
+    for (int k = 0; k < a->ndim; k++) {
+        out_idx[k] = a->reduce_mask >> k & 1 ? ta_sym_const(ar, 0) : full_idx[k];
         if (!full_idx[k] || !out_idx[k]) return -1;
     }
     return 0;
@@ -157,96 +164,108 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     ta_sym_arena_t *ar = ta_sym_arena_new();
     if (!ar) return ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
 
-    /* The vector dim: the one most loads read contiguously (a store must),
-     * at the widest width that divides it.  Kernels with masks get neither
-     * vectors nor tiles (gcc 12 at -O3 miscompiled a masked multi-axis
-     * reduce's vectorized tile). */
-    int vdim = -1, width = 1, best = 0;
-    for (int w = t->vector_bytes / 4; w >= 4 && vdim < 0 && all_f32 && !masked && !empty; w /= 2)
-        for (int d = a->ndim - 1; d >= 0; d--) {
-            if (a->shape[d] % w || a->shape[d] < w) continue;
-            int score = 0, ok = 1;
-            for (int i = 0; i < a->nnodes && ok; i++) {
-                const ta_ast_node_t *n = &a->nodes[i];
-                if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
-                ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
-                if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER;
-                else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
-            }
-            /* Prefer output dims (no sum across lanes at the end), then inner ones. */
-            int reduced = a->reduce_mask >> d & 1;
-            score = score * 4 + !reduced;
-            if (ok && score > 4 && score > best) best = score, vdim = d, width = w;
-        }
-
-    /* Register blocking: factors of output dims unrolled as UPCAST axes. */
-    int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1;
-    int up_dim[2] = {-1, -1};
-    int64_t up_size[2] = {1, 1};
+    /* The choices, first allowing a padded vector dim (below); when the
+     * work item cannot hold the padded dim whole, again without. */
+    int vdim, width, up_dim[2], j, kblock, pad;
+    int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1, second = -1;
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) second = inner, inner = k;
-    if (vdim >= 0) vfactor[vdim] = width;
-    if (l->reduce >= 0 && !masked && !empty) {
-        if (vdim >= 0 && !(a->reduce_mask >> vdim & 1)) {
-            /* A matmul's shape: some load is the same for every lane (A's
-             * row), some the same for every row (B): rows x 2 vectors. */
-            int bcast_v = 0;
-            for (int i = 0; i < a->nnodes; i++)
-                if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], vdim, ar) == TA_ACCESS_BROADCAST) bcast_v = 1;
-            if (a->shape[vdim] % (2 * width) == 0) up_dim[1] = vdim, up_size[1] = 2;
-            for (int m = inner; m >= 0 && bcast_v && up_dim[0] < 0; m--) {
-                if (m == vdim || out[m] == 1) continue;
-                int bcast_m = 0;
-                for (int i = 0; i < a->nnodes; i++)
-                    if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], m, ar) == TA_ACCESS_BROADCAST) bcast_m = 1;
-                for (int r = 8; r >= 2 && bcast_m && up_dim[0] < 0; r /= 2)
-                    if (out[m] % r == 0) up_dim[0] = m, up_size[0] = r;
-            }
-        } else if (vdim >= 0) {
-            /* A reduce along the vector: a few rows side by side. */
-            for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r /= 2)
-                if (out[inner] % r == 0) up_dim[0] = inner, up_size[0] = r;
-        } else if (inner >= 0) {
-            /* Scalar tiles: up to 8 neighbours, times up to 4 rows. */
-            for (int c = 8; c >= 2 && up_dim[1] < 0; c /= 2)
-                if (out[inner] % c == 0) up_dim[1] = inner, up_size[1] = c;
-            for (int r = 4; r >= 2 && up_dim[1] >= 0 && second >= 0 && up_dim[0] < 0; r /= 2)
-                if (out[second] % r == 0) up_dim[0] = second, up_size[0] = r;
-        }
-    }
-    for (int u = 0; u < 2; u++)
-        if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
-
-    /* Cache blocking of a large matmul: work items of MC rows, the reduce
-     * in blocks of KB around the loops over column tiles (outer) and row
-     * tiles (inner), so a KB x 32 block of B serves MC rows from L1 and the
-     * MC x KB block of A stays in L2.  Each output still adds its products
-     * in k order (the partial sum waits in the output between blocks), so
-     * the bits are those of one loop over k. */
     enum { S_MC = 64, S_KB = 256 };
-    int kblock = -1, nred = 0;
-    for (int k = 0; k < a->ndim; k++) nred += a->reduce_mask >> k & 1;
-    if (l->reduce >= 0 && up_dim[0] >= 0 && up_dim[1] == vdim && vdim >= 0 && nred == 1 && a->nodes[l->reduce].op == TA_OP_SUM &&
-        a->nodes[a->nnodes - 1].src[0] == l->reduce && out[up_dim[0]] % S_MC == 0)
-        for (int k = 0; k < a->ndim; k++)
-            if (a->reduce_mask >> k & 1 && a->shape[k] % S_KB == 0 && a->shape[k] >= 2 * S_KB &&
-                a->shape[k] * out[vdim] * 4 > (1 << 20))
-                kblock = k;
-    int64_t extra[TA_MAX_DIMS]; /* a LOOP over more of a dim than its tile, inside the work item */
-    for (int k = 0; k < a->ndim; k++) extra[k] = 1;
-    if (kblock >= 0) extra[up_dim[0]] = S_MC / factor[up_dim[0]];
+    for (int allow_pad = 1;; allow_pad = 0) {
+        /* The vector dim: the one most loads read contiguously (a store
+         * must), at the widest width that divides it, or (allow_pad) an
+         * output dim it does not divide when padding it to whole vectors
+         * adds at most 1/8: the last tile's lanes past the end are masked.
+         * Kernels with masks get neither vectors nor tiles (gcc 12 at -O3
+         * miscompiled a masked multi-axis reduce's vectorized tile). */
+        vdim = -1, width = 1, pad = 0;
+        int best = 0;
+        for (int w = t->vector_bytes / 4; w >= 4 && vdim < 0 && all_f32 && !masked && !empty; w /= 2)
+            for (int d = a->ndim - 1; d >= 0; d--) {
+                int reduced = a->reduce_mask >> d & 1;
+                int64_t padded = (a->shape[d] + w - 1) / w * w;
+                if (a->shape[d] < w || (a->shape[d] % w && (!allow_pad || reduced || (padded - a->shape[d]) * 8 > a->shape[d]))) continue;
+                int score = 0, ok = 1;
+                for (int i = 0; i < a->nnodes && ok; i++) {
+                    const ta_ast_node_t *n = &a->nodes[i];
+                    if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
+                    ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
+                    if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER;
+                    else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
+                }
+                /* Prefer output dims (no sum across lanes at the end), then inner ones. */
+                score = score * 4 + !reduced;
+                if (ok && score > 4 && score > best) best = score, vdim = d, width = w;
+            }
 
-    /* The work item: a suffix of the flat output, from the outermost
-     * output dim j with a factor (its factor's worth) to the end. */
-    int j = -1;
-    for (int k = 0; k < a->ndim && j < 0; k++)
-        if (!(a->reduce_mask >> k & 1) && factor[k] * vfactor[k] > 1) j = k;
-    int64_t whole_j = 0; /* a LOOP over all of dim j inside the item */
-    if (j < 0) j = inner;
-    if (j >= 0 && l->reduce < 0 && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
-        whole_j = out[j] / (factor[j] * vfactor[j]);
+        /* Register blocking: factors of output dims unrolled as UPCAST axes. */
+        for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1, extra[k] = 1;
+        up_dim[0] = up_dim[1] = -1, up_size[0] = up_size[1] = 1;
+        if (vdim >= 0) vfactor[vdim] = width;
+        if (l->reduce >= 0 && !masked && !empty) {
+            if (vdim >= 0 && !(a->reduce_mask >> vdim & 1)) {
+                /* A matmul's shape: some load is the same for every lane (A's
+                 * row), some the same for every row (B): rows x 2 vectors. */
+                int bcast_v = 0;
+                for (int i = 0; i < a->nnodes; i++)
+                    if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], vdim, ar) == TA_ACCESS_BROADCAST) bcast_v = 1;
+                int64_t n2 = a->shape[vdim], padded2 = (n2 + 2 * width - 1) / (2 * width) * (2 * width);
+                if (n2 % (2 * width) == 0 || (n2 % width && (padded2 - n2) * 8 <= n2)) up_dim[1] = vdim, up_size[1] = 2;
+                for (int m = inner; m >= 0 && bcast_v && up_dim[0] < 0; m--) {
+                    if (m == vdim || out[m] == 1) continue;
+                    int bcast_m = 0;
+                    for (int i = 0; i < a->nnodes; i++)
+                        if (a->nodes[i].op == TA_OP_LOAD && s_access_along(a, &a->nodes[i], pre[i], m, ar) == TA_ACCESS_BROADCAST) bcast_m = 1;
+                    for (int r = 8; r >= 2 && bcast_m && up_dim[0] < 0; r /= 2)
+                        if (out[m] % r == 0) up_dim[0] = m, up_size[0] = r;
+                }
+            } else if (vdim >= 0) {
+                /* A reduce along the vector: a few rows side by side. */
+                for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r /= 2)
+                    if (out[inner] % r == 0) up_dim[0] = inner, up_size[0] = r;
+            } else if (inner >= 0) {
+                /* Scalar tiles: up to 8 neighbours, times up to 4 rows. */
+                for (int c = 8; c >= 2 && up_dim[1] < 0; c /= 2)
+                    if (out[inner] % c == 0) up_dim[1] = inner, up_size[1] = c;
+                for (int r = 4; r >= 2 && up_dim[1] >= 0 && second >= 0 && up_dim[0] < 0; r /= 2)
+                    if (out[second] % r == 0) up_dim[0] = second, up_size[0] = r;
+            }
+        }
+        for (int u = 0; u < 2; u++)
+            if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
+        pad = vdim >= 0 && !(a->reduce_mask >> vdim & 1) && out[vdim] % (factor[vdim] * vfactor[vdim]) != 0;
+
+        /* Cache blocking of a large matmul: work items of MC rows, the
+         * reduce in blocks of KB around the loops over column tiles (outer)
+         * and row tiles (inner), so a KB x 32 block of B serves MC rows
+         * from L1 and the MC x KB block of A stays in L2.  Each output
+         * still adds its products in k order (the partial sum waits in the
+         * output between blocks), so the bits are those of one loop over k. */
+        kblock = -1;
+        int nred = 0;
+        for (int k = 0; k < a->ndim; k++) nred += a->reduce_mask >> k & 1;
+        if (l->reduce >= 0 && up_dim[0] >= 0 && up_dim[1] == vdim && vdim >= 0 && !pad && nred == 1 &&
+            a->nodes[l->reduce].op == TA_OP_SUM && a->nodes[a->nnodes - 1].src[0] == l->reduce && out[up_dim[0]] % S_MC == 0)
+            for (int k = 0; k < a->ndim; k++)
+                if (a->reduce_mask >> k & 1 && a->shape[k] % S_KB == 0 && a->shape[k] >= 2 * S_KB &&
+                    a->shape[k] * out[vdim] * 4 > (1 << 20))
+                    kblock = k;
+        if (kblock >= 0) extra[up_dim[0]] = S_MC / factor[up_dim[0]]; /* a LOOP over more of a dim than its tile */
+
+        /* The work item: a suffix of the flat output, from the outermost
+         * output dim j with a factor (its factor's worth) to the end.  A
+         * padded dim must lie whole inside it. */
+        j = -1;
+        for (int k = 0; k < a->ndim && j < 0; k++)
+            if (!(a->reduce_mask >> k & 1) && factor[k] * vfactor[k] > 1) j = k;
+        whole_j = 0; /* a LOOP over all of dim j inside the item */
+        if (j < 0) j = inner;
+        if (j >= 0 && l->reduce < 0 && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
+            whole_j = (out[j] + factor[j] * vfactor[j] - 1) / (factor[j] * vfactor[j]);
+        if (pad) tiles = (out[vdim] + factor[vdim] * vfactor[vdim] - 1) / (factor[vdim] * vfactor[vdim]);
+        if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */
+    }
     l->align = 1;
     if (j >= 0) l->align = (whole_j ? out[j] : factor[j] * vfactor[j] * extra[j]) * ostride[j];
     if (numel == 0) l->align = 1;
@@ -258,10 +277,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         s_axis(l, TA_AXIS_REDUCE, kblock, 1, a->shape[kblock] / S_KB, S_KB);
         l->axes[l->naxes - 1].outer = 1;
     }
+    l->pad = -1;
     for (int k = j >= 0 ? j : a->ndim; k < a->ndim; k++) {
         if (a->reduce_mask >> k & 1) continue;
         int64_t f = factor[k] * vfactor[k], n = k == j ? (whole_j ? whole_j : 1) : out[k] / f;
-        if (n > 1) s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
+        if (pad && k == vdim) { /* the padded dim's tiles: a loop even when there is one */
+            l->pad = l->naxes, l->pad_dim = k, l->pad_full = out[k] / f;
+            s_axis(l, TA_AXIS_LOOP, k, 0, tiles, f * ostride[k]);
+        } else if (n > 1) {
+            s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
+        }
     }
     if (j >= 0 && extra[j] > 1) /* the row tiles, inside the column tiles */
         s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
@@ -301,6 +326,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 break;
             }
             slots = ta_sym_slots(pos) | ta_sym_slots(valid);
+            ln->padded = l->pad >= 0 && (slots >> l->pad & 1);
             if (l->vector >= 0 && n->op != TA_OP_CONST) {
                 int64_t k;
                 int linear = !(ta_sym_slots(valid) >> l->vector & 1) && ta_sym_linear(pos, l->vector, &k);

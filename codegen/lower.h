@@ -66,6 +66,7 @@ typedef struct {
     int post;         /* computed after the reduce (the reduce itself and what uses it) */
     int fused;        /* a MUL whose only use is the reduce's SUM: one fused multiply-add */
     ta_access_t access;
+    int padded;       /* a LOAD or STORE whose position depends on the padded dim */
 } ta_lir_node_t;
 
 typedef struct ta_lir {
@@ -82,6 +83,14 @@ typedef struct ta_lir {
     int width;                        /* its lanes (1 if none) */
     int64_t align, items;             /* outputs per work item; work items */
     int reduce;                       /* the AST's reduce node, -1 if none */
+    /* A padded dim: the VECTOR's output dim, which its tile (vector lanes
+     * times UPCAST) does not divide.  Axis pad (a LOOP) walks its tiles;
+     * the first pad_full are whole, and in the last one the lanes whose
+     * index in pad_dim is past its end are masked: LOADs and STOREs that
+     * depend on it read and write only the lanes inside. */
+    int pad;                          /* the LOOP axis, -1 if none */
+    int pad_dim;
+    int64_t pad_full;
     ta_lir_node_t nodes[TA_AST_MAX_NODES];
 } ta_lir_t;
 

@@ -181,6 +181,9 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "#define TACT_W %d\n"
           "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
           "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
+          "/* The first n lanes (n may be <= 0 or >= TACT_W): a padded dim's last tile. */\n"
+          "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
+          "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
           "static inline tact_vf tact_vsplat(float x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = x; return r; }\n"
           "/* max propagates NaN from either side, as tact_maxf. */\n"
           "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
@@ -232,6 +235,7 @@ typedef struct {
     int argno[TA_AST_MAX_NODES]; /* an argument CONST's argument index */
     int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
     int lane;                    /* the lane being emitted */
+    int masked;                  /* emitting the padded dim's last tile */
     int nalu, nval, depth;
 } s_ctx_t;
 
@@ -262,6 +266,15 @@ static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, int base, char *
     if (ta_sym_render(p, pos, pos_len) >= pos_len || ta_sym_render(v, valid, valid_len) >= valid_len) return -1;
     return 0;
 }
+/* The lanes of the current lane's vector inside the padded dim (may be
+ * <= 0 or > the width), as an expression; returns 0 or -1. */
+static int s_count(s_ctx_t *c, char *buf, size_t len) {
+    const ta_lir_t *l = c->l;
+    char idx[4000];
+    if (ta_sym_render(c->outi0[c->lane][l->pad_dim], idx, sizeof idx) >= sizeof idx) return -1;
+    return snprintf(buf, len, "(%" PRId64 "-(%s))", c->a->shape[l->pad_dim], idx) >= (int)len ? -1 : 0;
+}
+
 /* Renders the expression of an ALU node from its sources' names. */
 static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     const ta_ast_t *a = c->a;
@@ -400,12 +413,24 @@ static int s_node(s_ctx_t *c, int i) {
     case TA_OP_LOAD: {
         snprintf(name, 16, "val%d", c->nval++);
         s_indent(c);
+        /* In the padded dim's last tile, only the lanes inside it are read. */
+        char cnt[4100] = "";
+        if (c->masked && ln->padded && s_count(c, cnt, sizeof cnt) != 0) return -1;
         if (ln->access == TA_ACCESS_CONTIGUOUS) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            s_put(o, "tact_vf %s = tact_vload(data%d+%s);\n", name, n->buf, pos);
+            if (*cnt) s_put(o, "tact_vf %s = tact_vload_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
+            else s_put(o, "tact_vf %s = tact_vload(data%d+%s);\n", name, n->buf, pos);
             return 0;
         }
         if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+        if (*cnt && !never) { /* the validity includes the lanes inside */
+            char both[8400];
+            int len = snprintf(both, sizeof both, "%s%s%s%s%s", ln->access == TA_ACCESS_GATHER ? "vl < " : "0 < ", cnt, always ? "" : " && (",
+                               always ? "" : valid, always ? "" : ")");
+            if (len < 0 || len >= (int)sizeof valid) return -1;
+            memcpy(valid, both, (size_t)len + 1);
+            always = 0;
+        }
         if (ln->access == TA_ACCESS_GATHER) { /* lane by lane */
             s_put(o, "tact_vf %s;\n", name);
             s_indent(c);
@@ -438,8 +463,15 @@ static int s_node(s_ctx_t *c, int i) {
         s_indent(c);
         if (ln->vector) {
             if (s_index(c, n, 0, 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            if (c->l->nodes[n->src[0]].vector) s_put(o, "tact_vstore(data0+%s, %s);\n", pos, x);
-            else s_put(o, "tact_vstore(data0+%s, tact_vsplat(%s));\n", pos, x);
+            char cnt[4100];
+            int masked = c->masked && ln->padded;
+            if (masked && s_count(c, cnt, sizeof cnt) != 0) return -1;
+            if (masked) s_put(o, "tact_vstore_n(data0+%s, ", pos);
+            else s_put(o, "tact_vstore(data0+%s, ", pos);
+            if (c->l->nodes[n->src[0]].vector) s_put(o, "%s", x);
+            else s_put(o, "tact_vsplat(%s)", x);
+            if (masked) s_put(o, ", %s);\n", cnt);
+            else s_put(o, ");\n");
             return 0;
         }
         if (s_index(c, n, 0, 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
@@ -568,6 +600,80 @@ static void s_close(s_ctx_t *c) {
     s_put(c->out, "}\n");
 }
 
+/* The accumulators, the reduce's loops and the update, then what follows
+ * the reduce. */
+static int s_reduce(s_ctx_t *c) {
+    const ta_lir_t *l = c->l;
+    const ta_ast_t *a = c->a;
+    const ta_ast_node_t *r = &a->nodes[l->reduce];
+    int vec = l->nodes[r->src[0]].vector, nl = ta_lir_nlanes(l), status = 0;
+    /* Under an outer block of the reduce, the partial sums wait in the
+     * output (a SUM stored as is: lowering checks). */
+    const ta_axis_t *outer = NULL;
+    for (int x = 1; x <= l->post_level; x++)
+        if (l->axes[x].outer) outer = &l->axes[x];
+    for (c->lane = 0; c->lane < nl && !status; c->lane++) {
+        if (ta_lir_lane_of(l, l->reduce, c->lane) != c->lane) continue;
+        s_str_t id = {0};
+        if (vec) s_put(&id, "tact_vsplat(");
+        s_identity(&id, r->op, r->dtype);
+        if (vec) s_put(&id, ")");
+        s_indent(c);
+        s_put(c->out, "%s acc%d = ", vec ? "tact_vf" : s_reg(r->dtype), c->lane);
+        if (outer) {
+            const ta_ast_node_t *st = &a->nodes[a->nnodes - 1];
+            char pos[4096], valid[4096];
+            int always, never;
+            status = s_index(c, st, 0, l->nodes[a->nnodes - 1].vector, pos, sizeof pos, valid, sizeof valid, &always, &never);
+            if (vec) s_put(c->out, "%s == 0 ? %s : tact_vload(data0+%s);\n", outer->name, id.p, pos);
+            else s_put(c->out, "%s == 0 ? %s : data0[%s];\n", outer->name, id.p, pos);
+        } else {
+            s_put(c->out, "%s;\n", id.p);
+        }
+        if (id.failed) status = -1;
+        ta_free(id.p);
+    }
+    for (int x = l->post_level + 1; x <= l->nloops && !status; x++) {
+        s_open(c, &l->axes[x]);
+        status = s_emit_level(c, x, 0);
+    }
+    for (c->lane = 0; c->lane < nl && !status; c->lane++)
+        if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane) status = s_update(c, r);
+    for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(c);
+    return status ? status : s_emit_level(c, 0, 1);
+}
+
+/* The loops from level x to post_level with what each computes, then the
+ * reduce.  Inside the padded dim's loop the body comes twice: for the
+ * whole tiles, and masked for the last one.  (Recursion over the IR's
+ * axes: at most TA_LIR_MAX_AXES deep.) */
+static int s_loops(s_ctx_t *c, int x) {
+    const ta_lir_t *l = c->l;
+    if (x > l->post_level) return l->reduce >= 0 ? s_reduce(c) : 0;
+    s_open(c, &l->axes[x]);
+    int status;
+    if (x == l->pad && !c->masked) {
+        s_indent(c);
+        s_put(c->out, "if (%s < %" PRId64 ") {\n", l->axes[x].name, l->pad_full);
+        c->depth++;
+        status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
+        c->depth--;
+        s_indent(c);
+        s_put(c->out, "} else { /* the last tile, past the end of dim %d */\n", l->pad_dim);
+        c->depth++;
+        c->masked = 1;
+        if (!status) status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
+        c->masked = 0;
+        c->depth--;
+        s_indent(c);
+        s_put(c->out, "}\n");
+    } else {
+        status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
+    }
+    s_close(c);
+    return status;
+}
+
 static const char *s_kind_name(ta_axis_kind_t k) {
     static const char *n[] = {"global", "loop", "reduce", "upcast", "vector"};
     return n[k];
@@ -635,50 +741,7 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     else
         s_put(&o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");
     c.depth = 2;
-    if (!status) status = s_emit_level(&c, 0, 0);
-    for (int x = 1; x <= l->post_level && !status; x++) {
-        s_open(&c, &l->axes[x]);
-        status = s_emit_level(&c, x, 0);
-    }
-    if (l->reduce >= 0 && !status) {
-        const ta_ast_node_t *r = &a->nodes[l->reduce];
-        int vec = l->nodes[r->src[0]].vector;
-        /* Under an outer block of the reduce, the partial sums wait in the
-         * output (a SUM stored as is: lowering checks). */
-        const ta_axis_t *outer = NULL;
-        for (int x = 1; x <= l->post_level; x++)
-            if (l->axes[x].outer) outer = &l->axes[x];
-        for (c.lane = 0; c.lane < nl && !status; c.lane++) {
-            if (ta_lir_lane_of(l, l->reduce, c.lane) != c.lane) continue;
-            s_str_t id = {0};
-            if (vec) s_put(&id, "tact_vsplat(");
-            s_identity(&id, r->op, r->dtype);
-            if (vec) s_put(&id, ")");
-            s_indent(&c);
-            s_put(&o, "%s acc%d = ", vec ? "tact_vf" : s_reg(r->dtype), c.lane);
-            if (outer) {
-                const ta_ast_node_t *st = &a->nodes[a->nnodes - 1];
-                char pos[4096], valid[4096];
-                int always, never;
-                status = s_index(&c, st, 0, l->nodes[a->nnodes - 1].vector, pos, sizeof pos, valid, sizeof valid, &always, &never);
-                if (vec) s_put(&o, "%s == 0 ? %s : tact_vload(data0+%s);\n", outer->name, id.p, pos);
-                else s_put(&o, "%s == 0 ? %s : data0[%s];\n", outer->name, id.p, pos);
-            } else {
-                s_put(&o, "%s;\n", id.p);
-            }
-            if (id.failed) status = -1;
-            ta_free(id.p);
-        }
-        for (int x = l->post_level + 1; x <= l->nloops && !status; x++) {
-            s_open(&c, &l->axes[x]);
-            status = s_emit_level(&c, x, 0);
-        }
-        for (c.lane = 0; c.lane < nl && !status; c.lane++)
-            if (ta_lir_lane_of(l, l->reduce, c.lane) == c.lane) status = s_update(&c, r);
-        for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(&c);
-        if (!status) status = s_emit_level(&c, 0, 1);
-    }
-    for (int x = 1; x <= l->post_level; x++) s_close(&c);
+    if (!status) status = s_emit_level(&c, 0, 0) || s_loops(&c, 1);
     s_put(&o, "  }\n}\n");
     ta_sym_arena_destroy(&c.ar);
 #undef c

@@ -74,8 +74,9 @@ static float s_ref(s_op_t op, float x, float y, float z) {
     }
 }
 
-/* Every float32 op lowered with a vector (rows of 64) and without one
- * (rows of 63, which no width divides), with a row-broadcast and a scalar
+/* Every float32 op lowered with a vector (rows of 64), without one (8 rows
+ * of 63: too few rows to pad) and with a padded vector (16 rows of 62: 3
+ * whole vectors and 14 lanes), with a row-broadcast and a scalar
  * operand: IEEE operations give exactly C's float result, exp2, log2 and
  * sin are within 2 ulp of double, and the vector and scalar kernels agree
  * bitwise. */
@@ -83,11 +84,12 @@ Test(codegen_lower, every_float32_op_on_the_vector_and_the_scalar_path) {
     uint64_t seed = tu_seed(), rng = seed;
     tact_ctx *ctx = s_open(0, NULL);
     for (int op = 0; op < S_NOPS; op++)
-        for (int cols = 63; cols <= 64; cols++) {
-            size_t n = (size_t)S_ROWS * cols;
+        for (int v = 0; v < 3; v++) {
+            int rows = v < 2 ? S_ROWS : 2 * S_ROWS, cols = v == 0 ? 64 : v == 1 ? 63 : 62;
+            size_t n = (size_t)rows * cols;
             float lo = op == S_LOG2 || op == S_SQRT || op == S_RECIP ? 0.25f : -4.0f;
-            float *x = s_rand(&rng, n, lo, 4.0f), *y = s_rand(&rng, S_ROWS, 0.5f, 3.0f), *out = malloc(n * sizeof *out);
-            int64_t shape[2] = {S_ROWS, cols}, col[2] = {S_ROWS, 1};
+            float *x = s_rand(&rng, n, lo, 4.0f), *y = s_rand(&rng, (size_t)rows, 0.5f, 3.0f), *out = malloc(n * sizeof *out);
+            int64_t shape[2] = {rows, cols}, col[2] = {rows, 1};
             tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
             tact_tensor *ty = tact_from_data(ctx, TACT_FLOAT32, 2, col, y); /* broadcast along the row */
             tact_tensor *r = s_apply((s_op_t)op, tx, ty, tact_scalar(ctx, 0.75));
@@ -175,11 +177,13 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
     free(x);
 }
 
-/* Matmuls of tiled and untiled shapes (the last one blocked over K) against
+/* Matmuls of tiled and untiled shapes (one blocked over K, four with a
+ * padded last tile: one vector, two, N below one vector, many tiles) against
  * a double loop within 1e-5 of the sum of magnitudes, with the same bits for
  * 1 and 8 threads. */
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
-    static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640}};
+    static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
+                                    {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
@@ -232,8 +236,8 @@ static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
 }
 
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
- * of 16 lanes on a 64-byte target (8 rows of one vector of 4 lanes when
- * only 4 divide N, no vector without vector registers), a large one also
+ * of 16 lanes on a 64-byte target (8 rows of one padded vector of 8 lanes
+ * for N = 36, no vector without vector registers), a large one also
  * blocks of 256 of K around work items of 64 rows, a row sum a vector
  * along the row with 4 rows side by side, an int32 kernel no vector. */
 Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
@@ -277,8 +281,15 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
             cr_assert(l.width == 16 && ups == 16 && l.align == 64 * 640, "width %d upcasts %lld align %lld", l.width, (long long)ups,
                       (long long)l.align);
             found[4] = 1;
-        } else if (k->ndim == 3) { /* 40x1100x36: only 4 lanes divide 36, and not twice: 8 rows of one vector */
-            cr_assert(l.width == 4 && vdim == 1 && ups == 8, "width %d dim %d upcasts %lld", l.width, vdim, (long long)ups);
+        } else if (k->ndim == 3) {
+            /* 40x1100x36: 16 lanes would pad 36 to 48, 8 lanes to 40 (at
+             * most 1/8 more): 8 rows of one vector of 8, 4 whole tiles and
+             * a masked last one; 4 lanes without padding. */
+            cr_assert(l.width == 8 && vdim == 1 && ups == 8 && l.pad >= 0 && l.pad_dim == 1 && l.pad_full == 4 && l.axes[l.pad].size == 5,
+                      "width %d dim %d upcasts %lld pad %d", l.width, vdim, (long long)ups, l.pad);
+            ta_target_t avx = {16, 1};
+            cr_assert_eq(ta_lower(k, &avx, &l, &err), TACT_OK);
+            cr_assert(l.width == 4 && l.pad < 0, "width %d pad %d", l.width, l.pad);
             found[1] = 1;
         } else if (k->reduce_mask) { /* row sums */
             cr_assert(l.width == 16 && l.axes[l.vector].reduce && ups == 4, "width %d upcasts %lld", l.width, (long long)ups);
