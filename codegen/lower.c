@@ -167,11 +167,12 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     /* The choices, first allowing a padded vector dim (below); when the
      * work item cannot hold the padded dim whole, again without. */
     int vdim, width, up_dim[2], j, kblock, pad;
+    int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1, second = -1;
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) second = inner, inner = k;
-    enum { S_MC = 64, S_KB = 256 };
+    enum { S_MC = 64, S_KB = 256, S_CS = 1024, S_CB = 8 };
     for (int allow_pad = 1;; allow_pad = 0) {
         /* The vector dim: the one most loads read contiguously (a store
          * must), at the widest width that divides it, or (allow_pad) an
@@ -236,22 +237,39 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
         pad = vdim >= 0 && !(a->reduce_mask >> vdim & 1) && out[vdim] % (factor[vdim] * vfactor[vdim]) != 0;
 
-        /* Cache blocking of a large matmul: work items of MC rows, the
-         * reduce in blocks of KB around the loops over column tiles (outer)
-         * and row tiles (inner), so a KB x 32 block of B serves MC rows
-         * from L1 and the MC x KB block of A stays in L2.  Each output
-         * still adds its products in k order (the partial sum waits in the
-         * output between blocks), so the bits are those of one loop over k. */
-        kblock = -1;
-        int nred = 0;
-        for (int k = 0; k < a->ndim; k++) nred += a->reduce_mask >> k & 1;
-        if (l->reduce >= 0 && up_dim[0] >= 0 && up_dim[1] == vdim && vdim >= 0 && !pad && nred == 1 &&
-            a->nodes[l->reduce].op == TA_OP_SUM && a->nodes[a->nnodes - 1].src[0] == l->reduce && out[up_dim[0]] % S_MC == 0)
-            for (int k = 0; k < a->ndim; k++)
-                if (a->reduce_mask >> k & 1 && a->shape[k] % S_KB == 0 && a->shape[k] >= 2 * S_KB &&
-                    a->shape[k] * out[vdim] * 4 > (1 << 20))
-                    kblock = k;
-        if (kblock >= 0) extra[up_dim[0]] = S_MC / factor[up_dim[0]]; /* a LOOP over more of a dim than its tile */
+        /* Cache blocking: the reduce in blocks (an outer REDUCE) around
+         * loops over tiles inside the work item, the partial results
+         * waiting in the output between blocks.  Each output still takes
+         * its inputs in reduce order, so the bits are those of one loop.
+         * - A large matmul: work items of MC rows, blocks of KB of K around
+         *   the column tiles (outer) and row tiles (inner): a KB x 32
+         *   block of B serves MC rows from L1 while the MC x KB block of A
+         *   stays in L2.
+         * - A reduce over a dim outside the vector (a column sum): work
+         *   items of up to CS columns, blocks of CB rows around the column
+         *   tiles, so each row is read as a run of CS contiguous floats (a
+         *   stream the prefetcher follows) instead of 32 of them a page
+         *   apart. */
+        kblock = -1, kb = 0;
+        int nred = 0, rdim = -1;
+        for (int k = 0; k < a->ndim; k++)
+            if (a->reduce_mask >> k & 1) nred++, rdim = k;
+        int stored = l->reduce >= 0 && nred == 1 && vdim >= 0 && !pad && !(a->reduce_mask >> vdim & 1) &&
+                     a->nodes[a->nnodes - 1].src[0] == l->reduce && (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX);
+        int64_t tile = stored ? factor[vdim] * vfactor[vdim] : 1;
+        if (stored && up_dim[0] >= 0 && up_dim[1] == vdim && out[up_dim[0]] % S_MC == 0 && a->shape[rdim] % S_KB == 0 && a->shape[rdim] >= 2 * S_KB &&
+            a->shape[rdim] * out[vdim] * 4 > (1 << 20)) {
+            kblock = rdim, kb = S_KB;
+            extra[up_dim[0]] = S_MC / factor[up_dim[0]];
+        } else if (stored && up_dim[0] < 0 && a->shape[rdim] % S_CB == 0 && a->shape[rdim] >= 2 * S_CB && out[vdim] > tile &&
+                   a->shape[rdim] * out[vdim] * 4 > (1 << 20)) {
+            int64_t cs = S_CS;
+            while (cs > tile && out[vdim] % cs) cs /= 2;
+            if (cs > tile && cs % tile == 0) {
+                kblock = rdim, kb = S_CB;
+                extra[vdim] = cs / tile;
+            }
+        }
 
         /* The work item: a suffix of the flat output, from the outermost
          * output dim j with a factor (its factor's worth) to the end.  A
@@ -274,7 +292,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     /* The axes. */
     s_axis(l, TA_AXIS_GLOBAL, -1, 0, l->items, l->align);
     if (kblock >= 0) {
-        s_axis(l, TA_AXIS_REDUCE, kblock, 1, a->shape[kblock] / S_KB, S_KB);
+        s_axis(l, TA_AXIS_REDUCE, kblock, 1, a->shape[kblock] / kb, kb);
         l->axes[l->naxes - 1].outer = 1;
     }
     l->pad = -1;
@@ -288,11 +306,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
         }
     }
-    if (j >= 0 && extra[j] > 1) /* the row tiles, inside the column tiles */
+    if (j >= 0 && extra[j] > 1) /* the tiles of dim j: a matmul's rows inside its column tiles, a column sum's columns */
         s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
     l->post_level = l->naxes - 1;
     for (int k = 0; k < a->ndim; k++)
-        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, (k == kblock ? S_KB : a->shape[k]) / vfactor[k], vfactor[k]);
+        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, (k == kblock ? kb : a->shape[k]) / vfactor[k], vfactor[k]);
     l->nloops = l->naxes - 1;
     for (int u = 0; u < 2; u++) {
         if (up_dim[u] < 0) continue;

@@ -209,6 +209,34 @@ Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     }
 }
 
+/* Column sums and maxes of 512 x 640 (blocked: 8 rows at a time over runs
+ * of 128 columns, the partials waiting in the output): sums within 1e-5 of
+ * the magnitudes of a double loop (512 float additions in row order, the
+ * order blocking keeps), maxes exact, the same bits for 1 and 8 threads. */
+Test(codegen_lower, blocked_column_reduces_against_loops) {
+    enum { R = 512, C = 640 };
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = s_rand(&rng, (size_t)R * C, -2, 2), sums[2][C], maxes[2][C];
+    for (int pass = 0; pass < 2; pass++) {
+        tact_ctx *ctx = s_open(pass ? 8 : 1, NULL);
+        int64_t shape[2] = {R, C};
+        int zero = 0;
+        tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+        cr_assert_eq(tact_read(tact_sum(tx, 1, &zero, 0), sums[pass], sizeof sums[pass]), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_max(tx, 1, &zero, 0), maxes[pass], sizeof maxes[pass]), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_ctx_close(&ctx);
+    }
+    cr_assert(memcmp(sums[0], sums[1], sizeof sums[0]) == 0 && memcmp(maxes[0], maxes[1], sizeof maxes[0]) == 0, "1 and 8 threads differ");
+    for (int c = 0; c < C; c++) {
+        double want = 0, mag = 0;
+        float m = -INFINITY;
+        for (int r = 0; r < R; r++) want += x[r * C + c], mag += fabs(x[r * C + c]), m = fmaxf(m, x[r * C + c]);
+        cr_assert_leq(fabs(sums[0][c] - want), 1e-5 * mag, "seed %#llx: column %d: %.9g, not %.9g", (unsigned long long)seed, c, sums[0][c], want);
+        cr_assert_eq(maxes[0][c], m, "seed %#llx: column %d max", (unsigned long long)seed, c);
+    }
+    free(x);
+}
+
 /* The kernels' ASTs of a recorded run, lowered for a given target. */
 static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
     ta_log_t *log;
@@ -238,27 +266,29 @@ static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
  * of 16 lanes on a 64-byte target (8 rows of one padded vector of 8 lanes
  * for N = 36, no vector without vector registers), a large one also
- * blocks of 256 of K around work items of 64 rows, a row sum a vector
+ * blocks of 256 of K around work items of 64 rows, a large column sum
+ * blocks of 8 rows around runs of 128 columns, a row sum a vector
  * along the row with 4 rows side by side, an int32 kernel no vector. */
 Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     char *path = tu_tmpfile("lower");
     tact_ctx *ctx = s_open(1, path);
     float *a = calloc(1024 * 1100, sizeof *a);
-    int64_t s1[2] = {64, 64}, s2[2] = {40, 1100}, s3[2] = {1100, 36}, si[1] = {64}, s4[2] = {128, 512}, s5[2] = {512, 640};
+    int64_t s1[2] = {64, 64}, s2[2] = {40, 1100}, s3[2] = {1100, 36}, si[1] = {64}, s4[2] = {128, 512}, s5[2] = {512, 640}, s6[2] = {1024, 640};
     int one = 1;
     tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, s1, a);
-    tact_tensor *outs[5] = {tact_matmul(x, x), tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s2, a), tact_from_data(ctx, TACT_FLOAT32, 2, s3, a)),
+    tact_tensor *outs[6] = {tact_matmul(x, x), tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s2, a), tact_from_data(ctx, TACT_FLOAT32, 2, s3, a)),
                             tact_sum(x, 1, &one, 0), tact_add(tact_zeros(ctx, TACT_INT32, 1, si), tact_scalar_int(ctx, 3)),
-                            tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s4, a), tact_from_data(ctx, TACT_FLOAT32, 2, s5, a))};
-    cr_assert_eq(tact_realize(ctx, 5, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+                            tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, s4, a), tact_from_data(ctx, TACT_FLOAT32, 2, s5, a)),
+                            tact_sum(tact_from_data(ctx, TACT_FLOAT32, 2, s6, a), 1, (int[]){0}, 0)};
+    cr_assert_eq(tact_realize(ctx, 6, outs), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_ctx_close(&ctx);
     static ta_ast_t asts[8];
     int n = s_recorded_asts(path, asts, 8);
-    cr_assert_eq(n, 5, "%d kernels", n);
+    cr_assert_eq(n, 6, "%d kernels", n);
     static ta_lir_t l;
     ta_error_t err;
     ta_target_t avx512 = {64, 1}, none = {0, 0};
-    int found[5] = {0};
+    int found[6] = {0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
         cr_assert_eq(ta_lower(k, &avx512, &l, &err), TACT_OK, "%s", err.text);
@@ -291,6 +321,10 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
             cr_assert_eq(ta_lower(k, &avx, &l, &err), TACT_OK);
             cr_assert(l.width == 4 && l.pad < 0, "width %d pad %d", l.width, l.pad);
             found[1] = 1;
+        } else if (k->reduce_mask == 1) { /* column sums of 1024 x 640: blocks of 8 rows around tiles of runs of 128 columns */
+            cr_assert(l.width == 16 && l.axes[1].outer && l.axes[1].size == 128 && l.axes[1].mult == 8 && l.align == 128 && ups == 2,
+                      "width %d outer %d size %lld align %lld", l.width, l.axes[1].outer, (long long)l.axes[1].size, (long long)l.align);
+            found[5] = 1;
         } else if (k->reduce_mask) { /* row sums */
             cr_assert(l.width == 16 && l.axes[l.vector].reduce && ups == 4, "width %d upcasts %lld", l.width, (long long)ups);
             found[2] = 1;
@@ -301,7 +335,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
         cr_assert_eq(ta_lower(k, &none, &l, &err), TACT_OK);
         cr_assert_eq(l.width, 1);
     }
-    cr_assert(found[0] && found[1] && found[2] && found[3] && found[4]);
+    cr_assert(found[0] && found[1] && found[2] && found[3] && found[4] && found[5]);
     unlink(path);
     free(path);
     free(a);
