@@ -62,15 +62,14 @@ static const char s_prelude[] =
     "   (relative error 2e-9), evaluated with fma; within 1 ulp of 2^x over every\n"
     "   float (checked exhaustively), subnormal results rounded once.  The\n"
     "   vector version does the same operations lane by lane: the same bits. */\n"
-    "#define TACT_EXP2_C6 1.535336196e-04f, 1.339887502e-03f, 9.618436918e-03f, 5.550332367e-02f, 2.402264774e-01f, 6.931471825e-01f\n"
+    "#define TACT_EXP2_POLY(FMA, K, f) FMA(FMA(FMA(FMA(FMA(FMA(K(1.535336196e-04f), f, K(1.339887502e-03f)), f, K(9.618436918e-03f)), f, \\\n"
+    "  K(5.550332367e-02f)), f, K(2.402264774e-01f)), f, K(6.931471825e-01f)), f, K(1.0f))\n"
+    "#define TACT_EXP2_K(x) (x)\n"
     "static inline float tact_bitsf(int32_t i) { float f; memcpy(&f, &i, 4); return f; }\n"
     "static inline float tact_exp2f(float x) {\n"
     "  if (x != x) return x + x;\n"
     "  x = x > 129.0f ? 129.0f : x < -160.0f ? -160.0f : x;\n"
-    "  static const float c[6] = {TACT_EXP2_C6};\n"
-    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = c[0];\n"
-    "  for (int i = 1; i < 6; i++) p = fmaf(p, f, c[i]);\n"
-    "  p = fmaf(p, f, 1.0f);\n"
+    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = TACT_EXP2_POLY(fmaf, TACT_EXP2_K, f);\n"
     "  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;\n"
     "  return p * tact_bitsf((k1 + 127) << 23) * tact_bitsf((k2 + 127) << 23);\n"
     "}\n"
@@ -174,6 +173,11 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
  * Functions without a vector instruction run lane by lane, which gcc
  * turns into one instruction where there is one (sqrt, fma). */
 static void s_vector_prelude(s_str_t *o, int w) {
+    /* A splat spelled as an initializer: gcc 12 made a lane loop a masked
+     * broadcast per lane, inside the loops. */
+    char splat[400] = "static inline tact_vf tact_vsplat(float x) { return (tact_vf){x";
+    for (int l = 1; l < w && l < 64; l++) strcat(splat, ",x");
+    strcat(splat, "}; }\n");
     s_put(o,
           "typedef float tact_vf __attribute__((vector_size(%d)));\n"
           "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
@@ -181,10 +185,10 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "#define TACT_W %d\n"
           "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
           "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
+          "%s"
           "/* The first n lanes (n may be <= 0 or >= TACT_W): a padded dim's last tile. */\n"
           "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
           "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
-          "static inline tact_vf tact_vsplat(float x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = x; return r; }\n"
           "/* max propagates NaN from either side, as tact_maxf. */\n"
           "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
           "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
@@ -196,10 +200,7 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "static inline tact_vf tact_vexp2(tact_vf x) {\n"
           "  tact_vi nan = x != x, hi = x > 129.0f, lo = x < -160.0f;\n"
           "  tact_vf y = (tact_vf)(((tact_vi)x & ~(hi | lo | nan)) | ((tact_vi)tact_vsplat(129.0f) & hi) | ((tact_vi)tact_vsplat(-160.0f) & lo));\n"
-          "  static const float c[6] = {TACT_EXP2_C6};\n"
-          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = tact_vsplat(c[0]);\n"
-          "  for (int i = 1; i < 6; i++) p = tact_vfma(p, f, tact_vsplat(c[i]));\n"
-          "  p = tact_vfma(p, f, tact_vsplat(1.0f));\n"
+          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = TACT_EXP2_POLY(tact_vfma, tact_vsplat, f);\n"
           "  tact_vi k = __builtin_convertvector(n, tact_vi), k1 = k >> 1, k2 = k - k1;\n"
           "  tact_vf r = p * (tact_vf)((k1 + 127) << 23) * (tact_vf)((k2 + 127) << 23), q = x + x;\n"
           "  return (tact_vf)(((tact_vi)r & ~nan) | ((tact_vi)q & nan));\n"
@@ -217,7 +218,7 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
           "  return h[0];\n"
           "}\n",
-          4 * w, 4 * w, 4 * w, w);
+          4 * w, 4 * w, 4 * w, w, splat);
 }
 
 /* ------------------------------------------------------------------ nodes */
