@@ -294,6 +294,37 @@ S_OP2(shl)
 S_OP2(shr)
 S_OP2(matmul)
 S_OP2(assign)
+S_OP2(minimum)
+S_OP1(exp)
+S_OP1(log)
+S_OP1(relu)
+S_OP1(sigmoid)
+S_OP1(reciprocal)
+S_OP1(rsqrt)
+S_OP1(cos)
+S_OP1(tan)
+S_OP1(trunc)
+S_OP1(ceil)
+S_OP1(floor)
+S_OP1(round)
+S_OP1(square)
+S_OP1(sign)
+S_OP1(abs)
+S_OP1(logical_not)
+S_OP1(swish)
+S_OP1(silu)
+S_OP1(relu6)
+S_OP1(hardswish)
+S_OP1(tanh)
+S_OP1(sinh)
+S_OP1(cosh)
+S_OP1(atanh)
+S_OP1(asinh)
+S_OP1(acosh)
+S_OP1(gelu)
+S_OP1(quick_gelu)
+S_OP1(mish)
+S_OP1(softsign)
 
 /* One tensor and other arguments. */
 #define S_ONE(hx, expr)              \
@@ -303,6 +334,16 @@ S_OP2(assign)
     } while (0)
 
 tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_cast(xs[0], dtype)); }
+tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
+tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
+tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }
+tact_tensor *tact_hardtanh(tact_tensor *hx, double min_val, double max_val) { S_ONE(hx, ti_hardtanh(xs[0], min_val, max_val)); }
+tact_tensor *tact_leakyrelu(tact_tensor *hx, double neg_slope) { S_ONE(hx, ti_leakyrelu(xs[0], neg_slope)); }
+tact_tensor *tact_softplus(tact_tensor *hx, double beta) { S_ONE(hx, ti_softplus(xs[0], beta)); }
+tact_tensor *tact_lerp(tact_tensor *hx, tact_tensor *hend, tact_tensor *hweight) {
+    tact_tensor *hs[3] = {hx, hend, hweight};
+    S_TENSORS(3, hs, ti_lerp(xs[0], xs[1], xs[2]));
+}
 tact_tensor *tact_bitcast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_bitcast(xs[0], dtype)); }
 tact_tensor *tact_where(tact_tensor *hc, tact_tensor *ha, tact_tensor *hb) {
     tact_tensor *hs[3] = {hc, ha, hb};

@@ -302,6 +302,65 @@ tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c);
 
+/*
+ * Elementwise math and activation functions, composed from the primitives
+ * as the reference composes them (the scheduler fuses a chain of them into
+ * one kernel), with PyTorch's answers within the reference suite's
+ * tolerances (tests/api/test_unary.c).  Conventions of this section and the
+ * ones after it:
+ * - Functions that need floats (exp, log, sigmoid, the trigonometric and
+ *   hyperbolic ones, ...) compute ints and bools in float32, as the
+ *   reference's least_upper_float; the others keep the input's dtype.
+ * - A parameter the reference gives a default is a plain argument; the
+ *   reference's defaults are named in the comment (pass them for the
+ *   reference's behaviour).
+ * - Where the reference drops a NaN, PyTorch's NaN is given: sign(NaN) and
+ *   abs(NaN) are NaN, relu, clip, maximum and minimum propagate NaN.
+ * - trunc, ceil, floor and round go through int32 as the reference does:
+ *   values beyond its range saturate (and NaN gives 0).
+ */
+tact_tensor *tact_exp(tact_tensor *x);
+tact_tensor *tact_log(tact_tensor *x); /* natural log */
+tact_tensor *tact_relu(tact_tensor *x);
+tact_tensor *tact_sigmoid(tact_tensor *x);
+tact_tensor *tact_reciprocal(tact_tensor *x); /* as tact_recip */
+tact_tensor *tact_rsqrt(tact_tensor *x);
+tact_tensor *tact_cos(tact_tensor *x);
+tact_tensor *tact_tan(tact_tensor *x);
+tact_tensor *tact_trunc(tact_tensor *x);
+tact_tensor *tact_ceil(tact_tensor *x);
+tact_tensor *tact_floor(tact_tensor *x);
+tact_tensor *tact_round(tact_tensor *x); /* half to even */
+tact_tensor *tact_square(tact_tensor *x);
+tact_tensor *tact_sign(tact_tensor *x);
+tact_tensor *tact_abs(tact_tensor *x);
+tact_tensor *tact_logical_not(tact_tensor *x); /* bool */
+tact_tensor *tact_minimum(tact_tensor *a, tact_tensor *b);
+/* Clamps to [lo, hi]; -INFINITY or INFINITY leaves that side open (the
+ * reference's None). */
+tact_tensor *tact_clip(tact_tensor *x, double lo, double hi);
+/* x + (end - x) * weight (weight may be a tact_scalar). */
+tact_tensor *tact_lerp(tact_tensor *x, tact_tensor *end, tact_tensor *weight);
+tact_tensor *tact_elu(tact_tensor *x, double alpha);  /* reference default alpha 1.0 */
+tact_tensor *tact_celu(tact_tensor *x, double alpha); /* 1.0 */
+tact_tensor *tact_swish(tact_tensor *x);
+tact_tensor *tact_silu(tact_tensor *x); /* swish */
+tact_tensor *tact_relu6(tact_tensor *x);
+tact_tensor *tact_hardswish(tact_tensor *x);
+tact_tensor *tact_tanh(tact_tensor *x);
+tact_tensor *tact_sinh(tact_tensor *x);
+tact_tensor *tact_cosh(tact_tensor *x);
+tact_tensor *tact_atanh(tact_tensor *x);
+tact_tensor *tact_asinh(tact_tensor *x);
+tact_tensor *tact_acosh(tact_tensor *x);
+tact_tensor *tact_hardtanh(tact_tensor *x, double min_val, double max_val); /* -1, 1 */
+tact_tensor *tact_gelu(tact_tensor *x);                                     /* the tanh approximation */
+tact_tensor *tact_quick_gelu(tact_tensor *x);
+tact_tensor *tact_leakyrelu(tact_tensor *x, double neg_slope); /* 0.01 */
+tact_tensor *tact_mish(tact_tensor *x);
+tact_tensor *tact_softplus(tact_tensor *x, double beta); /* 1 */
+tact_tensor *tact_softsign(tact_tensor *x);
+
 /* Reductions over naxes axes (negative count from the end; naxes < 0: all
  * axes, axes may be NULL).  keepdim keeps reduced dims as size 1.  sum
  * accumulates ints in at least int32 (unsigned: uint32) and returns that,
