@@ -334,6 +334,19 @@ S_OP1(softsign)
     } while (0)
 
 tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_cast(xs[0], dtype)); }
+tact_tensor *tact_min(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_min(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_any(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_any(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_all(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_all(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_mean(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_mean(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_var(tact_tensor *hx, int naxes, const int *axes, int keepdim, double correction) {
+    S_ONE(hx, ti_var(xs[0], naxes, axes, keepdim, correction));
+}
+tact_tensor *tact_std(tact_tensor *hx, int naxes, const int *axes, int keepdim, double correction) {
+    S_ONE(hx, ti_std(xs[0], naxes, axes, keepdim, correction));
+}
+tact_tensor *tact_softmax(tact_tensor *hx, int axis) { S_ONE(hx, ti_softmax(xs[0], axis)); }
+tact_tensor *tact_log_softmax(tact_tensor *hx, int axis) { S_ONE(hx, ti_log_softmax(xs[0], axis)); }
+tact_tensor *tact_logsumexp(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_logsumexp(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

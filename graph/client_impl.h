@@ -136,6 +136,17 @@ ti_tensor_t *ti_mish(ti_tensor_t *x);
 ti_tensor_t *ti_softplus(ti_tensor_t *x, double beta);
 ti_tensor_t *ti_softsign(ti_tensor_t *x);
 
+/* client_reduce.c: reductions composed from sum and max. */
+ti_tensor_t *ti_min(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_any(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_all(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_mean(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+ti_tensor_t *ti_var(ti_tensor_t *x, int naxes, const int *axes, int keepdim, double correction);
+ti_tensor_t *ti_std(ti_tensor_t *x, int naxes, const int *axes, int keepdim, double correction);
+ti_tensor_t *ti_softmax(ti_tensor_t *x, int axis);
+ti_tensor_t *ti_log_softmax(ti_tensor_t *x, int axis);
+ti_tensor_t *ti_logsumexp(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

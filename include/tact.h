@@ -368,6 +368,23 @@ tact_tensor *tact_softsign(tact_tensor *x);
 tact_tensor *tact_sum(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_max(tact_tensor *x, int naxes, const int *axes, int keepdim);
 
+/* Reductions composed from sum and max, with the same axes convention.
+ * mean of ints is float32 (sums in the accumulation dtype first); var and
+ * std divide by (count - correction), the reference's default correction
+ * being 1, and give inf or NaN where that is not positive as the reference
+ * does.  min of unsigned ints and bools is exact (the reference's -max(-x)
+ * wraps).  any and all are bools. */
+tact_tensor *tact_min(tact_tensor *x, int naxes, const int *axes, int keepdim);
+tact_tensor *tact_any(tact_tensor *x, int naxes, const int *axes, int keepdim);
+tact_tensor *tact_all(tact_tensor *x, int naxes, const int *axes, int keepdim);
+tact_tensor *tact_mean(tact_tensor *x, int naxes, const int *axes, int keepdim);
+tact_tensor *tact_var(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
+tact_tensor *tact_std(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
+tact_tensor *tact_logsumexp(tact_tensor *x, int naxes, const int *axes, int keepdim);
+/* Along one axis (negative counts from the end; the reference's default is -1). */
+tact_tensor *tact_softmax(tact_tensor *x, int axis);
+tact_tensor *tact_log_softmax(tact_tensor *x, int axis);
+
 /* Matrix product with the reference's broadcasting (its dot): a's last dim
  * against b's second to last (or only) dim; leading dims broadcast.  It is
  * a broadcast multiply and a sum, which the scheduler fuses into one kernel. */
