@@ -347,6 +347,62 @@ tact_tensor *tact_std(tact_tensor *hx, int naxes, const int *axes, int keepdim, 
 tact_tensor *tact_softmax(tact_tensor *hx, int axis) { S_ONE(hx, ti_softmax(xs[0], axis)); }
 tact_tensor *tact_log_softmax(tact_tensor *hx, int axis) { S_ONE(hx, ti_log_softmax(xs[0], axis)); }
 tact_tensor *tact_logsumexp(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_logsumexp(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_squeeze(tact_tensor *hx, int naxes, const int *axes) { S_ONE(hx, ti_squeeze(xs[0], naxes, axes)); }
+tact_tensor *tact_unsqueeze(tact_tensor *hx, int dim) { S_ONE(hx, ti_unsqueeze(xs[0], dim)); }
+tact_tensor *tact_flatten(tact_tensor *hx, int start_dim, int end_dim) { S_ONE(hx, ti_flatten(xs[0], start_dim, end_dim)); }
+tact_tensor *tact_unflatten(tact_tensor *hx, int dim, int n, const int64_t *sizes) { S_ONE(hx, ti_unflatten(xs[0], dim, n, sizes)); }
+tact_tensor *tact_transpose(tact_tensor *hx, int dim0, int dim1) { S_ONE(hx, ti_transpose(xs[0], dim0, dim1)); }
+tact_tensor *tact_T(tact_tensor *hx) { S_ONE(hx, ti_transpose(xs[0], 1, 0)); }
+tact_tensor *tact_repeat(tact_tensor *hx, int n, const int64_t *repeats) { S_ONE(hx, ti_repeat(xs[0], n, repeats)); }
+tact_tensor *tact_repeat_interleave(tact_tensor *hx, int64_t repeats, int dim) { S_ONE(hx, ti_repeat_interleave(xs[0], repeats, dim, 0)); }
+tact_tensor *tact_repeat_interleave_flat(tact_tensor *hx, int64_t repeats) { S_ONE(hx, ti_repeat_interleave(xs[0], repeats, 0, 1)); }
+tact_tensor *tact_pad2d(tact_tensor *hx, int n, const int64_t *padding, double value) { S_ONE(hx, ti_pad2d(xs[0], n, padding, value)); }
+tact_tensor *tact_gather(tact_tensor *hx, int dim, tact_tensor *hindex) {
+    tact_tensor *hs[2] = {hx, hindex};
+    S_TENSORS(2, hs, ti_gather(xs[0], dim, xs[1]));
+}
+
+/* cat and stack take any number of tensors (at most 4096). */
+static tact_tensor *s_many(int n, tact_tensor *const *hs, int dim, int stack) {
+    if (n < 1 || n > 4096 || !hs) return s_h(ti_null_arg());
+    ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)n);
+    if (!xs) return s_h(ti_null_arg());
+    int busy;
+    ti_ctx_t *c = s_enter(n, (const tact_tensor *const *)hs, xs, &busy);
+    tact_tensor *h = busy ? s_h(ti_busy_arg()) : s_h(stack ? ti_stack(n, xs, dim) : ti_cat(n, xs, dim));
+    if (c) ti_ctx_leave(c);
+    ta_free(xs);
+    return h;
+}
+tact_tensor *tact_cat(int n, tact_tensor *const *xs, int dim) { return s_many(n, xs, dim, 0); }
+tact_tensor *tact_stack(int n, tact_tensor *const *xs, int dim) { return s_many(n, xs, dim, 1); }
+
+/* split and chunk: pieces as handles in out. */
+static int s_pieces(tact_tensor *hx, int n, const int64_t *sizes, int chunks, int dim, tact_tensor **out) {
+    if (!out) return -1;
+    ti_tensor_t *xs[1], *pieces[4096];
+    const tact_tensor *hs[1] = {hx};
+    int busy;
+    ti_ctx_t *c = s_enter(1, hs, xs, &busy);
+    if (busy) {
+        out[0] = s_h(ti_busy_arg());
+        return -1;
+    }
+    int r;
+    if (sizes && n > 4096) r = -1, pieces[0] = ti_neg(NULL);
+    else r = sizes ? ti_split(xs[0], n, sizes, dim, pieces) : ti_chunk(xs[0], chunks, dim, pieces);
+    for (int i = 0; i < (r < 0 ? 1 : r); i++) out[i] = s_h(pieces[i]);
+    if (c) ti_ctx_leave(c);
+    return r;
+}
+int tact_split(tact_tensor *x, int n, const int64_t *sizes, int dim, tact_tensor **out) {
+    if (!sizes) {
+        if (out) out[0] = s_h(ti_null_arg());
+        return -1;
+    }
+    return s_pieces(x, n, sizes, 0, dim, out);
+}
+int tact_chunk(tact_tensor *x, int chunks, int dim, tact_tensor **out) { return s_pieces(x, 0, NULL, chunks, dim, out); }
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

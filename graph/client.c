@@ -174,6 +174,8 @@ __attribute__((format(printf, 3, 4))) static ti_tensor_t *s_error(ti_ctx_t *ctx,
     return t ? t : &s_oom;
 }
 
+ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text) { return s_error(ctx, code, "%s", text); }
+
 static ti_tensor_t *s_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
     ti_tensor_t *t = ta_calloc(1, sizeof *t);
     if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");

@@ -20,6 +20,9 @@ uintptr_t ti_tensor_handle(ti_tensor_t *t);
 uintptr_t ti_ctx_handle(const ti_ctx_t *ctx);
 ti_ctx_t *ti_tensor_ctx(const ti_tensor_t *t);
 
+/* An error tensor of ctx with code and text (the composed ops' own errors). */
+ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text);
+
 /* Error tensors of no context, for calls the handle layer refuses. */
 ti_tensor_t *ti_null_arg(void);
 ti_tensor_t *ti_stale_arg(void);
@@ -146,6 +149,23 @@ ti_tensor_t *ti_std(ti_tensor_t *x, int naxes, const int *axes, int keepdim, dou
 ti_tensor_t *ti_softmax(ti_tensor_t *x, int axis);
 ti_tensor_t *ti_log_softmax(ti_tensor_t *x, int axis);
 ti_tensor_t *ti_logsumexp(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
+
+/* client_movement.c: movement composed from reshape, permute, expand, pad
+ * and shrink.  ti_split and ti_chunk fill out and return their count, or
+ * -1 with out[0] an error tensor. */
+ti_tensor_t *ti_squeeze(ti_tensor_t *x, int naxes, const int *axes);
+ti_tensor_t *ti_unsqueeze(ti_tensor_t *x, int dim);
+ti_tensor_t *ti_flatten(ti_tensor_t *x, int start_dim, int end_dim);
+ti_tensor_t *ti_unflatten(ti_tensor_t *x, int dim, int n, const int64_t *sizes);
+ti_tensor_t *ti_transpose(ti_tensor_t *x, int dim0, int dim1);
+ti_tensor_t *ti_repeat(ti_tensor_t *x, int n, const int64_t *repeats);
+ti_tensor_t *ti_repeat_interleave(ti_tensor_t *x, int64_t repeats, int dim, int flat);
+ti_tensor_t *ti_cat(int n, ti_tensor_t *const *xs, int dim);
+ti_tensor_t *ti_stack(int n, ti_tensor_t *const *xs, int dim);
+int ti_split(ti_tensor_t *x, int n, const int64_t *sizes, int dim, ti_tensor_t **out);
+int ti_chunk(ti_tensor_t *x, int chunks, int dim, ti_tensor_t **out);
+ti_tensor_t *ti_gather(ti_tensor_t *x, int dim, ti_tensor_t *index);
+ti_tensor_t *ti_pad2d(ti_tensor_t *x, int n, const int64_t *padding, double value);
 
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

@@ -401,6 +401,41 @@ tact_tensor *tact_pad(tact_tensor *x, const int64_t (*pads)[2], double value);
 tact_tensor *tact_shrink(tact_tensor *x, const int64_t (*ranges)[2]);
 tact_tensor *tact_flip(tact_tensor *x, int naxes, const int *axes);
 
+/*
+ * Movement composed from the above, as the reference composes it.  dim
+ * arguments count from the end when negative; out of range is an error
+ * naming the range.  Where the reference takes an optional dim, naxes < 0
+ * (squeeze: every size-1 dim) or a _flat variant stands for None.
+ */
+tact_tensor *tact_squeeze(tact_tensor *x, int naxes, const int *axes); /* dims that are not 1 stay */
+tact_tensor *tact_unsqueeze(tact_tensor *x, int dim);
+tact_tensor *tact_flatten(tact_tensor *x, int start_dim, int end_dim); /* reference: 0, -1 */
+tact_tensor *tact_unflatten(tact_tensor *x, int dim, int n, const int64_t *sizes);
+tact_tensor *tact_transpose(tact_tensor *x, int dim0, int dim1); /* reference: 1, 0 */
+tact_tensor *tact_T(tact_tensor *x);                             /* transpose(1, 0) */
+/* n repeats, n >= ndim (extra leading dims are new dims). */
+tact_tensor *tact_repeat(tact_tensor *x, int n, const int64_t *repeats);
+tact_tensor *tact_repeat_interleave(tact_tensor *x, int64_t repeats, int dim);
+tact_tensor *tact_repeat_interleave_flat(tact_tensor *x, int64_t repeats); /* dim None: of the flattened x */
+/* Joins n tensors (1 to 4096) that agree off dim: a sum of padded tensors,
+ * one kernel.  stack joins along a new dim. */
+tact_tensor *tact_cat(int n, tact_tensor *const *xs, int dim);
+tact_tensor *tact_stack(int n, tact_tensor *const *xs, int dim);
+/* Pieces along dim as views, into out (room for n pieces; chunk: for
+ * chunks): split takes their sizes, which must sum to dim's length; chunk
+ * takes ceil(len / chunks) each, the last shorter (fewer pieces when they
+ * run out, as the reference).  Return the number of pieces, or -1 with the
+ * error tensor in out[0]. */
+int tact_split(tact_tensor *x, int n, const int64_t *sizes, int dim, tact_tensor **out);
+int tact_chunk(tact_tensor *x, int chunks, int dim, tact_tensor **out);
+/* out[i][j] = x[index[i][j]][j] for dim 0 (and so on): index is ints with
+ * x's number of dims, no larger than x off dim.  An index out of range
+ * gives 0 (the reference's one-hot sum). */
+tact_tensor *tact_gather(tact_tensor *x, int dim, tact_tensor *index);
+/* padding: n amounts (left, right, top, bottom, ...) from the last dim
+ * backwards; a negative amount crops. */
+tact_tensor *tact_pad2d(tact_tensor *x, int n, const int64_t *padding, double value);
+
 /* A contiguous copy (or x itself once it is realized and contiguous). */
 tact_tensor *tact_contiguous(tact_tensor *x);
 
