@@ -75,6 +75,18 @@ static ti_ctx_t *s_enter_ctx(const tact_ctx *h, int *stale, int *busy) {
         return h_;                                                      \
     } while (0)
 
+/* The same with room for cap tensors, n of them given. */
+#define S_TENSORS_N(cap, n, hs, expr)                                   \
+    do {                                                                \
+        ti_tensor_t *xs[cap];                                           \
+        int busy_;                                                      \
+        ti_ctx_t *c_ = s_enter(n, (const tact_tensor *const *)(hs), xs, &busy_); \
+        if (busy_) return s_h(ti_busy_arg());                           \
+        tact_tensor *h_ = s_h(expr);                                    \
+        if (c_) ti_ctx_leave(c_);                                       \
+        return h_;                                                      \
+    } while (0)
+
 /* A tensor-returning call on a context `ctx`. */
 #define S_CTX_TENSOR(hctx, expr)                                        \
     do {                                                                \
@@ -295,6 +307,14 @@ S_OP2(shr)
 S_OP2(matmul)
 S_OP2(assign)
 S_OP2(minimum)
+S_OP2(eq)
+S_OP2(ne)
+S_OP2(lt)
+S_OP2(gt)
+S_OP2(le)
+S_OP2(ge)
+S_OP2(binary_crossentropy)
+S_OP2(binary_crossentropy_logits)
 S_OP1(exp)
 S_OP1(log)
 S_OP1(relu)
@@ -403,6 +423,31 @@ int tact_split(tact_tensor *x, int n, const int64_t *sizes, int dim, tact_tensor
     return s_pieces(x, n, sizes, 0, dim, out);
 }
 int tact_chunk(tact_tensor *x, int chunks, int dim, tact_tensor **out) { return s_pieces(x, 0, NULL, chunks, dim, out); }
+/* Calls with optional tensors (NULL: none): the handles that are there. */
+static tact_tensor *s_conv(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb, const tact_window *opt) {
+    tact_tensor *hs[3] = {hx, hw, hb};
+    S_TENSORS(hb ? 3 : 2, hs, ti_conv2d(xs[0], xs[1], hb ? xs[2] : NULL, opt));
+}
+tact_tensor *tact_conv2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt) { return s_conv(x, weight, bias, opt); }
+tact_tensor *tact_avg_pool2d(tact_tensor *hx, const tact_window *opt) { S_ONE(hx, ti_avg_pool2d(xs[0], opt)); }
+tact_tensor *tact_max_pool2d(tact_tensor *hx, const tact_window *opt) { S_ONE(hx, ti_max_pool2d(xs[0], opt)); }
+tact_tensor *tact_linear(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb) {
+    tact_tensor *hs[3] = {hx, hw, hb};
+    S_TENSORS(hb ? 3 : 2, hs, ti_linear(xs[0], xs[1], hb ? xs[2] : NULL));
+}
+tact_tensor *tact_layernorm(tact_tensor *hx, int naxes, const int *axes, double eps) { S_ONE(hx, ti_layernorm(xs[0], naxes, axes, eps)); }
+tact_tensor *tact_batchnorm(tact_tensor *hx, tact_tensor *hweight, tact_tensor *hbias, tact_tensor *hmean, tact_tensor *hinvstd, int axis) {
+    /* The optional ones go last, so the ones present are the first n. */
+    tact_tensor *hs[5] = {hx, hmean, hinvstd, hweight, hbias};
+    int nw = hweight != NULL, n = 3 + nw + (hbias != NULL);
+    if (!hweight) hs[3] = hbias;
+    S_TENSORS_N(5, n, hs, ti_batchnorm(xs[0], hweight ? xs[3] : NULL, hbias ? xs[3 + nw] : NULL, xs[1], xs[2], axis));
+}
+tact_tensor *tact_one_hot(tact_tensor *hx, int64_t num_classes) { S_ONE(hx, ti_one_hot(xs[0], num_classes)); }
+tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *hx, tact_tensor *hy, int64_t ignore_index, double label_smoothing) {
+    tact_tensor *hs[2] = {hx, hy};
+    S_TENSORS(2, hs, ti_sparse_categorical_crossentropy(xs[0], xs[1], ignore_index, label_smoothing));
+}
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

@@ -167,6 +167,24 @@ int ti_chunk(ti_tensor_t *x, int chunks, int dim, ti_tensor_t **out);
 ti_tensor_t *ti_gather(ti_tensor_t *x, int dim, ti_tensor_t *index);
 ti_tensor_t *ti_pad2d(ti_tensor_t *x, int n, const int64_t *padding, double value);
 
+/* client_nn.c: windowed and nn functions, comparisons. */
+ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt);
+ti_tensor_t *ti_avg_pool2d(ti_tensor_t *x, const tact_window *opt);
+ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt);
+ti_tensor_t *ti_linear(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias);
+ti_tensor_t *ti_layernorm(ti_tensor_t *x, int naxes, const int *axes, double eps);
+ti_tensor_t *ti_batchnorm(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, ti_tensor_t *mean, ti_tensor_t *invstd, int axis);
+ti_tensor_t *ti_one_hot(ti_tensor_t *x, int64_t num_classes);
+ti_tensor_t *ti_binary_crossentropy(ti_tensor_t *x, ti_tensor_t *y);
+ti_tensor_t *ti_binary_crossentropy_logits(ti_tensor_t *x, ti_tensor_t *y);
+ti_tensor_t *ti_sparse_categorical_crossentropy(ti_tensor_t *x, ti_tensor_t *labels, int64_t ignore_index, double label_smoothing);
+ti_tensor_t *ti_eq(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_ne(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_lt(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_gt(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_le(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_ge(ti_tensor_t *a, ti_tensor_t *b);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

@@ -436,6 +436,58 @@ tact_tensor *tact_gather(tact_tensor *x, int dim, tact_tensor *index);
  * backwards; a negative amount crops. */
 tact_tensor *tact_pad2d(tact_tensor *x, int n, const int64_t *padding, double value);
 
+/*
+ * Windowed functions (convolution, pooling) take their options in a
+ * tact_window, which tact_window_default fills with the reference's
+ * defaults; NULL means those defaults.  Functions of 2 spatial dims work
+ * on 1 to 3 as the reference's do (ndims; a convolution takes it from its
+ * weight).
+ */
+typedef struct tact_window {
+    int ndims;            /* spatial dims, the last ones of the input: 2 */
+    int64_t kernel[3];    /* pools: the window, (2, 2); a convolution's comes from its weight */
+    int64_t stride[3];    /* 0: the default, the kernel for pools and 1 for convolutions */
+    int64_t dilation[3];  /* 1 */
+    int npad;             /* padding amounts given: 0, 1 (every side), ndims (per dim, both
+                           * sides) or 2 * ndims (left, right, top, bottom, ... as pad2d) */
+    int64_t padding[6];   /* 0 */
+    int groups;           /* convolutions: 1 */
+    int count_include_pad; /* avg_pool2d: 1 (padding counts in the mean) */
+} tact_window;
+void tact_window_default(tact_window *w);
+
+/* x (batch, groups * cin, *spatial) with weight (cout, cin, *kernel) and an
+ * optional bias (cout) (NULL: none). */
+tact_tensor *tact_conv2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt);
+tact_tensor *tact_avg_pool2d(tact_tensor *x, const tact_window *opt);
+tact_tensor *tact_max_pool2d(tact_tensor *x, const tact_window *opt); /* padding with -inf */
+/* x.dot(weight) + bias with weight (in, out), the reference's layout (the
+ * transpose of PyTorch's), or x * weight for a 1-dim weight; bias may be NULL. */
+tact_tensor *tact_linear(tact_tensor *x, tact_tensor *weight, tact_tensor *bias);
+/* Normalizes over axes (reference: axis -1, eps 1e-5), no affine part. */
+tact_tensor *tact_layernorm(tact_tensor *x, int naxes, const int *axes, double eps);
+/* (x - mean) * weight * invstd + bias, the per-channel tensors along axis
+ * (reference: 1); weight and bias may be NULL. */
+tact_tensor *tact_batchnorm(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, tact_tensor *mean, tact_tensor *invstd, int axis);
+/* int32 with a new last dim of num_classes: 1 at x's value. */
+tact_tensor *tact_one_hot(tact_tensor *x, int64_t num_classes);
+/* Means over every element: x holds probabilities (binary_crossentropy) or
+ * logits (_logits), y the targets. */
+tact_tensor *tact_binary_crossentropy(tact_tensor *x, tact_tensor *y);
+tact_tensor *tact_binary_crossentropy_logits(tact_tensor *x, tact_tensor *y);
+/* x: logits (..., classes); labels: ints of x's shape without the last dim.
+ * The mean over labels not equal to ignore_index (reference: -1), with
+ * label_smoothing in [0, 1] (reference: 0). */
+tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *x, tact_tensor *labels, int64_t ignore_index, double label_smoothing);
+/* Comparisons (bool), broadcasting as the binary ops: eq is not(ne) as the
+ * reference; le and ge are false at a NaN as PyTorch. */
+tact_tensor *tact_eq(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_ne(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_lt(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_gt(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_le(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_ge(tact_tensor *a, tact_tensor *b);
+
 /* A contiguous copy (or x itself once it is realized and contiguous). */
 tact_tensor *tact_contiguous(tact_tensor *x);
 

@@ -1,0 +1,138 @@
+/* test_nn.c - the nn functions of tact.h (conv2d, max_pool2d, avg_pool2d, linear, layernorm, batchnorm, one_hot, the
+ * cross entropies) against PyTorch's answers (golden_nn.inc, made by gen_api_golden.py), comparisons by hand, and
+ * the kernel counts the reference's fusion gives. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "tact.h"
+#include "testutil.h"
+
+#include "golden_nn.inc"
+
+/* p: groups, stride (2), dilation (2), npad, padding (4), count_include_pad, kernel (2), bias. */
+static void s_window(const int64_t *p, tact_window *w) {
+    tact_window_default(w);
+    w->groups = (int)p[0];
+    w->stride[0] = p[1], w->stride[1] = p[2];
+    w->dilation[0] = p[3], w->dilation[1] = p[4];
+    w->npad = (int)p[5];
+    for (int i = 0; i < 4; i++) w->padding[i] = p[6 + i];
+    w->count_include_pad = (int)p[10];
+    w->kernel[0] = p[11], w->kernel[1] = p[12];
+}
+
+static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
+    tact_window w;
+    s_window(g->p, &w);
+    const char *f = g->fn;
+    if (!strcmp(f, "conv2d")) return tact_conv2d(in[0], in[1], g->p[13] ? in[2] : NULL, &w);
+    if (!strcmp(f, "max_pool2d")) return tact_max_pool2d(in[0], &w);
+    if (!strcmp(f, "avg_pool2d")) return tact_avg_pool2d(in[0], &w);
+    if (!strcmp(f, "linear")) return tact_linear(in[0], in[1], g->p[0] ? in[2] : NULL);
+    if (!strcmp(f, "layernorm")) return tact_layernorm(in[0], 1, (int[]){(int)g->p[0]}, 1e-5);
+    if (!strcmp(f, "batchnorm")) return tact_batchnorm(in[0], in[1], in[2], in[3], in[4], (int)g->p[0]);
+    if (!strcmp(f, "one_hot")) return tact_one_hot(in[0], g->p[0]);
+    if (!strcmp(f, "binary_crossentropy")) return tact_binary_crossentropy(in[0], in[1]);
+    if (!strcmp(f, "binary_crossentropy_logits")) return tact_binary_crossentropy_logits(in[0], in[1]);
+    if (!strcmp(f, "sparse_categorical_crossentropy")) return tact_sparse_categorical_crossentropy(in[0], in[1], g->p[0], (double)g->p[1] / 100);
+    cr_assert_fail("no function %s", f);
+    return NULL;
+}
+
+/* Within the reference suite's forward tolerance, 1e-6 + 1e-3 |want|. */
+Test(api_nn, every_function_against_pytorch) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    for (size_t c = 0; c < sizeof golden_nn / sizeof golden_nn[0]; c++) {
+        const golden_nn_t *g = &golden_nn[c];
+        tact_scope_begin(ctx);
+        tact_tensor *in[5];
+        const float *x = g->x;
+        for (int i = 0; i < g->nin; i++) {
+            int64_t n = 1;
+            for (int k = 0; k < g->ndim[i]; k++) n *= g->shape[i][k];
+            if (g->kind[i] == 'i') {
+                int32_t *iv = malloc(sizeof *iv * (size_t)n);
+                for (int64_t k = 0; k < n; k++) iv[k] = (int32_t)x[k];
+                in[i] = tact_from_data(ctx, TACT_INT32, g->ndim[i], g->shape[i], iv);
+                free(iv);
+            } else {
+                in[i] = tact_from_data(ctx, TACT_FLOAT32, g->ndim[i], g->shape[i], x);
+            }
+            x += n;
+        }
+        tact_tensor *y = s_apply(g, in);
+        cr_assert_eq(tact_status_of(y), TACT_OK, "%s [case %zu]: %s", g->fn, c, tact_error_message(y));
+        cr_assert_eq(tact_ndim(y), g->out_ndim, "%s [case %zu]: %d dims, not %d", g->fn, c, tact_ndim(y), g->out_ndim);
+        for (int k = 0; k < g->out_ndim; k++)
+            cr_assert_eq(tact_dim(y, k), g->out_shape[k], "%s [case %zu]: dim %d is %lld, not %lld", g->fn, c, k, (long long)tact_dim(y, k),
+                         (long long)g->out_shape[k]);
+        float *got = malloc(sizeof(float) * (size_t)g->m);
+        tact_tensor *yf = tact_cast(y, TACT_FLOAT32);
+        cr_assert_eq(tact_read(yf, got, sizeof(float) * (size_t)g->m), TACT_OK, "%s: %s", g->fn, tact_ctx_error(ctx));
+        for (int i = 0; i < g->m; i++)
+            cr_assert(fabs((double)got[i] - g->want[i]) <= 1e-6 + 1e-3 * fabs((double)g->want[i]), "%s [case %zu, %d]: %.9g, not %.9g", g->fn, c, i, got[i],
+                      g->want[i]);
+        free(got);
+        tact_scope_end(ctx);
+    }
+    tact_ctx_close(&ctx);
+}
+
+/* Comparisons by hand, NaN included: eq and ne as IEEE, le and ge false at
+ * a NaN (PyTorch; the reference's not(lt) says true). */
+Test(api_nn, comparisons_by_hand) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float a[5] = {1, 2, NAN, -1, 3}, b[5] = {1, 3, 1, -2, NAN};
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){5}, a), *tb = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){5}, b);
+    tact_tensor *(*fns[6])(tact_tensor *, tact_tensor *) = {tact_eq, tact_ne, tact_lt, tact_gt, tact_le, tact_ge};
+    for (int f = 0; f < 6; f++) {
+        uint8_t got[5];
+        tact_tensor *r = fns[f](ta, tb);
+        cr_assert_eq(tact_dtype_of(r), TACT_BOOL);
+        cr_assert_eq(tact_read(r, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+        for (int i = 0; i < 5; i++) {
+            int want = f == 0 ? a[i] == b[i] : f == 1 ? a[i] != b[i] : f == 2 ? a[i] < b[i] : f == 3 ? a[i] > b[i] : f == 4 ? a[i] <= b[i] : a[i] >= b[i];
+            cr_assert_eq(got[i], want, "comparison %d at %d: %d", f, i, got[i]);
+        }
+    }
+    tact_ctx_close(&ctx);
+}
+
+/* The reference's fusion: conv2d with its bias is one reduce kernel;
+ * errors name the op. */
+Test(api_nn, conv2d_is_one_kernel_and_errors_name_the_op) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *x = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){2, 3, 8, 8}));
+    tact_tensor *w = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 3, 3, 3}));
+    tact_tensor *b = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){4}));
+    tact_tensor *in[3] = {x, w, b};
+    cr_assert_eq(tact_realize(ctx, 3, in), TACT_OK);
+    float out[2 * 4 * 6 * 6];
+    cr_assert_eq(tact_read(tact_conv2d(x, w, b, NULL), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_stats st;
+    tact_ctx_stats(ctx, &st);
+    cr_assert_eq(st.kernels, 1, "conv2d: %llu kernels", (unsigned long long)st.kernels);
+    for (int i = 0; i < 2 * 4 * 36; i++) cr_assert_eq(out[i], 28.0f); /* 27 ones times ones, plus the bias */
+    tact_window o;
+    tact_window_default(&o);
+    o.groups = 2;
+    tact_tensor *e = tact_conv2d(x, w, NULL, &o);
+    cr_assert(strstr(tact_error_message(e), "conv2d:"), "%s", tact_error_message(e));
+    o.groups = 1, o.npad = 3;
+    e = tact_conv2d(x, w, NULL, &o);
+    cr_assert(strstr(tact_error_message(e), "conv2d: 3 padding amounts"), "%s", tact_error_message(e));
+    tact_window_default(&o);
+    o.kernel[0] = 9;
+    e = tact_max_pool2d(x, &o);
+    cr_assert(strstr(tact_error_message(e), "does not fit"), "%s", tact_error_message(e));
+    e = tact_sparse_categorical_crossentropy(x, x, -1, 2.0);
+    cr_assert(strstr(tact_error_message(e), "label_smoothing 2"), "%s", tact_error_message(e));
+    tact_ctx_close(&ctx);
+}
