@@ -448,6 +448,35 @@ tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *hx, tact_tensor *
     tact_tensor *hs[2] = {hx, hy};
     S_TENSORS(2, hs, ti_sparse_categorical_crossentropy(xs[0], xs[1], ignore_index, label_smoothing));
 }
+int tact_manual_seed(tact_ctx *h, uint64_t seed) { S_CTX_INT(h, (ti_manual_seed(c_, seed), TACT_OK)); }
+tact_tensor *tact_rand(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape) { S_CTX_TENSOR(h, ti_rand(ctx, dtype, ndim, shape)); }
+tact_tensor *tact_randn(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape) { S_CTX_TENSOR(h, ti_randn(ctx, dtype, ndim, shape)); }
+tact_tensor *tact_uniform(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, double low, double high) {
+    S_CTX_TENSOR(h, ti_uniform(ctx, dtype, ndim, shape, low, high));
+}
+tact_tensor *tact_randint(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, int64_t low, int64_t high) {
+    S_CTX_TENSOR(h, ti_randint(ctx, dtype, ndim, shape, low, high));
+}
+tact_tensor *tact_normal(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, double mean, double std) {
+    S_CTX_TENSOR(h, ti_normal(ctx, dtype, ndim, shape, mean, std));
+}
+tact_tensor *tact_scaled_uniform(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape) {
+    S_CTX_TENSOR(h, ti_scaled_uniform(ctx, dtype, ndim, shape));
+}
+tact_tensor *tact_glorot_uniform(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape) {
+    S_CTX_TENSOR(h, ti_glorot_uniform(ctx, dtype, ndim, shape));
+}
+tact_tensor *tact_kaiming_uniform(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, double a) {
+    S_CTX_TENSOR(h, ti_kaiming_uniform(ctx, dtype, ndim, shape, a));
+}
+tact_tensor *tact_kaiming_normal(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, double a) {
+    S_CTX_TENSOR(h, ti_kaiming_normal(ctx, dtype, ndim, shape, a));
+}
+tact_tensor *tact_dropout(tact_tensor *hx, double p, int training) { S_ONE(hx, ti_dropout(xs[0], p, training)); }
+tact_tensor *tact_full_like(tact_tensor *hx, double value) { S_ONE(hx, ti_like(xs[0], 0, value)); }
+tact_tensor *tact_zeros_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 1, 0)); }
+tact_tensor *tact_ones_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 2, 0)); }
+tact_tensor *tact_rand_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 3, 0)); }
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

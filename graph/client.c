@@ -71,7 +71,30 @@ struct ti_ctx {
     size_t nfailed, failed_cap;
     char error[512];
     tact_stats stats;
+    /* The random numbers' key and counter (client_random.c): a new
+     * context is as after tact_manual_seed(0) (the reference's default seed
+     * is the time: runs must repeat). */
+    uint64_t rng_seed;
+    uint32_t rng_counter;
+    int rng_seeded;
 };
+
+void ti_rng_take(ti_ctx_t *ctx, uint64_t num, uint64_t *seed, uint32_t *counter) {
+    /* The first call after manual_seed (or of a new context) uses counter
+     * 0 as it is; every later one first advances it by its own count (what
+     * tinygrad 0.9.2 does, checked against it: after manual_seed, calls of
+     * 6, 5 and 3 numbers use counters 0, 5 and 8). */
+    if (ctx->rng_seeded) ctx->rng_counter += (uint32_t)num;
+    ctx->rng_seeded = 1;
+    *seed = ctx->rng_seed;
+    *counter = ctx->rng_counter;
+}
+
+void ti_manual_seed(ti_ctx_t *ctx, uint64_t seed) {
+    ctx->rng_seed = seed;
+    ctx->rng_counter = 0;
+    ctx->rng_seeded = 0;
+}
 
 static _Thread_local char s_open_error[512];
 

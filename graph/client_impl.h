@@ -185,6 +185,22 @@ ti_tensor_t *ti_gt(ti_tensor_t *a, ti_tensor_t *b);
 ti_tensor_t *ti_le(ti_tensor_t *a, ti_tensor_t *b);
 ti_tensor_t *ti_ge(ti_tensor_t *a, ti_tensor_t *b);
 
+/* Random numbers (client_random.c): the context's key and counter.
+ * ti_rng_take gives the seed and the counter for a call of num numbers. */
+void ti_manual_seed(ti_ctx_t *ctx, uint64_t seed);
+void ti_rng_take(ti_ctx_t *ctx, uint64_t num, uint64_t *seed, uint32_t *counter);
+ti_tensor_t *ti_rand(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_randn(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_uniform(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double low, double high);
+ti_tensor_t *ti_randint(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, int64_t low, int64_t high);
+ti_tensor_t *ti_normal(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double mean, double std);
+ti_tensor_t *ti_scaled_uniform(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_glorot_uniform(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+ti_tensor_t *ti_kaiming_uniform(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double a);
+ti_tensor_t *ti_kaiming_normal(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double a);
+ti_tensor_t *ti_dropout(ti_tensor_t *x, double p, int training);
+ti_tensor_t *ti_like(ti_tensor_t *x, int what, double value);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

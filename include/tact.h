@@ -303,6 +303,36 @@ tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c);
 
 /*
+ * Random numbers as the reference makes them: counter-based Threefry-2x32
+ * keyed by the context's seed, so tact_rand after tact_manual_seed(ctx, 42)
+ * gives the reference's numbers bit for bit, on any device and thread
+ * count and whatever the realize order: a number depends only on the seed
+ * and the call's place among the context's random calls (each call of n
+ * numbers advances the counter by n, as the reference's).  A context
+ * starts as the reference before its first manual_seed, with seed 0 (the
+ * reference's default seed is the time, which would make runs differ).
+ * dtype is the result's (the reference's default: TACT_FLOAT32).
+ */
+int tact_manual_seed(tact_ctx *ctx, uint64_t seed);
+tact_tensor *tact_rand(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);  /* [0, 1) */
+tact_tensor *tact_randn(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape); /* Box-Muller */
+tact_tensor *tact_uniform(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double low, double high);
+tact_tensor *tact_randint(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, int64_t low, int64_t high);
+tact_tensor *tact_normal(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double mean, double std);
+tact_tensor *tact_scaled_uniform(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+tact_tensor *tact_glorot_uniform(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
+tact_tensor *tact_kaiming_uniform(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double a); /* a: 0.01 */
+tact_tensor *tact_kaiming_normal(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double a);  /* a: 0.01 */
+/* x * (rand >= p) / (1 - p) when training (the reference's Tensor.training)
+ * and p > 0, else x itself. */
+tact_tensor *tact_dropout(tact_tensor *x, double p, int training);
+/* x's shape and dtype. */
+tact_tensor *tact_full_like(tact_tensor *x, double value);
+tact_tensor *tact_zeros_like(tact_tensor *x);
+tact_tensor *tact_ones_like(tact_tensor *x);
+tact_tensor *tact_rand_like(tact_tensor *x);
+
+/*
  * Elementwise math and activation functions, composed from the primitives
  * as the reference composes them (the scheduler fuses a chain of them into
  * one kernel), with PyTorch's answers within the reference suite's
