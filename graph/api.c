@@ -313,6 +313,7 @@ S_OP2(lt)
 S_OP2(gt)
 S_OP2(le)
 S_OP2(ge)
+S_OP2(pow)
 S_OP2(binary_crossentropy)
 S_OP2(binary_crossentropy_logits)
 S_OP1(exp)
@@ -477,6 +478,24 @@ tact_tensor *tact_full_like(tact_tensor *hx, double value) { S_ONE(hx, ti_like(x
 tact_tensor *tact_zeros_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 1, 0)); }
 tact_tensor *tact_ones_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 2, 0)); }
 tact_tensor *tact_rand_like(tact_tensor *hx) { S_ONE(hx, ti_like(xs[0], 3, 0)); }
+tact_tensor *tact_argmax(tact_tensor *hx, int axis, int keepdim) { S_ONE(hx, ti_argmax(xs[0], axis, 0, keepdim)); }
+tact_tensor *tact_argmax_flat(tact_tensor *hx) { S_ONE(hx, ti_argmax(xs[0], 0, 1, 0)); }
+tact_tensor *tact_argmin(tact_tensor *hx, int axis, int keepdim) { S_ONE(hx, ti_argmin(xs[0], axis, 0, keepdim)); }
+tact_tensor *tact_argmin_flat(tact_tensor *hx) { S_ONE(hx, ti_argmin(xs[0], 0, 1, 0)); }
+tact_tensor *tact_cumsum(tact_tensor *hx, int axis) { S_ONE(hx, ti_cumsum(xs[0], axis)); }
+tact_tensor *tact_triu(tact_tensor *hx, int64_t diagonal) { S_ONE(hx, ti_triu(xs[0], diagonal)); }
+tact_tensor *tact_tril(tact_tensor *hx, int64_t diagonal) { S_ONE(hx, ti_tril(xs[0], diagonal)); }
+tact_tensor *tact_lshift(tact_tensor *hx, int64_t bits) { S_ONE(hx, ti_lshift(xs[0], bits)); }
+tact_tensor *tact_rshift(tact_tensor *hx, int64_t bits) { S_ONE(hx, ti_rshift(xs[0], bits)); }
+tact_tensor *tact_masked_fill(tact_tensor *hx, tact_tensor *hmask, tact_tensor *hvalue) {
+    tact_tensor *hs[3] = {hx, hmask, hvalue};
+    S_TENSORS(3, hs, ti_masked_fill(xs[0], xs[1], xs[2]));
+}
+tact_tensor *tact_scaled_dot_product_attention(tact_tensor *hq, tact_tensor *hk, tact_tensor *hv, tact_tensor *hmask, double dropout_p, int is_causal,
+                                               int training) {
+    tact_tensor *hs[4] = {hq, hk, hv, hmask};
+    S_TENSORS_N(4, hmask ? 4 : 3, hs, ti_scaled_dot_product_attention(xs[0], xs[1], xs[2], hmask ? xs[3] : NULL, dropout_p, is_causal, training));
+}
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

@@ -609,6 +609,12 @@ static ti_tensor_t *s_weak(ti_ctx_t *ctx, ta_scalar_kind_t kind, double f, int64
     return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
 }
 
+int ti_weak_value(const ti_tensor_t *t, double *v) {
+    if (!t || t->status || !t->weak) return 0;
+    *v = t->kind == TA_SCALAR_FLOAT ? t->fvalue : (double)t->ivalue;
+    return 1;
+}
+
 ti_tensor_t *ti_scalar(ti_ctx_t *ctx, double v) { return s_weak(ctx, TA_SCALAR_FLOAT, v, 0); }
 ti_tensor_t *ti_scalar_int(ti_ctx_t *ctx, int64_t v) { return s_weak(ctx, TA_SCALAR_INT, 0, v); }
 ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v) { return s_weak(ctx, TA_SCALAR_BOOL, 0, v != 0); }

@@ -201,6 +201,21 @@ ti_tensor_t *ti_kaiming_normal(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const 
 ti_tensor_t *ti_dropout(ti_tensor_t *x, double p, int training);
 ti_tensor_t *ti_like(ti_tensor_t *x, int what, double value);
 
+/* A weak scalar's value (tact_scalar and friends): 1, or 0 for anything else. */
+int ti_weak_value(const ti_tensor_t *t, double *v);
+/* client_more.c */
+ti_tensor_t *ti_argmax(ti_tensor_t *x, int axis, int all, int keepdim);
+ti_tensor_t *ti_argmin(ti_tensor_t *x, int axis, int all, int keepdim);
+ti_tensor_t *ti_cumsum(ti_tensor_t *x, int axis);
+ti_tensor_t *ti_triu(ti_tensor_t *x, int64_t diagonal);
+ti_tensor_t *ti_tril(ti_tensor_t *x, int64_t diagonal);
+ti_tensor_t *ti_masked_fill(ti_tensor_t *x, ti_tensor_t *mask, ti_tensor_t *value);
+ti_tensor_t *ti_pow(ti_tensor_t *x, ti_tensor_t *exponent);
+ti_tensor_t *ti_lshift(ti_tensor_t *x, int64_t bits);
+ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits);
+ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_tensor_t *v, ti_tensor_t *mask, double dropout_p, int is_causal,
+                                             int training);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

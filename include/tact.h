@@ -411,6 +411,14 @@ tact_tensor *tact_mean(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_var(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
 tact_tensor *tact_std(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
 tact_tensor *tact_logsumexp(tact_tensor *x, int naxes, const int *axes, int keepdim);
+/* The first index of the maximum (minimum) along axis, int32; _flat: of
+ * the flattened x (the reference's axis None).  cumsum along axis, long
+ * axes in runs of 256 as the reference. */
+tact_tensor *tact_argmax(tact_tensor *x, int axis, int keepdim);
+tact_tensor *tact_argmax_flat(tact_tensor *x);
+tact_tensor *tact_argmin(tact_tensor *x, int axis, int keepdim);
+tact_tensor *tact_argmin_flat(tact_tensor *x);
+tact_tensor *tact_cumsum(tact_tensor *x, int axis);
 /* Along one axis (negative counts from the end; the reference's default is -1). */
 tact_tensor *tact_softmax(tact_tensor *x, int axis);
 tact_tensor *tact_log_softmax(tact_tensor *x, int axis);
@@ -509,6 +517,26 @@ tact_tensor *tact_binary_crossentropy_logits(tact_tensor *x, tact_tensor *y);
  * The mean over labels not equal to ignore_index (reference: -1), with
  * label_smoothing in [0, 1] (reference: 0). */
 tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *x, tact_tensor *labels, int64_t ignore_index, double label_smoothing);
+/* The upper (lower) triangle of the last two dims from diagonal on
+ * (reference: 0), zeros elsewhere. */
+tact_tensor *tact_triu(tact_tensor *x, int64_t diagonal);
+tact_tensor *tact_tril(tact_tensor *x, int64_t diagonal);
+/* value (a tensor or a tact_scalar) where mask is true, else x. */
+tact_tensor *tact_masked_fill(tact_tensor *x, tact_tensor *mask, tact_tensor *value);
+/* x ** exponent: a constant exponent (a tact_scalar) goes through the
+ * reference's identities (negative: of the reciprocal; integers by
+ * squaring; halves with a sqrt), any other through exp(e log|x|) with the
+ * sign of a negative base put back for odd integers, NaN for a negative
+ * base with a fractional exponent, and 0 ** 0 = 1. */
+tact_tensor *tact_pow(tact_tensor *x, tact_tensor *exponent);
+/* Unsigned ints only, as the reference: x * 2^bits and x / 2^bits. */
+tact_tensor *tact_lshift(tact_tensor *x, int64_t bits);
+tact_tensor *tact_rshift(tact_tensor *x, int64_t bits);
+/* softmax(q k^T / sqrt(d) + mask) v; mask may be NULL, a bool mask is -inf
+ * where false; is_causal uses the lower triangle; dropout_p applies when
+ * training. */
+tact_tensor *tact_scaled_dot_product_attention(tact_tensor *q, tact_tensor *k, tact_tensor *v, tact_tensor *mask, double dropout_p, int is_causal,
+                                               int training);
 /* Comparisons (bool), broadcasting as the binary ops: eq is not(ne) as the
  * reference; le and ge are false at a NaN as PyTorch. */
 tact_tensor *tact_eq(tact_tensor *a, tact_tensor *b);

@@ -367,6 +367,15 @@ def _conv(x, w, b, p):
     return F.conv2d(x, w, b, stride=(s0 or 1, s1 or 1), padding=padding, dilation=(d0, d1), groups=groups)
 
 
+def _sdpa(q, k, v, causal):
+    """PyTorch 1.13 has no F.scaled_dot_product_attention; its definition, in float64 for reference."""
+    q, k, v = q.double(), k.double(), v.double()
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if causal:
+        w = w.masked_fill(~torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(), float("-inf"))
+    return torch.softmax(w, -1) @ v
+
+
 def W(groups=1, s=(0, 0), d=(1, 1), npad=0, pads=(0, 0, 0, 0), cip=1, k=(2, 2), bias=0):
     return [groups, s[0], s[1], d[0], d[1], npad, *pads, cip, k[0], k[1], bias]
 
@@ -404,6 +413,36 @@ NN = [
      lambda x, y: F.cross_entropy(x, y.long(), ignore_index=-1, label_smoothing=0.1)),
     ("sparse_categorical_crossentropy", [-1, 0], [((2, 3, 5), "f"), ((2, 3), "i5")],
      lambda x, y: F.cross_entropy(x.reshape(-1, 5), y.reshape(-1).long())),
+    # p: axis, keepdim, flat (argmax, argmin); axis (cumsum); diagonal (triu, tril);
+    # constant?, exponent * 100 (pow); causal (sdpa)
+    ("argmax", [1, 0, 0], [((3, 7), "t")], lambda x: torch.argmax(x, 1).float()),
+    ("argmax", [0, 1, 0], [((3, 7), "t")], lambda x: torch.argmax(x, 0, keepdim=True).float()),
+    ("argmax", [0, 0, 1], [((4, 5), "t")], lambda x: torch.argmax(x).float()),
+    ("argmin", [-1, 0, 0], [((2, 3, 6), "t")], lambda x: torch.argmin(x, -1).float()),
+    ("argmin", [0, 0, 1], [((4, 5), "t")], lambda x: torch.argmin(x).float()),
+    ("cumsum", [0], [((7,), "f")], lambda x: torch.cumsum(x, 0)),
+    ("cumsum", [1], [((3, 9), "f")], lambda x: torch.cumsum(x, 1)),
+    ("cumsum", [-2], [((5, 2, 3), "f")], lambda x: torch.cumsum(x, -2)),
+    ("cumsum", [0], [((600,), "f")], lambda x: torch.cumsum(x, 0)),
+    ("cumsum", [1], [((2, 1030), "f")], lambda x: torch.cumsum(x, 1)),
+    ("triu", [0], [((4, 5), "f")], lambda x: torch.triu(x)),
+    ("triu", [1], [((2, 4, 3), "f")], lambda x: torch.triu(x, 1)),
+    ("triu", [-2], [((5, 4), "f")], lambda x: torch.triu(x, -2)),
+    ("tril", [0], [((4, 5), "f")], lambda x: torch.tril(x)),
+    ("tril", [-1], [((2, 4, 3), "f")], lambda x: torch.tril(x, -1)),
+    ("tril", [2], [((5, 4), "f")], lambda x: torch.tril(x, 2)),
+    ("masked_fill", [], [((3, 4), "f"), ((3, 4), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    ("pow", [1, 200], [((3, 4), "f")], lambda x: x ** 2),
+    ("pow", [1, 300], [((3, 4), "f")], lambda x: x ** 3),
+    ("pow", [1, 50], [((3, 4), "v")], lambda x: x ** 0.5),
+    ("pow", [1, 250], [((3, 4), "v")], lambda x: x ** 2.5),
+    ("pow", [1, -100], [((3, 4), "v")], lambda x: x ** -1),
+    ("pow", [1, 0], [((3, 4), "f")], lambda x: x ** 0),
+    ("pow", [1, 130], [((3, 4), "v")], lambda x: x ** 1.3),
+    ("pow", [0], [((3, 4), "v"), ((3, 4), "f")], lambda x, e: x ** e),
+    ("pow", [0], [((2, 5), "f"), ((2, 5), "e")], lambda x, e: x ** e),
+    ("scaled_dot_product_attention", [0], [((2, 4, 8), "f"), ((2, 5, 8), "f"), ((2, 5, 3), "f")], lambda q, k, v: _sdpa(q, k, v, False)),
+    ("scaled_dot_product_attention", [1], [((2, 4, 8), "f"), ((2, 4, 8), "f"), ((2, 4, 3), "f")], lambda q, k, v: _sdpa(q, k, v, True)),
 ]
 
 
@@ -418,7 +457,7 @@ def nn_main():
            "    int nin;",
            "    int ndim[5];",
            "    int64_t shape[5][4];",
-           "    char kind[5]; /* 'i': an int input (int32), else float32 */",
+           "    char kind[6]; /* 'i': an int input (int32), else float32 */",
            "    const float *x; /* the inputs' elements one after another */",
            "    int out_ndim;",
            "    int64_t out_shape[4];",
@@ -444,6 +483,12 @@ def nn_main():
                 kinds += "f"
             elif kind == "v":
                 vals = [f32(rng.uniform(0.5, 2.0)) for _ in range(n)]
+                kinds += "f"
+            elif kind == "t":  # few distinct values: ties for argmax
+                vals = [float(rng.next() % 4) for _ in range(n)]
+                kinds += "f"
+            elif kind == "e":  # integer exponents (negative bases keep their sign)
+                vals = [float(rng.next() % 5) - 2 for _ in range(n)]
                 kinds += "f"
             else:
                 vals = [f32(rng.uniform(-2, 2)) for _ in range(n)]

@@ -1,5 +1,5 @@
 /* test_nn.c - the nn functions of tact.h (conv2d, max_pool2d, avg_pool2d, linear, layernorm, batchnorm, one_hot, the
- * cross entropies) against PyTorch's answers (golden_nn.inc, made by gen_api_golden.py), comparisons by hand, and
+ * cross entropies, argmax, argmin, cumsum, triu, tril, masked_fill, pow, scaled_dot_product_attention) against PyTorch's answers (golden_nn.inc, made by gen_api_golden.py), comparisons by hand, and
  * the kernel counts the reference's fusion gives. */
 #include <math.h>
 #include <stdio.h>
@@ -25,6 +25,8 @@ static void s_window(const int64_t *p, tact_window *w) {
     w->kernel[0] = p[11], w->kernel[1] = p[12];
 }
 
+static tact_ctx *s_ctx; /* the test's context, for scalars */
+
 static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     tact_window w;
     s_window(g->p, &w);
@@ -39,6 +41,15 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     if (!strcmp(f, "binary_crossentropy")) return tact_binary_crossentropy(in[0], in[1]);
     if (!strcmp(f, "binary_crossentropy_logits")) return tact_binary_crossentropy_logits(in[0], in[1]);
     if (!strcmp(f, "sparse_categorical_crossentropy")) return tact_sparse_categorical_crossentropy(in[0], in[1], g->p[0], (double)g->p[1] / 100);
+    const int64_t *p = g->p;
+    if (!strcmp(f, "argmax")) return p[2] ? tact_argmax_flat(in[0]) : tact_argmax(in[0], (int)p[0], (int)p[1]);
+    if (!strcmp(f, "argmin")) return p[2] ? tact_argmin_flat(in[0]) : tact_argmin(in[0], (int)p[0], (int)p[1]);
+    if (!strcmp(f, "cumsum")) return tact_cumsum(in[0], (int)p[0]);
+    if (!strcmp(f, "triu")) return tact_triu(in[0], p[0]);
+    if (!strcmp(f, "tril")) return tact_tril(in[0], p[0]);
+    if (!strcmp(f, "masked_fill")) return tact_masked_fill(in[0], in[1], tact_reshape(in[2], 0, NULL));
+    if (!strcmp(f, "pow")) return tact_pow(in[0], p[0] ? tact_scalar(s_ctx, (double)p[1] / 100) : in[1]);
+    if (!strcmp(f, "scaled_dot_product_attention")) return tact_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, (int)p[0], 0);
     cr_assert_fail("no function %s", f);
     return NULL;
 }
@@ -47,6 +58,7 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
 Test(api_nn, every_function_against_pytorch) {
     tact_ctx *ctx;
     cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    s_ctx = ctx;
     for (size_t c = 0; c < sizeof golden_nn / sizeof golden_nn[0]; c++) {
         const golden_nn_t *g = &golden_nn[c];
         tact_scope_begin(ctx);
@@ -134,5 +146,23 @@ Test(api_nn, conv2d_is_one_kernel_and_errors_name_the_op) {
     cr_assert(strstr(tact_error_message(e), "does not fit"), "%s", tact_error_message(e));
     e = tact_sparse_categorical_crossentropy(x, x, -1, 2.0);
     cr_assert(strstr(tact_error_message(e), "label_smoothing 2"), "%s", tact_error_message(e));
+    tact_ctx_close(&ctx);
+}
+
+/* lshift and rshift of unsigned ints by hand (wrapping as C), refused for
+ * signed ints as the reference. */
+Test(api_nn, shifts_by_hand) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    uint8_t v[4] = {1, 7, 200, 255}, l[4], r[4];
+    tact_tensor *x = tact_from_data(ctx, TACT_UINT8, 1, (int64_t[]){4}, v);
+    cr_assert_eq(tact_read(tact_lshift(x, 2), l, sizeof l), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_rshift(x, 3), r, sizeof r), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(l[i], (uint8_t)(v[i] << 2), "%d << 2: %d", v[i], l[i]);
+        cr_assert_eq(r[i], v[i] >> 3, "%d >> 3: %d", v[i], r[i]);
+    }
+    tact_tensor *e = tact_lshift(tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){1}, (int32_t[]){1}), 1);
+    cr_assert_eq(tact_status_of(e), TACT_EDTYPE, "%s", tact_error_message(e));
     tact_ctx_close(&ctx);
 }

@@ -1,0 +1,211 @@
+/* client_more.c - more of the reference's functions composed from the primitives: argmax, argmin, cumsum (with the
+ * reference's two-stage split of long axes), triu, tril, masked_fill, pow (with its identities for constant
+ * exponents), lshift, rshift and scaled_dot_product_attention. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "client_impl.h"
+#include "dtype.h"
+#include "shape.h"
+
+__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
+    char text[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return ti_error(ti_tensor_ctx(x), code, text);
+}
+
+#define S_CHECK(x)                                                                                                                                   \
+    do {                                                                                                                                             \
+        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
+    } while (0)
+
+static ti_tensor_t *s_int(ti_tensor_t *x, int64_t v) { return ti_scalar_int(ti_tensor_ctx(x), v); }
+static ti_tensor_t *s_flt(ti_tensor_t *x, double v) { return ti_scalar(ti_tensor_ctx(x), v); }
+
+static int s_axis(ti_tensor_t *x, int axis, const char *op, ti_tensor_t **err) {
+    int nd = ti_ndim(x), n = nd > 1 ? nd : 1;
+    *err = NULL;
+    if (axis < -n || axis >= n) {
+        *err = s_fail(x, TACT_EINVAL, "%s: axis %d out of range [%d, %d] of a %d-dim tensor", op, axis, -n, n - 1, nd);
+        return 0;
+    }
+    return axis < 0 ? axis + nd : axis;
+}
+
+/* The first index of the maximum: (x == max) times a descending arange,
+ * its max, taken from the length (int32). */
+ti_tensor_t *ti_argmax(ti_tensor_t *x, int axis, int all, int keepdim) {
+    S_CHECK(x);
+    if (all) return ti_argmax(ti_flatten(x, 0, -1), 0, 0, 0);
+    ti_tensor_t *err;
+    int a = s_axis(x, axis, "argmax", &err);
+    if (err) return err;
+    if (!ti_ndim(x)) return ti_cast(ti_mul(x, s_int(x, 0)), TACT_INT32);
+    int64_t len = ti_dim(x, a), sh[TA_MAX_DIMS];
+    int nd = ti_ndim(x);
+    ti_tensor_t *m = ti_eq(x, ti_max(x, 1, &a, 1));
+    sh[0] = len;
+    for (int k = 1; k < nd - a; k++) sh[k] = 1;
+    ti_tensor_t *desc = ti_reshape(ti_arange(ti_tensor_ctx(x), (double)len - 1, -1, -1, TACT_INT32), nd - a, sh);
+    ti_tensor_t *idx = ti_mul(m, desc);
+    return ti_cast(ti_sub(ti_sub(s_int(x, len), ti_max(idx, 1, &a, keepdim)), s_int(x, 1)), TACT_INT32);
+}
+
+ti_tensor_t *ti_argmin(ti_tensor_t *x, int axis, int all, int keepdim) { return ti_argmax(ti_neg(x), axis, all, keepdim); }
+
+/* The reference's _cumsum: a pool of windows of the whole axis over x
+ * padded on the left, summed (first_zero: shifted by one, from 0). */
+static ti_tensor_t *s_cumsum1(ti_tensor_t *x, int axis, int first_zero) {
+    int64_t len = ti_dim(x, axis), pl = len - (first_zero ? 0 : 1);
+    ti_tensor_t *t = ti_pad2d(ti_transpose(x, axis, -1), 2, (int64_t[]){pl, first_zero ? -1 : 0}, 0);
+    /* _pool((len,)) with stride 1: windows of len consecutive elements */
+    int nd = ti_ndim(t);
+    int64_t n = ti_dim(t, nd - 1), o = n - len + 1, rep[TA_MAX_DIMS], sh[TA_MAX_DIMS], r[TA_MAX_DIMS][2], dims[TA_MAX_DIMS];
+    ti_shape(t, sh);
+    for (int k = 0; k < nd - 1; k++) rep[k] = 1;
+    rep[nd - 1] = (len * (n + 1) + n - 1) / n;
+    ti_tensor_t *u = ti_repeat(t, nd, rep);
+    for (int k = 0; k < nd - 1; k++) r[k][0] = 0, r[k][1] = sh[k], dims[k] = sh[k];
+    r[nd - 1][0] = 0, r[nd - 1][1] = len * (n + 1);
+    u = ti_shrink(u, r);
+    dims[nd - 1] = len, dims[nd] = n + 1;
+    u = ti_reshape(u, nd + 1, dims);
+    for (int k = 0; k < nd - 1; k++) r[k][0] = 0, r[k][1] = sh[k];
+    r[nd - 1][0] = 0, r[nd - 1][1] = len, r[nd][0] = 0, r[nd][1] = o;
+    u = ti_shrink(u, r); /* (..., len, o): element j of window i is t[i + j] */
+    int last = -2;       /* sum over the window */
+    u = ti_sum(u, 1, &last, 0);
+    return ti_transpose(u, axis, -1);
+}
+
+/* Up to 512 elements in one pass; longer axes in runs of 256, each run's
+ * sums plus the sums of the runs before it, as the reference. */
+ti_tensor_t *ti_cumsum(ti_tensor_t *x, int axis) {
+    S_CHECK(x);
+    ti_tensor_t *err;
+    int a = s_axis(x, axis, "cumsum", &err);
+    if (err) return err;
+    if (!ti_ndim(x) || !ti_numel(x)) return x;
+    enum { SPLIT = 256 };
+    int64_t len = ti_dim(x, a);
+    if (len <= 2 * SPLIT) return s_cumsum1(x, a, 0);
+    int64_t up = (len + SPLIT - 1) / SPLIT * SPLIT;
+    ti_tensor_t *ret = ti_pad2d(ti_transpose(x, a, -1), 2, (int64_t[]){up - len, 0}, 0);
+    ret = ti_unflatten(ret, -1, 2, (int64_t[]){up / SPLIT, SPLIT});
+    int nd = ti_ndim(ret);
+    ret = s_cumsum1(ret, nd - 1, 0);
+    int64_t r[TA_MAX_DIMS][2], sh[TA_MAX_DIMS];
+    ti_shape(ret, sh);
+    for (int k = 0; k < nd; k++) r[k][0] = 0, r[k][1] = sh[k];
+    r[nd - 1][0] = SPLIT - 1;
+    ti_tensor_t *last = ti_reshape(ti_shrink(ret, r), nd - 1, sh); /* ret[..., -1] */
+    ti_tensor_t *base = s_cumsum1(last, nd - 2, 1);
+    base = ti_expand(ti_unsqueeze(base, -1), nd, sh);
+    /* fix: flatten the last two dims, keep the last len, transpose back */
+    ti_tensor_t *parts[2] = {ret, base};
+    for (int i = 0; i < 2; i++) {
+        ti_tensor_t *f = ti_flatten(parts[i], nd - 2, nd - 1);
+        int64_t fr[TA_MAX_DIMS][2], fs[TA_MAX_DIMS];
+        ti_shape(f, fs);
+        for (int k = 0; k < nd - 1; k++) fr[k][0] = 0, fr[k][1] = fs[k];
+        fr[nd - 2][0] = fs[nd - 2] - len;
+        parts[i] = ti_transpose(ti_shrink(f, fr), a, -1);
+    }
+    return ti_add(parts[0], parts[1]);
+}
+
+/* A bool (r, c) mask: true where column - row >= diagonal. */
+static ti_tensor_t *s_tri(ti_tensor_t *x, int64_t r, int64_t c, int64_t diagonal) {
+    ti_ctx_t *ctx = ti_tensor_ctx(x);
+    ti_tensor_t *rows = ti_reshape(ti_arange(ctx, 0, (double)r, 1, TACT_INT32), 2, (int64_t[]){r, 1});
+    ti_tensor_t *cols = ti_reshape(ti_arange(ctx, 0, (double)c, 1, TACT_INT32), 2, (int64_t[]){1, c});
+    return ti_ge(ti_sub(cols, rows), s_int(x, diagonal));
+}
+
+ti_tensor_t *ti_triu(ti_tensor_t *x, int64_t diagonal) {
+    S_CHECK(x);
+    int nd = ti_ndim(x);
+    if (nd < 2) return s_fail(x, TACT_ESHAPE, "triu: needs at least 2 dims, got %d", nd);
+    if (!ti_numel(x)) return x;
+    ti_tensor_t *m = s_tri(x, ti_dim(x, nd - 2), ti_dim(x, nd - 1), diagonal);
+    return ti_cast(ti_where(m, x, s_int(x, 0)), ti_dtype_of(x));
+}
+
+ti_tensor_t *ti_tril(ti_tensor_t *x, int64_t diagonal) {
+    S_CHECK(x);
+    int nd = ti_ndim(x);
+    if (nd < 2) return s_fail(x, TACT_ESHAPE, "tril: needs at least 2 dims, got %d", nd);
+    if (!ti_numel(x)) return x;
+    ti_tensor_t *m = s_tri(x, ti_dim(x, nd - 2), ti_dim(x, nd - 1), diagonal + 1);
+    return ti_cast(ti_where(m, s_int(x, 0), x), ti_dtype_of(x));
+}
+
+ti_tensor_t *ti_masked_fill(ti_tensor_t *x, ti_tensor_t *mask, ti_tensor_t *value) { return ti_where(mask, value, x); }
+
+/* b ** e = exp(e log|b|), the sign put back for a negative base with an odd
+ * integer exponent, NaN for a negative base with a fractional one, and
+ * 0 ** 0 = 1. */
+static ti_tensor_t *s_pow_general(ti_tensor_t *b, ti_tensor_t *e) {
+    ti_tensor_t *ret = ti_exp(ti_mul(ti_log(ti_abs(b)), e));
+    ti_tensor_t *neg = ti_where(ti_lt(b, s_int(b, 0)), s_int(b, 1), s_int(b, 0));
+    ti_tensor_t *sign = ti_add(s_int(b, 1), ti_mul(neg, ti_sub(ti_cos(ti_mul(e, s_flt(b, M_PI))), s_int(b, 1))));
+    ti_tensor_t *nan = ti_where(ti_mul(neg, ti_ne(e, ti_trunc(e))), s_flt(b, NAN), s_int(b, 1));
+    ti_tensor_t *zz = ti_mul(ti_eq(b, s_int(b, 0)), ti_eq(e, s_int(b, 0)));
+    return ti_where(zz, s_int(b, 1), ti_mul(ti_mul(ret, sign), nan));
+}
+
+static ti_tensor_t *s_pow_const(ti_tensor_t *x, double e) {
+    if (e < 0) return s_pow_const(ti_reciprocal(x), -e);
+    if (e == 0) return ti_add(s_int(x, 1), ti_mul(x, s_int(x, 0)));
+    if (e < 1 << 30 && (double)(int64_t)(e - 0.5) + 0.5 == e) return ti_mul(s_pow_const(x, (double)(int64_t)(e - 0.5)), ti_sqrt(x));
+    if (e < 1 << 30 && (double)(int64_t)e == e) {
+        ti_tensor_t *h = ti_square(s_pow_const(x, floor(e / 2)));
+        return fmod(e, 2) == 0 ? h : ti_mul(h, x);
+    }
+    return s_pow_general(x, s_flt(x, e));
+}
+
+ti_tensor_t *ti_pow(ti_tensor_t *x, ti_tensor_t *exponent) {
+    S_CHECK(x);
+    S_CHECK(exponent);
+    double e, xv;
+    if (!ti_weak_value(x, &xv) && ti_weak_value(exponent, &e)) return s_pow_const(x, e);
+    return s_pow_general(x, exponent);
+}
+
+ti_tensor_t *ti_lshift(ti_tensor_t *x, int64_t bits) {
+    S_CHECK(x);
+    if (!ta_dtype_is_unsigned(ti_dtype_of(x)) || bits < 0 || bits > 63)
+        return s_fail(x, TACT_EDTYPE, "lshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
+    return ti_mul(x, ti_cast(ti_scalar_int(ti_tensor_ctx(x), (int64_t)((uint64_t)1 << bits)), ti_dtype_of(x)));
+}
+
+ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits) {
+    S_CHECK(x);
+    if (!ta_dtype_is_unsigned(ti_dtype_of(x)) || bits < 0 || bits > 63)
+        return s_fail(x, TACT_EDTYPE, "rshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
+    return ti_idiv(x, ti_cast(ti_scalar_int(ti_tensor_ctx(x), (int64_t)((uint64_t)1 << bits)), ti_dtype_of(x)));
+}
+
+/* softmax(q k^T / sqrt(d) + mask) v, a bool mask (or is_causal's lower
+ * triangle) meaning -inf where false; dropout on the weights when training. */
+ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_tensor_t *v, ti_tensor_t *mask, double dropout_p, int is_causal,
+                                             int training) {
+    S_CHECK(q);
+    S_CHECK(k);
+    S_CHECK(v);
+    if (mask) S_CHECK(mask);
+    int nq = ti_ndim(q), nk = ti_ndim(k);
+    if (nq < 2 || nk < 2) return s_fail(q, TACT_ESHAPE, "scaled_dot_product_attention: query and key need at least 2 dims");
+    ti_ctx_t *ctx = ti_tensor_ctx(q);
+    if (is_causal) mask = ti_tril(ti_ones(ctx, TACT_BOOL, 2, (int64_t[]){ti_dim(q, nq - 2), ti_dim(k, nk - 2)}), 0);
+    if (mask && ti_dtype_of(mask) == TACT_BOOL) mask = ti_where(ti_eq(mask, ti_scalar_bool(ctx, 0)), s_flt(q, -INFINITY), s_int(q, 0));
+    tact_dtype acc = ta_dtype_promote(ta_dtype_promote(ti_dtype_of(q), ti_dtype_of(k)), TACT_FLOAT32);
+    ti_tensor_t *qk = ti_div(ti_cast(ti_matmul(ti_cast(q, acc), ti_cast(ti_transpose(k, -2, -1), acc)), acc), s_flt(q, sqrt((double)ti_dim(q, nq - 1))));
+    if (mask) qk = ti_add(qk, mask);
+    return ti_matmul(ti_dropout(ti_cast(ti_softmax(qk, -1), ti_dtype_of(q)), dropout_p, training), v);
+}
