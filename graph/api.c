@@ -496,6 +496,30 @@ tact_tensor *tact_scaled_dot_product_attention(tact_tensor *hq, tact_tensor *hk,
     tact_tensor *hs[4] = {hq, hk, hv, hmask};
     S_TENSORS_N(4, hmask ? 4 : 3, hs, ti_scaled_dot_product_attention(xs[0], xs[1], xs[2], hmask ? xs[3] : NULL, dropout_p, is_causal, training));
 }
+/* Indexing: x, the index tensors and the value are entered together. */
+enum { TACT_INDEX_MAX = 16 };
+static tact_tensor *s_index(tact_tensor *hx, int n, const tact_index *idx, tact_tensor *hvalue, int set) {
+    if (n < 0 || n > 2 * TACT_INDEX_MAX || (n && !idx)) return s_h(ti_null_arg());
+    const tact_tensor *hs[2 + 2 * TACT_INDEX_MAX];
+    int slot[2 * TACT_INDEX_MAX], nh = 0;
+    hs[nh++] = hx;
+    if (set) hs[nh++] = hvalue;
+    for (int i = 0; i < n; i++) slot[i] = idx[i].kind == TACT_IDX_TENSOR ? (hs[nh] = idx[i].tensor, nh++) : -1;
+    ti_tensor_t *xs[2 + 2 * TACT_INDEX_MAX];
+    ti_index_t ix[2 * TACT_INDEX_MAX];
+    int busy;
+    ti_ctx_t *c = s_enter(nh, hs, xs, &busy);
+    if (busy) return s_h(ti_busy_arg());
+    for (int i = 0; i < n; i++) {
+        ix[i] = (ti_index_t){idx[i].kind, idx[i].start, idx[i].stop, idx[i].step, idx[i].has_start, idx[i].has_stop, idx[i].has_step, NULL};
+        if (slot[i] >= 0) ix[i].tensor = xs[slot[i]];
+    }
+    tact_tensor *h = s_h(set ? ti_setitem(xs[0], n, ix, xs[1]) : ti_getitem(xs[0], n, ix));
+    if (c) ti_ctx_leave(c);
+    return h;
+}
+tact_tensor *tact_getitem(tact_tensor *x, int n, const tact_index *idx) { return s_index(x, n, idx, NULL, 0); }
+tact_tensor *tact_setitem(tact_tensor *x, int n, const tact_index *idx, tact_tensor *value) { return s_index(x, n, idx, value, 1); }
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

@@ -216,6 +216,16 @@ ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits);
 ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_tensor_t *v, ti_tensor_t *mask, double dropout_p, int is_causal,
                                              int training);
 
+/* client_index.c: tact_index with the tensor as an object. */
+typedef struct {
+    tact_index_kind kind;
+    int64_t start, stop, step;
+    int has_start, has_stop, has_step;
+    ti_tensor_t *tensor;
+} ti_index_t;
+ti_tensor_t *ti_getitem(ti_tensor_t *x, int n, const ti_index_t *idx);
+ti_tensor_t *ti_setitem(ti_tensor_t *x, int n, const ti_index_t *idx, ti_tensor_t *value);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

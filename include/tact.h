@@ -546,6 +546,41 @@ tact_tensor *tact_gt(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_le(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_ge(tact_tensor *a, tact_tensor *b);
 
+/*
+ * Indexing, the reference's __getitem__ and __setitem__: an index list of n
+ * entries, one per Python index, built with the macros below:
+ *   x[1, -1]          {TACT_AT(1), TACT_AT(-1)}
+ *   x[:, 2:8:3]       {TACT_ALL, TACT_SLICE(2, 8, 3)}
+ *   x[::-1, :5]       {TACT_SLICE_STEP(-1), TACT_SLICE_TO(5)}
+ *   x[None, ..., 0]   {TACT_NEWAXIS, TACT_ELLIPSIS, TACT_AT(0)}
+ *   x[t]              {TACT_TENSOR(t)} (an int tensor: advanced indexing, a copy)
+ * Slices clamp as Python's do; an int out of range, a second ellipsis, too
+ * many indices or a zero step is an error naming the dim.  getitem gives a
+ * view (no copy) unless an index is a tensor.  setitem writes value (a
+ * tensor or a tact_scalar, cast to x's dtype, broadcast to the region) into
+ * the region of x, which must have a buffer of its own, and returns x,
+ * which names the new contents (as tact_assign); tensor indices are refused
+ * there, as in the reference.
+ */
+typedef enum { TACT_IDX_INT, TACT_IDX_SLICE, TACT_IDX_NEWAXIS, TACT_IDX_ELLIPSIS, TACT_IDX_TENSOR } tact_index_kind;
+typedef struct tact_index {
+    tact_index_kind kind;
+    int64_t start, stop, step;         /* INT: start is the index; SLICE: the bounds given */
+    int has_start, has_stop, has_step; /* SLICE: 0 where Python's slice has None */
+    tact_tensor *tensor;               /* TENSOR */
+} tact_index;
+#define TACT_AT(i) ((tact_index){TACT_IDX_INT, (i), 0, 0, 1, 0, 0, NULL})
+#define TACT_ALL ((tact_index){TACT_IDX_SLICE, 0, 0, 0, 0, 0, 0, NULL})
+#define TACT_SLICE(a, b, s) ((tact_index){TACT_IDX_SLICE, (a), (b), (s), 1, 1, 1, NULL})
+#define TACT_SLICE_FROM(a) ((tact_index){TACT_IDX_SLICE, (a), 0, 0, 1, 0, 0, NULL})
+#define TACT_SLICE_TO(b) ((tact_index){TACT_IDX_SLICE, 0, (b), 0, 0, 1, 0, NULL})
+#define TACT_SLICE_STEP(s) ((tact_index){TACT_IDX_SLICE, 0, 0, (s), 0, 0, 1, NULL})
+#define TACT_NEWAXIS ((tact_index){TACT_IDX_NEWAXIS, 0, 0, 0, 0, 0, 0, NULL})
+#define TACT_ELLIPSIS ((tact_index){TACT_IDX_ELLIPSIS, 0, 0, 0, 0, 0, 0, NULL})
+#define TACT_TENSOR(t) ((tact_index){TACT_IDX_TENSOR, 0, 0, 0, 0, 0, 0, (t)})
+tact_tensor *tact_getitem(tact_tensor *x, int n, const tact_index *idx);
+tact_tensor *tact_setitem(tact_tensor *x, int n, const tact_index *idx, tact_tensor *value);
+
 /* A contiguous copy (or x itself once it is realized and contiguous). */
 tact_tensor *tact_contiguous(tact_tensor *x);
 
