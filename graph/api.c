@@ -520,6 +520,23 @@ static tact_tensor *s_index(tact_tensor *hx, int n, const tact_index *idx, tact_
 }
 tact_tensor *tact_getitem(tact_tensor *x, int n, const tact_index *idx) { return s_index(x, n, idx, NULL, 0); }
 tact_tensor *tact_setitem(tact_tensor *x, int n, const tact_index *idx, tact_tensor *value) { return s_index(x, n, idx, value, 1); }
+tact_tensor *tact_conv_transpose2d(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb, const tact_window *opt) {
+    tact_tensor *hs[3] = {hx, hw, hb};
+    S_TENSORS(hb ? 3 : 2, hs, ti_conv_transpose2d(xs[0], xs[1], hb ? xs[2] : NULL, opt));
+}
+tact_tensor *tact_interpolate(tact_tensor *hx, int n, const int64_t *size, int align_corners) { S_ONE(hx, ti_interpolate(xs[0], n, size, align_corners)); }
+tact_tensor *tact_dot(tact_tensor *ha, tact_tensor *hb) { return tact_matmul(ha, hb); }
+tact_tensor *tact_multinomial(tact_tensor *hx, int64_t num_samples, int replacement) { S_ONE(hx, ti_multinomial(xs[0], num_samples, replacement)); }
+tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *hs) {
+    if (n < 1 || n > 16 || !hs) return s_h(ti_null_arg());
+    ti_tensor_t *xs[16];
+    int busy;
+    ti_ctx_t *c = s_enter(n, (const tact_tensor *const *)hs, xs, &busy);
+    if (busy) return s_h(ti_busy_arg());
+    tact_tensor *h = s_h(ti_einsum(formula, n, xs));
+    if (c) ti_ctx_leave(c);
+    return h;
+}
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

@@ -216,6 +216,11 @@ ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits);
 ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_tensor_t *v, ti_tensor_t *mask, double dropout_p, int is_causal,
                                              int training);
 
+ti_tensor_t *ti_conv_transpose2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt);
+ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int align_corners);
+ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs);
+ti_tensor_t *ti_multinomial(ti_tensor_t *x, int64_t num_samples, int replacement);
+
 /* client_index.c: tact_index with the tensor as an object. */
 typedef struct {
     tact_index_kind kind;

@@ -209,3 +209,187 @@ ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_
     if (mask) qk = ti_add(qk, mask);
     return ti_matmul(ti_dropout(ti_cast(ti_softmax(qk, -1), ti_dtype_of(q)), dropout_p, training), v);
 }
+
+/* The weight (groups*rcin... as (cin, cout/groups, *k)) regrouped, moved
+ * and flipped, x spread by the stride, then a convolution with the padding
+ * that undoes the forward one (output_padding more at the end). */
+ti_tensor_t *ti_conv_transpose2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt) {
+    S_CHECK(x);
+    S_CHECK(weight);
+    tact_window w0;
+    if (!opt) tact_window_default(&w0), opt = &w0;
+    int nk = ti_ndim(weight) - 2, g = opt->groups;
+    if (nk < 1 || nk > 3 || ti_ndim(x) != nk + 2 || g < 1 || ti_dim(weight, 0) % g)
+        return s_fail(x, TACT_ESHAPE, "conv_transpose2d: input of %d dims, weight of %d and %d groups do not match", ti_ndim(x), nk + 2, g);
+    if (opt->npad != 0 && opt->npad != 1 && opt->npad != nk)
+        return s_fail(x, TACT_EINVAL, "conv_transpose2d: %d padding amounts for %d dims (0, 1 or %d)", opt->npad, nk, nk);
+    int64_t ws[TA_MAX_DIMS], st[3], dl[3], pd[3], op[3];
+    ti_shape(weight, ws);
+    for (int j = 0; j < nk; j++) {
+        st[j] = opt->stride[j] ? opt->stride[j] : 1, dl[j] = opt->dilation[j] ? opt->dilation[j] : 1;
+        pd[j] = opt->npad == 0 ? 0 : opt->npad == 1 ? opt->padding[0] : opt->padding[j];
+        op[j] = opt->output_padding[j];
+    }
+    /* w.unflatten(0, (groups, -1)).transpose(1, 2).flip(3..) */
+    ti_tensor_t *w = ti_unflatten(weight, 0, 2, (int64_t[]){g, -1});
+    w = ti_transpose(w, 1, 2);
+    int flips[3];
+    for (int j = 0; j < nk; j++) flips[j] = 3 + j;
+    w = ti_flatten(ti_flip(w, nk, flips), 0, 1);
+    int any = 0;
+    for (int j = 0; j < nk; j++) any |= st[j] > 1;
+    if (any) {
+        int64_t xs[TA_MAX_DIMS], a[TA_MAX_DIMS], pads[TA_MAX_DIMS][2] = {{0}}, b[TA_MAX_DIMS], r[TA_MAX_DIMS][2];
+        ti_shape(x, xs);
+        a[0] = xs[0], a[1] = xs[1];
+        for (int j = 0; j < nk; j++) a[2 + 2 * j] = xs[2 + j], a[3 + 2 * j] = 1, pads[3 + 2 * j][1] = st[j] - 1;
+        x = ti_pad(ti_reshape(x, 2 + 2 * nk, a), pads, 0);
+        b[0] = xs[0], b[1] = xs[1];
+        for (int j = 0; j < nk; j++) b[2 + j] = xs[2 + j] * st[j];
+        x = ti_reshape(x, 2 + nk, b);
+        r[0][0] = 0, r[0][1] = xs[0], r[1][0] = 0, r[1][1] = xs[1];
+        for (int j = 0; j < nk; j++) r[2 + j][0] = 0, r[2 + j][1] = b[2 + j] - (st[j] - 1);
+        x = ti_shrink(x, r);
+    }
+    tact_window c;
+    tact_window_default(&c);
+    c.ndims = nk;
+    c.groups = g;
+    c.npad = 2 * nk;
+    for (int j = 0; j < nk; j++) {
+        int64_t k = ws[2 + nk - 1 - j], d = dl[nk - 1 - j], p = pd[nk - 1 - j];
+        c.padding[2 * j] = (k - 1) * d - p, c.padding[2 * j + 1] = (k - 1) * d - p + op[nk - 1 - j];
+        c.dilation[j] = dl[j];
+    }
+    return ti_conv2d(x, w, bias, &c);
+}
+
+/* Linear interpolation of the last n dims to size, the reference's: per
+ * dim, the source index (scaled, or scaled from pixel centres), clipped,
+ * its floor and ceil gathered and lerped. */
+ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int align_corners) {
+    S_CHECK(x);
+    int nd = ti_ndim(x);
+    if (n < 1 || n > nd || !size) return s_fail(x, TACT_EINVAL, "interpolate: %d sizes for a %d-dim tensor (1 to its dims)", n, nd);
+    int64_t sh[TA_MAX_DIMS], expand[TA_MAX_DIMS];
+    ti_shape(x, sh);
+    ti_shape(x, expand);
+    ti_ctx_t *ctx = ti_tensor_ctx(x);
+    for (int i = -n; i < 0; i++) {
+        int d = nd + i;
+        int64_t out = size[n + i];
+        if (out < 1) return s_fail(x, TACT_EINVAL, "interpolate: size %lld", (long long)out);
+        double scale = (double)(sh[d] - align_corners) / (double)(out - align_corners);
+        ti_tensor_t *arr = ti_arange(ctx, 0, (double)out, 1, TACT_FLOAT32);
+        ti_tensor_t *index = align_corners ? ti_mul(ti_scalar(ctx, scale), arr) : ti_sub(ti_mul(ti_scalar(ctx, scale), ti_add(arr, ti_scalar(ctx, 0.5))), ti_scalar(ctx, 0.5));
+        index = ti_clip(index, 0, (double)(sh[d] - 1));
+        int64_t rs[TA_MAX_DIMS];
+        for (int k = 0; k < nd; k++) rs[k] = 1;
+        rs[d] = out, expand[d] = out;
+        ti_tensor_t *lo = ti_expand(ti_reshape(ti_floor(index), nd, rs), nd, expand);
+        ti_tensor_t *hi = ti_expand(ti_reshape(ti_ceil(index), nd, rs), nd, expand);
+        ti_tensor_t *perc = ti_expand(ti_reshape(ti_sub(index, ti_floor(index)), nd, rs), nd, expand);
+        x = ti_lerp(ti_gather(x, d, ti_cast(lo, TACT_INT32)), ti_gather(x, d, ti_cast(hi, TACT_INT32)), perc);
+    }
+    return x;
+}
+
+/* The reference's einsum: every operand permuted to sorted letters and
+ * expanded to all of them, multiplied, summed over the letters not in the
+ * output, permuted to the output's order. */
+ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
+    if (!formula || n < 1 || !xs) return ti_neg(NULL);
+    for (int i = 0; i < n; i++) S_CHECK(xs[i]);
+    char f[256], in[256], outl[64];
+    int fl = 0;
+    for (const char *c = formula; *c && fl < 255; c++)
+        if (*c != ' ') f[fl++] = *c;
+    f[fl] = 0;
+    char *arrow = strstr(f, "->");
+    if (arrow) {
+        *arrow = 0;
+        snprintf(outl, sizeof outl, "%s", arrow + 2);
+    }
+    snprintf(in, sizeof in, "%s", f);
+    if (!arrow) { /* letters used once, sorted */
+        int m = 0;
+        for (int c = 'A'; c <= 'z'; c++) {
+            int cnt = 0;
+            for (const char *p = in; *p; p++) cnt += *p == c;
+            if (cnt == 1 && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) outl[m++] = (char)c;
+        }
+        outl[m] = 0;
+    }
+    /* operands' letters */
+    const char *ops[TA_MAX_DIMS];
+    int nops = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(in, ",", &save); tok && nops < TA_MAX_DIMS; tok = strtok_r(NULL, ",", &save)) ops[nops++] = tok;
+    if (nops != n) return s_fail(xs[0], TACT_EINVAL, "einsum: the formula has %d operands, %d tensors given", nops, n);
+    /* the letters, sorted, with their sizes */
+    char letters[64];
+    int64_t val[64];
+    int nl = 0;
+    for (int i = 0; i < n; i++) {
+        if ((int)strlen(ops[i]) != ti_ndim(xs[i])) return s_fail(xs[0], TACT_ESHAPE, "einsum: operand %d has %d dims, its letters %zu", i, ti_ndim(xs[i]), strlen(ops[i]));
+        for (int k = 0; ops[i][k]; k++) {
+            int found = -1;
+            for (int j = 0; j < nl; j++)
+                if (letters[j] == ops[i][k]) found = j;
+            if (found < 0 && nl < 16) letters[nl] = ops[i][k], val[nl++] = ti_dim(xs[i], k);
+        }
+    }
+    if (nl > TA_MAX_DIMS) return s_fail(xs[0], TACT_ESHAPE, "einsum: %d letters", nl);
+    for (int a = 0; a < nl; a++) /* sort */
+        for (int b = a + 1; b < nl; b++)
+            if (letters[b] < letters[a]) {
+                char t = letters[a];
+                letters[a] = letters[b], letters[b] = t;
+                int64_t v = val[a];
+                val[a] = val[b], val[b] = v;
+            }
+    ti_tensor_t *prod = NULL;
+    for (int i = 0; i < n; i++) {
+        int nd = ti_ndim(xs[i]), order[TA_MAX_DIMS], o = 0;
+        for (int j = 0; j < nl; j++)
+            for (int k = 0; k < nd; k++)
+                if (ops[i][k] == letters[j]) order[o++] = k;
+        if (o != nd) return s_fail(xs[0], TACT_EINVAL, "einsum: operand %d repeats a letter (not supported)", i);
+        int64_t rs[TA_MAX_DIMS];
+        for (int j = 0; j < nl; j++) rs[j] = strchr(ops[i], letters[j]) ? val[j] : 1;
+        ti_tensor_t *t = ti_expand(ti_reshape(ti_permute(xs[i], order), nl, rs), nl, val);
+        prod = prod ? ti_mul(prod, t) : t;
+    }
+    int axes[TA_MAX_DIMS], na = 0;
+    for (int j = 0; j < nl; j++)
+        if (!strchr(outl, letters[j])) axes[na++] = j;
+    ti_tensor_t *r = na ? ti_sum(prod, na, axes, 0) : prod;
+    /* kept letters are in sorted order; permute to the output's */
+    int no = (int)strlen(outl), perm[TA_MAX_DIMS];
+    char kept[64];
+    int nkept = 0;
+    for (int j = 0; j < nl; j++)
+        if (strchr(outl, letters[j])) kept[nkept++] = letters[j];
+    if (nkept != no) return s_fail(xs[0], TACT_EINVAL, "einsum: the output names a letter no operand has");
+    for (int k = 0; k < no; k++)
+        for (int j = 0; j < nkept; j++)
+            if (kept[j] == outl[k]) perm[k] = j;
+    return no ? ti_permute(r, perm) : r;
+}
+
+/* Samples by inverse CDF: uniform numbers against the normalized cumsum. */
+ti_tensor_t *ti_multinomial(ti_tensor_t *x, int64_t num_samples, int replacement) {
+    S_CHECK(x);
+    int nd = ti_ndim(x);
+    if (nd < 1 || nd > 2 || num_samples < 1) return s_fail(x, TACT_EINVAL, "multinomial: a %d-dim tensor and %lld samples (1 or 2 dims, at least 1)", nd, (long long)num_samples);
+    if (!replacement && num_samples != 1) return s_fail(x, TACT_EINVAL, "multinomial: without replacement only one sample (as the reference)");
+    ti_tensor_t *w = nd == 1 ? ti_unsqueeze(x, 0) : x;
+    ti_tensor_t *cw = ti_cast(ti_cumsum(w, 1), TACT_FLOAT32);
+    int64_t rows = ti_dim(w, 0), cols = ti_dim(w, 1);
+    ti_tensor_t *lastcol = ti_getitem(cw, 2, (ti_index_t[]){{TACT_IDX_SLICE, 0, 0, 0, 0, 0, 0, NULL}, {TACT_IDX_INT, -1, 0, 0, 1, 0, 0, NULL}});
+    ti_tensor_t *cdf = ti_div(cw, ti_unsqueeze(lastcol, 1));
+    ti_tensor_t *u = ti_rand(ti_tensor_ctx(x), TACT_FLOAT32, 3, (int64_t[]){num_samples, rows, 1});
+    ti_tensor_t *idx = ti_sum(ti_ge(ti_expand(u, 3, (int64_t[]){num_samples, rows, cols}), cdf), 1, (int[]){2}, 0);
+    idx = ti_permute(idx, (int[]){1, 0});
+    return ti_cast(nd == 1 ? ti_squeeze(idx, 1, (int[]){0}) : idx, TACT_INT32);
+}

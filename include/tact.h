@@ -491,12 +491,17 @@ typedef struct tact_window {
     int64_t padding[6];   /* 0 */
     int groups;           /* convolutions: 1 */
     int count_include_pad; /* avg_pool2d: 1 (padding counts in the mean) */
+    int64_t output_padding[3]; /* conv_transpose2d: 0 */
 } tact_window;
 void tact_window_default(tact_window *w);
 
 /* x (batch, groups * cin, *spatial) with weight (cout, cin, *kernel) and an
  * optional bias (cout) (NULL: none). */
 tact_tensor *tact_conv2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt);
+/* x (batch, cin, *spatial) with weight (cin, cout / groups, *kernel), the
+ * gradient of conv2d; padding is 1 amount or one per dim, output_padding
+ * adds at the end. */
+tact_tensor *tact_conv_transpose2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt);
 tact_tensor *tact_avg_pool2d(tact_tensor *x, const tact_window *opt);
 tact_tensor *tact_max_pool2d(tact_tensor *x, const tact_window *opt); /* padding with -inf */
 /* x.dot(weight) + bias with weight (in, out), the reference's layout (the
@@ -517,6 +522,18 @@ tact_tensor *tact_binary_crossentropy_logits(tact_tensor *x, tact_tensor *y);
  * The mean over labels not equal to ignore_index (reference: -1), with
  * label_smoothing in [0, 1] (reference: 0). */
 tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *x, tact_tensor *labels, int64_t ignore_index, double label_smoothing);
+/* Linear interpolation of the last n dims to size (the reference's only
+ * mode), align_corners as PyTorch's. */
+tact_tensor *tact_interpolate(tact_tensor *x, int n, const int64_t *size, int align_corners);
+/* Sums of products named by a formula ("ij,jk->ik"; without "->", the
+ * letters used once, sorted), as the reference: no repeated letter within
+ * one operand, no ellipsis. */
+tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *xs);
+/* matmul under its other reference name. */
+tact_tensor *tact_dot(tact_tensor *a, tact_tensor *b);
+/* Indices (int32) drawn from the rows of x (1 or 2 dims) as weights, by
+ * the context's random numbers; without replacement only one sample. */
+tact_tensor *tact_multinomial(tact_tensor *x, int64_t num_samples, int replacement);
 /* The upper (lower) triangle of the last two dims from diagonal on
  * (reference: 0), zeros elsewhere. */
 tact_tensor *tact_triu(tact_tensor *x, int64_t diagonal);

@@ -443,6 +443,23 @@ NN = [
     ("pow", [1, 130], [((3, 4), "v")], lambda x: x ** 1.3),
     ("pow", [0], [((3, 4), "v"), ((3, 4), "f")], lambda x, e: x ** e),
     ("pow", [0], [((2, 5), "f"), ((2, 5), "e")], lambda x, e: x ** e),
+    # conv_transpose2d: W(...) + output_padding (2)
+    ("conv_transpose2d", W() + [0, 0], [((1, 2, 4, 4), "f"), ((2, 3, 3, 3), "f")], lambda x, w: F.conv_transpose2d(x, w)),
+    ("conv_transpose2d", W(s=(2, 2), npad=1, pads=(1, 0, 0, 0), bias=1) + [1, 1], [((2, 2, 3, 4), "f"), ((2, 3, 3, 3), "f"), ((3,), "f")],
+     lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)),
+    ("conv_transpose2d", W(groups=2, d=(2, 1), s=(1, 2)) + [0, 0], [((1, 4, 3, 3), "f"), ((4, 1, 2, 3), "f")],
+     lambda x, w: F.conv_transpose2d(x, w, stride=(1, 2), dilation=(2, 1), groups=2)),
+    # interpolate: n, sizes (2), align_corners
+    ("interpolate", [2, 5, 7, 0], [((1, 2, 3, 4), "f")], lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
+    ("interpolate", [2, 2, 9, 1], [((1, 1, 4, 3), "f")], lambda x: F.interpolate(x, size=(2, 9), mode="bilinear", align_corners=True)),
+    ("interpolate", [1, 6, 0, 0], [((2, 3, 4), "f")], lambda x: F.interpolate(x, size=6, mode="linear", align_corners=False)),
+    # einsum: the formula's index in test_nn.c's table
+    ("einsum", [0], [((3, 4), "f"), ((4, 5), "f")], lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+    ("einsum", [1], [((3, 4), "f")], lambda a: torch.einsum("ij->ji", a)),
+    ("einsum", [2], [((2, 3, 4), "f"), ((2, 4, 5), "f")], lambda a, b: torch.einsum("bij,bjk->bik", a, b)),
+    ("einsum", [3], [((6,), "f"), ((6,), "f")], lambda a, b: torch.einsum("i,i->", a, b).reshape(())),
+    ("einsum", [4], [((3, 4), "f"), ((5, 4), "f")], lambda a, b: torch.einsum("ij,kj", a, b)),
+    ("einsum", [5], [((2, 3, 4), "f")], lambda a: torch.einsum("abc->cb", a)),
     ("scaled_dot_product_attention", [0], [((2, 4, 8), "f"), ((2, 5, 8), "f"), ((2, 5, 3), "f")], lambda q, k, v: _sdpa(q, k, v, False)),
     ("scaled_dot_product_attention", [1], [((2, 4, 8), "f"), ((2, 4, 8), "f"), ((2, 4, 3), "f")], lambda q, k, v: _sdpa(q, k, v, True)),
 ]

@@ -23,7 +23,10 @@ SEQUENCES = [
          ("normal", (6,), (1.5, 0.25))]),
     (1337, [("scaled_uniform", (3, 4), ()), ("glorot_uniform", (4, 6), ()), ("kaiming_uniform", (5, 3, 2), (0.01,)),
             ("kaiming_normal", (4, 3), (0.2,)), ("randn", (1, 5), ()), ("dropout", (4, 8), (0.25,))]),
+    (7, [("multinomial", (2, 4), (6, 1)), ("multinomial", (4,), (1, 0)), ("rand", (3,), ())]),
 ]
+# multinomial's weights (test_rand.c has the same): the first 2 x 4 or 4 of these.
+WEIGHTS = [0.1, 0.5, 0.2, 0.2, 1.0, 0.0, 0.0, 3.0]
 
 
 def call(fn, shape, p):
@@ -45,6 +48,9 @@ def call(fn, shape, p):
         return Tensor.kaiming_uniform(*shape, a=p[0])
     if fn == "kaiming_normal":
         return Tensor.kaiming_normal(*shape, a=p[0])
+    if fn == "multinomial":
+        w = Tensor(WEIGHTS[:math.prod(shape)]).reshape(shape)
+        return w.multinomial(int(p[0]), replacement=bool(p[1])).cast(dtypes.float32)
     if fn == "dropout":
         Tensor.training = True
         r = (Tensor.ones(*shape).contiguous() * 2).dropout(p[0])

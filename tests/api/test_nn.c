@@ -49,6 +49,15 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     if (!strcmp(f, "tril")) return tact_tril(in[0], p[0]);
     if (!strcmp(f, "masked_fill")) return tact_masked_fill(in[0], in[1], tact_reshape(in[2], 0, NULL));
     if (!strcmp(f, "pow")) return tact_pow(in[0], p[0] ? tact_scalar(s_ctx, (double)p[1] / 100) : in[1]);
+    if (!strcmp(f, "conv_transpose2d")) {
+        w.output_padding[0] = p[14], w.output_padding[1] = p[15];
+        return tact_conv_transpose2d(in[0], in[1], p[13] ? in[2] : NULL, &w);
+    }
+    if (!strcmp(f, "interpolate")) return tact_interpolate(in[0], (int)p[0], p + 1, (int)p[3]);
+    if (!strcmp(f, "einsum")) {
+        static const char *const formulas[] = {"ij,jk->ik", "ij->ji", "bij,bjk->bik", "i,i->", "ij,kj", "abc->cb"};
+        return tact_einsum(formulas[p[0]], g->nin, in);
+    }
     if (!strcmp(f, "scaled_dot_product_attention")) return tact_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, (int)p[0], 0);
     cr_assert_fail("no function %s", f);
     return NULL;

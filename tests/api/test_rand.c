@@ -25,6 +25,11 @@ static tact_tensor *s_call(tact_ctx *ctx, const golden_rand_t *g) {
     if (!strcmp(f, "glorot_uniform")) return tact_glorot_uniform(ctx, d, g->ndim, g->shape);
     if (!strcmp(f, "kaiming_uniform")) return tact_kaiming_uniform(ctx, d, g->ndim, g->shape, g->p[0]);
     if (!strcmp(f, "kaiming_normal")) return tact_kaiming_normal(ctx, d, g->ndim, g->shape, g->p[0]);
+    if (!strcmp(f, "multinomial")) {
+        static const float weights[8] = {0.1f, 0.5f, 0.2f, 0.2f, 1.0f, 0.0f, 0.0f, 3.0f};
+        tact_tensor *w = tact_from_data(ctx, TACT_FLOAT32, g->ndim, g->shape, weights);
+        return tact_cast(tact_multinomial(w, (int64_t)g->p[0], (int)g->p[1]), d);
+    }
     if (!strcmp(f, "dropout")) {
         tact_tensor *twos = tact_contiguous(tact_full(ctx, d, g->ndim, g->shape, 2.0));
         return tact_dropout(twos, g->p[0], 1);
@@ -72,7 +77,7 @@ Test(api_rand, the_references_numbers_for_any_threads_and_realize_order) {
     for (size_t c = 0; c < n; c++) {
         const golden_rand_t *g = &golden_rand[c];
         cr_assert(memcmp(a[c], b[c], sizeof(float) * (size_t)g->n) == 0, "%s [call %zu]: 1 thread realized at once and 8 threads at the end differ", g->fn, c);
-        int exact = !strcmp(g->fn, "rand") || !strcmp(g->fn, "dropout"), ints = !strcmp(g->fn, "randint");
+        int exact = !strcmp(g->fn, "rand") || !strcmp(g->fn, "dropout") || !strcmp(g->fn, "multinomial"), ints = !strcmp(g->fn, "randint");
         for (int i = 0; i < g->n; i++) {
             float w = g->want[i], v = a[c][i];
             if (exact) cr_assert_eq(v, w, "%s [call %zu, %d]: %a, not %a", g->fn, c, i, v, w);
