@@ -879,7 +879,14 @@ ti_tensor_t *ti_div(ti_tensor_t *a, ti_tensor_t *b) {
 ti_tensor_t *ti_where(ti_tensor_t *cond, ti_tensor_t *a, ti_tensor_t *b) {
     ti_tensor_t *e = s_any_error(3, (ti_tensor_t *[]){cond, a, b});
     if (e) return e;
-    cond = ti_cast(s_solid(cond), TACT_BOOL);
+    cond = s_solid(cond);
+    /* Two scalar branches take their dtype from the condition's, as the
+     * reference's (an int8 condition with 3 and 4 gives int8). */
+    if (a->weak && b->weak) {
+        a = s_materialize(a, ta_dtype_of_scalar(cond->dtype, a->kind));
+        b = s_materialize(b, ta_dtype_of_scalar(cond->dtype, b->kind));
+    }
+    cond = ti_cast(cond, TACT_BOOL);
     if (s_match(&a, &b, "where") != 0) return a;
     ta_shape_t out;
     ta_error_t err;
@@ -1091,11 +1098,17 @@ ti_tensor_t *ti_pad(ti_tensor_t *x, const int64_t (*pads)[2], double value) {
     for (int k = 0; k < x->shape.ndim; k++) args[2 * k] = pads[k][0], args[2 * k + 1] = pads[k][1];
     ti_tensor_t *p = s_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
     if (value == 0 || p->status) return p;
-    /* A non-zero fill: where(pad(ones), pad(x), value). */
+    /* A non-zero fill: where(pad(ones), pad(x), value), in the reference's
+     * dtype for pad(x) + where(pad(ones), 0, value): a whole value is an int
+     * and keeps an int tensor's dtype (a bool's becomes int32), a
+     * fractional one makes ints and bools float32. */
+    ta_scalar_kind_t kind = value == trunc(value) && fabs(value) < 9.2e18 ? TA_SCALAR_INT : TA_SCALAR_FLOAT;
+    tact_dtype wd = ta_dtype_promote(ta_dtype_of_scalar(x->dtype, TA_SCALAR_INT), ta_dtype_of_scalar(x->dtype, kind));
+    tact_dtype od = ta_dtype_promote(x->dtype, wd);
     ti_tensor_t *inside = s_movement(ti_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
                                      2 * x->shape.ndim, args);
-    ta_value_t v = ta_value_from_double(x->dtype, value);
-    return ti_where(inside, p, s_broadcast_to(s_const(x->ctx, x->dtype, v), &out));
+    ta_value_t v = ta_value_from_double(od, value);
+    return ti_where(inside, ti_cast(p, od), s_broadcast_to(s_const(x->ctx, od, v), &out));
 }
 
 ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]) {

@@ -298,7 +298,9 @@ tact_tensor *tact_or(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_shl(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b);
 
-/* Ternary: where(cond, a, b) picks a where cond is true; mulacc is a*b+c. */
+/* Ternary: where(cond, a, b) picks a where cond is true (two scalar
+ * branches take their dtype from cond's, as the reference: an int8 cond
+ * with 3 and 4 gives int8); mulacc is a*b+c. */
 tact_tensor *tact_where(tact_tensor *cond, tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_mulacc(tact_tensor *a, tact_tensor *b, tact_tensor *c);
 
@@ -430,8 +432,10 @@ tact_tensor *tact_matmul(tact_tensor *a, tact_tensor *b);
 
 /* Movement (views: no data moves until a kernel reads them).  reshape
  * accepts one -1; expand prepends dims and grows size-1 dims (-1 keeps a
- * dim); pad takes {before, after} per dim and a fill value; shrink takes
- * {begin, end} per dim; flip reverses the given axes. */
+ * dim); pad takes {before, after} per dim and a fill value (a non-zero one
+ * with the reference's dtype: a whole value keeps an int tensor's dtype and
+ * makes a bool's int32, a fractional one makes ints and bools float32);
+ * shrink takes {begin, end} per dim; flip reverses the given axes. */
 tact_tensor *tact_reshape(tact_tensor *x, int ndim, const int64_t *shape);
 tact_tensor *tact_permute(tact_tensor *x, const int *order);
 tact_tensor *tact_expand(tact_tensor *x, int ndim, const int64_t *shape);

@@ -117,3 +117,38 @@ Test(api_movement, errors_and_cat_in_one_kernel) {
     for (int i = 0; i < 48; i++) cr_assert_eq(got[i], vals[i / 6][i % 6]);
     tact_ctx_close(&ctx);
 }
+
+/* The reference's dtype quirks, as tinygrad 0.9.2 gives them: two scalar
+ * branches of where take the condition's dtype; a pad with a non-zero
+ * value has the dtype of x + where(pad(ones), 0, value). */
+Test(api_movement, the_references_dtype_quirks) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *c8 = tact_from_data(ctx, TACT_INT8, 1, (int64_t[]){2}, (int8_t[]){5, 0});
+    tact_tensor *cb = tact_from_data(ctx, TACT_BOOL, 1, (int64_t[]){2}, (uint8_t[]){1, 0});
+    tact_tensor *w8 = tact_where(c8, tact_scalar_int(ctx, 3), tact_scalar_int(ctx, 4));
+    cr_assert_eq(tact_dtype_of(w8), TACT_INT8);
+    int8_t v8[2];
+    cr_assert_eq(tact_read(w8, v8, 2), TACT_OK);
+    cr_assert(v8[0] == 3 && v8[1] == 4);
+    cr_assert_eq(tact_dtype_of(tact_where(cb, tact_scalar(ctx, 1.5), tact_scalar(ctx, 2.5))), TACT_FLOAT32);
+    cr_assert_eq(tact_dtype_of(tact_where(cb, tact_scalar_int(ctx, 1), tact_scalar_int(ctx, 2))), TACT_INT32);
+    cr_assert_eq(tact_dtype_of(tact_where(cb, tact_scalar_bool(ctx, 1), tact_scalar_bool(ctx, 0))), TACT_BOOL);
+    cr_assert_eq(tact_dtype_of(tact_where(c8, tact_scalar(ctx, 1.5), tact_scalar_int(ctx, 2))), TACT_FLOAT32);
+    tact_tensor *xi = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){2}, (int32_t[]){7, -3});
+    tact_tensor *pf = tact_pad(xi, (int64_t[][2]){{1, 1}}, 0.5);
+    cr_assert_eq(tact_dtype_of(pf), TACT_FLOAT32);
+    float vf[4];
+    cr_assert_eq(tact_read(pf, vf, sizeof vf), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert(vf[0] == 0.5f && vf[1] == 7 && vf[2] == -3 && vf[3] == 0.5f);
+    tact_tensor *pb = tact_pad(cb, (int64_t[][2]){{1, 0}}, 1);
+    cr_assert_eq(tact_dtype_of(pb), TACT_INT32);
+    int32_t vb[3];
+    cr_assert_eq(tact_read(pb, vb, sizeof vb), TACT_OK);
+    cr_assert(vb[0] == 1 && vb[1] == 1 && vb[2] == 0);
+    cr_assert_eq(tact_dtype_of(tact_pad(xi, (int64_t[][2]){{1, 1}}, 2)), TACT_INT32);
+    cr_assert_eq(tact_dtype_of(tact_pad(cb, (int64_t[][2]){{1, 1}}, 0)), TACT_BOOL);
+    cr_assert_eq(tact_dtype_of(tact_pad(tact_zeros(ctx, TACT_FLOAT16, 1, (int64_t[]){2}), (int64_t[][2]){{1, 1}}, 1)), TACT_FLOAT16);
+    cr_assert_eq(tact_dtype_of(tact_pad(tact_zeros(ctx, TACT_UINT8, 1, (int64_t[]){2}), (int64_t[][2]){{1, 1}}, 1.5)), TACT_FLOAT32);
+    tact_ctx_close(&ctx);
+}
