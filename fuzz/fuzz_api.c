@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int dtype = s_byte(&in) % 15; /* 13 and 14 are not dtypes */
         tact_tensor *a = s_tensor(&in), *b = s_tensor(&in), *c = s_tensor(&in);
         tact_ctx *ctx = s_context(&in);
-        switch (op % 24) {
+        switch (op % 30) {
         case 0: {
             double buf[64] = {0};
             int64_t n = 1;
@@ -150,6 +150,108 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             (void)tact_status_of(a), (void)tact_error_message(a), (void)tact_ctx_error(ctx);
             if (tact_ndim(a) <= 16) tact_shape(a, sh);
             tact_ctx_stats(ctx, &st);
+            break;
+        }
+        case 23: { /* the composed elementwise functions */
+            tact_tensor *(*const un[])(tact_tensor *) = {tact_exp,   tact_log,        tact_relu,      tact_sigmoid, tact_rsqrt,     tact_cos,
+                                                         tact_tan,   tact_trunc,      tact_ceil,      tact_floor,   tact_round,     tact_square,
+                                                         tact_sign,  tact_abs,        tact_reciprocal, tact_logical_not, tact_swish, tact_relu6,
+                                                         tact_hardswish, tact_tanh,   tact_sinh,      tact_atanh,   tact_asinh,     tact_gelu,
+                                                         tact_quick_gelu, tact_mish,  tact_softsign,  tact_T,       tact_zeros_like, tact_rand_like};
+            s_put(un[s_byte(&in) % (sizeof un / sizeof un[0])](a));
+            break;
+        }
+        case 24: {
+            tact_tensor *(*const bin[])(tact_tensor *, tact_tensor *) = {tact_minimum, tact_eq, tact_ne, tact_lt, tact_gt, tact_le, tact_ge, tact_pow,
+                                                                         tact_dot, tact_binary_crossentropy, tact_binary_crossentropy_logits};
+            s_put(bin[s_byte(&in) % (sizeof bin / sizeof bin[0])](a, b));
+            break;
+        }
+        case 25: { /* composed reductions, with hostile axes */
+            int k = axes[1], keep = dtype & 1, na = ndim - 4;
+            switch (s_byte(&in) % 12) {
+            case 0: s_put(tact_min(a, na, axes, keep)); break;
+            case 1: s_put(tact_any(a, na, axes, keep)); break;
+            case 2: s_put(tact_all(a, na, axes, keep)); break;
+            case 3: s_put(tact_mean(a, na, axes, keep)); break;
+            case 4: s_put(tact_var(a, na, axes, keep, values[dtype & 3])); break;
+            case 5: s_put(tact_std(a, na, axes, keep, 1)); break;
+            case 6: s_put(tact_logsumexp(a, na, axes, keep)); break;
+            case 7: s_put(tact_softmax(a, k)); break;
+            case 8: s_put(tact_log_softmax(a, k)); break;
+            case 9: s_put(keep ? tact_argmax(a, k, dtype & 2) : tact_argmin_flat(a)); break;
+            case 10: s_put(tact_cumsum(a, k)); break;
+            default: s_put(tact_layernorm(a, na, axes, 1e-5)); break;
+            }
+            break;
+        }
+        case 26: { /* composed movement and indexing */
+            tact_tensor *pieces[8], *three[3] = {a, b, c};
+            int k = axes[1];
+            switch (s_byte(&in) % 14) {
+            case 0: s_put(tact_squeeze(a, ndim - 4, axes)); break;
+            case 1: s_put(tact_unsqueeze(a, k)); break;
+            case 2: s_put(tact_flatten(a, k, axes[2])); break;
+            case 3: s_put(tact_unflatten(a, k, ndim - 4, shape)); break;
+            case 4: s_put(tact_transpose(a, k, axes[2])); break;
+            case 5: s_put(tact_repeat(a, ndim - 4, shape)); break;
+            case 6: s_put(tact_repeat_interleave(a, shape[0], k)); break;
+            case 7: s_put(dtype & 1 ? tact_cat(1 + dtype % 3, three, k) : tact_stack(1 + dtype % 3, three, k)); break;
+            case 8: if (tact_split(a, ndim % 8, shape, k, pieces) > 0) s_put(pieces[0]); break;
+            case 9: if (tact_chunk(a, (int)shape[0] % 9, k, pieces) > 0) s_put(pieces[0]); break;
+            case 10: s_put(tact_gather(a, k, b)); break;
+            case 11: s_put(tact_pad2d(a, ndim - 4, shape, values[dtype & 3])); break;
+            default: {
+                tact_index idx[20];
+                int n = ndim - 2;
+                for (int i = 0; i < 20; i++) {
+                    uint8_t kind = s_byte(&in) % 5;
+                    idx[i] = (tact_index){(tact_index_kind)kind, shape[i], shape[i + 1], shape[i + 2] - 1, kind & 1, axes[i] & 1, axes[i] & 2, i & 1 ? a : b};
+                }
+                s_put(dtype & 1 ? tact_getitem(a, n, idx) : tact_setitem(a, n, idx, c));
+                break;
+            }
+            }
+            break;
+        }
+        case 27: { /* nn, with hostile windows */
+            tact_window w;
+            tact_window_default(&w);
+            w.ndims = (int)shape[0] - 1;
+            for (int i = 0; i < 3; i++) w.kernel[i] = shape[1 + i], w.stride[i] = shape[4 + i], w.dilation[i] = shape[7 + i], w.output_padding[i] = shape[10 + i];
+            w.npad = (int)shape[13] + 1;
+            for (int i = 0; i < 6; i++) w.padding[i] = shape[14 + i];
+            w.groups = (int)shape[20] + 1;
+            switch (s_byte(&in) % 9) {
+            case 0: s_put(tact_conv2d(a, b, dtype & 1 ? c : NULL, dtype & 2 ? &w : NULL)); break;
+            case 1: s_put(tact_conv_transpose2d(a, b, dtype & 1 ? c : NULL, &w)); break;
+            case 2: s_put(dtype & 1 ? tact_max_pool2d(a, &w) : tact_avg_pool2d(a, &w)); break;
+            case 3: s_put(tact_linear(a, b, dtype & 1 ? c : NULL)); break;
+            case 4: s_put(tact_batchnorm(a, dtype & 1 ? b : NULL, NULL, c, b, axes[1])); break;
+            case 5: s_put(tact_one_hot(a, shape[0])); break;
+            case 6: s_put(tact_sparse_categorical_crossentropy(a, b, shape[1], values[dtype & 3])); break;
+            case 7: s_put(tact_interpolate(a, ndim - 4, shape, dtype & 1)); break;
+            default: s_put(tact_scaled_dot_product_attention(a, b, c, NULL, 0, dtype & 1, 0)); break;
+            }
+            break;
+        }
+        case 28: { /* random numbers */
+            switch (s_byte(&in) % 6) {
+            case 0: tact_manual_seed(ctx, s_u64(&in)); break;
+            case 1: s_put(tact_rand(ctx, (tact_dtype)dtype, ndim, shape)); break;
+            case 2: s_put(tact_randn(ctx, (tact_dtype)dtype, ndim, shape)); break;
+            case 3: s_put(tact_randint(ctx, (tact_dtype)dtype, ndim, shape, shape[0], shape[1])); break;
+            case 4: s_put(tact_dropout(a, values[dtype & 3], 1)); break;
+            default: s_put(tact_multinomial(a, shape[0], dtype & 1)); break;
+            }
+            break;
+        }
+        case 29: { /* einsum with a formula from the input */
+            char f[24];
+            for (int i = 0; i < 23; i++) f[i] = "ij,k->. "[s_byte(&in) % 8];
+            f[23] = 0;
+            tact_tensor *ops[3] = {a, b, c};
+            s_put(tact_einsum(dtype & 1 ? f : "ij,jk->ik", 1 + dtype % 3, ops));
             break;
         }
         default: tact_wait(ctx); break;

@@ -90,6 +90,7 @@ ti_tensor_t *ti_cumsum(ti_tensor_t *x, int axis) {
     int a = s_axis(x, axis, "cumsum", &err);
     if (err) return err;
     if (!ti_ndim(x) || !ti_numel(x)) return x;
+    if (ti_ndim(x) + 2 > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "cumsum: %d dims (at most %d)", ti_ndim(x), TA_MAX_DIMS - 2);
     enum { SPLIT = 256 };
     int64_t len = ti_dim(x, a);
     if (len <= 2 * SPLIT) return s_cumsum1(x, a, 0);

@@ -72,6 +72,7 @@ ti_tensor_t *ti_flatten(ti_tensor_t *x, int start_dim, int end_dim) {
     if (s == S_NODIM) return S_BAD_DIM(x, "flatten", start_dim, 0);
     if (e == S_NODIM) return S_BAD_DIM(x, "flatten", end_dim, 0);
     if (!nd) return ti_reshape(x, 1, (int64_t[]){1});
+    if (s > e) return s_fail(x, TACT_EINVAL, "flatten: start dim %d comes after end dim %d", start_dim, end_dim);
     int64_t sh[TA_MAX_DIMS], out[TA_MAX_DIMS], p = 1;
     ti_shape(x, sh);
     int n = 0;

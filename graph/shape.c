@@ -24,9 +24,11 @@ int ta_shape_make(ta_shape_t *s, int ndim, const int64_t *dims, const char *op, 
 }
 
 int ta_shape_check_size(const ta_shape_t *s, const char *op, ta_error_t *err) {
+    /* Zero dims count as 1: an empty shape's other dims must fit too, so no
+     * product of a shape's dims (strides, partial counts) can overflow. */
     int64_t n = 8;
     for (int k = 0; k < s->ndim; k++)
-        if (__builtin_mul_overflow(n, s->d[k], &n)) {
+        if (__builtin_mul_overflow(n, s->d[k] ? s->d[k] : 1, &n)) {
             char buf[200];
             ta_shape_format(s, buf, sizeof buf);
             return ta_error_set(err, TACT_ESHAPE, "%s: shape %s has too many elements", op, buf);
@@ -82,12 +84,13 @@ int ta_shape_reshape(const ta_shape_t *in, int ndim, const int64_t *dims, ta_sha
         }
         if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: dim %d is %" PRId64, si, k, dims[k]);
         r.d[k] = dims[k];
-        known *= dims[k];
     }
     int64_t numel = ta_shape_numel(in);
     ta_shape_t known_only = r;
     if (infer >= 0) known_only.d[infer] = 1;
     if (ta_shape_check_size(&known_only, "reshape", err) != TACT_OK) return TACT_ESHAPE;
+    for (int k = 0; k < ndim; k++) /* cannot overflow once checked */
+        if (k != infer) known *= r.d[k];
     if (infer >= 0) {
         if (known == 0 || numel % known != 0)
             return ta_error_set(err, TACT_ESHAPE, "reshape of %s: cannot infer the -1 dim", si);

@@ -19,7 +19,8 @@ typedef struct ta_shape {
 int ta_shape_make(ta_shape_t *s, int ndim, const int64_t *dims, const char *op, ta_error_t *err);
 int64_t ta_shape_numel(const ta_shape_t *s);
 /* Refuses a shape whose element count, times the widest element (8 bytes),
- * does not fit in an int64 (TACT_ESHAPE naming op). */
+ * does not fit in an int64 (TACT_ESHAPE naming op); zero dims count as 1,
+ * so the dims of an empty shape cannot overflow a product either. */
 int ta_shape_check_size(const ta_shape_t *s, const char *op, ta_error_t *err);
 int ta_shape_equal(const ta_shape_t *a, const ta_shape_t *b);
 /* "(2, 3, 4)" */

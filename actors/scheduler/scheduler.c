@@ -229,7 +229,12 @@ static int s_compose(const ta_vstack_t *inner, const ta_vstack_t *outer, ta_vsta
     ta_vstack_t r = *inner;
     for (int i = 0; i < outer->nviews; i++) {
         const ta_view_t *w = &outer->views[i];
-        if (w->contiguous) {
+        /* A contiguous view is a reshape of what it reads only when it
+         * covers all of it: a shrink from the start (offset 0, no mask) is
+         * contiguous too, but covers less, and stays a view. */
+        int64_t n = 1;
+        for (int d = 0; d < w->ndim; d++) n *= w->shape[d];
+        if (w->contiguous && n == ta_vstack_numel(&r)) {
             if (ta_vstack_reshape(&r, w->ndim, w->shape) != 0) return -1;
         } else {
             if (r.nviews >= TA_MAX_VIEWS) return -1;

@@ -508,3 +508,24 @@ Test(graph_view, masked_elements_give_a_guarded_expression) {
     }
     ta_sym_arena_destroy(&ar);
 }
+
+/* A shrink from the start of a two-view stack leaves its last view
+ * contiguous but covering less than the view it reads: composing that
+ * stack with the view a fused source reads through must not take it for
+ * a reshape (the scheduler asserted, found by fuzz_api).  b = flip(a) * 2
+ * is fused; y reads it transposed, flattened (two views) and shrunk to its
+ * first 3, plus 1. */
+Test(graph_view, a_shrunk_two_view_stack_composes) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *a = tact_arange(ctx, 0, 6, 1, TACT_FLOAT32);
+    cr_assert_eq(tact_realize(ctx, 1, &a), TACT_OK);
+    int zero = 0;
+    tact_tensor *b = tact_mul(tact_flip(a, 1, &zero), tact_scalar(ctx, 2));
+    tact_tensor *t = tact_reshape(tact_permute(tact_reshape(b, 2, (int64_t[]){2, 3}), (int[]){1, 0}), 1, (int64_t[]){6});
+    tact_tensor *y = tact_add(tact_shrink(t, (int64_t[][2]){{0, 3}}), tact_scalar(ctx, 1));
+    float got[3];
+    cr_assert_eq(tact_read(y, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert(got[0] == 11 && got[1] == 5 && got[2] == 9, "%g %g %g", got[0], got[1], got[2]);
+    tact_ctx_close(&ctx);
+}
