@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "client_impl.h"
+#include "dtype.h"
 #include "handle.h"
 #include "mem.h"
 
@@ -358,6 +359,7 @@ tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_cast(xs
 tact_tensor *tact_min(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_min(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_any(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_any(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_all(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_all(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_prod(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_prod(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_mean(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_mean(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_var(tact_tensor *hx, int naxes, const int *axes, int keepdim, double correction) {
     S_ONE(hx, ti_var(xs[0], naxes, axes, keepdim, correction));
@@ -526,6 +528,11 @@ tact_tensor *tact_conv_transpose2d(tact_tensor *hx, tact_tensor *hw, tact_tensor
 }
 tact_tensor *tact_interpolate(tact_tensor *hx, int n, const int64_t *size, int align_corners) { S_ONE(hx, ti_interpolate(xs[0], n, size, align_corners)); }
 tact_tensor *tact_dot(tact_tensor *ha, tact_tensor *hb) { return tact_matmul(ha, hb); }
+tact_tensor *tact_bitwise_and(tact_tensor *ha, tact_tensor *hb) { return tact_and(ha, hb); }
+tact_tensor *tact_bitwise_or(tact_tensor *ha, tact_tensor *hb) { return tact_or(ha, hb); }
+size_t tact_element_size(tact_dtype d) { return d >= 0 && d < TACT_DTYPE_COUNT ? ta_dtype_size(d) : 0; }
+int64_t tact_nbytes(const tact_tensor *h) { return tact_numel(h) * (int64_t)tact_element_size(tact_dtype_of(h)); }
+int tact_is_floating_point(const tact_tensor *h) { return tact_status_of(h) == TACT_OK && ta_dtype_is_float(tact_dtype_of(h)); }
 tact_tensor *tact_multinomial(tact_tensor *hx, int64_t num_samples, int replacement) { S_ONE(hx, ti_multinomial(xs[0], num_samples, replacement)); }
 tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *hs) {
     if (n < 1 || n > 16 || !hs) return s_h(ti_null_arg());

@@ -146,6 +146,7 @@ ti_tensor_t *ti_all(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
 ti_tensor_t *ti_mean(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
 ti_tensor_t *ti_var(ti_tensor_t *x, int naxes, const int *axes, int keepdim, double correction);
 ti_tensor_t *ti_std(ti_tensor_t *x, int naxes, const int *axes, int keepdim, double correction);
+ti_tensor_t *ti_prod(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
 ti_tensor_t *ti_softmax(ti_tensor_t *x, int axis);
 ti_tensor_t *ti_log_softmax(ti_tensor_t *x, int axis);
 ti_tensor_t *ti_logsumexp(ti_tensor_t *x, int naxes, const int *axes, int keepdim);

@@ -83,3 +83,39 @@ ti_tensor_t *ti_logsumexp(ti_tensor_t *x, int naxes, const int *axes, int keepdi
     ti_shape(r, dims);
     return ti_add(r, ti_reshape(m, ti_ndim(r), dims));
 }
+
+/* Products by a tree of multiplies (there is no product reduce among the
+ * primitives): the reduced dims moved last and flattened to R, padded with
+ * ones to a power of two, and halved log2(R) times, each half times the
+ * other; ints and bools in the sum's accumulation dtype. */
+ti_tensor_t *ti_prod(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
+    if (!x || ti_status_of(x)) return ti_neg(x);
+    ti_tensor_t *kept = ti_sum(x, naxes, axes, 1); /* checks the axes; the kept shape */
+    if (ti_status_of(kept)) return kept;
+    tact_dtype acc = ta_dtype_sum_acc(ti_dtype_of(x));
+    int nd = ti_ndim(x), order[TA_MAX_DIMS], o = 0;
+    int64_t xs[TA_MAX_DIMS], ks[TA_MAX_DIMS], outer = 1, r = 1;
+    ti_shape(x, xs);
+    ti_shape(kept, ks);
+    for (int k = 0; k < nd; k++)
+        if (xs[k] == ks[k] && !(xs[k] == 1 && naxes < 0)) order[o++] = k, outer *= xs[k];
+    for (int k = 0; k < nd; k++)
+        if (!(xs[k] == ks[k] && !(xs[k] == 1 && naxes < 0))) order[o++] = k, r *= xs[k];
+    ti_tensor_t *t = ti_reshape(ti_permute(ti_cast(x, acc), order), 2, (int64_t[]){outer, r});
+    int64_t p2 = 1;
+    while (p2 < r) p2 *= 2;
+    if (p2 > r) { /* ones after the end (an empty product is 1) */
+        const int64_t pads[2][2] = {{0, 0}, {0, p2 - r}};
+        t = ti_pad(t, pads, 1);
+    }
+    for (int64_t n = p2; n > 1; n /= 2) {
+        ti_tensor_t *h = ti_reshape(t, 3, (int64_t[]){outer, 2, n / 2}), *half[2];
+        if (ti_split(h, 2, (int64_t[]){1, 1}, 1, half) != 2) return half[0];
+        t = ti_reshape(ti_mul(half[0], half[1]), 2, (int64_t[]){outer, n / 2});
+    }
+    /* The shape a sum with the same axes and keepdim has. */
+    ti_tensor_t *like = ti_sum(x, naxes, axes, keepdim);
+    int64_t out[TA_MAX_DIMS];
+    ti_shape(like, out);
+    return ti_reshape(t, ti_ndim(like), out);
+}

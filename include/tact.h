@@ -266,6 +266,11 @@ const char *tact_device(const tact_tensor *t);
 int tact_status_of(const tact_tensor *t);
 const char *tact_error_message(const tact_tensor *t);
 const char *tact_dtype_name(tact_dtype d);
+/* The reference's element_size, nbytes (numel * element_size) and
+ * is_floating_point; element size of a dtype that is not one is 0. */
+size_t tact_element_size(tact_dtype d);
+int64_t tact_nbytes(const tact_tensor *t);
+int tact_is_floating_point(const tact_tensor *t);
 
 /* ===================================================================== ops */
 
@@ -295,6 +300,9 @@ tact_tensor *tact_cmpne(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_xor(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_and(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_or(tact_tensor *a, tact_tensor *b);
+/* The reference's names for and, or (ints and bools). */
+tact_tensor *tact_bitwise_and(tact_tensor *a, tact_tensor *b);
+tact_tensor *tact_bitwise_or(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_shl(tact_tensor *a, tact_tensor *b);
 tact_tensor *tact_shr(tact_tensor *a, tact_tensor *b);
 
@@ -410,6 +418,9 @@ tact_tensor *tact_min(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_any(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_all(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_mean(tact_tensor *x, int naxes, const int *axes, int keepdim);
+/* Products, by a tree of multiplies (ints in the sum's accumulation dtype;
+ * an empty product is 1). */
+tact_tensor *tact_prod(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_var(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
 tact_tensor *tact_std(tact_tensor *x, int naxes, const int *axes, int keepdim, double correction);
 tact_tensor *tact_logsumexp(tact_tensor *x, int naxes, const int *axes, int keepdim);

@@ -159,6 +159,7 @@ for shape, axes_list in [((3, 5), [None, [0], [1], [-1], [0, 1]]), ((2, 3, 4), [
     for axes in axes_list:
         for keep in (0, 1):
             REDUCES.append(("mean", axes, keep, 0, shape, (-3, 3)))
+            REDUCES.append(("prod", axes, keep, 0, shape, (0.5, 1.5)))
             if 0 not in shape:  # PyTorch refuses min over an empty dim
                 REDUCES.append(("min", axes, keep, 0, shape, (-3, 3)))
                 REDUCES.append(("logsumexp", axes, keep, 0, shape, (-5, 5)))
@@ -175,6 +176,9 @@ def torch_reduce(name, x, axes, keep, corr):
     dim = tuple(range(x.dim())) if axes is None else tuple(axes)
     if name == "mean":
         return x.mean(dim=dim, keepdim=bool(keep)) if x.dim() else x.clone()
+    if name == "prod":  # NumPy: PyTorch's prod takes one dim
+        ax = None if axes is None else tuple(axes)
+        return torch.from_numpy(np.asarray(np.prod(x.numpy(), axis=ax, keepdims=bool(keep)), dtype=np.float32))
     if name == "min":
         if x.dim() == 0:
             return x.clone()

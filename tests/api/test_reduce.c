@@ -17,6 +17,7 @@ static tact_tensor *s_apply(const golden_reduce_t *g, tact_tensor *x) {
     const int *ax = g->naxes < 0 ? NULL : g->axes;
     if (!strcmp(g->fn, "mean")) return tact_mean(x, g->naxes, ax, g->keepdim);
     if (!strcmp(g->fn, "min")) return tact_min(x, g->naxes, ax, g->keepdim);
+    if (!strcmp(g->fn, "prod")) return tact_prod(x, g->naxes, ax, g->keepdim);
     if (!strcmp(g->fn, "logsumexp")) return tact_logsumexp(x, g->naxes, ax, g->keepdim);
     if (!strcmp(g->fn, "var")) return tact_var(x, g->naxes, ax, g->keepdim, g->correction);
     if (!strcmp(g->fn, "std")) return tact_std(x, g->naxes, ax, g->keepdim, g->correction);
@@ -94,11 +95,23 @@ Test(api_reduce, dtypes_and_edges_by_hand) {
     tact_tensor *xf = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){2, 1}, (float[]){1, 2});
     cr_assert_eq(tact_read(tact_var(xf, 1, &one, 0, 1), v, sizeof v), TACT_OK);
     cr_assert(isnan(v[0]) && isnan(v[1]), "0/0 is NaN: %g %g", v[0], v[1]);
+    /* prod of ints: exact, in int32 (the sum's accumulation dtype), over 13
+     * elements (padded to 16 with ones) */
+    int16_t pv[13] = {1, -2, 3, 1, 1, 2, -1, 5, 1, 1, 7, 1, 2};
+    int32_t pr[1];
+    tact_tensor *tp = tact_prod(tact_from_data(ctx, TACT_INT16, 1, (int64_t[]){13}, pv), -1, NULL, 0);
+    cr_assert_eq(tact_dtype_of(tp), TACT_INT32);
+    cr_assert_eq(tact_read(tp, pr, sizeof pr), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(pr[0], 1 * -2 * 3 * 2 * -1 * 5 * 7 * 2, "%d", pr[0]);
+    /* the reference's element_size, nbytes, is_floating_point */
+    cr_assert(tact_element_size(TACT_FLOAT16) == 2 && tact_element_size(TACT_INT64) == 8 && tact_element_size((tact_dtype)99) == 0);
+    cr_assert_eq(tact_nbytes(xi), 6 * 4);
+    cr_assert(!tact_is_floating_point(xi) && tact_is_floating_point(xf) && !tact_is_floating_point(NULL));
     tact_ctx_close(&ctx);
 }
 
-/* Errors name the op; softmax over rows runs in at most 3 kernels and
- * log_softmax too (the reference's fusion). */
+/* Errors name the op; softmax over rows runs in at most 3 kernels, and
+ * log_softmax and layernorm too (the reference's fusion). */
 Test(api_reduce, errors_and_kernel_counts) {
     tact_ctx *ctx;
     cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
@@ -119,5 +132,9 @@ Test(api_reduce, errors_and_kernel_counts) {
     cr_assert_eq(tact_read(tact_log_softmax(x, 0), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_ctx_stats(ctx, &st);
     cr_assert_leq(st.kernels, 3, "log_softmax: %llu kernels", (unsigned long long)st.kernels);
+    int last = -1;
+    cr_assert_eq(tact_read(tact_layernorm(x, 1, &last, 1e-5), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_stats(ctx, &st);
+    cr_assert_leq(st.kernels, 3, "layernorm: %llu kernels", (unsigned long long)st.kernels);
     tact_ctx_close(&ctx);
 }
