@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cc.h"
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
 #include "handle.h"
@@ -20,22 +21,6 @@
 
 /* ------------------------------------------------------------------ state */
 
-struct ti_tensor {
-    uintptr_t handle; /* what the user holds (handle.h) */
-    ti_ctx_t *ctx;
-    uint64_t id; /* 0 for error tensors and unmaterialized scalars */
-    tact_dtype dtype;
-    ta_shape_t shape;
-    int status;
-    char *message;
-    int kept;
-    int view; /* made by a movement op: not a buffer of its own, cannot be assigned to */
-    /* Weakly typed scalars keep their value until they meet a tensor. */
-    int weak;
-    ta_scalar_kind_t kind;
-    double fvalue;
-    int64_t ivalue;
-};
 
 typedef struct {
     ti_tensor_t **items;
@@ -179,7 +164,7 @@ void ti_ctx_leave(ti_ctx_t *ctx) {
 
 /* An error tensor carrying code and the formatted message.  When even that
  * cannot be allocated, the static out-of-memory one stands in. */
-__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_error(ti_ctx_t *ctx, int code, const char *fmt, ...) {
+__attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int code, const char *fmt, ...) {
     if (!ctx) return &s_null_arg;
     ti_tensor_t *t = ta_calloc(1, sizeof *t);
     char msg[512];
@@ -197,18 +182,18 @@ __attribute__((format(printf, 3, 4))) static ti_tensor_t *s_error(ti_ctx_t *ctx,
     return t ? t : &s_oom;
 }
 
-ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text) { return s_error(ctx, code, "%s", text); }
+ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text) { return tc_error(ctx, code, "%s", text); }
 
-static ti_tensor_t *s_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
+ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
     ti_tensor_t *t = ta_calloc(1, sizeof *t);
-    if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
+    if (!t) return tc_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
     t->ctx = ctx;
     t->id = ctx->next_id++;
     t->dtype = dtype;
     t->shape = *shape;
     t->message = NULL;
     ti_tensor_t *owned = s_own(ctx, t);
-    return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
+    return owned ? owned : tc_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
 }
 
 /* Frees a tensor of a scope: its handle is stale from now on. */
@@ -281,7 +266,7 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
 }
 
 /* Makes the node of out from op and sources; on failure turns out into an error. */
-static ti_tensor_t *s_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs,
+ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs,
                            const int64_t *args) {
     if (out->status) return out;
     if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args) != TACT_OK) {
@@ -568,15 +553,15 @@ const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
 /* --------------------------------------------------------------- creation */
 
 /* A CONST node of shape () holding v. */
-static ti_tensor_t *s_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v) {
+ti_tensor_t *tc_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v) {
     ta_shape_t scalar = {0, {0}};
-    ti_tensor_t *t = s_new(ctx, d, &scalar);
+    ti_tensor_t *t = tc_new(ctx, d, &scalar);
     int64_t bits = (int64_t)ta_value_bits(d, v);
-    return s_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
+    return tc_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
 }
 
 /* The tensor a weak scalar becomes as dtype d. */
-static ti_tensor_t *s_materialize(ti_tensor_t *w, tact_dtype d) {
+ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d) {
     ta_value_t v;
     if (w->kind == TA_SCALAR_FLOAT) {
         v = ta_value_from_double(d, w->fvalue);
@@ -586,19 +571,19 @@ static ti_tensor_t *s_materialize(ti_tensor_t *w, tact_dtype d) {
         iv.i = w->ivalue;
         v = ta_value_convert(d, TACT_INT64, iv);
     }
-    return s_const(w->ctx, d, v);
+    return tc_const(w->ctx, d, v);
 }
 
 /* A weak scalar on its own takes its kind's default dtype. */
-static ti_tensor_t *s_solid(ti_tensor_t *t) {
+ti_tensor_t *tc_solid(ti_tensor_t *t) {
     if (!t->weak || t->status) return t;
-    return s_materialize(t, t->kind == TA_SCALAR_BOOL ? TACT_BOOL : t->kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32);
+    return tc_materialize(t, t->kind == TA_SCALAR_BOOL ? TACT_BOOL : t->kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32);
 }
 
 static ti_tensor_t *s_weak(ti_ctx_t *ctx, ta_scalar_kind_t kind, double f, int64_t i) {
     if (!ctx) return &s_null_arg;
     ti_tensor_t *t = ta_calloc(1, sizeof *t);
-    if (!t) return s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
+    if (!t) return tc_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
     t->ctx = ctx;
     t->weak = 1;
     t->kind = kind;
@@ -606,7 +591,7 @@ static ti_tensor_t *s_weak(ti_ctx_t *ctx, ta_scalar_kind_t kind, double f, int64
     t->ivalue = i;
     t->dtype = kind == TA_SCALAR_BOOL ? TACT_BOOL : kind == TA_SCALAR_INT ? TACT_INT32 : TACT_FLOAT32;
     ti_tensor_t *owned = s_own(ctx, t);
-    return owned ? owned : s_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
+    return owned ? owned : tc_error(ctx, TACT_ENOMEM, "out of memory for a scalar");
 }
 
 int ti_weak_value(const ti_tensor_t *t, double *v) {
@@ -619,40 +604,18 @@ ti_tensor_t *ti_scalar(ti_ctx_t *ctx, double v) { return s_weak(ctx, TA_SCALAR_F
 ti_tensor_t *ti_scalar_int(ti_ctx_t *ctx, int64_t v) { return s_weak(ctx, TA_SCALAR_INT, 0, v); }
 ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v) { return s_weak(ctx, TA_SCALAR_BOOL, 0, v != 0); }
 
-/* Checks dtype and shape of a creation call. */
-static ti_tensor_t *s_check_new(ti_ctx_t *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s) {
-    ta_error_t err;
-    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "%s: dtype %d is not a tact_dtype", op, dtype);
-    if (ndim > 0 && !shape) return s_error(ctx, TACT_EINVAL, "%s: shape is NULL", op);
-    if (ta_shape_make(s, ndim, shape, op, &err) != TACT_OK) return s_error(ctx, err.code, "%s", err.text);
-    return NULL;
-}
-
-ti_tensor_t *ti_empty(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
-    if (!ctx) return &s_null_arg;
-    ta_shape_t s;
-    ti_tensor_t *bad = s_check_new(ctx, "empty", dtype, ndim, shape, &s);
-    if (bad) return bad;
-    /* "Unspecified" contents are zeros: runs stay deterministic. */
-    size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
-    void *zeros = ta_calloc(bytes ? bytes : 1, 1);
-    if (!zeros) return s_error(ctx, TACT_ENOMEM, "empty: out of memory for %zu bytes", bytes);
-    ti_tensor_t *t = ti_from_data(ctx, dtype, ndim, shape, zeros);
-    ta_free(zeros);
-    return t;
-}
 
 ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
     if (!ctx) return &s_null_arg;
     ta_shape_t s;
-    ti_tensor_t *bad = s_check_new(ctx, "from_data", dtype, ndim, shape, &s);
+    ti_tensor_t *bad = tc_check_new(ctx, "from_data", dtype, ndim, shape, &s);
     if (bad) return bad;
     size_t bytes = (size_t)ta_shape_numel(&s) * ta_dtype_size(dtype);
-    if (!data && bytes) return s_error(ctx, TACT_EINVAL, "from_data: data is NULL");
+    if (!data && bytes) return tc_error(ctx, TACT_EINVAL, "from_data: data is NULL");
     /* EMPTY with argument 1: its bytes follow in a WRITE, which the graph
      * builder passes to the executor. */
     int64_t data_follows = 1;
-    ti_tensor_t *t = s_emit(s_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
+    ti_tensor_t *t = tc_emit(tc_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
     if (t->status) return t;
     ta_error_t err;
     int rc = s_flush(ctx, &err);
@@ -679,503 +642,42 @@ ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64
     return t;
 }
 
-ti_tensor_t *ti_full(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
-    if (!ctx) return &s_null_arg;
-    ta_shape_t s;
-    ti_tensor_t *bad = s_check_new(ctx, "full", dtype, ndim, shape, &s);
-    if (bad) return bad;
-    ti_tensor_t *c = s_const(ctx, dtype, ta_value_from_double(dtype, value));
-    int64_t ones[TA_MAX_DIMS];
-    for (int k = 0; k < ndim; k++) ones[k] = 1;
-    return ti_expand(ti_reshape(c, ndim, ones), ndim, shape);
-}
 
-ti_tensor_t *ti_zeros(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
-    if (!ctx) return &s_null_arg;
-    return ti_full(ctx, dtype, ndim, shape, 0);
-}
-ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape) {
-    if (!ctx) return &s_null_arg;
-    return ti_full(ctx, dtype, ndim, shape, 1);
-}
 
-ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, int dtype) {
-    if (!ctx) return &s_null_arg;
-    if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
-        return s_error(ctx, TACT_EINVAL, "arange(%g, %g, %g): step must be non-zero and all finite", start, stop, step);
-    if (dtype < 0) {
-        int fractional = start != floor(start) || stop != floor(stop) || step != floor(step);
-        dtype = fractional ? TACT_FLOAT32 : TACT_INT32;
-    }
-    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "arange: dtype %d is not a tact_dtype", dtype);
-    double count = ceil((stop - start) / step);
-    if (count > (double)(1ll << 40)) return s_error(ctx, TACT_ESHAPE, "arange(%g, %g, %g): %g elements is too many", start, stop, step, count);
-    int64_t n = count > 0 ? (int64_t)count : 0;
-    size_t es = ta_dtype_size((tact_dtype)dtype);
-    uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
-    if (!buf) return s_error(ctx, TACT_ENOMEM, "arange: out of memory for %" PRId64 " elements", n);
-    for (int64_t i = 0; i < n; i++) ta_value_store((tact_dtype)dtype, buf + i * es, ta_value_from_double((tact_dtype)dtype, start + (double)i * step));
-    ti_tensor_t *t = ti_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
-    ta_free(buf);
-    return t;
-}
 
-ti_tensor_t *ti_eye(ti_ctx_t *ctx, int64_t n, tact_dtype dtype) {
-    if (!ctx) return &s_null_arg;
-    if (n < 0 || n > (1 << 28)) return s_error(ctx, TACT_ESHAPE, "eye: n is %" PRId64 " (0 to 2^28)", n);
-    if (!ta_dtype_valid(dtype)) return s_error(ctx, TACT_EDTYPE, "eye: dtype %d is not a tact_dtype", dtype);
-    size_t es = ta_dtype_size(dtype);
-    uint8_t *buf = ta_calloc(n ? (size_t)(n * n) : 1, es);
-    if (!buf) return s_error(ctx, TACT_ENOMEM, "eye: out of memory");
-    for (int64_t i = 0; i < n; i++) ta_value_store(dtype, buf + (i * n + i) * es, ta_value_from_double(dtype, 1));
-    int64_t shape[2] = {n, n};
-    ti_tensor_t *t = ti_from_data(ctx, dtype, 2, shape, buf);
-    ta_free(buf);
-    return t;
-}
-
-/* ------------------------------------------------------------- op helpers */
-
-/* Returns the first error among xs (a NULL tensor, an error tensor, or
- * tensors of two contexts, as an error tensor), or NULL. */
-static ti_tensor_t *s_any_error(int n, ti_tensor_t *const *xs) {
-    for (int i = 0; i < n; i++) {
-        if (!xs[i]) return &s_null_arg;
-        if (xs[i]->status) return xs[i];
-    }
-    for (int i = 1; i < n; i++)
-        if (xs[i]->ctx != xs[0]->ctx) return s_error(xs[0]->ctx, TACT_EINVAL, "tensors of two contexts in one op");
-    return NULL;
-}
-
-static ti_tensor_t *s_unary(ti_tensor_t *x, ta_op_t op, tact_dtype out_dtype) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    const ti_tensor_t *src[1] = {x};
-    return s_emit(s_new(x->ctx, out_dtype, &x->shape), op, 1, src, 0, NULL);
-}
-
-ti_tensor_t *ti_cast(ti_tensor_t *x, tact_dtype dtype) {
-    if (!x) return &s_null_arg;
-    if (x->status) return x;
-    if (!ta_dtype_valid(dtype)) return s_error(x->ctx, TACT_EDTYPE, "cast: dtype %d is not a tact_dtype", dtype);
-    x = s_solid(x);
-    if (x->dtype == dtype) return x;
-    return s_unary(x, TA_OP_CAST, dtype);
-}
-
-ti_tensor_t *ti_bitcast(ti_tensor_t *x, tact_dtype dtype) {
-    if (!x) return &s_null_arg;
-    if (x->status) return x;
-    x = s_solid(x);
-    if (!ta_dtype_valid(dtype) || ta_dtype_size(dtype) != ta_dtype_size(x->dtype))
-        return s_error(x->ctx, TACT_EDTYPE, "bitcast: %s to %s needs dtypes of the same size", ta_dtype_name(x->dtype),
-                       ta_dtype_valid(dtype) ? ta_dtype_name(dtype) : "an invalid dtype");
-    if (x->dtype == dtype) return x;
-    return s_unary(x, TA_OP_BITCAST, dtype);
-}
-
-/* Float-only unary ops cast ints (and bools) to float32 first. */
-static ti_tensor_t *s_float_unary(ti_tensor_t *x, ta_op_t op) {
-    if (!x) return &s_null_arg;
-    if (x->status) return x;
-    x = ti_cast(s_solid(x), ta_dtype_upper_float(s_solid(x)->dtype));
-    return s_unary(x, op, x->dtype);
-}
-
-ti_tensor_t *ti_exp2(ti_tensor_t *x) { return s_float_unary(x, TA_OP_EXP2); }
-ti_tensor_t *ti_log2(ti_tensor_t *x) { return s_float_unary(x, TA_OP_LOG2); }
-ti_tensor_t *ti_sin(ti_tensor_t *x) { return s_float_unary(x, TA_OP_SIN); }
-ti_tensor_t *ti_sqrt(ti_tensor_t *x) { return s_float_unary(x, TA_OP_SQRT); }
-ti_tensor_t *ti_recip(ti_tensor_t *x) { return s_float_unary(x, TA_OP_RECIP); }
-ti_tensor_t *ti_neg(ti_tensor_t *x) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    return x->status ? x : s_unary(x, TA_OP_NEG, x->dtype);
-}
-
-/* Broadcasts x to shape (prepending 1s, then expanding). */
-static ti_tensor_t *s_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape) {
-    if (ta_shape_equal(&x->shape, shape)) return x;
-    int64_t dims[TA_MAX_DIMS];
-    int pad = shape->ndim - x->shape.ndim;
-    for (int k = 0; k < shape->ndim; k++) dims[k] = k < pad ? 1 : x->shape.d[k - pad];
-    if (pad) x = ti_reshape(x, shape->ndim, dims);
-    return ti_expand(x, shape->ndim, shape->d);
-}
-
-/* The reference's _broadcasted: weak scalars take the other side's dtype
- * when they can, then both sides promote and broadcast. */
-static int s_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op) {
-    ti_tensor_t *a = *pa, *b = *pb;
-    if (a->weak && b->weak) a = s_solid(a);
-    if (b->weak) b = s_materialize(b, ta_dtype_of_scalar(a->dtype, b->kind));
-    if (a->weak) a = s_materialize(a, ta_dtype_of_scalar(b->dtype, a->kind));
-    if (a->status || b->status) {
-        *pa = a->status ? a : b;
-        return -1;
-    }
-    if (a->dtype != b->dtype) {
-        tact_dtype d = ta_dtype_promote(a->dtype, b->dtype);
-        a = ti_cast(a, d);
-        b = ti_cast(b, d);
-    }
-    ta_shape_t out;
-    ta_error_t err;
-    if (ta_shape_broadcast(&a->shape, &b->shape, op, &out, &err) != TACT_OK) {
-        *pa = s_error(a->ctx, err.code, "%s", err.text);
-        return -1;
-    }
-    *pa = s_broadcast_to(a, &out);
-    *pb = s_broadcast_to(b, &out);
-    return (*pa)->status || (*pb)->status ? ((*pa = (*pa)->status ? *pa : *pb), -1) : 0;
-}
-
-static ti_tensor_t *s_binary(ti_tensor_t *a, ti_tensor_t *b, ta_op_t op, const char *name) {
-    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
-    if (e) return e;
-    if (s_match(&a, &b, name) != 0) return a;
-    int bitwise = op == TA_OP_XOR || op == TA_OP_AND || op == TA_OP_OR || op == TA_OP_SHL || op == TA_OP_SHR;
-    if (bitwise && ta_dtype_is_float(a->dtype))
-        return s_error(a->ctx, TACT_EDTYPE, "%s: needs ints or bools, got %s", name, ta_dtype_name(a->dtype));
-    if ((op == TA_OP_SHL || op == TA_OP_SHR) && ta_dtype_is_bool(a->dtype))
-        return s_error(a->ctx, TACT_EDTYPE, "%s: needs ints, got bool", name);
-    tact_dtype out = op == TA_OP_CMPLT || op == TA_OP_CMPNE ? TACT_BOOL : a->dtype;
-    const ti_tensor_t *src[2] = {a, b};
-    return s_emit(s_new(a->ctx, out, &a->shape), op, 2, src, 0, NULL);
-}
-
-ti_tensor_t *ti_add(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_ADD, "add"); }
-ti_tensor_t *ti_mul(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MUL, "mul"); }
-ti_tensor_t *ti_idiv(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_IDIV, "idiv"); }
-ti_tensor_t *ti_mod(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MOD, "mod"); }
-ti_tensor_t *ti_maximum(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_MAX, "maximum"); }
-ti_tensor_t *ti_cmplt(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_CMPLT, "cmplt"); }
-ti_tensor_t *ti_cmpne(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_CMPNE, "cmpne"); }
-ti_tensor_t *ti_xor(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_XOR, "xor"); }
-ti_tensor_t *ti_and(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_AND, "and"); }
-ti_tensor_t *ti_or(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_OR, "or"); }
-ti_tensor_t *ti_shl(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_SHL, "shl"); }
-ti_tensor_t *ti_shr(ti_tensor_t *a, ti_tensor_t *b) { return s_binary(a, b, TA_OP_SHR, "shr"); }
-ti_tensor_t *ti_sub(ti_tensor_t *a, ti_tensor_t *b) {
-    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
-    if (e) return e;
-    if (s_match(&a, &b, "sub") != 0) return a;
-    return ti_add(a, ti_neg(b));
-}
-
-ti_tensor_t *ti_div(ti_tensor_t *a, ti_tensor_t *b) {
-    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
-    if (e) return e;
-    if (s_match(&a, &b, "div") != 0) return a;
-    /* True division upcasts ints, then multiplies by the reciprocal, as the reference does. */
-    tact_dtype f = ta_dtype_upper_float(a->dtype);
-    a = ti_cast(a, f);
-    b = ti_cast(b, f);
-    return ti_mul(a, ti_recip(b));
-}
-
-ti_tensor_t *ti_where(ti_tensor_t *cond, ti_tensor_t *a, ti_tensor_t *b) {
-    ti_tensor_t *e = s_any_error(3, (ti_tensor_t *[]){cond, a, b});
-    if (e) return e;
-    cond = s_solid(cond);
-    /* Two scalar branches take their dtype from the condition's, as the
-     * reference's (an int8 condition with 3 and 4 gives int8). */
-    if (a->weak && b->weak) {
-        a = s_materialize(a, ta_dtype_of_scalar(cond->dtype, a->kind));
-        b = s_materialize(b, ta_dtype_of_scalar(cond->dtype, b->kind));
-    }
-    cond = ti_cast(cond, TACT_BOOL);
-    if (s_match(&a, &b, "where") != 0) return a;
-    ta_shape_t out;
-    ta_error_t err;
-    if (ta_shape_broadcast(&cond->shape, &a->shape, "where", &out, &err) != TACT_OK)
-        return s_error(a->ctx, err.code, "%s", err.text);
-    cond = s_broadcast_to(cond, &out);
-    a = s_broadcast_to(a, &out);
-    b = s_broadcast_to(b, &out);
-    if ((e = s_any_error(3, (ti_tensor_t *[]){cond, a, b}))) return e;
-    const ti_tensor_t *src[3] = {cond, a, b};
-    return s_emit(s_new(a->ctx, a->dtype, &out), TA_OP_WHERE, 3, src, 0, NULL);
-}
-
-ti_tensor_t *ti_mulacc(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c) {
-    ti_tensor_t *e = s_any_error(3, (ti_tensor_t *[]){a, b, c});
-    if (e) return e;
-    if (s_match(&a, &b, "mulacc") != 0) return a;
-    if (s_match(&a, &c, "mulacc") != 0) return a;
-    b = s_broadcast_to(b, &a->shape);
-    if ((e = s_any_error(3, (ti_tensor_t *[]){a, b, c}))) return e;
-    b = ti_cast(b, a->dtype);
-    const ti_tensor_t *src[3] = {a, b, c};
-    return s_emit(s_new(a->ctx, a->dtype, &a->shape), TA_OP_MULACC, 3, src, 0, NULL);
-}
-
-/* -------------------------------------------------------------- reductions */
-
-/* Reductions of more than 65536 elements are split in two (or more)
- * kernels: a reduce of R elements becomes x partials of R / x elements
- * (x <= 256, the largest that divides the first reduced axis it can), each
- * over a contiguous run, then a reduce of the partials.  The partials
- * spread over every core, and a float sum adds short runs (2^25 ones sum
- * to 2^25, not 2^24).  The split depends on the
- * reduced lengths alone, never on the batch dims or the thread count
- * (DESIGN.md §2), so a row's bits do not depend on its batch. */
-enum { S_SPLIT_ABOVE = 1 << 16, S_SPLIT_MAX = 256, S_SPLIT_LEAST = 8 };
-
-static ti_tensor_t *s_reduce_kept(ti_tensor_t *x, ta_op_t op, uint32_t mask, const ta_shape_t *kept) {
-    const ta_shape_t *sh = &x->shape;
-    int64_t reduced = 1;
-    for (int k = 0; k < sh->ndim; k++)
-        if (mask >> k & 1) reduced *= sh->d[k];
-    int axis = -1;
-    int64_t parts = 0;
-    for (int k = 0; k < sh->ndim && axis < 0 && reduced > S_SPLIT_ABOVE && sh->ndim < TA_MAX_DIMS; k++)
-        for (int64_t p = S_SPLIT_MAX; (mask >> k & 1) && p >= S_SPLIT_LEAST && axis < 0; p--)
-            if (sh->d[k] % p == 0) axis = k, parts = p;
-    if (axis < 0) {
-        int64_t arg = mask;
-        const ti_tensor_t *src[1] = {x};
-        return s_emit(s_new(x->ctx, x->dtype, kept), op, 1, src, 1, &arg);
-    }
-    /* (.., n, ..) -> (.., parts, n / parts, ..) -> (.., n / parts, .., parts):
-     * partial q covers elements q * n / parts .. (q + 1) * n / parts - 1. */
-    int64_t split[TA_MAX_DIMS];
-    int order[TA_MAX_DIMS], n = 0;
-    for (int k = 0; k < sh->ndim; k++) {
-        if (k == axis) split[n++] = parts;
-        split[n++] = k == axis ? sh->d[k] / parts : sh->d[k];
-    }
-    for (int k = 0, j = 0; k < n; k++)
-        if (k != axis) order[j++] = k;
-    order[n - 1] = axis;
-    ti_tensor_t *moved = ti_permute(ti_reshape(x, n, split), order);
-    if (moved->status) return moved;
-    /* The partials: the same reduced axes (the partial axis is last), which
-     * may be split again (each level divides the length by 8 at least). */
-    ta_shape_t partial_kept = moved->shape;
-    for (int k = 0; k < sh->ndim; k++)
-        if (mask >> k & 1) partial_kept.d[k] = 1;
-    ti_tensor_t *partials = s_reduce_kept(moved, op, mask, &partial_kept);
-    ta_shape_t done = partial_kept;
-    done.d[n - 1] = 1;
-    ti_tensor_t *total = s_reduce_kept(partials, op, 1u << (n - 1), &done);
-    return ti_reshape(total, kept->ndim, kept->d);
-}
-
-static ti_tensor_t *s_reduce(ti_tensor_t *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    uint32_t mask;
-    ta_shape_t kept;
-    ta_error_t err;
-    if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "%s: axes is NULL", name);
-    if (ta_shape_reduce(&x->shape, naxes, axes, name, &mask, &kept, &err) != TACT_OK)
-        return s_error(x->ctx, err.code, "%s", err.text);
-    ti_tensor_t *r = mask ? s_reduce_kept(x, op, mask, &kept) : x;
-    if (keepdim || r->status) return r;
-    int64_t dims[TA_MAX_DIMS];
-    int n = 0;
-    for (int k = 0; k < x->shape.ndim; k++)
-        if (!(mask >> k & 1)) dims[n++] = x->shape.d[k];
-    return ti_reshape(r, n, dims);
-}
-
-ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
-    ti_tensor_t *r = s_reduce(ti_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
-    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(r, d) : r;
-}
-
-ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
-    if (!x) return &s_null_arg;
-    return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
-}
-
-ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
-    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){a, b});
-    if (e) return e;
-    a = s_solid(a);
-    b = s_solid(b);
-    int n1 = a->shape.ndim, n2 = b->shape.ndim, tail = n2 < 2 ? n2 : 2;
-    char sa[128], sb[128];
-    ta_shape_format(&a->shape, sa, sizeof sa);
-    ta_shape_format(&b->shape, sb, sizeof sb);
-    if (!n1 || !n2) return s_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: both need at least one dim", sa, sb);
-    if (a->shape.d[n1 - 1] != b->shape.d[n2 - tail])
-        return s_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: %" PRId64 " columns against %" PRId64 " rows", sa, sb,
-                       a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
-    /* As the reference: x (..., [1,] k) times w (..., [1,] k, m) moved to
-     * (..., m, k), multiplied with broadcasting and summed over k. */
-    int ones = n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1;
-    if (ones > 1) ones = 1;
-    int64_t xs[TA_MAX_DIMS], ws[TA_MAX_DIMS];
-    int nx = 0, nw = 0;
-    if (n1 + ones > TA_MAX_DIMS || n2 + ones > TA_MAX_DIMS) return s_error(a->ctx, TACT_ESHAPE, "matmul: too many dims");
-    for (int k = 0; k < n1 - 1; k++) xs[nx++] = a->shape.d[k];
-    for (int k = 0; k < ones; k++) xs[nx++] = 1;
-    xs[nx++] = a->shape.d[n1 - 1];
-    for (int k = 0; k < n2 - 2; k++) ws[nw++] = b->shape.d[k];
-    for (int k = 0; k < ones; k++) ws[nw++] = 1;
-    for (int k = n2 - tail; k < n2; k++) ws[nw++] = b->shape.d[k];
-    int order[TA_MAX_DIMS];
-    for (int k = 0; k < nw; k++) order[k] = k;
-    order[nw - 1] = nw - tail;
-    order[nw - tail] = nw - 1;
-    ti_tensor_t *x = ti_reshape(a, nx, xs), *w = ti_permute(ti_reshape(b, nw, ws), order);
-    int last = -1;
-    return ti_cast(ti_sum(ti_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
-}
-
-/* ---------------------------------------------------------------- movement */
-
-static ti_tensor_t *s_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
-    const ti_tensor_t *src[1] = {x};
-    ti_tensor_t *t = s_emit(s_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
-    if (!t->status) t->view = 1;
-    return t;
-}
-
-ti_tensor_t *ti_reshape(ti_tensor_t *x, int ndim, const int64_t *shape) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    ta_shape_t out;
-    ta_error_t err;
-    if (ndim > 0 && !shape) return s_error(x->ctx, TACT_EINVAL, "reshape: shape is NULL");
-    if (ta_shape_reshape(&x->shape, ndim, shape, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
-    if (ta_shape_equal(&out, &x->shape)) return x;
-    return s_movement(x, TA_OP_RESHAPE, &out, 0, NULL);
-}
-
-ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    int norm[TA_MAX_DIMS];
-    ta_shape_t out;
-    ta_error_t err;
-    if (x->shape.ndim && !order) return s_error(x->ctx, TACT_EINVAL, "permute: order is NULL");
-    if (ta_shape_permute(&x->shape, order, norm, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
-    int64_t args[TA_MAX_DIMS];
-    int identity = 1;
-    for (int k = 0; k < x->shape.ndim; k++) {
-        args[k] = norm[k];
-        identity &= norm[k] == k;
-    }
-    return identity ? x : s_movement(x, TA_OP_PERMUTE, &out, x->shape.ndim, args);
-}
-
-ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    ta_shape_t aligned, out;
-    ta_error_t err;
-    if (ndim > 0 && !shape) return s_error(x->ctx, TACT_EINVAL, "expand: shape is NULL");
-    if (ta_shape_expand(&x->shape, ndim, shape, &aligned, &out, &err) != TACT_OK)
-        return s_error(x->ctx, err.code, "%s", err.text);
-    if (aligned.ndim != x->shape.ndim) x = ti_reshape(x, aligned.ndim, aligned.d);
-    if (x->status || ta_shape_equal(&out, &x->shape)) return x;
-    return s_movement(x, TA_OP_EXPAND, &out, 0, NULL);
-}
-
-ti_tensor_t *ti_pad(ti_tensor_t *x, const int64_t (*pads)[2], double value) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    ta_shape_t out;
-    ta_error_t err;
-    if (x->shape.ndim && !pads) return s_error(x->ctx, TACT_EINVAL, "pad: pads is NULL");
-    if (ta_shape_pad(&x->shape, pads, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
-    if (ta_shape_equal(&out, &x->shape)) return x;
-    int64_t args[2 * TA_MAX_DIMS];
-    for (int k = 0; k < x->shape.ndim; k++) args[2 * k] = pads[k][0], args[2 * k + 1] = pads[k][1];
-    ti_tensor_t *p = s_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
-    if (value == 0 || p->status) return p;
-    /* A non-zero fill: where(pad(ones), pad(x), value), in the reference's
-     * dtype for pad(x) + where(pad(ones), 0, value): a whole value is an int
-     * and keeps an int tensor's dtype (a bool's becomes int32), a
-     * fractional one makes ints and bools float32. */
-    ta_scalar_kind_t kind = value == trunc(value) && fabs(value) < 9.2e18 ? TA_SCALAR_INT : TA_SCALAR_FLOAT;
-    tact_dtype wd = ta_dtype_promote(ta_dtype_of_scalar(x->dtype, TA_SCALAR_INT), ta_dtype_of_scalar(x->dtype, kind));
-    tact_dtype od = ta_dtype_promote(x->dtype, wd);
-    ti_tensor_t *inside = s_movement(ti_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
-                                     2 * x->shape.ndim, args);
-    ta_value_t v = ta_value_from_double(od, value);
-    return ti_where(inside, ti_cast(p, od), s_broadcast_to(s_const(x->ctx, od, v), &out));
-}
-
-ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    ta_shape_t out;
-    ta_error_t err;
-    if (x->shape.ndim && !ranges) return s_error(x->ctx, TACT_EINVAL, "shrink: ranges is NULL");
-    if (ta_shape_shrink(&x->shape, ranges, &out, &err) != TACT_OK) return s_error(x->ctx, err.code, "%s", err.text);
-    int64_t args[2 * TA_MAX_DIMS];
-    int identity = 1;
-    for (int k = 0; k < x->shape.ndim; k++) {
-        args[2 * k] = ranges[k][0], args[2 * k + 1] = ranges[k][1];
-        identity &= ranges[k][0] == 0 && ranges[k][1] == x->shape.d[k];
-    }
-    return identity ? x : s_movement(x, TA_OP_SHRINK, &out, 2 * x->shape.ndim, args);
-}
-
-ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes) {
-    if (!x) return &s_null_arg;
-    x = s_solid(x);
-    if (x->status) return x;
-    uint32_t mask;
-    ta_shape_t ignored;
-    ta_error_t err;
-    if (naxes > 0 && !axes) return s_error(x->ctx, TACT_EINVAL, "flip: axes is NULL");
-    if (ta_shape_reduce(&x->shape, naxes, axes, "flip", &mask, &ignored, &err) != TACT_OK)
-        return s_error(x->ctx, err.code, "%s", err.text);
-    if (!mask) return x;
-    int64_t args[TA_MAX_DIMS];
-    for (int k = 0; k < x->shape.ndim; k++) args[k] = mask >> k & 1 ? -1 : 1;
-    return s_movement(x, TA_OP_STRIDE, &x->shape, x->shape.ndim, args);
-}
 
 ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
     if (!x) return &s_null_arg;
-    x = s_solid(x);
-    return x->status ? x : s_unary(x, TA_OP_CONTIGUOUS, x->dtype);
+    x = tc_solid(x);
+    return x->status ? x : tc_unary(x, TA_OP_CONTIGUOUS, x->dtype);
 }
 
 ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
-    ti_tensor_t *e = s_any_error(2, (ti_tensor_t *[]){target, value});
+    ti_tensor_t *e = tc_any_error(2, (ti_tensor_t *[]){target, value});
     if (e) return e;
     ti_ctx_t *ctx = target->ctx;
     if (target->weak || target->view)
-        return s_error(ctx, TACT_EINVAL, "assign: the target is a %s, not a tensor with its own buffer",
+        return tc_error(ctx, TACT_EINVAL, "assign: the target is a %s, not a tensor with its own buffer",
                        target->weak ? "scalar" : "view (reshape, permute, expand, pad, shrink or flip)");
-    if (value->weak) value = s_materialize(value, target->dtype);
+    if (value->weak) value = tc_materialize(value, target->dtype);
     if (value->dtype != target->dtype)
-        return s_error(ctx, TACT_EDTYPE, "assign: value is %s, target is %s", ta_dtype_name(value->dtype), ta_dtype_name(target->dtype));
+        return tc_error(ctx, TACT_EDTYPE, "assign: value is %s, target is %s", ta_dtype_name(value->dtype), ta_dtype_name(target->dtype));
     ta_shape_t out;
     ta_error_t err;
     if (ta_shape_broadcast(&value->shape, &target->shape, "assign", &out, &err) != TACT_OK || !ta_shape_equal(&out, &target->shape)) {
         char st[128], sv[128];
         ta_shape_format(&target->shape, st, sizeof st);
         ta_shape_format(&value->shape, sv, sizeof sv);
-        return s_error(ctx, TACT_ESHAPE, "assign: value of shape %s does not fit target of shape %s", sv, st);
+        return tc_error(ctx, TACT_ESHAPE, "assign: value of shape %s does not fit target of shape %s", sv, st);
     }
-    value = s_broadcast_to(value, &target->shape);
+    value = tc_broadcast_to(value, &target->shape);
     if (value->status) return value;
     /* The handle moves to the ASSIGN node; the node it named before is
      * released (the assign itself keeps it alive while it needs it). */
     ti_tensor_t next = *target;
     next.id = ctx->next_id++;
     const ti_tensor_t *src[2] = {target, value};
-    if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL) != TACT_OK) return s_error(ctx, TACT_ENOMEM, "assign: out of memory");
+    if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
     /* The assign goes out before the release of what it reads. */
     s_flush(ctx, NULL);
     if (ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
@@ -1263,7 +765,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     int rc = !ids || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK
                  ? ta_error_set(&err, TACT_ENOMEM, "realize: out of memory")
                  : TACT_OK;
-    for (int i = 0; rc == TACT_OK && i < n; i++) ids[i] = s_solid(tensors[i])->id;
+    for (int i = 0; rc == TACT_OK && i < n; i++) ids[i] = tc_solid(tensors[i])->id;
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
     if (rc == TACT_OK) {
         /* Realizes are numbered; each REALIZE also tells the graph which of
@@ -1300,7 +802,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
         snprintf(ctx->error, sizeof ctx->error, "read: buf is NULL");
         return TACT_EINVAL;
     }
-    t = s_solid(t);
+    t = tc_solid(t);
     size_t need = (size_t)ti_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {
         snprintf(ctx->error, sizeof ctx->error, "read: buffer of %zu bytes, the tensor has %zu", bytes, need);
@@ -1333,7 +835,7 @@ int ti_item(ti_tensor_t *t, double *out) {
         return TACT_ESHAPE;
     }
     uint8_t buf[8];
-    ti_tensor_t *s = s_solid(t);
+    ti_tensor_t *s = tc_solid(t);
     int rc = ti_read(s, buf, sizeof buf);
     if (rc == TACT_OK) *out = ta_value_as_double(s->dtype, ta_value_load(s->dtype, buf));
     return rc;

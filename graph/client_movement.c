@@ -1,12 +1,131 @@
-/* client_movement.c - the reference's movement functions (squeeze, unsqueeze, flatten, unflatten, transpose,
- * repeat, repeat_interleave, cat, stack, split, chunk, gather, pad2d), composed from the movement primitives as
- * tensor.py composes them.  No data moves until a kernel reads them. */
+/* client_movement.c - movement: the primitives (reshape, permute, expand, pad, shrink, flip) and the reference's
+ * functions composed from them (squeeze, unsqueeze, flatten, unflatten, transpose, repeat, repeat_interleave, cat,
+ * stack, split, chunk, gather, pad2d) as tensor.py composes them.  No data moves until a kernel reads them. */
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
+#include "mem.h"
 #include "shape.h"
+
+/* ---------------------------------------------------------------- movement */
+
+ti_tensor_t *tc_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args) {
+    const ti_tensor_t *src[1] = {x};
+    ti_tensor_t *t = tc_emit(tc_new(x->ctx, x->dtype, out), op, 1, src, nargs, args);
+    if (!t->status) t->view = 1;
+    return t;
+}
+
+ti_tensor_t *ti_reshape(ti_tensor_t *x, int ndim, const int64_t *shape) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (ndim > 0 && !shape) return tc_error(x->ctx, TACT_EINVAL, "reshape: shape is NULL");
+    if (ta_shape_reshape(&x->shape, ndim, shape, &out, &err) != TACT_OK) return tc_error(x->ctx, err.code, "%s", err.text);
+    if (ta_shape_equal(&out, &x->shape)) return x;
+    return tc_movement(x, TA_OP_RESHAPE, &out, 0, NULL);
+}
+
+ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    int norm[TA_MAX_DIMS];
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !order) return tc_error(x->ctx, TACT_EINVAL, "permute: order is NULL");
+    if (ta_shape_permute(&x->shape, order, norm, &out, &err) != TACT_OK) return tc_error(x->ctx, err.code, "%s", err.text);
+    int64_t args[TA_MAX_DIMS];
+    int identity = 1;
+    for (int k = 0; k < x->shape.ndim; k++) {
+        args[k] = norm[k];
+        identity &= norm[k] == k;
+    }
+    return identity ? x : tc_movement(x, TA_OP_PERMUTE, &out, x->shape.ndim, args);
+}
+
+ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    ta_shape_t aligned, out;
+    ta_error_t err;
+    if (ndim > 0 && !shape) return tc_error(x->ctx, TACT_EINVAL, "expand: shape is NULL");
+    if (ta_shape_expand(&x->shape, ndim, shape, &aligned, &out, &err) != TACT_OK)
+        return tc_error(x->ctx, err.code, "%s", err.text);
+    if (aligned.ndim != x->shape.ndim) x = ti_reshape(x, aligned.ndim, aligned.d);
+    if (x->status || ta_shape_equal(&out, &x->shape)) return x;
+    return tc_movement(x, TA_OP_EXPAND, &out, 0, NULL);
+}
+
+ti_tensor_t *ti_pad(ti_tensor_t *x, const int64_t (*pads)[2], double value) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !pads) return tc_error(x->ctx, TACT_EINVAL, "pad: pads is NULL");
+    if (ta_shape_pad(&x->shape, pads, &out, &err) != TACT_OK) return tc_error(x->ctx, err.code, "%s", err.text);
+    if (ta_shape_equal(&out, &x->shape)) return x;
+    int64_t args[2 * TA_MAX_DIMS];
+    for (int k = 0; k < x->shape.ndim; k++) args[2 * k] = pads[k][0], args[2 * k + 1] = pads[k][1];
+    ti_tensor_t *p = tc_movement(x, TA_OP_PAD, &out, 2 * x->shape.ndim, args);
+    if (value == 0 || p->status) return p;
+    /* A non-zero fill: where(pad(ones), pad(x), value), in the reference's
+     * dtype for pad(x) + where(pad(ones), 0, value): a whole value is an int
+     * and keeps an int tensor's dtype (a bool's becomes int32), a
+     * fractional one makes ints and bools float32. */
+    ta_scalar_kind_t kind = value == trunc(value) && fabs(value) < 9.2e18 ? TA_SCALAR_INT : TA_SCALAR_FLOAT;
+    tact_dtype wd = ta_dtype_promote(ta_dtype_of_scalar(x->dtype, TA_SCALAR_INT), ta_dtype_of_scalar(x->dtype, kind));
+    tact_dtype od = ta_dtype_promote(x->dtype, wd);
+    ti_tensor_t *inside = tc_movement(ti_ones(x->ctx, TACT_BOOL, x->shape.ndim, x->shape.d), TA_OP_PAD, &out,
+                                     2 * x->shape.ndim, args);
+    ta_value_t v = ta_value_from_double(od, value);
+    return ti_where(inside, ti_cast(p, od), tc_broadcast_to(tc_const(x->ctx, od, v), &out));
+}
+
+ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    ta_shape_t out;
+    ta_error_t err;
+    if (x->shape.ndim && !ranges) return tc_error(x->ctx, TACT_EINVAL, "shrink: ranges is NULL");
+    if (ta_shape_shrink(&x->shape, ranges, &out, &err) != TACT_OK) return tc_error(x->ctx, err.code, "%s", err.text);
+    int64_t args[2 * TA_MAX_DIMS];
+    int identity = 1;
+    for (int k = 0; k < x->shape.ndim; k++) {
+        args[2 * k] = ranges[k][0], args[2 * k + 1] = ranges[k][1];
+        identity &= ranges[k][0] == 0 && ranges[k][1] == x->shape.d[k];
+    }
+    return identity ? x : tc_movement(x, TA_OP_SHRINK, &out, 2 * x->shape.ndim, args);
+}
+
+ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    uint32_t mask;
+    ta_shape_t ignored;
+    ta_error_t err;
+    if (naxes > 0 && !axes) return tc_error(x->ctx, TACT_EINVAL, "flip: axes is NULL");
+    if (ta_shape_reduce(&x->shape, naxes, axes, "flip", &mask, &ignored, &err) != TACT_OK)
+        return tc_error(x->ctx, err.code, "%s", err.text);
+    if (!mask) return x;
+    int64_t args[TA_MAX_DIMS];
+    for (int k = 0; k < x->shape.ndim; k++) args[k] = mask >> k & 1 ? -1 : 1;
+    return tc_movement(x, TA_OP_STRIDE, &x->shape, x->shape.ndim, args);
+}
+
+
 
 __attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
     char text[400];

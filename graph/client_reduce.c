@@ -1,10 +1,136 @@
-/* client_reduce.c - the reference's reductions beyond sum and max (min, any, all, mean, var, std, softmax,
- * log_softmax, logsumexp), composed from the primitives as tensor.py composes them. */
+/* client_reduce.c - reductions: the primitives (sum, max, with split reductions, and matmul) and the reference's
+ * reductions composed from them (min, any, all, mean, var, std, prod, softmax, log_softmax, logsumexp). */
+#include <inttypes.h>
 #include <math.h>
+#include <string.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
+#include "mem.h"
 #include "shape.h"
+
+/* -------------------------------------------------------------- reductions */
+
+/* Reductions of more than 65536 elements are split in two (or more)
+ * kernels: a reduce of R elements becomes x partials of R / x elements
+ * (x <= 256, the largest that divides the first reduced axis it can), each
+ * over a contiguous run, then a reduce of the partials.  The partials
+ * spread over every core, and a float sum adds short runs (2^25 ones sum
+ * to 2^25, not 2^24).  The split depends on the
+ * reduced lengths alone, never on the batch dims or the thread count
+ * (DESIGN.md §2), so a row's bits do not depend on its batch. */
+enum { S_SPLIT_ABOVE = 1 << 16, S_SPLIT_MAX = 256, S_SPLIT_LEAST = 8 };
+
+static ti_tensor_t *s_reduce_kept(ti_tensor_t *x, ta_op_t op, uint32_t mask, const ta_shape_t *kept) {
+    const ta_shape_t *sh = &x->shape;
+    int64_t reduced = 1;
+    for (int k = 0; k < sh->ndim; k++)
+        if (mask >> k & 1) reduced *= sh->d[k];
+    int axis = -1;
+    int64_t parts = 0;
+    for (int k = 0; k < sh->ndim && axis < 0 && reduced > S_SPLIT_ABOVE && sh->ndim < TA_MAX_DIMS; k++)
+        for (int64_t p = S_SPLIT_MAX; (mask >> k & 1) && p >= S_SPLIT_LEAST && axis < 0; p--)
+            if (sh->d[k] % p == 0) axis = k, parts = p;
+    if (axis < 0) {
+        int64_t arg = mask;
+        const ti_tensor_t *src[1] = {x};
+        return tc_emit(tc_new(x->ctx, x->dtype, kept), op, 1, src, 1, &arg);
+    }
+    /* (.., n, ..) -> (.., parts, n / parts, ..) -> (.., n / parts, .., parts):
+     * partial q covers elements q * n / parts .. (q + 1) * n / parts - 1. */
+    int64_t split[TA_MAX_DIMS];
+    int order[TA_MAX_DIMS], n = 0;
+    for (int k = 0; k < sh->ndim; k++) {
+        if (k == axis) split[n++] = parts;
+        split[n++] = k == axis ? sh->d[k] / parts : sh->d[k];
+    }
+    for (int k = 0, j = 0; k < n; k++)
+        if (k != axis) order[j++] = k;
+    order[n - 1] = axis;
+    ti_tensor_t *moved = ti_permute(ti_reshape(x, n, split), order);
+    if (moved->status) return moved;
+    /* The partials: the same reduced axes (the partial axis is last), which
+     * may be split again (each level divides the length by 8 at least). */
+    ta_shape_t partial_kept = moved->shape;
+    for (int k = 0; k < sh->ndim; k++)
+        if (mask >> k & 1) partial_kept.d[k] = 1;
+    ti_tensor_t *partials = s_reduce_kept(moved, op, mask, &partial_kept);
+    ta_shape_t done = partial_kept;
+    done.d[n - 1] = 1;
+    ti_tensor_t *total = s_reduce_kept(partials, op, 1u << (n - 1), &done);
+    return ti_reshape(total, kept->ndim, kept->d);
+}
+
+static ti_tensor_t *s_reduce(ti_tensor_t *x, ta_op_t op, int naxes, const int *axes, int keepdim, const char *name) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    uint32_t mask;
+    ta_shape_t kept;
+    ta_error_t err;
+    if (naxes > 0 && !axes) return tc_error(x->ctx, TACT_EINVAL, "%s: axes is NULL", name);
+    if (ta_shape_reduce(&x->shape, naxes, axes, name, &mask, &kept, &err) != TACT_OK)
+        return tc_error(x->ctx, err.code, "%s", err.text);
+    ti_tensor_t *r = mask ? s_reduce_kept(x, op, mask, &kept) : x;
+    if (keepdim || r->status) return r;
+    int64_t dims[TA_MAX_DIMS];
+    int n = 0;
+    for (int k = 0; k < x->shape.ndim; k++)
+        if (!(mask >> k & 1)) dims[n++] = x->shape.d[k];
+    return ti_reshape(r, n, dims);
+}
+
+ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
+    ti_tensor_t *r = s_reduce(ti_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
+    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(r, d) : r;
+}
+
+ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
+    if (!x) return ti_null_arg();
+    return s_reduce(x, TA_OP_RMAX, naxes, axes, keepdim, "max");
+}
+
+ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
+    ti_tensor_t *e = tc_any_error(2, (ti_tensor_t *[]){a, b});
+    if (e) return e;
+    a = tc_solid(a);
+    b = tc_solid(b);
+    int n1 = a->shape.ndim, n2 = b->shape.ndim, tail = n2 < 2 ? n2 : 2;
+    char sa[128], sb[128];
+    ta_shape_format(&a->shape, sa, sizeof sa);
+    ta_shape_format(&b->shape, sb, sizeof sb);
+    if (!n1 || !n2) return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: both need at least one dim", sa, sb);
+    if (a->shape.d[n1 - 1] != b->shape.d[n2 - tail])
+        return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: %" PRId64 " columns against %" PRId64 " rows", sa, sb,
+                       a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
+    /* As the reference: x (..., [1,] k) times w (..., [1,] k, m) moved to
+     * (..., m, k), multiplied with broadcasting and summed over k. */
+    int ones = n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1;
+    if (ones > 1) ones = 1;
+    int64_t xs[TA_MAX_DIMS], ws[TA_MAX_DIMS];
+    int nx = 0, nw = 0;
+    if (n1 + ones > TA_MAX_DIMS || n2 + ones > TA_MAX_DIMS) return tc_error(a->ctx, TACT_ESHAPE, "matmul: too many dims");
+    for (int k = 0; k < n1 - 1; k++) xs[nx++] = a->shape.d[k];
+    for (int k = 0; k < ones; k++) xs[nx++] = 1;
+    xs[nx++] = a->shape.d[n1 - 1];
+    for (int k = 0; k < n2 - 2; k++) ws[nw++] = b->shape.d[k];
+    for (int k = 0; k < ones; k++) ws[nw++] = 1;
+    for (int k = n2 - tail; k < n2; k++) ws[nw++] = b->shape.d[k];
+    int order[TA_MAX_DIMS];
+    for (int k = 0; k < nw; k++) order[k] = k;
+    order[nw - 1] = nw - tail;
+    order[nw - tail] = nw - 1;
+    ti_tensor_t *x = ti_reshape(a, nx, xs), *w = ti_permute(ti_reshape(b, nw, ws), order);
+    int last = -1;
+    return ti_cast(ti_sum(ti_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
+}
+
+
 
 /* The number of elements each output of a reduce over axes covers: the
  * product of the dims the reduce changes (the reference's prod over

@@ -1,0 +1,60 @@
+/* client_core.h - the client's own internals shared by its files: the tensor object and the helpers that record
+ * ops.  client.c keeps the context and the pipeline; the primitive ops live in client_create.c,
+ * client_elementwise.c, client_reduce.c and client_movement.c, the composed ones beside them, all behind
+ * client_impl.h. */
+#ifndef TACT_CLIENT_CORE_H
+#define TACT_CLIENT_CORE_H
+
+#include <stdint.h>
+
+#include "client_impl.h"
+#include "dtype.h"
+#include "ops.h"
+#include "shape.h"
+
+struct ti_tensor {
+    uintptr_t handle; /* what the user holds (handle.h) */
+    ti_ctx_t *ctx;
+    uint64_t id; /* 0 for error tensors and unmaterialized scalars */
+    tact_dtype dtype;
+    ta_shape_t shape;
+    int status;
+    char *message;
+    int kept;
+    int view; /* made by a movement op: not a buffer of its own, cannot be assigned to */
+    /* Weakly typed scalars keep their value until they meet a tensor. */
+    int weak;
+    ta_scalar_kind_t kind;
+    double fvalue;
+    int64_t ivalue;
+};
+
+/* Shared by client.c and the files of the primitive ops (client_create.c,
+ * client_elementwise.c, client_reduce.c, client_movement.c). */
+
+/* An error tensor of ctx with code and the formatted message (the static
+ * out-of-memory one when even that cannot be made). */
+__attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int code, const char *fmt, ...);
+/* A new tensor object of ctx (status set when out of memory). */
+ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape);
+/* Records op with its sources and int arguments as out's node; returns out
+ * or an error tensor. */
+ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args);
+/* A CONST of shape () holding v; a weak scalar as dtype d; a weak scalar
+ * on its own in its kind's default dtype (any other tensor as it is). */
+ti_tensor_t *tc_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v);
+ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d);
+ti_tensor_t *tc_solid(ti_tensor_t *t);
+/* Checks dtype and shape of a creation call into *s; NULL or an error tensor. */
+ti_tensor_t *tc_check_new(ti_ctx_t *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s);
+/* The first error among xs (NULL, an error tensor, two contexts), or NULL. */
+ti_tensor_t *tc_any_error(int n, ti_tensor_t *const *xs);
+ti_tensor_t *tc_unary(ti_tensor_t *x, ta_op_t op, tact_dtype out_dtype);
+/* x broadcast to shape (1s prepended, then expanded). */
+ti_tensor_t *tc_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape);
+/* The reference's _broadcasted: weak scalars take the other side's dtype,
+ * then both promote and broadcast; 0, or -1 with *pa the error. */
+int tc_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op);
+ti_tensor_t *tc_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args);
+
+#endif
