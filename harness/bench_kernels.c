@@ -274,7 +274,7 @@ static int s_softmax_bench(int reps) {
 }
 
 int h_bench_kernels(int quick) {
-    int reps = quick ? 1 : 5, threads = s_threads(), bad = 0;
+    int reps = quick ? 1 : 15, threads = s_threads(), bad = 0;
     omp_set_num_threads(threads);
     void *dl = dlopen("libopenblas.so.0", RTLD_NOW);
     s_sgemm_fn sgemm = NULL;
