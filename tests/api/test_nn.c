@@ -58,6 +58,12 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
         static const char *const formulas[] = {"ij,jk->ik", "ij->ji", "bij,bjk->bik", "i,i->", "ij,kj", "abc->cb"};
         return tact_einsum(formulas[p[0]], g->nin, in);
     }
+    if (!strcmp(f, "minimum")) return tact_minimum(in[0], in[1]);
+    if (!strcmp(f, "maximum")) return tact_maximum(in[0], in[1]);
+    if (!strcmp(f, "eq")) return tact_eq(in[0], in[1]);
+    if (!strcmp(f, "lt")) return tact_lt(in[0], in[1]);
+    if (!strcmp(f, "ge")) return tact_ge(in[0], in[1]);
+    if (!strcmp(f, "lerp")) return tact_lerp(in[0], in[1], tact_scalar(s_ctx, 0.25));
     if (!strcmp(f, "scaled_dot_product_attention")) return tact_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, (int)p[0], 0);
     cr_assert_fail("no function %s", f);
     return NULL;
