@@ -544,6 +544,7 @@ tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *hs) {
     if (c) ti_ctx_leave(c);
     return h;
 }
+tact_tensor *tact_load_idx(tact_ctx *h, const char *path) { S_CTX_TENSOR(h, ti_load_idx(ctx, path)); }
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

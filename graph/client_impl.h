@@ -232,6 +232,9 @@ typedef struct {
 ti_tensor_t *ti_getitem(ti_tensor_t *x, int n, const ti_index_t *idx);
 ti_tensor_t *ti_setitem(ti_tensor_t *x, int n, const ti_index_t *idx, ti_tensor_t *value);
 
+/* client_io.c */
+ti_tensor_t *ti_load_idx(ti_ctx_t *ctx, const char *path);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

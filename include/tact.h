@@ -628,6 +628,17 @@ tact_tensor *tact_contiguous(tact_tensor *x);
  */
 tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
 
+/* ================================================================ datasets */
+
+/* Reads an IDX file (the format of MNIST and Fashion-MNIST, gzipped or
+ * not: Debian's dataset-fashion-mnist installs them under
+ * /usr/share/datasets/fashion-mnist) into a tensor of its shape and type
+ * (ubyte as uint8, then int8, int16, int32, float32, float64).  Nothing in
+ * the file is trusted: a missing file, a bad magic, a truncated file, data
+ * past the end or more than 1 GiB is an error tensor naming the path and
+ * the cause. */
+tact_tensor *tact_load_idx(tact_ctx *ctx, const char *path);
+
 /* ============================================================ sync points */
 
 /* Computes the tensors (they stay computed).  Any number of tensors and
