@@ -73,6 +73,7 @@ static ti_tensor_t *s_plan(ti_tensor_t *x, int n, const ti_index_t *idx, s_plan_
     for (int i = 0; i <= n; i++) {
         if (i == (ell >= 0 ? ell : n)) /* the ellipsis (or the end) stands for the dims not indexed */
             for (int f = 0; f < nd - used; f++, dim++) {
+                if (p->npos >= 2 * TA_MAX_DIMS) return s_fail(x, TACT_EINVAL, "%s: too many indices", op);
                 p->b[dim] = 0, p->e[dim] = sh[dim], p->st[dim] = 1;
                 p->order[p->npos++] = dim;
             }

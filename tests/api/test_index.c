@@ -70,5 +70,13 @@ Test(api_index, errors) {
     cr_assert(strstr(tact_error_message(e), "assign: the target is a view"), "%s", tact_error_message(e));
     e = tact_setitem(x, 1, (tact_index[]){TACT_AT(0)}, tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){5}));
     cr_assert_neq(tact_status_of(e), TACT_OK, "a value of 5 does not fit a row of 4");
+    /* 31 newaxis and an ellipsis standing for 16 dims: too many, an error
+     * (the plan's table overflowed before) */
+    int64_t ones[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+    tact_index many[32];
+    for (int i = 0; i < 31; i++) many[i] = TACT_NEWAXIS;
+    many[31] = TACT_ELLIPSIS;
+    e = tact_getitem(tact_zeros(ctx, TACT_FLOAT32, 16, ones), 32, many);
+    cr_assert(strstr(tact_error_message(e), "too many indices"), "%s", tact_error_message(e));
     tact_ctx_close(&ctx);
 }
