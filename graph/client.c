@@ -184,6 +184,21 @@ __attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int c
 
 ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text) { return tc_error(ctx, code, "%s", text); }
 
+ti_tensor_t *tc_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    return tc_error(x ? x->ctx : NULL, code, "%s", text);
+}
+
+ti_tensor_t *tc_k(ti_tensor_t *x, double v) {
+    if (!x || x->status) return x;
+    if (v == trunc(v) && fabs(v) < 1e15) return ti_scalar_int(x->ctx, (int64_t)v);
+    return ti_scalar(x->ctx, v);
+}
+
 ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
     ti_tensor_t *t = ta_calloc(1, sizeof *t);
     if (!t) return tc_error(ctx, TACT_ENOMEM, "out of memory for a tensor");

@@ -57,4 +57,17 @@ ti_tensor_t *tc_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape);
 int tc_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op);
 ti_tensor_t *tc_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args);
 
+/* For the composed functions. */
+/* An error tensor of x's context with code and the formatted message. */
+__attribute__((format(printf, 3, 4))) ti_tensor_t *tc_fail(ti_tensor_t *x, int code, const char *fmt, ...);
+/* A weak scalar of x's context, an int where v is whole (as the reference's
+ * Python constants: 0 or 6 keep an int tensor's dtype, 0.5 makes it
+ * float); x itself when it is an error. */
+ti_tensor_t *tc_k(ti_tensor_t *x, double v);
+/* Returns a NULL or error argument (through ti_neg, which returns it). */
+#define TC_CHECK(x)                                                                                                                                  \
+    do {                                                                                                                                             \
+        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
+    } while (0)
+
 #endif

@@ -5,18 +5,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
 #include "shape.h"
-
-__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
-    char text[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return ti_error(ti_tensor_ctx(x), code, text);
-}
 
 /* What the basic indices do to x, dim by dim of x: the range kept (begin,
  * end) and its step, and whether an int collapses the dim; where the
@@ -57,30 +49,30 @@ static ti_tensor_t *s_plan(ti_tensor_t *x, int n, const ti_index_t *idx, s_plan_
     memset(p, 0, sizeof *p);
     int nd = ti_ndim(x), ell = -1, used = 0;
     p->nd = nd;
-    if (n < 0 || (n && !idx)) return s_fail(x, TACT_EINVAL, "%s: %d indices", op, n);
+    if (n < 0 || (n && !idx)) return tc_fail(x, TACT_EINVAL, "%s: %d indices", op, n);
     for (int i = 0; i < n; i++) {
         if (idx[i].kind == TACT_IDX_ELLIPSIS) {
-            if (ell >= 0) return s_fail(x, TACT_EINVAL, "%s: indices can only have a single ellipsis", op);
+            if (ell >= 0) return tc_fail(x, TACT_EINVAL, "%s: indices can only have a single ellipsis", op);
             ell = i;
         } else if (idx[i].kind != TACT_IDX_NEWAXIS) {
             used++;
         }
     }
-    if (used > nd) return s_fail(x, TACT_EINVAL, "%s: %d indices for a %d-dim tensor", op, used, nd);
+    if (used > nd) return tc_fail(x, TACT_EINVAL, "%s: %d indices for a %d-dim tensor", op, used, nd);
     int64_t sh[TA_MAX_DIMS];
     ti_shape(x, sh);
     int dim = 0;
     for (int i = 0; i <= n; i++) {
         if (i == (ell >= 0 ? ell : n)) /* the ellipsis (or the end) stands for the dims not indexed */
             for (int f = 0; f < nd - used; f++, dim++) {
-                if (p->npos >= 2 * TA_MAX_DIMS) return s_fail(x, TACT_EINVAL, "%s: too many indices", op);
+                if (p->npos >= 2 * TA_MAX_DIMS) return tc_fail(x, TACT_EINVAL, "%s: too many indices", op);
                 p->b[dim] = 0, p->e[dim] = sh[dim], p->st[dim] = 1;
                 p->order[p->npos++] = dim;
             }
         if (i == n) break;
         const ti_index_t *ix = &idx[i];
         if (ix->kind == TACT_IDX_ELLIPSIS) continue;
-        if (p->npos >= 2 * TA_MAX_DIMS) return s_fail(x, TACT_EINVAL, "%s: too many indices", op);
+        if (p->npos >= 2 * TA_MAX_DIMS) return tc_fail(x, TACT_EINVAL, "%s: too many indices", op);
         if (ix->kind == TACT_IDX_NEWAXIS) {
             p->order[p->npos++] = -1;
             continue;
@@ -90,25 +82,25 @@ static ti_tensor_t *s_plan(ti_tensor_t *x, int n, const ti_index_t *idx, s_plan_
         switch (ix->kind) {
         case TACT_IDX_INT: {
             int64_t k = ix->start;
-            if (k >= size || k < -size) return s_fail(x, TACT_EINVAL, "%s: index %lld is out of bounds on dim %d of size %lld", op, (long long)k, dim, (long long)size);
+            if (k >= size || k < -size) return tc_fail(x, TACT_EINVAL, "%s: index %lld is out of bounds on dim %d of size %lld", op, (long long)k, dim, (long long)size);
             if (k < 0) k += size;
             p->b[dim] = k, p->e[dim] = k + 1, p->st[dim] = 1, p->collapse[dim] = 1;
             break;
         }
         case TACT_IDX_SLICE:
-            if (ix->step == 0 && ix->has_step) return s_fail(x, TACT_EINVAL, "%s: a slice on dim %d cannot have 0 as step", op, dim);
+            if (ix->step == 0 && ix->has_step) return tc_fail(x, TACT_EINVAL, "%s: a slice on dim %d cannot have 0 as step", op, dim);
             s_slice(size, ix, &p->b[dim], &p->e[dim], &p->st[dim]);
             break;
         case TACT_IDX_TENSOR:
             if (!ix->tensor || ti_status_of(ix->tensor)) return ti_neg(ix->tensor);
             if (ta_dtype_is_float(ti_dtype_of(ix->tensor)) || ta_dtype_is_bool(ti_dtype_of(ix->tensor)))
-                return s_fail(x, TACT_EDTYPE, "%s: a %s tensor index on dim %d; only int tensors index", op, tact_dtype_name(ti_dtype_of(ix->tensor)), dim);
+                return tc_fail(x, TACT_EDTYPE, "%s: a %s tensor index on dim %d; only int tensors index", op, tact_dtype_name(ti_dtype_of(ix->tensor)), dim);
             p->b[dim] = 0, p->e[dim] = size, p->st[dim] = 1;
             p->tensor[dim] = ix->tensor;
             p->ntensor++;
             break;
         default:
-            return s_fail(x, TACT_EINVAL, "%s: index %d has kind %d", op, i, (int)ix->kind);
+            return tc_fail(x, TACT_EINVAL, "%s: index %d has kind %d", op, i, (int)ix->kind);
         }
         dim++;
     }
@@ -127,7 +119,7 @@ static ti_tensor_t *s_basic(ti_tensor_t *x, const s_plan_t *p) {
     ti_tensor_t *ret = ti_shrink(x, r);
     if (nf) ret = ti_flip(ret, nf, flips);
     if (!strided) return ret;
-    if (2 * nd > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "getitem: strided slices of a %d-dim tensor", nd);
+    if (2 * nd > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "getitem: strided slices of a %d-dim tensor", nd);
     int64_t sh[TA_MAX_DIMS], pads[TA_MAX_DIMS][2], two[TA_MAX_DIMS], take[TA_MAX_DIMS][2], out[TA_MAX_DIMS];
     ti_shape(ret, sh);
     for (int k = 0; k < nd; k++) {
@@ -161,7 +153,7 @@ ti_tensor_t *ti_getitem(ti_tensor_t *x, int n, const ti_index_t *idx) {
     if (ti_status_of(ret)) return ret;
     int64_t shape[2 * TA_MAX_DIMS];
     int m = s_result_shape(&p, ret, shape);
-    if (m > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "getitem: %d dims", m);
+    if (m > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "getitem: %d dims", m);
     ret = ti_reshape(ret, m, shape);
     if (!p.ntensor) return ret;
     /* Tensor indices, the reference's way: the dims of ret they index (after
@@ -179,16 +171,16 @@ ti_tensor_t *ti_getitem(ti_tensor_t *x, int n, const ti_index_t *idx) {
     ta_error_t e;
     int64_t tsh[TA_MAX_DIMS];
     ti_shape(tix[0], tsh);
-    if (ta_shape_make(&big, ti_ndim(tix[0]), tsh, "getitem", &e) != TACT_OK) return s_fail(x, e.code, "%s", e.text);
+    if (ta_shape_make(&big, ti_ndim(tix[0]), tsh, "getitem", &e) != TACT_OK) return tc_fail(x, e.code, "%s", e.text);
     for (int i = 1; i < nt; i++) {
         ti_shape(tix[i], tsh);
         ta_shape_t ts, nb;
         if (ta_shape_make(&ts, ti_ndim(tix[i]), tsh, "getitem", &e) != TACT_OK || ta_shape_broadcast(&big, &ts, "getitem", &nb, &e) != TACT_OK)
-            return s_fail(x, TACT_ESHAPE, "getitem: cannot broadcast the tensor indices: %s", e.text);
+            return tc_fail(x, TACT_ESHAPE, "getitem: cannot broadcast the tensor indices: %s", e.text);
         big = nb;
     }
     int rn = ti_ndim(ret), first = tdim[0], bn = big.ndim;
-    if (rn + bn > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "getitem: %d dims and %d of tensor indices", rn, bn);
+    if (rn + bn > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "getitem: %d dims and %d of tensor indices", rn, bn);
     int64_t rs[TA_MAX_DIMS], pre[TA_MAX_DIMS], resh[TA_MAX_DIMS];
     ti_shape(ret, rs);
     int q = 0;
@@ -269,12 +261,12 @@ ti_tensor_t *ti_setitem(ti_tensor_t *x, int n, const ti_index_t *idx, ti_tensor_
     s_plan_t p;
     ti_tensor_t *err = s_plan(x, n, idx, &p, "setitem");
     if (err) return err;
-    if (p.ntensor) return s_fail(x, TACT_EINVAL, "setitem: tensor indices are not supported (as the reference)");
+    if (p.ntensor) return tc_fail(x, TACT_EINVAL, "setitem: tensor indices are not supported (as the reference)");
     ti_tensor_t *strided = s_basic(x, &p);
     if (ti_status_of(strided)) return strided;
     int64_t rshape[2 * TA_MAX_DIMS], xs[TA_MAX_DIMS];
     int m = s_result_shape(&p, strided, rshape);
-    if (m > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "setitem: %d dims", m);
+    if (m > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "setitem: %d dims", m);
     ti_shape(x, xs);
     tact_dtype d = ti_dtype_of(x);
     /* The value in x's dtype, broadcast to the region, moved into place. */

@@ -2,17 +2,9 @@
  * tensor.py composes them (so the scheduler fuses them the same way), on the ti_ layer of client_impl.h. */
 #include <math.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
-
-/* A weak scalar of x's context, int where the value is whole, as the
- * reference's Python constants: an int tensor keeps its dtype with 0 or 6
- * (relu, relu6) and becomes float with 0.5. */
-static ti_tensor_t *s_k(ti_tensor_t *x, double v) {
-    if (!x || ti_status_of(x)) return x;
-    if (v == trunc(v) && fabs(v) < 1e15) return ti_scalar_int(ti_tensor_ctx(x), (int64_t)v);
-    return ti_scalar(ti_tensor_ctx(x), v);
-}
 
 /* x as the reference's least_upper_float: ints and bools become float32. */
 static ti_tensor_t *s_float(ti_tensor_t *x) {
@@ -20,42 +12,36 @@ static ti_tensor_t *s_float(ti_tensor_t *x) {
     return ti_cast(x, ta_dtype_upper_float(ti_dtype_of(x)));
 }
 
-/* Error and NULL inputs go through the primitives, which return them. */
-#define S_CHECK(x)                                                                                                                                   \
-    do {                                                                                                                                             \
-        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
-    } while (0)
-
 ti_tensor_t *ti_exp(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     x = s_float(x);
-    return ti_exp2(ti_mul(x, s_k(x, 1 / M_LN2)));
+    return ti_exp2(ti_mul(x, tc_k(x, 1 / M_LN2)));
 }
 
 ti_tensor_t *ti_log(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     x = s_float(x);
-    return ti_mul(ti_log2(x), s_k(x, M_LN2));
+    return ti_mul(ti_log2(x), tc_k(x, M_LN2));
 }
 
 ti_tensor_t *ti_relu(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_maximum(x, s_k(x, 0));
+    TC_CHECK(x);
+    return ti_maximum(x, tc_k(x, 0));
 }
 
 ti_tensor_t *ti_sigmoid(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     x = s_float(x);
-    return ti_recip(ti_add(s_k(x, 1), ti_exp2(ti_mul(x, s_k(x, -1 / M_LN2)))));
+    return ti_recip(ti_add(tc_k(x, 1), ti_exp2(ti_mul(x, tc_k(x, -1 / M_LN2)))));
 }
 
 ti_tensor_t *ti_reciprocal(ti_tensor_t *x) { return ti_recip(x); }
 ti_tensor_t *ti_rsqrt(ti_tensor_t *x) { return ti_sqrt(ti_recip(x)); }
 
 ti_tensor_t *ti_cos(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     x = s_float(x);
-    return ti_sin(ti_sub(s_k(x, M_PI / 2), x));
+    return ti_sin(ti_sub(tc_k(x, M_PI / 2), x));
 }
 
 ti_tensor_t *ti_tan(ti_tensor_t *x) { return ti_div(ti_sin(x), ti_cos(x)); }
@@ -63,27 +49,27 @@ ti_tensor_t *ti_tan(ti_tensor_t *x) { return ti_div(ti_sin(x), ti_cos(x)); }
 /* trunc, ceil, floor and round go through int32, as the reference does:
  * values beyond its range saturate. */
 ti_tensor_t *ti_trunc(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     return ti_cast(ti_cast(x, TACT_INT32), ti_dtype_of(x));
 }
 
 ti_tensor_t *ti_ceil(ti_tensor_t *x) {
     ti_tensor_t *b = ti_trunc(x);
-    return ti_where(ti_cmplt(b, x), ti_add(b, s_k(b, 1)), b);
+    return ti_where(ti_cmplt(b, x), ti_add(b, tc_k(b, 1)), b);
 }
 
 ti_tensor_t *ti_floor(ti_tensor_t *x) {
     ti_tensor_t *b = ti_trunc(x);
-    return ti_where(ti_cmplt(x, b), ti_sub(b, s_k(b, 1)), b);
+    return ti_where(ti_cmplt(x, b), ti_sub(b, tc_k(b, 1)), b);
 }
 
 /* Half to even: ((x > 0) == (int(x)/2 is whole)) picks ceil(x - 0.5), else floor(x + 0.5). */
 ti_tensor_t *ti_round(ti_tensor_t *x) {
-    S_CHECK(x);
-    ti_tensor_t *b = ti_div(ti_cast(x, TACT_INT32), s_k(x, 2.0));
+    TC_CHECK(x);
+    ti_tensor_t *b = ti_div(ti_cast(x, TACT_INT32), tc_k(x, 2.0));
     ti_tensor_t *even = ti_logical_not(ti_cmpne(ti_cast(ti_cast(b, TACT_INT32), ti_dtype_of(b)), b));
-    ti_tensor_t *pos = ti_cmplt(s_k(x, 0), x);
-    return ti_where(ti_logical_not(ti_cmpne(pos, even)), ti_ceil(ti_sub(x, s_k(x, 0.5))), ti_floor(ti_add(x, s_k(x, 0.5))));
+    ti_tensor_t *pos = ti_cmplt(tc_k(x, 0), x);
+    return ti_where(ti_logical_not(ti_cmpne(pos, even)), ti_ceil(ti_sub(x, tc_k(x, 0.5))), ti_floor(ti_add(x, tc_k(x, 0.5))));
 }
 
 ti_tensor_t *ti_square(ti_tensor_t *x) { return ti_mul(x, x); }
@@ -91,8 +77,8 @@ ti_tensor_t *ti_square(ti_tensor_t *x) { return ti_mul(x, x); }
 /* The reference's sign (-1, 0, 1 through two wheres), and NaN for NaN as
  * PyTorch (the reference gives 1). */
 ti_tensor_t *ti_sign(ti_tensor_t *x) {
-    S_CHECK(x);
-    ti_tensor_t *s = ti_where(ti_cmpne(x, s_k(x, 0)), ti_where(ti_cmplt(x, s_k(x, 0)), s_k(x, -1), s_k(x, 1)), s_k(x, 0));
+    TC_CHECK(x);
+    ti_tensor_t *s = ti_where(ti_cmpne(x, tc_k(x, 0)), ti_where(ti_cmplt(x, tc_k(x, 0)), tc_k(x, -1), tc_k(x, 1)), tc_k(x, 0));
     s = ti_cast(s, ti_dtype_of(x));
     if (!ta_dtype_is_float(ti_dtype_of(x))) return s;
     return ti_where(ti_cmpne(x, x), x, s);
@@ -101,17 +87,17 @@ ti_tensor_t *ti_sign(ti_tensor_t *x) {
 ti_tensor_t *ti_abs(ti_tensor_t *x) { return ti_mul(x, ti_sign(x)); }
 
 ti_tensor_t *ti_logical_not(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     return ti_cmpne(ti_cast(x, TACT_BOOL), ti_scalar_bool(ti_tensor_ctx(x), 1));
 }
 
 ti_tensor_t *ti_minimum(ti_tensor_t *a, ti_tensor_t *b) { return ti_neg(ti_maximum(ti_neg(a), ti_neg(b))); }
 
 ti_tensor_t *ti_clip(ti_tensor_t *x, double lo, double hi) {
-    S_CHECK(x);
+    TC_CHECK(x);
     if (lo == -INFINITY && hi == INFINITY) return x;
-    ti_tensor_t *r = lo == -INFINITY ? x : ti_maximum(x, s_k(x, lo));
-    return hi == INFINITY ? r : ti_minimum(r, s_k(x, hi));
+    ti_tensor_t *r = lo == -INFINITY ? x : ti_maximum(x, tc_k(x, lo));
+    return hi == INFINITY ? r : ti_minimum(r, tc_k(x, hi));
 }
 
 ti_tensor_t *ti_lerp(ti_tensor_t *x, ti_tensor_t *end, ti_tensor_t *weight) { return ti_add(x, ti_mul(ti_sub(end, x), weight)); }
@@ -119,57 +105,57 @@ ti_tensor_t *ti_lerp(ti_tensor_t *x, ti_tensor_t *end, ti_tensor_t *weight) { re
 /* ------------------------------------------------------------ activations */
 
 ti_tensor_t *ti_elu(ti_tensor_t *x, double alpha) {
-    S_CHECK(x);
-    return ti_sub(ti_relu(x), ti_mul(s_k(x, alpha), ti_relu(ti_sub(s_k(x, 1), ti_exp(x)))));
+    TC_CHECK(x);
+    return ti_sub(ti_relu(x), ti_mul(tc_k(x, alpha), ti_relu(ti_sub(tc_k(x, 1), ti_exp(x)))));
 }
 
 ti_tensor_t *ti_celu(ti_tensor_t *x, double alpha) {
-    S_CHECK(x);
-    ti_tensor_t *e = ti_sub(ti_exp(ti_div(x, s_k(x, alpha))), s_k(x, 1));
-    return ti_add(ti_maximum(x, s_k(x, 0)), ti_minimum(ti_mul(s_k(x, alpha), e), s_k(x, 0)));
+    TC_CHECK(x);
+    ti_tensor_t *e = ti_sub(ti_exp(ti_div(x, tc_k(x, alpha))), tc_k(x, 1));
+    return ti_add(ti_maximum(x, tc_k(x, 0)), ti_minimum(ti_mul(tc_k(x, alpha), e), tc_k(x, 0)));
 }
 
 ti_tensor_t *ti_swish(ti_tensor_t *x) { return ti_mul(x, ti_sigmoid(x)); }
 ti_tensor_t *ti_silu(ti_tensor_t *x) { return ti_swish(x); }
 
 ti_tensor_t *ti_relu6(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_sub(ti_relu(x), ti_relu(ti_sub(x, s_k(x, 6))));
+    TC_CHECK(x);
+    return ti_sub(ti_relu(x), ti_relu(ti_sub(x, tc_k(x, 6))));
 }
 
 ti_tensor_t *ti_hardswish(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_mul(ti_mul(x, ti_relu6(ti_add(x, s_k(x, 3)))), s_k(x, 1.0 / 6));
+    TC_CHECK(x);
+    return ti_mul(ti_mul(x, ti_relu6(ti_add(x, tc_k(x, 3)))), tc_k(x, 1.0 / 6));
 }
 
 ti_tensor_t *ti_tanh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_sub(ti_mul(s_k(x, 2), ti_sigmoid(ti_mul(s_k(x, 2), x))), s_k(x, 1));
+    TC_CHECK(x);
+    return ti_sub(ti_mul(tc_k(x, 2), ti_sigmoid(ti_mul(tc_k(x, 2), x))), tc_k(x, 1));
 }
 
 ti_tensor_t *ti_sinh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_div(ti_sub(ti_exp(x), ti_exp(ti_neg(x))), s_k(x, 2));
+    TC_CHECK(x);
+    return ti_div(ti_sub(ti_exp(x), ti_exp(ti_neg(x))), tc_k(x, 2));
 }
 
 ti_tensor_t *ti_cosh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_div(ti_add(ti_exp(x), ti_exp(ti_neg(x))), s_k(x, 2));
+    TC_CHECK(x);
+    return ti_div(ti_add(ti_exp(x), ti_exp(ti_neg(x))), tc_k(x, 2));
 }
 
 ti_tensor_t *ti_atanh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_div(ti_log(ti_div(ti_add(s_k(x, 1), x), ti_sub(s_k(x, 1), x))), s_k(x, 2));
+    TC_CHECK(x);
+    return ti_div(ti_log(ti_div(ti_add(tc_k(x, 1), x), ti_sub(tc_k(x, 1), x))), tc_k(x, 2));
 }
 
 ti_tensor_t *ti_asinh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_log(ti_add(x, ti_sqrt(ti_add(ti_square(x), s_k(x, 1)))));
+    TC_CHECK(x);
+    return ti_log(ti_add(x, ti_sqrt(ti_add(ti_square(x), tc_k(x, 1)))));
 }
 
 ti_tensor_t *ti_acosh(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_log(ti_add(x, ti_sqrt(ti_sub(ti_square(x), s_k(x, 1)))));
+    TC_CHECK(x);
+    return ti_log(ti_add(x, ti_sqrt(ti_sub(ti_square(x), tc_k(x, 1)))));
 }
 
 ti_tensor_t *ti_hardtanh(ti_tensor_t *x, double min_val, double max_val) { return ti_clip(x, min_val, max_val); }
@@ -177,30 +163,30 @@ ti_tensor_t *ti_hardtanh(ti_tensor_t *x, double min_val, double max_val) { retur
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); x^3 is x*x*x (the
  * reference's pow gives the same product for finite x). */
 ti_tensor_t *ti_gelu(ti_tensor_t *x) {
-    S_CHECK(x);
+    TC_CHECK(x);
     ti_tensor_t *cube = ti_mul(ti_mul(x, x), x);
-    ti_tensor_t *in = ti_mul(s_k(x, sqrt(2 / M_PI)), ti_add(x, ti_mul(s_k(x, 0.044715), cube)));
-    return ti_mul(ti_mul(s_k(x, 0.5), x), ti_add(s_k(x, 1), ti_tanh(in)));
+    ti_tensor_t *in = ti_mul(tc_k(x, sqrt(2 / M_PI)), ti_add(x, ti_mul(tc_k(x, 0.044715), cube)));
+    return ti_mul(ti_mul(tc_k(x, 0.5), x), ti_add(tc_k(x, 1), ti_tanh(in)));
 }
 
 ti_tensor_t *ti_quick_gelu(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_mul(x, ti_sigmoid(ti_mul(x, s_k(x, 1.702))));
+    TC_CHECK(x);
+    return ti_mul(x, ti_sigmoid(ti_mul(x, tc_k(x, 1.702))));
 }
 
 ti_tensor_t *ti_leakyrelu(ti_tensor_t *x, double neg_slope) {
-    S_CHECK(x);
-    return ti_sub(ti_relu(x), ti_relu(ti_mul(s_k(x, -neg_slope), x)));
+    TC_CHECK(x);
+    return ti_sub(ti_relu(x), ti_relu(ti_mul(tc_k(x, -neg_slope), x)));
 }
 
 ti_tensor_t *ti_softplus(ti_tensor_t *x, double beta) {
-    S_CHECK(x);
-    return ti_mul(s_k(x, 1 / beta), ti_log(ti_add(s_k(x, 1), ti_exp(ti_mul(x, s_k(x, beta))))));
+    TC_CHECK(x);
+    return ti_mul(tc_k(x, 1 / beta), ti_log(ti_add(tc_k(x, 1), ti_exp(ti_mul(x, tc_k(x, beta))))));
 }
 
 ti_tensor_t *ti_mish(ti_tensor_t *x) { return ti_mul(x, ti_tanh(ti_softplus(x, 1))); }
 
 ti_tensor_t *ti_softsign(ti_tensor_t *x) {
-    S_CHECK(x);
-    return ti_div(x, ti_add(s_k(x, 1), ti_abs(x)));
+    TC_CHECK(x);
+    return ti_div(x, ti_add(tc_k(x, 1), ti_abs(x)));
 }

@@ -5,23 +5,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
 #include "shape.h"
-
-__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
-    char text[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return ti_error(ti_tensor_ctx(x), code, text);
-}
-
-#define S_CHECK(x)                                                                                                                                   \
-    do {                                                                                                                                             \
-        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
-    } while (0)
 
 static ti_tensor_t *s_int(ti_tensor_t *x, int64_t v) { return ti_scalar_int(ti_tensor_ctx(x), v); }
 static ti_tensor_t *s_flt(ti_tensor_t *x, double v) { return ti_scalar(ti_tensor_ctx(x), v); }
@@ -30,7 +17,7 @@ static int s_axis(ti_tensor_t *x, int axis, const char *op, ti_tensor_t **err) {
     int nd = ti_ndim(x), n = nd > 1 ? nd : 1;
     *err = NULL;
     if (axis < -n || axis >= n) {
-        *err = s_fail(x, TACT_EINVAL, "%s: axis %d out of range [%d, %d] of a %d-dim tensor", op, axis, -n, n - 1, nd);
+        *err = tc_fail(x, TACT_EINVAL, "%s: axis %d out of range [%d, %d] of a %d-dim tensor", op, axis, -n, n - 1, nd);
         return 0;
     }
     return axis < 0 ? axis + nd : axis;
@@ -39,7 +26,7 @@ static int s_axis(ti_tensor_t *x, int axis, const char *op, ti_tensor_t **err) {
 /* The first index of the maximum: (x == max) times a descending arange,
  * its max, taken from the length (int32). */
 ti_tensor_t *ti_argmax(ti_tensor_t *x, int axis, int all, int keepdim) {
-    S_CHECK(x);
+    TC_CHECK(x);
     if (all) return ti_argmax(ti_flatten(x, 0, -1), 0, 0, 0);
     ti_tensor_t *err;
     int a = s_axis(x, axis, "argmax", &err);
@@ -85,12 +72,12 @@ static ti_tensor_t *s_cumsum1(ti_tensor_t *x, int axis, int first_zero) {
 /* Up to 512 elements in one pass; longer axes in runs of 256, each run's
  * sums plus the sums of the runs before it, as the reference. */
 ti_tensor_t *ti_cumsum(ti_tensor_t *x, int axis) {
-    S_CHECK(x);
+    TC_CHECK(x);
     ti_tensor_t *err;
     int a = s_axis(x, axis, "cumsum", &err);
     if (err) return err;
     if (!ti_ndim(x) || !ti_numel(x)) return x;
-    if (ti_ndim(x) + 2 > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "cumsum: %d dims (at most %d)", ti_ndim(x), TA_MAX_DIMS - 2);
+    if (ti_ndim(x) + 2 > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "cumsum: %d dims (at most %d)", ti_ndim(x), TA_MAX_DIMS - 2);
     enum { SPLIT = 256 };
     int64_t len = ti_dim(x, a);
     if (len <= 2 * SPLIT) return s_cumsum1(x, a, 0);
@@ -128,18 +115,18 @@ static ti_tensor_t *s_tri(ti_tensor_t *x, int64_t r, int64_t c, int64_t diagonal
 }
 
 ti_tensor_t *ti_triu(ti_tensor_t *x, int64_t diagonal) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
-    if (nd < 2) return s_fail(x, TACT_ESHAPE, "triu: needs at least 2 dims, got %d", nd);
+    if (nd < 2) return tc_fail(x, TACT_ESHAPE, "triu: needs at least 2 dims, got %d", nd);
     if (!ti_numel(x)) return x;
     ti_tensor_t *m = s_tri(x, ti_dim(x, nd - 2), ti_dim(x, nd - 1), diagonal);
     return ti_cast(ti_where(m, x, s_int(x, 0)), ti_dtype_of(x));
 }
 
 ti_tensor_t *ti_tril(ti_tensor_t *x, int64_t diagonal) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
-    if (nd < 2) return s_fail(x, TACT_ESHAPE, "tril: needs at least 2 dims, got %d", nd);
+    if (nd < 2) return tc_fail(x, TACT_ESHAPE, "tril: needs at least 2 dims, got %d", nd);
     if (!ti_numel(x)) return x;
     ti_tensor_t *m = s_tri(x, ti_dim(x, nd - 2), ti_dim(x, nd - 1), diagonal + 1);
     return ti_cast(ti_where(m, s_int(x, 0), x), ti_dtype_of(x));
@@ -171,24 +158,24 @@ static ti_tensor_t *s_pow_const(ti_tensor_t *x, double e) {
 }
 
 ti_tensor_t *ti_pow(ti_tensor_t *x, ti_tensor_t *exponent) {
-    S_CHECK(x);
-    S_CHECK(exponent);
+    TC_CHECK(x);
+    TC_CHECK(exponent);
     double e, xv;
     if (!ti_weak_value(x, &xv) && ti_weak_value(exponent, &e)) return s_pow_const(x, e);
     return s_pow_general(x, exponent);
 }
 
 ti_tensor_t *ti_lshift(ti_tensor_t *x, int64_t bits) {
-    S_CHECK(x);
+    TC_CHECK(x);
     if (!ta_dtype_is_unsigned(ti_dtype_of(x)) || bits < 0 || bits > 63)
-        return s_fail(x, TACT_EDTYPE, "lshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
+        return tc_fail(x, TACT_EDTYPE, "lshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
     return ti_mul(x, ti_cast(ti_scalar_int(ti_tensor_ctx(x), (int64_t)((uint64_t)1 << bits)), ti_dtype_of(x)));
 }
 
 ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits) {
-    S_CHECK(x);
+    TC_CHECK(x);
     if (!ta_dtype_is_unsigned(ti_dtype_of(x)) || bits < 0 || bits > 63)
-        return s_fail(x, TACT_EDTYPE, "rshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
+        return tc_fail(x, TACT_EDTYPE, "rshift: needs an unsigned int tensor and 0 to 63 bits, got %s and %lld", tact_dtype_name(ti_dtype_of(x)), (long long)bits);
     return ti_idiv(x, ti_cast(ti_scalar_int(ti_tensor_ctx(x), (int64_t)((uint64_t)1 << bits)), ti_dtype_of(x)));
 }
 
@@ -196,12 +183,12 @@ ti_tensor_t *ti_rshift(ti_tensor_t *x, int64_t bits) {
  * triangle) meaning -inf where false; dropout on the weights when training. */
 ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_tensor_t *v, ti_tensor_t *mask, double dropout_p, int is_causal,
                                              int training) {
-    S_CHECK(q);
-    S_CHECK(k);
-    S_CHECK(v);
-    if (mask) S_CHECK(mask);
+    TC_CHECK(q);
+    TC_CHECK(k);
+    TC_CHECK(v);
+    if (mask) TC_CHECK(mask);
     int nq = ti_ndim(q), nk = ti_ndim(k);
-    if (nq < 2 || nk < 2) return s_fail(q, TACT_ESHAPE, "scaled_dot_product_attention: query and key need at least 2 dims");
+    if (nq < 2 || nk < 2) return tc_fail(q, TACT_ESHAPE, "scaled_dot_product_attention: query and key need at least 2 dims");
     ti_ctx_t *ctx = ti_tensor_ctx(q);
     if (is_causal) mask = ti_tril(ti_ones(ctx, TACT_BOOL, 2, (int64_t[]){ti_dim(q, nq - 2), ti_dim(k, nk - 2)}), 0);
     if (mask && ti_dtype_of(mask) == TACT_BOOL) mask = ti_where(ti_eq(mask, ti_scalar_bool(ctx, 0)), s_flt(q, -INFINITY), s_int(q, 0));
@@ -215,15 +202,15 @@ ti_tensor_t *ti_scaled_dot_product_attention(ti_tensor_t *q, ti_tensor_t *k, ti_
  * and flipped, x spread by the stride, then a convolution with the padding
  * that undoes the forward one (output_padding more at the end). */
 ti_tensor_t *ti_conv_transpose2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt) {
-    S_CHECK(x);
-    S_CHECK(weight);
+    TC_CHECK(x);
+    TC_CHECK(weight);
     tact_window w0;
     if (!opt) tact_window_default(&w0), opt = &w0;
     int nk = ti_ndim(weight) - 2, g = opt->groups;
     if (nk < 1 || nk > 3 || ti_ndim(x) != nk + 2 || g < 1 || ti_dim(weight, 0) % g)
-        return s_fail(x, TACT_ESHAPE, "conv_transpose2d: input of %d dims, weight of %d and %d groups do not match", ti_ndim(x), nk + 2, g);
+        return tc_fail(x, TACT_ESHAPE, "conv_transpose2d: input of %d dims, weight of %d and %d groups do not match", ti_ndim(x), nk + 2, g);
     if (opt->npad != 0 && opt->npad != 1 && opt->npad != nk)
-        return s_fail(x, TACT_EINVAL, "conv_transpose2d: %d padding amounts for %d dims (0, 1 or %d)", opt->npad, nk, nk);
+        return tc_fail(x, TACT_EINVAL, "conv_transpose2d: %d padding amounts for %d dims (0, 1 or %d)", opt->npad, nk, nk);
     int64_t ws[TA_MAX_DIMS], st[3], dl[3], pd[3], op[3];
     ti_shape(weight, ws);
     for (int j = 0; j < nk; j++) {
@@ -269,9 +256,9 @@ ti_tensor_t *ti_conv_transpose2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_
  * dim, the source index (scaled, or scaled from pixel centres), clipped,
  * its floor and ceil gathered and lerped. */
 ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int align_corners) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
-    if (n < 1 || n > nd || !size) return s_fail(x, TACT_EINVAL, "interpolate: %d sizes for a %d-dim tensor (1 to its dims)", n, nd);
+    if (n < 1 || n > nd || !size) return tc_fail(x, TACT_EINVAL, "interpolate: %d sizes for a %d-dim tensor (1 to its dims)", n, nd);
     int64_t sh[TA_MAX_DIMS], expand[TA_MAX_DIMS];
     ti_shape(x, sh);
     ti_shape(x, expand);
@@ -279,7 +266,7 @@ ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int alig
     for (int i = -n; i < 0; i++) {
         int d = nd + i;
         int64_t out = size[n + i];
-        if (out < 1) return s_fail(x, TACT_EINVAL, "interpolate: size %lld", (long long)out);
+        if (out < 1) return tc_fail(x, TACT_EINVAL, "interpolate: size %lld", (long long)out);
         double scale = (double)(sh[d] - align_corners) / (double)(out - align_corners);
         ti_tensor_t *arr = ti_arange(ctx, 0, (double)out, 1, TACT_FLOAT32);
         ti_tensor_t *index = align_corners ? ti_mul(ti_scalar(ctx, scale), arr) : ti_sub(ti_mul(ti_scalar(ctx, scale), ti_add(arr, ti_scalar(ctx, 0.5))), ti_scalar(ctx, 0.5));
@@ -300,7 +287,7 @@ ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int alig
  * output, permuted to the output's order. */
 ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
     if (!formula || n < 1 || !xs) return ti_neg(NULL);
-    for (int i = 0; i < n; i++) S_CHECK(xs[i]);
+    for (int i = 0; i < n; i++) TC_CHECK(xs[i]);
     char f[256], in[256], outl[64];
     int fl = 0;
     for (const char *c = formula; *c && fl < 255; c++)
@@ -326,13 +313,13 @@ ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
     int nops = 0;
     char *save = NULL;
     for (char *tok = strtok_r(in, ",", &save); tok && nops < TA_MAX_DIMS; tok = strtok_r(NULL, ",", &save)) ops[nops++] = tok;
-    if (nops != n) return s_fail(xs[0], TACT_EINVAL, "einsum: the formula has %d operands, %d tensors given", nops, n);
+    if (nops != n) return tc_fail(xs[0], TACT_EINVAL, "einsum: the formula has %d operands, %d tensors given", nops, n);
     /* the letters, sorted, with their sizes */
     char letters[64];
     int64_t val[64];
     int nl = 0;
     for (int i = 0; i < n; i++) {
-        if ((int)strlen(ops[i]) != ti_ndim(xs[i])) return s_fail(xs[0], TACT_ESHAPE, "einsum: operand %d has %d dims, its letters %zu", i, ti_ndim(xs[i]), strlen(ops[i]));
+        if ((int)strlen(ops[i]) != ti_ndim(xs[i])) return tc_fail(xs[0], TACT_ESHAPE, "einsum: operand %d has %d dims, its letters %zu", i, ti_ndim(xs[i]), strlen(ops[i]));
         for (int k = 0; ops[i][k]; k++) {
             int found = -1;
             for (int j = 0; j < nl; j++)
@@ -340,7 +327,7 @@ ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
             if (found < 0 && nl < 16) letters[nl] = ops[i][k], val[nl++] = ti_dim(xs[i], k);
         }
     }
-    if (nl > TA_MAX_DIMS) return s_fail(xs[0], TACT_ESHAPE, "einsum: %d letters", nl);
+    if (nl > TA_MAX_DIMS) return tc_fail(xs[0], TACT_ESHAPE, "einsum: %d letters", nl);
     for (int a = 0; a < nl; a++) /* sort */
         for (int b = a + 1; b < nl; b++)
             if (letters[b] < letters[a]) {
@@ -355,7 +342,7 @@ ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
         for (int j = 0; j < nl; j++)
             for (int k = 0; k < nd; k++)
                 if (ops[i][k] == letters[j]) order[o++] = k;
-        if (o != nd) return s_fail(xs[0], TACT_EINVAL, "einsum: operand %d repeats a letter (not supported)", i);
+        if (o != nd) return tc_fail(xs[0], TACT_EINVAL, "einsum: operand %d repeats a letter (not supported)", i);
         int64_t rs[TA_MAX_DIMS];
         for (int j = 0; j < nl; j++) rs[j] = strchr(ops[i], letters[j]) ? val[j] : 1;
         ti_tensor_t *t = ti_expand(ti_reshape(ti_permute(xs[i], order), nl, rs), nl, val);
@@ -371,7 +358,7 @@ ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
     int nkept = 0;
     for (int j = 0; j < nl; j++)
         if (strchr(outl, letters[j])) kept[nkept++] = letters[j];
-    if (nkept != no) return s_fail(xs[0], TACT_EINVAL, "einsum: the output names a letter no operand has");
+    if (nkept != no) return tc_fail(xs[0], TACT_EINVAL, "einsum: the output names a letter no operand has");
     for (int k = 0; k < no; k++)
         for (int j = 0; j < nkept; j++)
             if (kept[j] == outl[k]) perm[k] = j;
@@ -380,10 +367,10 @@ ti_tensor_t *ti_einsum(const char *formula, int n, ti_tensor_t *const *xs) {
 
 /* Samples by inverse CDF: uniform numbers against the normalized cumsum. */
 ti_tensor_t *ti_multinomial(ti_tensor_t *x, int64_t num_samples, int replacement) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
-    if (nd < 1 || nd > 2 || num_samples < 1) return s_fail(x, TACT_EINVAL, "multinomial: a %d-dim tensor and %lld samples (1 or 2 dims, at least 1)", nd, (long long)num_samples);
-    if (!replacement && num_samples != 1) return s_fail(x, TACT_EINVAL, "multinomial: without replacement only one sample (as the reference)");
+    if (nd < 1 || nd > 2 || num_samples < 1) return tc_fail(x, TACT_EINVAL, "multinomial: a %d-dim tensor and %lld samples (1 or 2 dims, at least 1)", nd, (long long)num_samples);
+    if (!replacement && num_samples != 1) return tc_fail(x, TACT_EINVAL, "multinomial: without replacement only one sample (as the reference)");
     ti_tensor_t *w = nd == 1 ? ti_unsqueeze(x, 0) : x;
     ti_tensor_t *cw = ti_cast(ti_cumsum(w, 1), TACT_FLOAT32);
     int64_t rows = ti_dim(w, 0), cols = ti_dim(w, 1);

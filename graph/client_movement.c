@@ -127,15 +127,6 @@ ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes) {
 
 
 
-__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
-    char text[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return ti_error(ti_tensor_ctx(x), code, text);
-}
-
 /* The reference's _resolve_dim: dim in [-n, n) of n = max(1, ndim + outer);
  * S_NODIM when out of range (a 0-dim tensor's -1 stays -1). */
 enum { S_NODIM = -1000 };
@@ -146,23 +137,18 @@ static int s_dim(int ndim, int dim, int outer) {
 }
 
 #define S_BAD_DIM(x, op, dim, outer)                                                                                                                \
-    s_fail((x), TACT_EINVAL, "%s: dim %d out of range [%d, %d] of a %d-dim tensor", (op), (dim), -(ti_ndim(x) + (outer) > 1 ? ti_ndim(x) + (outer) : 1), \
+    tc_fail((x), TACT_EINVAL, "%s: dim %d out of range [%d, %d] of a %d-dim tensor", (op), (dim), -(ti_ndim(x) + (outer) > 1 ? ti_ndim(x) + (outer) : 1), \
            (ti_ndim(x) + (outer) > 1 ? ti_ndim(x) + (outer) : 1) - 1, ti_ndim(x))
 
-#define S_CHECK(x)                                                                                                                                   \
-    do {                                                                                                                                             \
-        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
-    } while (0)
-
 ti_tensor_t *ti_squeeze(ti_tensor_t *x, int naxes, const int *axes) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), drop[TA_MAX_DIMS] = {0}, n = 0;
     int64_t sh[TA_MAX_DIMS], out[TA_MAX_DIMS];
     ti_shape(x, sh);
     if (naxes < 0) {
         for (int k = 0; k < nd; k++) drop[k] = sh[k] == 1;
     } else {
-        if (naxes > 0 && !axes) return s_fail(x, TACT_EINVAL, "squeeze: axes is NULL");
+        if (naxes > 0 && !axes) return tc_fail(x, TACT_EINVAL, "squeeze: axes is NULL");
         for (int i = 0; i < naxes; i++) {
             int d = s_dim(nd, axes[i], 0);
             if (d == S_NODIM) return S_BAD_DIM(x, "squeeze", axes[i], 0);
@@ -175,10 +161,10 @@ ti_tensor_t *ti_squeeze(ti_tensor_t *x, int naxes, const int *axes) {
 }
 
 ti_tensor_t *ti_unsqueeze(ti_tensor_t *x, int dim) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), d = s_dim(nd, dim, 1);
     if (d == S_NODIM) return S_BAD_DIM(x, "unsqueeze", dim, 1);
-    if (nd + 1 > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "unsqueeze: %d dims is the most a tensor has", TA_MAX_DIMS);
+    if (nd + 1 > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "unsqueeze: %d dims is the most a tensor has", TA_MAX_DIMS);
     int64_t sh[TA_MAX_DIMS], out[TA_MAX_DIMS];
     ti_shape(x, sh);
     for (int k = 0, j = 0; k <= nd; k++) out[k] = k == d ? 1 : sh[j++];
@@ -186,12 +172,12 @@ ti_tensor_t *ti_unsqueeze(ti_tensor_t *x, int dim) {
 }
 
 ti_tensor_t *ti_flatten(ti_tensor_t *x, int start_dim, int end_dim) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), s = s_dim(nd, start_dim, 0), e = s_dim(nd, end_dim, 0);
     if (s == S_NODIM) return S_BAD_DIM(x, "flatten", start_dim, 0);
     if (e == S_NODIM) return S_BAD_DIM(x, "flatten", end_dim, 0);
     if (!nd) return ti_reshape(x, 1, (int64_t[]){1});
-    if (s > e) return s_fail(x, TACT_EINVAL, "flatten: start dim %d comes after end dim %d", start_dim, end_dim);
+    if (s > e) return tc_fail(x, TACT_EINVAL, "flatten: start dim %d comes after end dim %d", start_dim, end_dim);
     int64_t sh[TA_MAX_DIMS], out[TA_MAX_DIMS], p = 1;
     ti_shape(x, sh);
     int n = 0;
@@ -203,10 +189,10 @@ ti_tensor_t *ti_flatten(ti_tensor_t *x, int start_dim, int end_dim) {
 }
 
 ti_tensor_t *ti_unflatten(ti_tensor_t *x, int dim, int n, const int64_t *sizes) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), d = s_dim(nd, dim, 0);
     if (d == S_NODIM || !nd) return S_BAD_DIM(x, "unflatten", dim, 0);
-    if (n < 0 || (n > 0 && !sizes) || nd - 1 + n > TA_MAX_DIMS) return s_fail(x, TACT_EINVAL, "unflatten: %d sizes", n);
+    if (n < 0 || (n > 0 && !sizes) || nd - 1 + n > TA_MAX_DIMS) return tc_fail(x, TACT_EINVAL, "unflatten: %d sizes", n);
     int64_t sh[TA_MAX_DIMS], out[TA_MAX_DIMS];
     ti_shape(x, sh);
     int m = 0;
@@ -217,7 +203,7 @@ ti_tensor_t *ti_unflatten(ti_tensor_t *x, int dim, int n, const int64_t *sizes) 
 }
 
 ti_tensor_t *ti_transpose(ti_tensor_t *x, int dim0, int dim1) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), a = s_dim(nd, dim0, 0), b = s_dim(nd, dim1, 0);
     if (a == S_NODIM) return S_BAD_DIM(x, "transpose", dim0, 0);
     if (b == S_NODIM) return S_BAD_DIM(x, "transpose", dim1, 0);
@@ -231,14 +217,14 @@ ti_tensor_t *ti_transpose(ti_tensor_t *x, int dim0, int dim1) {
 /* reshape to (1, s0, 1, s1, ...), expand to (r0, s0, r1, s1, ...), reshape
  * to (r0 s0, r1 s1, ...). */
 ti_tensor_t *ti_repeat(ti_tensor_t *x, int n, const int64_t *repeats) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
     if (n < nd || (n > 0 && !repeats) || 2 * n > TA_MAX_DIMS)
-        return s_fail(x, TACT_EINVAL, "repeat: %d repeats for a %d-dim tensor (at least its dims, at most %d)", n, nd, TA_MAX_DIMS / 2);
+        return tc_fail(x, TACT_EINVAL, "repeat: %d repeats for a %d-dim tensor (at least its dims, at most %d)", n, nd, TA_MAX_DIMS / 2);
     int64_t sh[TA_MAX_DIMS], base[TA_MAX_DIMS], mid[TA_MAX_DIMS], exp[TA_MAX_DIMS], fin[TA_MAX_DIMS];
     ti_shape(x, sh);
     for (int k = 0; k < n; k++) {
-        if (repeats[k] < 0) return s_fail(x, TACT_EINVAL, "repeat: repeat %lld is negative", (long long)repeats[k]);
+        if (repeats[k] < 0) return tc_fail(x, TACT_EINVAL, "repeat: repeat %lld is negative", (long long)repeats[k]);
         base[k] = k < n - nd ? 1 : sh[k - (n - nd)];
         mid[2 * k] = 1, mid[2 * k + 1] = base[k];
         exp[2 * k] = repeats[k], exp[2 * k + 1] = base[k];
@@ -248,11 +234,11 @@ ti_tensor_t *ti_repeat(ti_tensor_t *x, int n, const int64_t *repeats) {
 }
 
 ti_tensor_t *ti_repeat_interleave(ti_tensor_t *x, int64_t repeats, int dim, int flat) {
-    S_CHECK(x);
+    TC_CHECK(x);
     if (flat) x = ti_flatten(x, 0, -1), dim = 0;
     int nd = ti_ndim(x), d = s_dim(nd, dim, 0);
     if (d == S_NODIM || !nd) return S_BAD_DIM(x, "repeat_interleave", dim, 0);
-    if (repeats < 0 || nd + 1 > TA_MAX_DIMS) return s_fail(x, TACT_EINVAL, "repeat_interleave: %lld repeats", (long long)repeats);
+    if (repeats < 0 || nd + 1 > TA_MAX_DIMS) return tc_fail(x, TACT_EINVAL, "repeat_interleave: %lld repeats", (long long)repeats);
     int64_t sh[TA_MAX_DIMS], a[TA_MAX_DIMS], b[TA_MAX_DIMS], c[TA_MAX_DIMS];
     ti_shape(x, sh);
     for (int k = 0, j = 0; k <= nd; k++) {
@@ -267,7 +253,7 @@ ti_tensor_t *ti_repeat_interleave(ti_tensor_t *x, int64_t repeats, int dim, int 
 /* A sum of the inputs, each padded to the whole along dim (one kernel). */
 ti_tensor_t *ti_cat(int n, ti_tensor_t *const *xs, int dim) {
     if (n < 1 || !xs) return ti_neg(NULL);
-    for (int i = 0; i < n; i++) S_CHECK(xs[i]);
+    for (int i = 0; i < n; i++) TC_CHECK(xs[i]);
     int nd = ti_ndim(xs[0]), d = s_dim(nd, dim, 0);
     if (d == S_NODIM || !nd) return S_BAD_DIM(xs[0], "cat", dim, 0);
     int64_t s0[TA_MAX_DIMS], si[TA_MAX_DIMS], total = 0;
@@ -276,7 +262,7 @@ ti_tensor_t *ti_cat(int n, ti_tensor_t *const *xs, int dim) {
         ti_shape(xs[i], si);
         int same = ti_ndim(xs[i]) == nd;
         for (int k = 0; k < nd && same; k++) same = k == d || si[k] == s0[k];
-        if (!same) return s_fail(xs[0], TACT_ESHAPE, "cat: tensor %d's shape differs from tensor 0's outside dim %d", i, d);
+        if (!same) return tc_fail(xs[0], TACT_ESHAPE, "cat: tensor %d's shape differs from tensor 0's outside dim %d", i, d);
         total += si[d];
     }
     ti_tensor_t *sum = NULL;
@@ -294,8 +280,8 @@ ti_tensor_t *ti_cat(int n, ti_tensor_t *const *xs, int dim) {
 
 ti_tensor_t *ti_stack(int n, ti_tensor_t *const *xs, int dim) {
     if (n < 1 || !xs) return ti_neg(NULL);
-    for (int i = 0; i < n; i++) S_CHECK(xs[i]);
-    if (n > 4096) return s_fail(xs[0], TACT_EINVAL, "stack: %d tensors; stack at most 4096 at a time", n);
+    for (int i = 0; i < n; i++) TC_CHECK(xs[i]);
+    if (n > 4096) return tc_fail(xs[0], TACT_EINVAL, "stack: %d tensors; stack at most 4096 at a time", n);
     ti_tensor_t *u[4096];
     for (int i = 0; i < n; i++) {
         u[i] = ti_unsqueeze(xs[i], dim);
@@ -314,7 +300,7 @@ int ti_split(ti_tensor_t *x, int n, const int64_t *sizes, int dim, ti_tensor_t *
     int negative = 0;
     for (int i = 0; i < n; i++) sum += sizes[i], negative |= sizes[i] < 0;
     if (n < 1 || negative || sum != sh[d])
-        return out[0] = s_fail(x, TACT_EINVAL, "split: sizes sum to %lld, not dim %d's %lld", (long long)sum, d, (long long)sh[d]), -1;
+        return out[0] = tc_fail(x, TACT_EINVAL, "split: sizes sum to %lld, not dim %d's %lld", (long long)sum, d, (long long)sh[d]), -1;
     int64_t at = 0;
     for (int i = 0; i < n; i++) {
         int64_t r[TA_MAX_DIMS][2];
@@ -332,9 +318,9 @@ int ti_chunk(ti_tensor_t *x, int chunks, int dim, ti_tensor_t **out) {
     if (!x || ti_status_of(x)) return out[0] = ti_neg(x), -1;
     int nd = ti_ndim(x), d = s_dim(nd, dim, 0);
     if (d == S_NODIM || !nd) return out[0] = S_BAD_DIM(x, "chunk", dim, 0), -1;
-    if (chunks < 1) return out[0] = s_fail(x, TACT_EINVAL, "chunk: %d chunks; at least 1", chunks), -1;
+    if (chunks < 1) return out[0] = tc_fail(x, TACT_EINVAL, "chunk: %d chunks; at least 1", chunks), -1;
     int64_t len = ti_dim(x, d), step = (len + chunks - 1) / chunks, sizes[4096];
-    if (chunks > 4096) return out[0] = s_fail(x, TACT_EINVAL, "chunk: %d chunks; at most 4096", chunks), -1;
+    if (chunks > 4096) return out[0] = tc_fail(x, TACT_EINVAL, "chunk: %d chunks; at most 4096", chunks), -1;
     int n = 0;
     if (!len) {
         for (int i = 0; i < chunks; i++) sizes[n++] = 0;
@@ -347,17 +333,17 @@ int ti_chunk(ti_tensor_t *x, int chunks, int dim, ti_tensor_t **out) {
 /* ((index[..., None] == arange(x.shape[dim])) * x') summed over the last dim,
  * x' = x shrunk to index's shape off dim, moved to the last dim. */
 ti_tensor_t *ti_gather(ti_tensor_t *x, int dim, ti_tensor_t *index) {
-    S_CHECK(x);
-    S_CHECK(index);
+    TC_CHECK(x);
+    TC_CHECK(index);
     int nd = ti_ndim(x), d = s_dim(nd, dim, 0);
     if (d == S_NODIM || !nd) return S_BAD_DIM(x, "gather", dim, 0);
-    if (ti_ndim(index) != nd) return s_fail(x, TACT_ESHAPE, "gather: index has %d dims, the tensor %d", ti_ndim(index), nd);
-    if (ta_dtype_is_float(ti_dtype_of(index))) return s_fail(x, TACT_EDTYPE, "gather: index must be ints, not %s", tact_dtype_name(ti_dtype_of(index)));
+    if (ti_ndim(index) != nd) return tc_fail(x, TACT_ESHAPE, "gather: index has %d dims, the tensor %d", ti_ndim(index), nd);
+    if (ta_dtype_is_float(ti_dtype_of(index))) return tc_fail(x, TACT_EDTYPE, "gather: index must be ints, not %s", tact_dtype_name(ti_dtype_of(index)));
     int64_t xs[TA_MAX_DIMS], is[TA_MAX_DIMS], r[TA_MAX_DIMS][2];
     ti_shape(x, xs);
     ti_shape(index, is);
     for (int k = 0; k < nd; k++) {
-        if (k != d && is[k] > xs[k]) return s_fail(x, TACT_ESHAPE, "gather: index dim %d is %lld, the tensor's %lld", k, (long long)is[k], (long long)xs[k]);
+        if (k != d && is[k] > xs[k]) return tc_fail(x, TACT_ESHAPE, "gather: index dim %d is %lld, the tensor's %lld", k, (long long)is[k], (long long)xs[k]);
         r[k][0] = 0, r[k][1] = k == d ? xs[k] : is[k];
     }
     ti_tensor_t *xp = ti_transpose(ti_unsqueeze(ti_shrink(x, r), -1), -1, d);
@@ -371,9 +357,9 @@ ti_tensor_t *ti_gather(ti_tensor_t *x, int dim, ti_tensor_t *index) {
 /* padding: (left, right, top, bottom, ...) from the last dim backwards;
  * negative amounts crop. */
 ti_tensor_t *ti_pad2d(ti_tensor_t *x, int n, const int64_t *padding, double value) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x);
-    if (n < 0 || n % 2 || n / 2 > nd || (n && !padding)) return s_fail(x, TACT_EINVAL, "pad2d: %d amounts for a %d-dim tensor (2 per dim, from the last)", n, nd);
+    if (n < 0 || n % 2 || n / 2 > nd || (n && !padding)) return tc_fail(x, TACT_EINVAL, "pad2d: %d amounts for a %d-dim tensor (2 per dim, from the last)", n, nd);
     int64_t sh[TA_MAX_DIMS], pads[TA_MAX_DIMS][2] = {{0}}, crop[TA_MAX_DIMS][2];
     ti_shape(x, sh);
     for (int i = 0; i < n / 2; i++) {
@@ -381,7 +367,7 @@ ti_tensor_t *ti_pad2d(ti_tensor_t *x, int n, const int64_t *padding, double valu
         int64_t b = padding[2 * i], e = padding[2 * i + 1];
         pads[k][0] = b > 0 ? b : 0, pads[k][1] = e > 0 ? e : 0;
         if (-(b < 0 ? b : 0) - (e < 0 ? e : 0) > sh[k])
-            return s_fail(x, TACT_ESHAPE, "pad2d: cropping %lld and %lld from dim %d of %lld", (long long)-b, (long long)-e, k, (long long)sh[k]);
+            return tc_fail(x, TACT_ESHAPE, "pad2d: cropping %lld and %lld from dim %d of %lld", (long long)-b, (long long)-e, k, (long long)sh[k]);
     }
     ti_tensor_t *p = ti_pad(x, pads, value);
     for (int k = 0; k < nd; k++) {

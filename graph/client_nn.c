@@ -6,29 +6,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
 #include "shape.h"
-
-__attribute__((format(printf, 3, 4))) static ti_tensor_t *s_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
-    char text[400];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    return ti_error(ti_tensor_ctx(x), code, text);
-}
-
-#define S_CHECK(x)                                                                                                                                   \
-    do {                                                                                                                                             \
-        if (!(x) || ti_status_of(x)) return ti_neg(x);                                                                                               \
-    } while (0)
-
-static ti_tensor_t *s_k(ti_tensor_t *x, double v) {
-    if (!x || ti_status_of(x)) return x;
-    if (v == trunc(v) && fabs(v) < 1e15) return ti_scalar_int(ti_tensor_ctx(x), (int64_t)v);
-    return ti_scalar(ti_tensor_ctx(x), v);
-}
 
 void tact_window_default(tact_window *w) {
     if (!w) return;
@@ -58,10 +39,10 @@ static int s_padding(const tact_window *w, int64_t *out) {
 static int s_window_ok(ti_tensor_t *x, const tact_window *w, const char *op, ti_tensor_t **err) {
     *err = NULL;
     if (w->ndims < 1 || w->ndims > 3 || w->ndims > ti_ndim(x))
-        return *err = s_fail(x, TACT_EINVAL, "%s: %d spatial dims for a %d-dim tensor (1 to 3, no more than its dims)", op, w->ndims, ti_ndim(x)), -1;
+        return *err = tc_fail(x, TACT_EINVAL, "%s: %d spatial dims for a %d-dim tensor (1 to 3, no more than its dims)", op, w->ndims, ti_ndim(x)), -1;
     for (int i = 0; i < w->ndims; i++)
         if (w->kernel[i] < 1 || w->stride[i] < 0 || w->dilation[i] < 1)
-            return *err = s_fail(x, TACT_EINVAL, "%s: kernel %lld, stride %lld, dilation %lld (kernel and dilation at least 1)", op, (long long)w->kernel[i],
+            return *err = tc_fail(x, TACT_EINVAL, "%s: kernel %lld, stride %lld, dilation %lld (kernel and dilation at least 1)", op, (long long)w->kernel[i],
                                  (long long)w->stride[i], (long long)w->dilation[i]),
                    -1;
     return 0;
@@ -70,7 +51,7 @@ static int s_window_ok(ti_tensor_t *x, const tact_window *w, const char *op, ti_
 /* The reference's _pool: (..., *i) to (..., *o, *k), each output's window
  * as a view (repeats where windows overlap or dilate, so no padding). */
 static ti_tensor_t *s_pool(ti_tensor_t *x, int nk, const int64_t *k, const int64_t *s, const int64_t *d) {
-    S_CHECK(x);
+    TC_CHECK(x);
     int nd = ti_ndim(x), nn = nd - nk;
     int64_t sh[TA_MAX_DIMS], in[3], o[3];
     ti_shape(x, sh);
@@ -80,9 +61,9 @@ static ti_tensor_t *s_pool(ti_tensor_t *x, int nk, const int64_t *k, const int64
         int64_t span = in[j] - d[j] * (k[j] - 1);
         o[j] = span > 0 ? (span + s[j] - 1) / s[j] : 0;
         overlap |= k[j] > s[j] || d[j] != 1;
-        if (o[j] <= 0) return s_fail(x, TACT_ESHAPE, "pool: a window of %lld (dilation %lld) does not fit in %lld", (long long)k[j], (long long)d[j], (long long)in[j]);
+        if (o[j] <= 0) return tc_fail(x, TACT_ESHAPE, "pool: a window of %lld (dilation %lld) does not fit in %lld", (long long)k[j], (long long)d[j], (long long)in[j]);
     }
-    if (nn + 3 * nk > TA_MAX_DIMS) return s_fail(x, TACT_ESHAPE, "pool: %d dims and %d windowed ones are too many", nd, nk);
+    if (nn + 3 * nk > TA_MAX_DIMS) return tc_fail(x, TACT_ESHAPE, "pool: %d dims and %d windowed ones are too many", nd, nk);
     int64_t r[TA_MAX_DIMS][2], dims[TA_MAX_DIMS], rep[TA_MAX_DIMS];
     int m;
     if (overlap) {
@@ -137,13 +118,13 @@ static ti_tensor_t *s_pool(ti_tensor_t *x, int nk, const int64_t *k, const int64
 /* pad2d then _pool with the window's stride (default: the kernel) and dilation. */
 static ti_tensor_t *s_padded_pool(ti_tensor_t *x, const tact_window *w, const int64_t *k, double value, int stride_is_kernel, const char *op) {
     int64_t pad[6], s[3], d[3];
-    if (s_padding(w, pad) != 0) return s_fail(x, TACT_EINVAL, "%s: %d padding amounts for %d dims (0, 1, %d or %d)", op, w->npad, w->ndims, w->ndims, 2 * w->ndims);
+    if (s_padding(w, pad) != 0) return tc_fail(x, TACT_EINVAL, "%s: %d padding amounts for %d dims (0, 1, %d or %d)", op, w->npad, w->ndims, w->ndims, 2 * w->ndims);
     for (int j = 0; j < w->ndims; j++) s[j] = w->stride[j] ? w->stride[j] : stride_is_kernel ? k[j] : 1, d[j] = w->dilation[j];
     return s_pool(ti_pad2d(x, 2 * w->ndims, pad, value), w->ndims, k, s, d);
 }
 
 ti_tensor_t *ti_avg_pool2d(ti_tensor_t *x, const tact_window *opt) {
-    S_CHECK(x);
+    TC_CHECK(x);
     tact_window w;
     if (!opt) tact_window_default(&w), opt = &w;
     ti_tensor_t *err;
@@ -159,7 +140,7 @@ ti_tensor_t *ti_avg_pool2d(ti_tensor_t *x, const tact_window *opt) {
 }
 
 ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
-    S_CHECK(x);
+    TC_CHECK(x);
     tact_window w;
     if (!opt) tact_window_default(&w), opt = &w;
     ti_tensor_t *err;
@@ -172,9 +153,9 @@ ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
 /* x (bs, groups*cin, *i), weight (cout, cin, *k): the pool view (bs,
  * groups, rcout, *o, cin, *k) times the weight, summed over cin and *k. */
 ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt) {
-    S_CHECK(x);
-    S_CHECK(weight);
-    if (bias) S_CHECK(bias);
+    TC_CHECK(x);
+    TC_CHECK(weight);
+    if (bias) TC_CHECK(bias);
     tact_window w;
     if (!opt) tact_window_default(&w), opt = &w;
     int nk = ti_ndim(weight) - 2, nd = ti_ndim(x);
@@ -183,13 +164,13 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     int64_t xs[TA_MAX_DIMS], ws[TA_MAX_DIMS];
     ti_shape(x, xs);
     ti_shape(weight, ws);
-    if (nk < 1 || nk > 3 || nd != nk + 2) return s_fail(x, TACT_ESHAPE, "conv2d: input of %d dims and weight of %d (the same, 3 to 5)", nd, nk + 2);
+    if (nk < 1 || nk > 3 || nd != nk + 2) return tc_fail(x, TACT_ESHAPE, "conv2d: input of %d dims and weight of %d (the same, 3 to 5)", nd, nk + 2);
     for (int j = 0; j < nk; j++) ww.kernel[j] = ws[2 + j];
     ti_tensor_t *err;
     if (s_window_ok(x, &ww, "conv2d", &err)) return err;
     int64_t g = opt->groups, bs = xs[0], cout = ws[0], cin = ws[1];
     if (g < 1 || g * cin != xs[1] || cout % g)
-        return s_fail(x, TACT_ESHAPE, "conv2d: input of %lld channels, weight (%lld, %lld, ...) and %lld groups do not match (groups x weight's in = input's, groups divide out)",
+        return tc_fail(x, TACT_ESHAPE, "conv2d: input of %lld channels, weight (%lld, %lld, ...) and %lld groups do not match (groups x weight's in = input's, groups divide out)",
                       (long long)xs[1], (long long)cout, (long long)cin, (long long)g);
     ti_tensor_t *p = s_padded_pool(x, &ww, ww.kernel, 0, 0, "conv2d"); /* (bs, g*cin, *o, *k) */
     if (ti_status_of(p)) return p;
@@ -232,25 +213,25 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
 /* x.dot(weight) (weight (in, out), as the reference: not PyTorch's (out, in)),
  * or x * weight for a 1-dim weight, plus bias. */
 ti_tensor_t *ti_linear(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias) {
-    S_CHECK(weight);
+    TC_CHECK(weight);
     ti_tensor_t *r = ti_ndim(weight) == 1 ? ti_mul(x, weight) : ti_matmul(x, weight);
     return bias ? ti_add(r, bias) : r;
 }
 
 ti_tensor_t *ti_layernorm(ti_tensor_t *x, int naxes, const int *axes, double eps) {
-    S_CHECK(x);
+    TC_CHECK(x);
     ti_tensor_t *y = ti_sub(x, ti_mean(x, naxes, axes, 1));
-    return ti_mul(y, ti_rsqrt(ti_add(ti_mean(ti_mul(y, y), naxes, axes, 1), s_k(x, eps))));
+    return ti_mul(y, ti_rsqrt(ti_add(ti_mean(ti_mul(y, y), naxes, axes, 1), tc_k(x, eps))));
 }
 
 /* (x - mean) * weight * invstd + bias, the per-channel tensors along axis
  * (weight and bias may be NULL). */
 ti_tensor_t *ti_batchnorm(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, ti_tensor_t *mean, ti_tensor_t *invstd, int axis) {
-    S_CHECK(x);
-    S_CHECK(mean);
-    S_CHECK(invstd);
+    TC_CHECK(x);
+    TC_CHECK(mean);
+    TC_CHECK(invstd);
     int nd = ti_ndim(x), a = axis < 0 ? axis + nd : axis;
-    if (a < 0 || a >= nd) return s_fail(x, TACT_EINVAL, "batchnorm: axis %d of a %d-dim tensor", axis, nd);
+    if (a < 0 || a >= nd) return tc_fail(x, TACT_EINVAL, "batchnorm: axis %d of a %d-dim tensor", axis, nd);
     int64_t sh[TA_MAX_DIMS];
     for (int k = 0; k < nd; k++) sh[k] = k == a ? ti_dim(x, k) : 1;
     ti_tensor_t *y = ti_sub(x, ti_reshape(mean, nd, sh));
@@ -261,35 +242,35 @@ ti_tensor_t *ti_batchnorm(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias
 
 /* int32: 1 where the last dim's index equals x's value. */
 ti_tensor_t *ti_one_hot(ti_tensor_t *x, int64_t num_classes) {
-    S_CHECK(x);
-    if (num_classes < 0) return s_fail(x, TACT_EINVAL, "one_hot: %lld classes", (long long)num_classes);
+    TC_CHECK(x);
+    if (num_classes < 0) return tc_fail(x, TACT_EINVAL, "one_hot: %lld classes", (long long)num_classes);
     ti_tensor_t *ar = ti_arange(ti_tensor_ctx(x), 0, (double)num_classes, 1, TACT_INT32);
     ti_tensor_t *eq = ti_logical_not(ti_cmpne(ti_unsqueeze(x, -1), ar));
     return ti_where(eq, ti_scalar_int(ti_tensor_ctx(x), 1), ti_scalar_int(ti_tensor_ctx(x), 0));
 }
 
 ti_tensor_t *ti_binary_crossentropy(ti_tensor_t *x, ti_tensor_t *y) {
-    S_CHECK(x);
-    S_CHECK(y);
-    ti_tensor_t *a = ti_mul(ti_neg(y), ti_log(x)), *b = ti_mul(ti_sub(s_k(y, 1), y), ti_log(ti_sub(s_k(x, 1), x)));
+    TC_CHECK(x);
+    TC_CHECK(y);
+    ti_tensor_t *a = ti_mul(ti_neg(y), ti_log(x)), *b = ti_mul(ti_sub(tc_k(y, 1), y), ti_log(ti_sub(tc_k(x, 1), x)));
     return ti_mean(ti_sub(a, b), -1, NULL, 0);
 }
 
 ti_tensor_t *ti_binary_crossentropy_logits(ti_tensor_t *x, ti_tensor_t *y) {
-    S_CHECK(x);
-    S_CHECK(y);
-    ti_tensor_t *t = ti_add(ti_sub(ti_maximum(x, s_k(x, 0)), ti_mul(y, x)), ti_log(ti_add(s_k(x, 1), ti_exp(ti_neg(ti_abs(x))))));
+    TC_CHECK(x);
+    TC_CHECK(y);
+    ti_tensor_t *t = ti_add(ti_sub(ti_maximum(x, tc_k(x, 0)), ti_mul(y, x)), ti_log(ti_add(tc_k(x, 1), ti_exp(ti_neg(ti_abs(x))))));
     return ti_mean(t, -1, NULL, 0);
 }
 
 /* Mean over the labels not ignore_index of -log_softmax at the label, with
  * label smoothing as the reference. */
 ti_tensor_t *ti_sparse_categorical_crossentropy(ti_tensor_t *x, ti_tensor_t *labels, int64_t ignore_index, double label_smoothing) {
-    S_CHECK(x);
-    S_CHECK(labels);
+    TC_CHECK(x);
+    TC_CHECK(labels);
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
-        return s_fail(x, TACT_EINVAL, "sparse_categorical_crossentropy: label_smoothing %g is not in [0, 1]", label_smoothing);
-    if (ti_ndim(x) < 1) return s_fail(x, TACT_ESHAPE, "sparse_categorical_crossentropy: logits need a class dim");
+        return tc_fail(x, TACT_EINVAL, "sparse_categorical_crossentropy: label_smoothing %g is not in [0, 1]", label_smoothing);
+    if (ti_ndim(x) < 1) return tc_fail(x, TACT_ESHAPE, "sparse_categorical_crossentropy: logits need a class dim");
     int64_t c = ti_dim(x, ti_ndim(x) - 1), n = ti_numel(labels), ysh[TA_MAX_DIMS];
     ti_tensor_t *lp = ti_log_softmax(x, -1);
     ti_tensor_t *mask = ti_cmpne(labels, ti_scalar_int(ti_tensor_ctx(x), ignore_index));
@@ -300,8 +281,8 @@ ti_tensor_t *ti_sparse_categorical_crossentropy(ti_tensor_t *x, ti_tensor_t *lab
     ysh[nl] = c;
     ti_tensor_t *y = ti_reshape(ti_mul(hit, ti_reshape(mask, 2, (int64_t[]){-1, 1})), nl + 1, ysh);
     int last = -1;
-    ti_tensor_t *smooth = ti_mul(s_k(x, label_smoothing), ti_sum(ti_mul(ti_mean(lp, 1, &last, 0), mask), -1, NULL, 0));
-    ti_tensor_t *main = ti_mul(s_k(x, 1 - label_smoothing), ti_sum(ti_mul(lp, y), -1, NULL, 0));
+    ti_tensor_t *smooth = ti_mul(tc_k(x, label_smoothing), ti_sum(ti_mul(ti_mean(lp, 1, &last, 0), mask), -1, NULL, 0));
+    ti_tensor_t *main = ti_mul(tc_k(x, 1 - label_smoothing), ti_sum(ti_mul(lp, y), -1, NULL, 0));
     return ti_div(ti_neg(ti_add(main, smooth)), ti_sum(mask, -1, NULL, 0));
 }
 

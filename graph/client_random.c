@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 
+#include "client_core.h"
 #include "client_impl.h"
 #include "dtype.h"
 #include "shape.h"
