@@ -64,19 +64,8 @@ static ti_ctx_t *s_enter_ctx(const tact_ctx *h, int *stale, int *busy) {
     return ctx;
 }
 
-/* A tensor-returning call on n tensors: xs holds their objects inside. */
-#define S_TENSORS(n, hs, expr)                                          \
-    do {                                                                \
-        ti_tensor_t *xs[3];                                             \
-        int busy_;                                                      \
-        ti_ctx_t *c_ = s_enter(n, (const tact_tensor *const *)(hs), xs, &busy_); \
-        if (busy_) return s_h(ti_busy_arg());                           \
-        tact_tensor *h_ = s_h(expr);                                    \
-        if (c_) ti_ctx_leave(c_);                                       \
-        return h_;                                                      \
-    } while (0)
-
-/* The same with room for cap tensors, n of them given. */
+/* A tensor-returning call on n of at most cap tensors: xs holds their
+ * objects inside. */
 #define S_TENSORS_N(cap, n, hs, expr)                                   \
     do {                                                                \
         ti_tensor_t *xs[cap];                                           \
@@ -87,6 +76,7 @@ static ti_ctx_t *s_enter_ctx(const tact_ctx *h, int *stale, int *busy) {
         if (c_) ti_ctx_leave(c_);                                       \
         return h_;                                                      \
     } while (0)
+#define S_TENSORS(n, hs, expr) S_TENSORS_N(3, n, hs, expr)
 
 /* A tensor-returning call on a context `ctx`. */
 #define S_CTX_TENSOR(hctx, expr)                                        \
