@@ -469,6 +469,25 @@ NN = [
 ]
 
 
+# More shapes: 1-d and 3-d convolutions and pools, norms over other axes, other label shapes.
+NN += [
+    ("conv1d", [1, 2, 0, 1, 0, 1, 1, 0, 0, 0, 1, 0, 0, 0], [((2, 3, 9), "f"), ((4, 3, 3), "f")],
+     lambda x, w: F.conv1d(x, w, stride=2, padding=1)),
+    ("conv3d", [1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 1], [((1, 2, 4, 5, 3), "f"), ((3, 2, 2, 3, 2), "f"), ((3,), "f")],
+     lambda x, w, b: F.conv3d(x, w, b)),
+    ("max_pool1d", [1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 3, 0, 0], [((2, 3, 10), "f")], lambda x: F.max_pool1d(x, 3)),
+    ("avg_pool1d", [1, 2, 0, 1, 1, 0, 0, 0, 0, 0, 1, 4, 0, 0], [((1, 2, 11), "f")], lambda x: F.avg_pool1d(x, 4, 2)),
+    ("layernorm", [-1, -2], [((2, 3, 4), "f")], lambda x: F.layer_norm(x, (3, 4), eps=1e-5)),
+    ("batchnorm", [-1], [((5, 4), "f"), ((4,), "f"), ((4,), "f"), ((4,), "f"), ((4,), "v")],
+     lambda x, w, b, m, s: (x - m) * w * s + b),
+    ("one_hot", [4], [((2, 2, 3), "i4")], lambda x: F.one_hot(x.long(), 4).float()),
+    ("binary_crossentropy", [], [((7,), "p"), ((7,), "b")], lambda x, y: F.binary_cross_entropy(x, y)),
+    ("binary_crossentropy_logits", [], [((2, 3, 2), "f"), ((2, 3, 2), "b")], lambda x, y: F.binary_cross_entropy_with_logits(x, y)),
+    ("linear", [0], [((4,), "f"), ((4, 3), "f")], lambda x, w: x @ w),
+    ("argmax", [-1, 1, 0], [((2, 3, 5), "t")], lambda x: torch.argmax(x, -1, keepdim=True).float()),
+    ("cumsum", [0], [((1,), "f")], lambda x: torch.cumsum(x, 0)),
+]
+
 # Binary functions on broadcasting shape pairs (size-0 and scalars included); comparisons as 0/1.
 BIN_SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((), (5,)), ((0, 3), (1, 3)), ((2, 1, 3), (4, 1)), ((7,), ())]
 for _a, _b in BIN_SHAPES:
@@ -491,11 +510,11 @@ def nn_main():
            "    int64_t p[16]; /* int parameters in the layout test_nn.c reads */",
            "    int nin;",
            "    int ndim[5];",
-           "    int64_t shape[5][4];",
+           "    int64_t shape[5][6];",
            "    char kind[6]; /* 'i': an int input (int32), else float32 */",
            "    const float *x; /* the inputs' elements one after another */",
            "    int out_ndim;",
-           "    int64_t out_shape[4];",
+           "    int64_t out_shape[6];",
            "    int m;",
            "    const float *want;",
            "} golden_nn_t;", ""]
@@ -537,10 +556,10 @@ def nn_main():
         out.append("static const float %s_y[] = {%s};" % (tag, ", ".join(lit(v) for v in ys)))
         pp = list(p) + [0] * (16 - len(p))
         nd = [len(sh) for sh, _ in ins] + [0] * (5 - len(ins))
-        shp = ", ".join("{%s}" % ", ".join(str(d) for d in (list(sh) + [0] * (4 - len(sh)))) for sh in [s for s, _ in ins] + [()] * (5 - len(ins)))
+        shp = ", ".join("{%s}" % ", ".join(str(d) for d in (list(sh) + [0] * (6 - len(sh)))) for sh in [s for s, _ in ins] + [()] * (5 - len(ins)))
         table.append('    {"%s", {%s}, %d, {%s}, {%s}, "%s", %s_x, %d, {%s}, %d, %s_y},' % (
             name, ", ".join(map(str, pp)), len(ins), ", ".join(map(str, nd)), shp, kinds, tag, y.dim(),
-            ", ".join(str(d) for d in (list(y.shape) + [0] * (4 - y.dim()))), len(ys), tag))
+            ", ".join(str(d) for d in (list(y.shape) + [0] * (6 - y.dim()))), len(ys), tag))
     out.append("")
     out.append("static const golden_nn_t golden_nn[] = {")
     out += table

@@ -31,11 +31,15 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     tact_window w;
     s_window(g->p, &w);
     const char *f = g->fn;
-    if (!strcmp(f, "conv2d")) return tact_conv2d(in[0], in[1], g->p[13] ? in[2] : NULL, &w);
+    if (!strcmp(f, "conv2d") || !strcmp(f, "conv1d") || !strcmp(f, "conv3d")) return tact_conv2d(in[0], in[1], g->p[13] ? in[2] : NULL, &w);
+    if (!strcmp(f, "max_pool1d") || !strcmp(f, "avg_pool1d")) {
+        w.ndims = 1;
+        return f[0] == 'm' ? tact_max_pool2d(in[0], &w) : tact_avg_pool2d(in[0], &w);
+    }
     if (!strcmp(f, "max_pool2d")) return tact_max_pool2d(in[0], &w);
     if (!strcmp(f, "avg_pool2d")) return tact_avg_pool2d(in[0], &w);
     if (!strcmp(f, "linear")) return tact_linear(in[0], in[1], g->p[0] ? in[2] : NULL);
-    if (!strcmp(f, "layernorm")) return tact_layernorm(in[0], 1, (int[]){(int)g->p[0]}, 1e-5);
+    if (!strcmp(f, "layernorm")) return tact_layernorm(in[0], g->p[1] ? 2 : 1, (int[]){(int)g->p[0], (int)g->p[1]}, 1e-5);
     if (!strcmp(f, "batchnorm")) return tact_batchnorm(in[0], in[1], in[2], in[3], in[4], (int)g->p[0]);
     if (!strcmp(f, "one_hot")) return tact_one_hot(in[0], g->p[0]);
     if (!strcmp(f, "binary_crossentropy")) return tact_binary_crossentropy(in[0], in[1]);
