@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
+#include <unistd.h>
 
 #include "tact.h"
 
@@ -90,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int dtype = s_byte(&in) % 15; /* 13 and 14 are not dtypes */
         tact_tensor *a = s_tensor(&in), *b = s_tensor(&in), *c = s_tensor(&in);
         tact_ctx *ctx = s_context(&in);
-        switch (op % 30) {
+        switch (op % 31) {
         case 0: {
             double buf[64] = {0};
             int64_t n = 1;
@@ -252,6 +254,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             f[23] = 0;
             tact_tensor *ops[3] = {a, b, c};
             s_put(tact_einsum(dtype & 1 ? f : "ij,jk->ik", 1 + dtype % 3, ops));
+            break;
+        }
+        case 30: { /* files from the input: a safetensors file and an IDX file, hostile */
+            static char path[64];
+            if (!path[0]) snprintf(path, sizeof path, "/tmp/tact-fuzz-file-%d", (int)getpid());
+            size_t n = (size_t)s_byte(&in) * 4;
+            if (n > (size_t)(in.end - in.p)) n = (size_t)(in.end - in.p);
+            FILE *f = fopen(path, "wb");
+            if (f) {
+                if (n) fwrite(in.p, 1, n, f);
+                fclose(f);
+                in.p += n;
+                s_put(dtype & 1 ? tact_load_safetensors(ctx, path, "x") : tact_load_idx(ctx, path));
+            }
             break;
         }
         default: tact_wait(ctx); break;

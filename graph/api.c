@@ -535,6 +535,30 @@ tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *hs) {
     return h;
 }
 tact_tensor *tact_load_idx(tact_ctx *h, const char *path) { S_CTX_TENSOR(h, ti_load_idx(ctx, path)); }
+tact_tensor *tact_load_safetensors(tact_ctx *h, const char *path, const char *name) { S_CTX_TENSOR(h, ti_load_safetensors(ctx, path, name)); }
+int tact_save_safetensors(tact_ctx *h, const char *path, int n, const char *const *names, tact_tensor *const *hs) {
+    if (n < 0 || n > 4096 || (n && (!names || !hs))) return TACT_EINVAL;
+    int stale, busy;
+    ti_ctx_t *c = s_enter_ctx(h, &stale, &busy);
+    if (!c) return busy ? TACT_EBUSY : TACT_EINVAL;
+    ti_ctx_leave(c);
+    ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)(n ? n : 1));
+    if (!xs) return TACT_ENOMEM;
+    ti_ctx_t *tc = n ? s_enter(n, (const tact_tensor *const *)hs, xs, &busy) : NULL;
+    int rc;
+    if (busy) rc = TACT_EBUSY;
+    else if (n && tc != c) rc = TACT_EINVAL; /* tensors of another context */
+    else {
+        if (!n && ti_ctx_enter(c) != 0) rc = TACT_EBUSY;
+        else {
+            rc = ti_save_safetensors(c, path, n, names, xs);
+            if (!n) ti_ctx_leave(c);
+        }
+    }
+    if (tc) ti_ctx_leave(tc);
+    ta_free(xs);
+    return rc;
+}
 tact_tensor *tact_clip(tact_tensor *hx, double lo, double hi) { S_ONE(hx, ti_clip(xs[0], lo, hi)); }
 tact_tensor *tact_elu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_elu(xs[0], alpha)); }
 tact_tensor *tact_celu(tact_tensor *hx, double alpha) { S_ONE(hx, ti_celu(xs[0], alpha)); }

@@ -234,6 +234,8 @@ ti_tensor_t *ti_setitem(ti_tensor_t *x, int n, const ti_index_t *idx, ti_tensor_
 
 /* client_io.c */
 ti_tensor_t *ti_load_idx(ti_ctx_t *ctx, const char *path);
+ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *name);
+int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *const *names, ti_tensor_t *const *tensors);
 
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

@@ -1,9 +1,11 @@
-/* client_io.c - reading datasets: IDX files (the MNIST family's format), gzipped or not, into tensors, every header
- * field and the byte count checked before anything is trusted. */
+/* client_io.c - files: IDX datasets (the MNIST family's format, gzipped or not) and safetensors model files, every
+ * header field, offset and byte count checked before anything is trusted. */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "client_core.h"
@@ -100,4 +102,313 @@ done:
     gzclose(f);
     ta_free(data);
     return r;
+}
+
+/* ------------------------------------------------------------ safetensors */
+
+/* The format (huggingface's safetensors): an 8-byte little-endian header
+ * length N, N bytes of JSON ({"name": {"dtype": "F32", "shape": [2, 3],
+ * "data_offsets": [begin, end]}, ..., optionally "__metadata__": {string:
+ * string}}), then the data, offsets relative to its start. */
+
+static const char *const s_st_names[TACT_DTYPE_COUNT] = {"BOOL", "I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "F16", "BF16", "F32", "F64"};
+
+enum { S_ST_MAX_HEADER = 100 << 20 }; /* the reference implementation's limit */
+
+/* A bounded reader of the JSON header (no recursion: the format's nesting
+ * is fixed). */
+typedef struct {
+    const char *p, *end;
+    const char *err;
+} s_json_t;
+
+static void s_ws(s_json_t *j) {
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')) j->p++;
+}
+
+static int s_lit(s_json_t *j, char c) {
+    s_ws(j);
+    if (j->p < j->end && *j->p == c) return j->p++, 1;
+    return 0;
+}
+
+/* A string into out (at most cap - 1 bytes, escapes decoded, \u to UTF-8). */
+static int s_str(s_json_t *j, char *out, size_t cap) {
+    if (!s_lit(j, '"')) return j->err = "a string expected", 0;
+    size_t n = 0;
+    while (j->p < j->end && *j->p != '"') {
+        unsigned c = (unsigned char)*j->p++;
+        if (c < 0x20) return j->err = "a control character in a string", 0;
+        if (c == '\\') {
+            if (j->p >= j->end) break;
+            char e = *j->p++;
+            if (e == 'u') {
+                if (j->end - j->p < 4) return j->err = "a bad \\u escape", 0;
+                unsigned v = 0;
+                for (int i = 0; i < 4; i++) {
+                    char h = *j->p++;
+                    v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
+                    if (v > 0xffff) return j->err = "a bad \\u escape", 0;
+                }
+                char u[3];
+                int k = v < 0x80 ? (u[0] = (char)v, 1) : v < 0x800 ? (u[0] = (char)(0xc0 | v >> 6), u[1] = (char)(0x80 | (v & 63)), 2)
+                                                                   : (u[0] = (char)(0xe0 | v >> 12), u[1] = (char)(0x80 | (v >> 6 & 63)), u[2] = (char)(0x80 | (v & 63)), 3);
+                for (int i = 0; i < k; i++)
+                    if (n + 1 < cap) out[n++] = u[i];
+                    else return j->err = "a string too long", 0;
+                continue;
+            }
+            const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t", *at = strchr(from, e);
+            if (!e || !at) return j->err = "a bad escape", 0;
+            c = (unsigned char)to[at - from];
+        }
+        if (n + 1 >= cap) return j->err = "a string too long", 0;
+        out[n++] = (char)c;
+    }
+    if (!s_lit(j, '"')) return j->err = "an unterminated string", 0;
+    out[n] = 0;
+    return 1;
+}
+
+static int s_uint(s_json_t *j, uint64_t *v) {
+    s_ws(j);
+    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return j->err = "a non-negative integer expected", 0;
+    uint64_t x = 0;
+    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') {
+        if (x > (UINT64_MAX - 9) / 10) return j->err = "an integer too large", 0;
+        x = x * 10 + (uint64_t)(*j->p++ - '0');
+    }
+    *v = x;
+    return 1;
+}
+
+/* Skips a string-to-string object (__metadata__). */
+static int s_skip_meta(s_json_t *j) {
+    char tmp[4096];
+    if (!s_lit(j, '{')) return j->err = "__metadata__ must be an object", 0;
+    if (s_lit(j, '}')) return 1;
+    do {
+        if (!s_str(j, tmp, sizeof tmp) || !s_lit(j, ':') || !s_str(j, tmp, sizeof tmp)) return j->err ? 0 : (j->err = "a bad __metadata__ entry", 0);
+    } while (s_lit(j, ','));
+    return s_lit(j, '}') ? 1 : (j->err = "an unterminated __metadata__", 0);
+}
+
+typedef struct {
+    int dtype;
+    int ndim;
+    int64_t shape[TA_MAX_DIMS];
+    uint64_t begin, end;
+} s_entry_t;
+
+/* One tensor's entry: {"dtype": ..., "shape": [...], "data_offsets": [b, e]}. */
+static int s_entry(s_json_t *j, s_entry_t *e) {
+    char key[64], val[16];
+    int have = 0;
+    if (!s_lit(j, '{')) return j->err = "an entry must be an object", 0;
+    do {
+        if (!s_str(j, key, sizeof key) || !s_lit(j, ':')) return j->err ? 0 : (j->err = "a bad entry", 0);
+        if (!strcmp(key, "dtype")) {
+            if (!s_str(j, val, sizeof val)) return 0;
+            e->dtype = -1;
+            for (int d = 0; d < TACT_DTYPE_COUNT; d++)
+                if (!strcmp(val, s_st_names[d])) e->dtype = d;
+            if (e->dtype < 0) return j->err = "an unknown dtype", 0;
+            have |= 1;
+        } else if (!strcmp(key, "shape")) {
+            if (!s_lit(j, '[')) return j->err = "shape must be an array", 0;
+            e->ndim = 0;
+            if (!s_lit(j, ']')) {
+                do {
+                    uint64_t v;
+                    if (e->ndim >= TA_MAX_DIMS) return j->err = "a shape of too many dims", 0;
+                    if (!s_uint(j, &v)) return 0;
+                    if (v > ((uint64_t)1 << 40)) return j->err = "a dim too large", 0;
+                    e->shape[e->ndim++] = (int64_t)v;
+                } while (s_lit(j, ','));
+                if (!s_lit(j, ']')) return j->err = "an unterminated shape", 0;
+            }
+            have |= 2;
+        } else if (!strcmp(key, "data_offsets")) {
+            if (!s_lit(j, '[') || !s_uint(j, &e->begin) || !s_lit(j, ',') || !s_uint(j, &e->end) || !s_lit(j, ']'))
+                return j->err ? 0 : (j->err = "data_offsets must be [begin, end]", 0);
+            have |= 4;
+        } else {
+            return j->err = "an unknown key in an entry", 0;
+        }
+    } while (s_lit(j, ','));
+    if (!s_lit(j, '}')) return j->err = "an unterminated entry", 0;
+    if (have != 7) return j->err = "an entry without dtype, shape or data_offsets", 0;
+    return 1;
+}
+
+ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *name) {
+    if (!ctx || !path || !name) return ti_null_arg();
+    FILE *f = fopen(path, "rb");
+    if (!f) return tc_error(ctx, TACT_EINVAL, "load_safetensors: cannot open %s: %s", path, strerror(errno));
+    ti_tensor_t *r = NULL;
+    char *head = NULL;
+    uint8_t *data = NULL;
+    uint8_t len8[8];
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (size < 8 || fseek(f, 0, SEEK_SET) != 0 || fread(len8, 1, 8, f) != 8) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: shorter than a safetensors header", path);
+        goto done;
+    }
+    uint64_t hn = 0;
+    for (int i = 7; i >= 0; i--) hn = hn << 8 | len8[i];
+    if (hn == 0 || hn > S_ST_MAX_HEADER || hn > (uint64_t)size - 8) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: a header of %llu bytes in a file of %ld", path, (unsigned long long)hn, size);
+        goto done;
+    }
+    if (!(head = ta_malloc((size_t)hn)) || fread(head, 1, (size_t)hn, f) != hn) {
+        r = tc_error(ctx, head ? TACT_EINVAL : TACT_ENOMEM, "load_safetensors: %s: %s", path, head ? "truncated header" : "out of memory");
+        goto done;
+    }
+    uint64_t datalen = (uint64_t)size - 8 - hn;
+    s_json_t j = {head, head + hn, NULL};
+    s_entry_t found = {0}, e;
+    int got = 0;
+    char key[1024];
+    if (!s_lit(&j, '{')) j.err = "the header is not a JSON object";
+    else if (!s_lit(&j, '}')) {
+        do {
+            if (!s_str(&j, key, sizeof key) || !s_lit(&j, ':')) {
+                if (!j.err) j.err = "a bad key";
+                break;
+            }
+            if (!strcmp(key, "__metadata__")) {
+                if (!s_skip_meta(&j)) break;
+                continue;
+            }
+            memset(&e, 0, sizeof e);
+            if (!s_entry(&j, &e)) break;
+            uint64_t n = ta_dtype_size((tact_dtype)e.dtype);
+            for (int k = 0; k < e.ndim; k++) n = e.shape[k] && n > UINT64_MAX / (uint64_t)e.shape[k] ? UINT64_MAX : n * (uint64_t)e.shape[k];
+            if (e.begin > e.end || e.end > datalen || e.end - e.begin != n) {
+                j.err = "data_offsets that do not match the dtype and shape or the data";
+                break;
+            }
+            if (!strcmp(key, name)) found = e, got = 1;
+        } while (s_lit(&j, ','));
+        if (!j.err && !s_lit(&j, '}')) j.err = "an unterminated header";
+    }
+    if (!j.err) {
+        s_ws(&j);
+        if (j.p != j.end) j.err = "bytes after the header's object";
+    }
+    if (j.err) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: %s (at header byte %td)", path, j.err, j.p - head);
+        goto done;
+    }
+    if (!got) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s holds no tensor named \"%s\"", path, name);
+        goto done;
+    }
+    uint64_t nb = found.end - found.begin;
+    if (!(data = ta_malloc(nb ? (size_t)nb : 1))) {
+        r = tc_error(ctx, TACT_ENOMEM, "load_safetensors: %s: out of memory for %llu bytes", path, (unsigned long long)nb);
+        goto done;
+    }
+    if (fseek(f, (long)(8 + hn + found.begin), SEEK_SET) != 0 || fread(data, 1, (size_t)nb, f) != nb) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: cannot read the data of \"%s\"", path, name);
+        goto done;
+    }
+    r = ti_from_data(ctx, (tact_dtype)found.dtype, found.ndim, found.shape, data); /* little-endian data, as the host */
+done:
+    fclose(f);
+    ta_free(head);
+    ta_free(data);
+    return r;
+}
+
+/* Appends to a growing buffer; 0 when out of memory. */
+typedef struct {
+    char *p;
+    size_t n, cap;
+} s_buf_t;
+
+static int s_add(s_buf_t *b, const void *bytes, size_t n) {
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->n + n) cap *= 2;
+        char *q = ta_realloc(b->p, cap);
+        if (!q) return 0;
+        b->p = q, b->cap = cap;
+    }
+    memcpy(b->p + b->n, bytes, n);
+    b->n += n;
+    return 1;
+}
+
+static int s_addf(s_buf_t *b, const char *fmt, ...) {
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    return n >= 0 && (size_t)n < sizeof tmp && s_add(b, tmp, (size_t)n);
+}
+
+int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *const *names, ti_tensor_t *const *ts) {
+    if (!ctx || !path || n < 0 || (n && (!names || !ts))) return TACT_EINVAL;
+    for (int i = 0; i < n; i++) {
+        if (!ts[i] || ti_status_of(ts[i])) {
+            ti_ctx_set_error(ctx, ts[i] ? ti_error_message(ts[i]) : "save_safetensors: a NULL tensor");
+            return ts[i] ? ti_status_of(ts[i]) : TACT_EINVAL;
+        }
+        if (!names[i] || !*names[i] || strlen(names[i]) > 1000 || !strcmp(names[i], "__metadata__")) {
+            ti_ctx_set_error(ctx, "save_safetensors: names must be 1 to 1000 bytes, not __metadata__");
+            return TACT_EINVAL;
+        }
+        for (int k = 0; k < i; k++)
+            if (!strcmp(names[k], names[i])) {
+                ti_ctx_set_error(ctx, "save_safetensors: two tensors with one name");
+                return TACT_EINVAL;
+            }
+    }
+    s_buf_t h = {0}, d = {0};
+    int rc = TACT_OK, ok = s_add(&h, "{", 1);
+    for (int i = 0; i < n && ok && rc == TACT_OK; i++) {
+        size_t bytes = (size_t)ti_numel(ts[i]) * ta_dtype_size(ti_dtype_of(ts[i]));
+        size_t at = d.n;
+        if (bytes) { /* room for the bytes, then the tensor read into it */
+            char *zero = ta_calloc(1, bytes);
+            ok = zero && s_add(&d, zero, bytes);
+            ta_free(zero);
+            if (ok) rc = ti_read(ts[i], d.p + at, bytes);
+        }
+        ok = ok && s_addf(&h, "%s\"", i ? "," : "");
+        for (const char *c = names[i]; ok && *c; c++) { /* the name, escaped */
+            unsigned u = (unsigned char)*c;
+            ok = u == '"' || u == '\\' ? s_addf(&h, "\\%c", u) : u < 0x20 ? s_addf(&h, "\\u%04x", u) : s_add(&h, c, 1);
+        }
+        ok = ok && s_addf(&h, "\":{\"dtype\":\"%s\",\"shape\":[", s_st_names[ti_dtype_of(ts[i])]);
+        for (int k = 0; ok && k < ti_ndim(ts[i]); k++) ok = s_addf(&h, "%s%" PRId64, k ? "," : "", ti_dim(ts[i], k));
+        ok = ok && s_addf(&h, "],\"data_offsets\":[%zu,%zu]}", at, at + bytes);
+    }
+    ok = ok && s_add(&h, "}", 1);
+    while (ok && h.n % 8) ok = s_add(&h, " ", 1); /* the data starts 8-aligned, as the reference writer's */
+    if (rc == TACT_OK && !ok) {
+        ti_ctx_set_error(ctx, "save_safetensors: out of memory");
+        rc = TACT_ENOMEM;
+    }
+    if (rc == TACT_OK) { /* written to a temporary file, then renamed over path */
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+        FILE *f = fopen(tmp, "wb");
+        uint8_t len8[8];
+        for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
+        int wrote = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n && (!d.n || fwrite(d.p, 1, d.n, f) == d.n);
+        if (f && fclose(f) != 0) wrote = 0;
+        if (!wrote || rename(tmp, path) != 0) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "save_safetensors: cannot write %s: %s", path, strerror(errno));
+            ti_ctx_set_error(ctx, msg);
+            remove(tmp);
+            rc = TACT_EINVAL;
+        }
+    }
+    ta_free(h.p), ta_free(d.p);
+    return rc;
 }

@@ -639,6 +639,18 @@ tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
  * the cause. */
 tact_tensor *tact_load_idx(tact_ctx *ctx, const char *path);
 
+/* Model files in the safetensors format (readable and writable by the
+ * Python safetensors package).  save realizes the n tensors (of ctx) and
+ * writes them under their names (unique, 1 to 1000 bytes, not
+ * "__metadata__") through a temporary file renamed over path; it returns
+ * TACT_OK or an error (its text in tact_ctx_error).  load gives the tensor
+ * stored under name; a missing, truncated or hostile file (a bad header
+ * length, malformed JSON, an unknown dtype, offsets that do not match the
+ * shape or the data) or a missing name is an error tensor naming the path
+ * and the cause. */
+int tact_save_safetensors(tact_ctx *ctx, const char *path, int n, const char *const *names, tact_tensor *const *tensors);
+tact_tensor *tact_load_safetensors(tact_ctx *ctx, const char *path, const char *name);
+
 /* ============================================================ sync points */
 
 /* Computes the tensors (they stay computed).  Any number of tensors and
