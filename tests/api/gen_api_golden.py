@@ -96,6 +96,13 @@ FUNCS = [
     ("softplus", (2.0,), lambda x: F.softplus(x, 2.0, threshold=1e30), (-5, 5), [0.0]),
     ("softsign", (), F.softsign, (-5, 5), [0.0]),
 ]
+INT_FUNCS = [
+    ("exp", torch.exp, -5, 5), ("log", lambda x: torch.log(x.float()), 1, 50), ("sigmoid", torch.sigmoid, -5, 5),
+    ("tanh", torch.tanh, -3, 3), ("reciprocal", torch.reciprocal, 1, 9), ("relu", torch.relu, -9, 9),
+    ("abs", torch.abs, -9, 9), ("sign", torch.sign, -9, 9), ("square", torch.square, -99, 99),
+    ("trunc", torch.trunc, -9, 9), ("ceil", torch.ceil, -9, 9), ("floor", torch.floor, -9, 9), ("round", lambda x: torch.round(x).float(), -9, 9),  # float32, as tinygrad 0.9.2 (PyTorch: int)
+    ("relu6", F.relu6, -9, 12), ("cos", lambda x: torch.cos(x.float()), -6, 6),
+]
 # Shapes: a scalar, odd sizes, a size 0 dim.
 SHAPES = [(), (7,), (3, 5), (2, 0, 3), (4, 9)]
 
@@ -120,6 +127,8 @@ def main():
            "    int64_t shape[3];",
            "    int n;",
            "    const float *x, *want;",
+           "    int ints;      /* x holds int32 values (the want's dtype: out_float ? float32 : int32) */",
+           "    int out_float;",
            "} golden_unary_t;", ""]
     table = []
     for i, (name, params, fn, (lo, hi), edges) in enumerate(FUNCS):
@@ -136,9 +145,18 @@ def main():
                 out.append("static const float %s_y[] = {%s};" % (tag, ", ".join(lit(v) for v in y)))
             p = list(params) + [0.0] * (2 - len(params))
             dims = list(shape) + [0] * (3 - len(shape))
-            table.append('    {"%s", %r, %r, %d, {%s}, %d, %s, %s},' % (
+            table.append('    {"%s", %r, %r, %d, {%s}, %d, %s, %s, 0, 1},' % (
                 name, p[0], p[1], len(shape), ", ".join(str(d) for d in dims), n,
                 tag + "_x" if n else "NULL", tag + "_y" if n else "NULL"))
+    # int32 inputs: what PyTorch gives for ints (floats for exp, log, ...; ints for relu, abs, ...).
+    for i, (name, fn, lo, hi) in enumerate(INT_FUNCS):
+        xs = [float(int(rng.uniform(lo, hi))) for _ in range(12)]
+        x = torch.tensor(xs, dtype=torch.int32).reshape(3, 4)
+        y = fn(x)
+        tag = "gi%d" % i
+        out.append("static const float %s_x[] = {%s};" % (tag, ", ".join(lit(v) for v in xs)))
+        out.append("static const float %s_y[] = {%s};" % (tag, ", ".join(lit(v) for v in y.to(torch.float32).reshape(-1).tolist())))
+        table.append('    {"%s", 0.0, 0.0, 2, {3, 4, 0}, 12, %s_x, %s_y, 1, %d},' % (name, tag, tag, int(y.dtype.is_floating_point)))
     out.append("")
     out.append("static const golden_unary_t golden_unary[] = {")
     out += table
