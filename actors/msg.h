@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 4
+#define TA_PROTOCOL_VERSION 5
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -91,6 +91,9 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, I64A, strides, TA_REC_MAX_DIMS) F(R, I64, offset) F(R, U64, has_mask) \
     F(R, I64A, mask, 2 * TA_REC_MAX_DIMS) F(R, U64, contiguous)
 #define TA_REC_FIELDS_VSTACK(F, R) F(R, RECS, views, VIEW)
+/* NODE flags in an op batch (OP_BATCH, GRADS): the result requires a
+ * gradient, so a backward goes through the op (docs/messages.md). */
+#define TA_NODE_GRAD 1u
 #define TA_REC_FIELDS_NODE(F, R)                                                                                  \
     F(R, U64, id) F(R, U64, op) F(R, U64, dtype) F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64A, srcs, 3)             \
     F(R, I64A, args, 2 * TA_REC_MAX_DIMS) F(R, U64, base) F(R, RECS, st, VIEW) F(R, U64, flags) F(R, U64, bufref)    \
@@ -242,7 +245,9 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
     X(RUN, run)               /* graph -> executor: run this plan here in my stream */   \
     X(COPY_OUT, copy_out)     /* graph -> executor: send a buffer's bytes to a port */   \
     X(FREE, free)             /* graph -> executor: buffers nobody needs any more */    \
-    X(PROGRESS, progress)     /* heartbeat of long work for the request with this corr (never logged) */
+    X(PROGRESS, progress)     /* heartbeat of long work for the request with this corr (never logged) */ \
+    X(BACKWARD, backward)     /* client -> graph -> autograd: gradients of a loss; reply GRADS */ \
+    X(GRADS, grads)           /* reply to BACKWARD: gradient ops (autograd -> graph), the ids that got one (graph -> client) */
 
 #define TA_FIELDS_READY(F, M) F(M, I64, status) F(M, STR, text)
 #define TA_FIELDS_STOP(F, M)
@@ -256,7 +261,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
     F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64, executor) \
-    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc)
+    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes)
@@ -274,6 +279,9 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
 #define TA_FIELDS_PROGRESS(F, M)
+#define TA_FIELDS_BACKWARD(F, M) \
+    F(M, U64, loss) F(M, U64, grad) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, olds) F(M, NODES, nodes)
+#define TA_FIELDS_GRADS(F, M) F(M, NODES, ops) F(M, U64S, ids)
 
 typedef enum ta_msg_type {
 #define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,

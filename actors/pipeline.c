@@ -14,6 +14,7 @@ void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers
     c->scheduler = w->scheduler;
     c->planner = w->planner;
     c->executor = w->executor;
+    c->autograd = w->autograd;
     for (int i = 0; i < w->ncompilers; i++) compilers[i] = w->compiler[i];
     c->compilers = ta_u64s(compilers, (size_t)w->ncompilers);
     c->schedule_cache = w->schedule_cache;
@@ -45,7 +46,7 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     uint64_t id;
     ta_u64s_it_t it;
     if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
-        s_port(c->planner, &n.planner) || s_port(c->executor, &n.executor) || c->compilers.n < 1 ||
+        s_port(c->planner, &n.planner) || s_port(c->executor, &n.executor) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
         c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc)
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
     ta_u64s_begin(&it, &c->compilers);

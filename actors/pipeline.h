@@ -20,6 +20,7 @@ typedef struct ta_pipeline {
     uint32_t scheduler;
     uint32_t planner;
     uint32_t executor;
+    uint32_t autograd;
     uint32_t compiler[TA_MAX_COMPILERS];
     int ncompilers;
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
@@ -53,6 +54,7 @@ typedef enum ta_role {
     TA_ROLE_PLANNER,   /* upstream: the scheduler */
     TA_ROLE_COMPILER,  /* upstream: the planner */
     TA_ROLE_EXECUTOR,  /* upstream: the graph */
+    TA_ROLE_AUTOGRAD,  /* upstream: the graph */
 } ta_role_t;
 
 /* Fills the CONFIG message m from w; compilers (TA_MAX_COMPILERS entries)
@@ -75,5 +77,6 @@ extern const ta_actor_ops_t ta_scheduler_ops; /* actors/scheduler/scheduler.c */
 extern const ta_actor_ops_t ta_planner_ops;   /* actors/scheduler/planner.c */
 extern const ta_actor_ops_t ta_compiler_ops;  /* codegen/compiler.c */
 extern const ta_actor_ops_t ta_executor_ops;  /* actors/device/executor.c */
+extern const ta_actor_ops_t ta_autograd_ops;  /* actors/autograd/autograd.c */
 
 #endif

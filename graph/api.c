@@ -586,3 +586,31 @@ tact_tensor *tact_expand(tact_tensor *hx, int ndim, const int64_t *shape) { S_ON
 tact_tensor *tact_pad(tact_tensor *hx, const int64_t (*pads)[2], double value) { S_ONE(hx, ti_pad(xs[0], pads, value)); }
 tact_tensor *tact_shrink(tact_tensor *hx, const int64_t (*ranges)[2]) { S_ONE(hx, ti_shrink(xs[0], ranges)); }
 tact_tensor *tact_flip(tact_tensor *hx, int naxes, const int *axes) { S_ONE(hx, ti_flip(xs[0], naxes, axes)); }
+
+/* ----------------------------------------------------------------- autograd */
+
+tact_tensor *tact_set_requires_grad(tact_tensor *t, int requires) { S_TENSORS(1, &t, ti_set_requires_grad(xs[0], requires)); }
+int tact_requires_grad(tact_tensor *h) { S_QUERY(int, h, S_ZERO, 0, ti_requires_grad(t)); }
+tact_tensor *tact_detach(tact_tensor *t) { S_TENSORS(1, &t, ti_detach(xs[0])); }
+tact_tensor *tact_grad(tact_tensor *t) { S_TENSORS(1, &t, ti_grad(xs[0])); }
+void tact_grad_clear(tact_tensor *h) {
+    ti_tensor_t *xs[1];
+    int busy;
+    const tact_tensor *hs[1] = {h};
+    ti_ctx_t *c = s_enter(1, hs, xs, &busy);
+    if (busy) return;
+    ti_grad_clear(xs[0]);
+    if (c) ti_ctx_leave(c);
+}
+int tact_set_no_grad(tact_ctx *h, int on) { S_CTX_INT(h, ti_set_no_grad(c_, on)); }
+
+int tact_backward(tact_tensor *loss, tact_tensor *grad) {
+    ti_tensor_t *xs[2];
+    int busy;
+    const tact_tensor *hs[2] = {loss, grad};
+    ti_ctx_t *c = s_enter(grad ? 2 : 1, hs, xs, &busy);
+    if (busy) return TACT_EBUSY;
+    int rc = ti_backward(xs[0], grad ? xs[1] : NULL);
+    if (c) ti_ctx_leave(c);
+    return rc;
+}

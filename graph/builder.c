@@ -49,6 +49,8 @@ typedef struct g_node {
     uint64_t buf;    /* the buffer holding its data: its own id, or an ASSIGN's target's */
     int internal;    /* while realizing: consumers inside the subgraph */
     size_t pos;      /* while realizing: index in the collected subgraph */
+    int grad;        /* differentiable: the client's record had flags bit 0 (its result requires a gradient) */
+    int consumed;    /* a backward went through it (a second one is refused) */
 } g_node_t;
 
 /* Common subexpressions: the hash of an op's content -> a live node with it. */
@@ -83,6 +85,13 @@ typedef struct {
     size_t ntargets, targets_cap;
     g_given_t *given;         /* by realize, oldest first */
     size_t ngiven, given_cap;
+    /* The backward being built (one at a time: the graph awaits the
+     * gradient engine's GRADS before the client's next message). */
+    uint64_t bw_awaited, bw_corr, bw_reply_to;
+    uint64_t *bw_walked; /* the differentiable nodes it went through */
+    size_t bw_nwalked, bw_walked_cap;
+    uint64_t *bw_ids;    /* the ids the client chose for the gradients */
+    size_t bw_nids, bw_ids_cap;
 } g_state_t;
 
 /* --------------------------------------------------------------- the map */
@@ -149,6 +158,7 @@ static uint64_t s_content_hash(const g_node_t *n) {
     for (int i = 0; i < n->nsrc; i++) S_MIX(n->src[i]);
     S_MIX(n->nargs);
     for (int i = 0; i < n->nargs; i++) S_MIX(n->args[i]);
+    S_MIX(n->grad);
 #undef S_MIX
     /* A finalizer (splitmix64's): the table indexes by the low bits, which
      * the multiplications above leave poorly mixed for ids that differ by
@@ -172,7 +182,7 @@ static g_node_t *s_cse_find(g_state_t *g, const g_node_t *n) {
     g_cse_t *e = &g->cse[s_cse_slot(g, n->hash)];
     g_node_t *m = e->id ? s_find(g, e->id) : NULL;
     if (!m || m->op != n->op || m->dtype != n->dtype || !ta_shape_equal(&m->shape, &n->shape) || m->nsrc != n->nsrc ||
-        m->nargs != n->nargs)
+        m->nargs != n->nargs || m->grad != n->grad)
         return NULL;
     for (int i = 0; i < n->nsrc; i++)
         if (m->src[i] != n->src[i]) return NULL;
@@ -423,7 +433,9 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
         src[i] = s_find(g, tmp->src[i]);
         if (src[i] && s_const_value(g, src[i], &val[i])) isconst[i] = 1, nconst++;
     }
-    if (nconst == tmp->nsrc && tmp->op != TA_OP_BITCAST) {
+    /* A differentiable op on constants stays: a constant the program asked
+     * a gradient for must keep its path to the loss. */
+    if (nconst == tmp->nsrc && tmp->op != TA_OP_BITCAST && !tmp->grad) {
         ta_value_t r;
         if (ta_fold_eval(tmp->op, tmp->dtype, src[tmp->op == TA_OP_WHERE ? 1 : 0]->dtype, tmp->nsrc, val, &r) == 0) {
             tmp->op = TA_OP_CONST;
@@ -467,6 +479,7 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
     c->nsrc = 1;
     c->src[0] = src->id;
     c->buf = c->id;
+    c->grad = 1; /* a copy passes a gradient on */
     s_ref(g, src->id);
     return c;
 }
@@ -474,7 +487,8 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
 /* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
 static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     uint64_t id = r->id;
-    if (r->op >= TA_OP__COUNT || !ta_dtype_valid((int)r->dtype) || r->base || r->st.n || r->flags || r->bufref || r->device)
+    if (r->op >= TA_OP__COUNT || !ta_dtype_valid((int)r->dtype) || r->base || r->st.n || (r->flags & ~(uint64_t)TA_NODE_GRAD) ||
+        r->bufref || r->device)
         return ta_error_set(err, TACT_EPROTO, "op batch: op %" PRIu64 ": malformed record", id);
     if (!id || s_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
     g_node_t tmp;
@@ -488,6 +502,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     for (int i = 0; i < tmp.nsrc; i++) tmp.src[i] = r->srcs[i];
     tmp.nargs = (int)r->n_args;
     memcpy(tmp.args, r->args, sizeof *tmp.args * r->n_args);
+    tmp.grad = (r->flags & TA_NODE_GRAD) != 0;
     /* A source that duplicates another node is read as that node, so
      * chains of duplicates are found duplicate too. */
     for (int i = 0; i < tmp.nsrc; i++) {
@@ -532,6 +547,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     if (!nd) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     if (same) {
         g->cse_hits++;
+        nd->grad = tmp.grad;
         return s_make_alias(g, nd, same, err);
     }
     *nd = tmp;
@@ -928,6 +944,234 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     return ta_actor_send(self, g->w.executor, &c);
 }
 
+/* --------------------------------------------------------------- backward */
+
+/* Collects what a backward from loss needs, sources before users (depth
+ * first with a stack: graphs can be long): every differentiable node on a
+ * path from the loss, and the nodes they read.  A node that an earlier
+ * backward went through is refused, as the reference frees its graph. */
+static int s_bw_collect(g_state_t *g, g_node_t *loss, g_node_t ***list, size_t *len, ta_error_t *err) {
+    s_visit_t *stack = NULL;
+    size_t depth = 0, cap = 0, lcap = 0;
+    int rc = TACT_OK;
+    g->stamp++;
+    if (ta_grow((void **)&stack, &cap, 1, sizeof *stack) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
+    stack[depth++] = (s_visit_t){loss, 0};
+    while (depth && rc == TACT_OK) {
+        s_visit_t v = stack[--depth];
+        g_node_t *n = v.n;
+        if (!v.exit && n->mark == g->stamp) continue;
+        if (!v.exit) {
+            n->mark = g->stamp;
+            if (n->grad && n->consumed) {
+                rc = ta_error_set(err, TACT_EINVAL,
+                                  "backward: tensor %" PRIu64 " was already differentiated by an earlier backward, which consumed its graph "
+                                  "(compute it again for a second backward)",
+                                  n->id);
+                break;
+            }
+            if (n->grad) {
+                if (ta_grow((void **)&stack, &cap, depth + 1 + (size_t)n->nsrc, sizeof *stack) != TACT_OK) {
+                    rc = ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
+                    break;
+                }
+                stack[depth++] = (s_visit_t){n, 1};
+                for (int i = n->nsrc; i-- > 0;) {
+                    g_node_t *d = s_find(g, n->src[i]);
+                    if (d && d->mark != g->stamp) stack[depth++] = (s_visit_t){d, 0};
+                }
+                continue;
+            }
+        }
+        if (ta_grow((void **)list, &lcap, *len + 1, sizeof **list) != TACT_OK) {
+            rc = ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
+            break;
+        }
+        (*list)[(*len)++] = n;
+    }
+    ta_free(stack);
+    return rc;
+}
+
+/* Adds n to list unless the walk has it (for the gradient given and the
+ * old gradients, which the engine's ops read). */
+static int s_bw_leaf(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, size_t *cap) {
+    if (!n || n->mark == g->stamp) return TACT_OK;
+    n->mark = g->stamp;
+    if (ta_grow((void **)list, cap, *len + 1, sizeof **list) != TACT_OK) return TACT_ENOMEM;
+    (*list)[(*len)++] = n;
+    return TACT_OK;
+}
+
+/* One forward node as the engine reads it: a view as the movement op that
+ * made it, a duplicate as CONTIGUOUS of the node it duplicates, a node the
+ * walk does not go through without sources. */
+static int s_bw_pack(const g_node_t *n, msgpack_packer *pk) {
+    ta_node_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.id = n->id;
+    r.op = (uint64_t)(n->alias && n->is_view ? TA_OP_CONTIGUOUS : n->op);
+    r.dtype = (uint64_t)n->dtype;
+    r.n_shape = (uint32_t)n->shape.ndim;
+    memcpy(r.shape, n->shape.d, sizeof *r.shape * r.n_shape);
+    if (n->grad) {
+        r.n_srcs = (uint32_t)n->nsrc;
+        memcpy(r.srcs, n->src, sizeof *r.srcs * r.n_srcs);
+        if (!n->alias) {
+            r.n_args = (uint32_t)n->nargs;
+            memcpy(r.args, n->args, sizeof *r.args * r.n_args);
+        }
+        r.flags = TA_NODE_GRAD;
+    }
+    return ta_rec_pack(TA_REC_NODE, &r, pk);
+}
+
+/* BACKWARD from the client: the forward records go to the gradient engine,
+ * whose GRADS the graph awaits before anything else. */
+static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    const ta_backward_msg_t *b = &m->as.backward;
+    if (g->refused.code) return s_refused(self, g);
+    ta_error_t err = {0, ""};
+    g_node_t *loss = s_find(g, b->loss), *grad = b->grad ? s_find(g, b->grad) : NULL;
+    if (!loss || (b->grad && !grad)) return ta_actor_fail(self, TACT_EINVAL, "backward: unknown tensor %" PRIu64, loss ? b->grad : b->loss);
+    if (b->targets.n != b->ids.n || b->targets.n != b->olds.n || b->nodes.n)
+        return ta_actor_fail(self, TACT_EPROTO, "backward: %u targets, %u ids, %u old gradients, %u nodes", b->targets.n, b->ids.n, b->olds.n, b->nodes.n);
+    uint64_t *olds = NULL;
+    g->bw_nids = 0;
+    g->bw_nwalked = 0;
+    if (ta_u64s_copy(&b->olds, &olds) != TACT_OK || ta_grow((void **)&g->bw_ids, &g->bw_ids_cap, b->ids.n + 1, sizeof *g->bw_ids) != TACT_OK) {
+        ta_free(olds);
+        return ta_actor_fail(self, TACT_ENOMEM, "backward: out of memory");
+    }
+    ta_u64s_it_t it;
+    uint64_t id;
+    ta_u64s_begin(&it, &b->ids);
+    while (ta_u64s_next(&it, &id)) {
+        if (!id || id >= UINT64_C(1) << 61 || s_find(g, id)) {
+            ta_free(olds);
+            return ta_actor_fail(self, TACT_EPROTO, "backward: gradient id %" PRIu64 " is taken or out of the client's range", id);
+        }
+        g->bw_ids[g->bw_nids++] = id;
+    }
+    g_node_t **list = NULL;
+    size_t len = 0;
+    int rc = s_bw_collect(g, loss, &list, &len, &err);
+    size_t cap = len;
+    if (rc == TACT_OK && s_bw_leaf(g, grad, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+    for (uint32_t i = 0; rc == TACT_OK && i < b->olds.n; i++) {
+        g_node_t *o = olds[i] ? s_find(g, olds[i]) : NULL;
+        if (olds[i] && !o) rc = ta_error_set(&err, TACT_EINVAL, "backward: unknown gradient %" PRIu64, olds[i]);
+        else if (s_bw_leaf(g, o, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+    }
+    ta_free(olds);
+    msgpack_sbuffer nodes;
+    msgpack_sbuffer_init(&nodes);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
+    if (rc == TACT_OK && ta_recs_pack_header(&pk, len)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+    for (size_t i = 0; rc == TACT_OK && i < len; i++) {
+        if (s_bw_pack(list[i], &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+        if (rc == TACT_OK && list[i]->grad) {
+            if (ta_grow((void **)&g->bw_walked, &g->bw_walked_cap, g->bw_nwalked + 1, sizeof *g->bw_walked) != TACT_OK)
+                rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+            else g->bw_walked[g->bw_nwalked++] = list[i]->id;
+        }
+    }
+    ta_free(list);
+    if (rc == TACT_OK) {
+        ta_msg_t q;
+        ta_msg_init(&q, TA_MSG_BACKWARD);
+        q.corr = ta_actor_new_corr(self);
+        q.as.backward = *b;
+        q.as.backward.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, len);
+        rc = ta_actor_send(self, g->w.autograd, &q);
+        if (rc == TACT_OK) {
+            g->bw_awaited = q.corr;
+            g->bw_corr = m->corr;
+            g->bw_reply_to = m->sender;
+            ta_actor_await(self, q.corr, g->w.autograd);
+        } else {
+            ta_error_set(&err, rc, "backward: cannot reach the gradient engine");
+        }
+    }
+    msgpack_sbuffer_destroy(&nodes);
+    return rc == TACT_OK ? TACT_OK : ta_actor_fail(self, rc, "%s", err.text);
+}
+
+/* Drops the nodes of ops the engine sent that nobody holds: the client
+ * holds only the gradients it asked for. */
+static void s_bw_unhold(g_state_t *g, const ta_recs_t *ops, size_t upto) {
+    ta_recs_it_t it;
+    ta_node_rec_t rec;
+    uint64_t *frees = NULL;
+    size_t nfrees = 0, frees_cap = 0, k = 0;
+    ta_recs_begin(&it, ops);
+    while (k++ < upto && ta_recs_next(&it, &rec)) {
+        int held = 0;
+        for (size_t i = 0; i < g->bw_nids && !held; i++) held = g->bw_ids[i] == rec.id;
+        g_node_t *nd = held && upto == SIZE_MAX ? NULL : s_find(g, rec.id);
+        if (!nd) continue;
+        nd->client_ref = 0;
+        s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
+    }
+    ta_free(frees); /* nothing the engine made has a buffer yet */
+}
+
+/* The awaited GRADS: its ops join the graph (ids in the engine's range, or
+ * the ones the client chose), the nodes the backward went through are
+ * consumed, and the client hears which gradients exist. */
+static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
+    ta_error_t err = {0, ""};
+    ta_recs_it_t it;
+    ta_node_rec_t rec;
+    size_t added = 0;
+    int rc = m->as.grads.ops.type == TA_REC_NODE ? TACT_OK : ta_error_set(&err, TACT_EPROTO, "grads: not NODE records");
+    g->bw_awaited = 0;
+    ta_recs_begin(&it, &m->as.grads.ops);
+    while (rc == TACT_OK && ta_recs_next(&it, &rec)) {
+        int chosen = 0;
+        for (size_t i = 0; i < g->bw_nids && !chosen; i++) chosen = g->bw_ids[i] == rec.id;
+        if (!chosen && (rec.id < UINT64_C(1) << 61 || rec.id >= UINT64_C(1) << 62)) {
+            rc = ta_error_set(&err, TACT_EPROTO, "grads: op id %" PRIu64 " is outside the gradient engine's range", rec.id);
+            break;
+        }
+        if ((rc = s_add_op(g, &rec, &err)) == TACT_OK) added++;
+    }
+    ta_u64s_it_t ui;
+    uint64_t id;
+    ta_u64s_begin(&ui, &m->as.grads.ids);
+    while (rc == TACT_OK && ta_u64s_next(&ui, &id)) {
+        int chosen = 0;
+        for (size_t i = 0; i < g->bw_nids && !chosen; i++) chosen = g->bw_ids[i] == id;
+        if (!chosen || !s_find(g, id)) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for or not made", id);
+    }
+    if (rc != TACT_OK) {
+        s_bw_unhold(g, &m->as.grads.ops, added);
+        /* The chosen ids that were added go too: the client makes none. */
+        for (size_t i = 0; i < g->bw_nids; i++) {
+            g_node_t *nd = s_find(g, g->bw_ids[i]);
+            uint64_t *frees = NULL;
+            size_t nfrees = 0, fcap = 0;
+            if (nd) nd->client_ref = 0, s_maybe_drop(g, nd, &frees, &nfrees, &fcap);
+            ta_free(frees);
+        }
+        ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
+        return TACT_OK;
+    }
+    s_bw_unhold(g, &m->as.grads.ops, SIZE_MAX);
+    for (size_t i = 0; i < g->bw_nwalked; i++) {
+        g_node_t *nd = s_find(g, g->bw_walked[i]);
+        if (!nd) continue;
+        nd->consumed = 1;
+        s_cse_remove(g, nd); /* a new forward makes new nodes, not aliases of consumed ones */
+    }
+    ta_msg_t r;
+    ta_msg_init(&r, TA_MSG_GRADS);
+    r.corr = g->bw_corr;
+    r.as.grads.ids = m->as.grads.ids;
+    return ta_actor_send(self, (uint32_t)g->bw_reply_to, &r);
+}
+
 /* ---------------------------------------------------------------- actor */
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -946,6 +1190,8 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->slots);
     ta_free(g->given);
     ta_free(g->targets);
+    ta_free(g->bw_walked);
+    ta_free(g->bw_ids);
     ta_free(g->cse);
     ta_free(g);
 }
@@ -1006,6 +1252,18 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (!g->configured) return ta_actor_fail(self, TACT_EINVAL, "graph: %s before CONFIG", ta_msg_type_name(m->type));
+    /* The awaited reply to a BACKWARD. */
+    if (g->bw_awaited && (m->type == TA_MSG_GRADS || (m->type == TA_MSG_ERROR && m->corr == g->bw_awaited))) {
+        if (m->corr != g->bw_awaited || (m->sender != g->w.autograd && m->sender != 0))
+            return ta_actor_fail(self, TACT_EPROTO, "graph: a GRADS nobody awaits");
+        if (m->type == TA_MSG_GRADS) return s_grads(self, g, m);
+        g->bw_awaited = 0;
+        char what[64], text[256];
+        snprintf(what, sizeof what, "%.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "");
+        snprintf(text, sizeof text, "%.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
+        ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, (int)m->as.error.code, what, text);
+        return TACT_OK;
+    }
     /* The awaited reply to a SCHEDULE (a stage driven by hand may offer
      * anything, so it is checked against the await). */
     if (m->type == TA_MSG_SCHEDULED || (m->type == TA_MSG_ERROR && m->corr)) {
@@ -1018,9 +1276,11 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         s_fail_realize(self, g, (int)m->as.error.code, what, text);
         return TACT_OK;
     }
-    if (g->awaited) return ta_actor_fail(self, TACT_EPROTO, "graph: %s while a SCHEDULE is awaited", ta_msg_type_name(m->type));
+    if (g->awaited || g->bw_awaited)
+        return ta_actor_fail(self, TACT_EPROTO, "graph: %s while a reply is awaited", ta_msg_type_name(m->type));
     switch (m->type) {
     case TA_MSG_REALIZE: return s_realize(self, g, m);
+    case TA_MSG_BACKWARD: return s_backward(self, g, m);
     case TA_MSG_READ: return s_read(self, g, m);
     case TA_MSG_OP_BATCH:
     case TA_MSG_RELEASE:

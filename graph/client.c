@@ -37,7 +37,7 @@ struct ti_ctx {
     ta_port_t *port;
     ta_pipeline_t wiring;
     ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
-    ta_actor_t *graph, *scheduler, *planner, *executor, *compilers[TA_MAX_COMPILERS];
+    ta_actor_t *graph, *scheduler, *planner, *executor, *autograd, *compilers[TA_MAX_COMPILERS];
     int timeout_ms;
     uint64_t next_id;
     s_scope_t *scopes;
@@ -62,6 +62,7 @@ struct ti_ctx {
     uint64_t rng_seed;
     uint32_t rng_counter;
     int rng_seeded;
+    int no_grad; /* tact_set_no_grad: new ops get no gradient flag */
 };
 
 void ti_rng_take(ti_ctx_t *ctx, uint64_t num, uint64_t *seed, uint32_t *counter) {
@@ -207,13 +208,15 @@ ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
     t->dtype = dtype;
     t->shape = *shape;
     t->message = NULL;
+    t->requires_grad = -1;
     ti_tensor_t *owned = s_own(ctx, t);
     return owned ? owned : tc_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
 }
 
-/* Frees a tensor of a scope: its handle is stale from now on. */
+/* Frees a tensor of a scope (and its gradient): its handle is stale from now on. */
 static void s_free_tensor(ti_tensor_t *t) {
     if (!t->ctx) return; /* a static error tensor */
+    tc_free_grad(t);
     ta_handle_free(t->handle);
     ta_free(t->message);
     ta_free(t);
@@ -230,10 +233,11 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err);
 static int s_wait(ti_ctx_t *ctx, int closing);
 
 static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs,
-                    int nargs, const int64_t *args) {
+                    int nargs, const int64_t *args, int grad) {
     ta_node_rec_t r;
     memset(&r, 0, sizeof r);
     r.id = out->id;
+    r.flags = grad ? TA_NODE_GRAD : 0;
     r.op = (uint64_t)op;
     r.dtype = (uint64_t)out->dtype;
     r.n_shape = (uint32_t)out->shape.ndim;
@@ -280,15 +284,30 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
     return rc;
 }
 
-/* Makes the node of out from op and sources; on failure turns out into an error. */
-ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs,
-                           const int64_t *args) {
+ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args,
+                             int grad) {
     if (out->status) return out;
-    if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args) != TACT_OK) {
+    if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args, grad) != TACT_OK) {
         out->status = TACT_ENOMEM;
         out->message = ta_strdup("out of memory recording an op");
     }
     return out;
+}
+
+/* Makes the node of out from op and sources; on failure turns out into an
+ * error.  out requires a gradient as the reference's Function.apply says:
+ * true if a source requires one, unset if a source is unset, else false;
+ * the record is differentiable when true and no-grad mode is off. */
+ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs,
+                           const int64_t *args) {
+    if (out->status) return out;
+    int any = 0, unset = 0;
+    for (int i = 0; i < nsrc; i++) {
+        any |= srcs[i]->requires_grad == 1;
+        unset |= srcs[i]->requires_grad == -1;
+    }
+    if (nsrc) out->requires_grad = any ? 1 : unset ? -1 : 0;
+    return tc_emit_flagged(out, op, nsrc, srcs, nargs, args, out->requires_grad == 1 && !out->ctx->no_grad);
 }
 
 /* -------------------------------------------------------------- contexts */
@@ -298,10 +317,11 @@ ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *
  * mailbox waits for room until the timeout). */
 static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     ta_error_t err;
-    ta_actor_t **all[4 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
+    ta_actor_t **all[5 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
     size_t n = 3;
     for (int i = 0; i < TA_MAX_COMPILERS; i++) all[n++] = &ctx->compilers[i];
     all[n++] = &ctx->executor;
+    all[n++] = &ctx->autograd;
     for (size_t i = 0; i < n; i++)
         if (ta_actor_stop(all[i], &err) != TACT_OK && first && !first->code) *first = err;
 }
@@ -418,12 +438,15 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     }
     if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executor, &err)) != TACT_OK) goto fail;
     w->executor = ta_actor_id(ctx->executor);
+    if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
+    w->autograd = ta_actor_id(ctx->autograd);
     /* Every stage learns the wiring from CONFIG (and its upstream from it)
      * before any work is sent: each is a request, answered in turn. */
-    uint32_t stages[4 + TA_MAX_COMPILERS] = {w->graph, w->scheduler, w->planner};
+    uint32_t stages[5 + TA_MAX_COMPILERS] = {w->graph, w->scheduler, w->planner};
     int nstages = 3;
     for (int i = 0; i < w->ncompilers; i++) stages[nstages++] = w->compiler[i];
     stages[nstages++] = w->executor;
+    stages[nstages++] = w->autograd;
     for (int i = 0; i < nstages; i++) {
         ta_msg_t cfg, reply;
         uint64_t compilers[TA_MAX_COMPILERS];
@@ -692,7 +715,7 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     ti_tensor_t next = *target;
     next.id = ctx->next_id++;
     const ti_tensor_t *src[2] = {target, value};
-    if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
+    if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL, 0) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
     /* The assign goes out before the release of what it reads. */
     s_flush(ctx, NULL);
     if (ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
@@ -747,6 +770,8 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
 
 int ti_wait(ti_ctx_t *ctx) { return ctx ? s_wait(ctx, 0) : TACT_EINVAL; }
 
+
+
 /* Waits for the reply to req (after every realize in flight); returns its
  * status with ctx->error set. */
 static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
@@ -757,6 +782,51 @@ static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;
+}
+
+int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) { return s_request(ctx, req, reply); }
+
+uint64_t tc_new_id(ti_ctx_t *ctx) { return ctx->next_id++; }
+
+void tc_release_id(ti_ctx_t *ctx, uint64_t id) {
+    if (id && ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
+        ctx->released[ctx->nreleased++] = id;
+}
+
+void tc_each_tensor(ti_ctx_t *ctx, void (*fn)(ti_tensor_t *t, void *ud), void *ud) {
+    for (size_t s = 0; s < ctx->nscopes; s++)
+        for (size_t i = 0; i < ctx->scopes[s].n; i++) fn(ctx->scopes[s].items[i], ud);
+}
+
+ti_tensor_t *tc_new_unscoped(ti_ctx_t *ctx, uint64_t id, tact_dtype dtype, const ta_shape_t *shape) {
+    ti_tensor_t *t = ta_calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->ctx = ctx;
+    t->id = id;
+    t->dtype = dtype;
+    t->shape = *shape;
+    t->requires_grad = 0;
+    if (!(t->handle = ta_handle_new(t, TA_HANDLE_TENSOR))) {
+        ta_free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void tc_free_grad(ti_tensor_t *t) {
+    ti_tensor_t *g = t->grad;
+    if (!g) return;
+    t->grad = NULL;
+    tc_release_id(t->ctx, g->id);
+    ta_handle_free(g->handle);
+    ta_free(g->message);
+    ta_free(g);
+}
+
+int ti_set_no_grad(ti_ctx_t *ctx, int on) {
+    int was = ctx->no_grad;
+    ctx->no_grad = on != 0;
+    return was;
 }
 
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {

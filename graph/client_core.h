@@ -27,6 +27,14 @@ struct ti_tensor {
     ta_scalar_kind_t kind;
     double fvalue;
     int64_t ivalue;
+    /* Autograd (client_grad.c): the reference's requires_grad (-1 unset,
+     * 0, 1; an op's result takes 1 if a source has 1, else -1 if one is
+     * unset, else 0), whether the program asked for this tensor's gradient
+     * (tact_set_requires_grad(t, 1)), and that gradient (owned by t, in no
+     * scope; its handle stays the same as backwards accumulate into it). */
+    int requires_grad;
+    int wants_grad;
+    ti_tensor_t *grad;
 };
 
 /* Shared by client.c and the files of the primitive ops (client_create.c,
@@ -56,6 +64,21 @@ ti_tensor_t *tc_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape);
  * then both promote and broadcast; 0, or -1 with *pa the error. */
 int tc_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op);
 ti_tensor_t *tc_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int nargs, const int64_t *args);
+
+/* For client_grad.c: a fresh client id; queues id's release; the request
+ * with its reply (after every realize in flight), ctx's error set on
+ * failure; calls fn on every live tensor of ctx (every scope); a tensor
+ * in no scope (a gradient, owned by its tensor) and its freeing. */
+uint64_t tc_new_id(ti_ctx_t *ctx);
+void tc_release_id(ti_ctx_t *ctx, uint64_t id);
+int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply);
+void tc_each_tensor(ti_ctx_t *ctx, void (*fn)(ti_tensor_t *t, void *ud), void *ud);
+ti_tensor_t *tc_new_unscoped(ti_ctx_t *ctx, uint64_t id, tact_dtype dtype, const ta_shape_t *shape);
+void tc_free_grad(ti_tensor_t *t);
+/* Records out as op on srcs with the gradient flag given, not computed
+ * from the sources (a detach records 0). */
+ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args,
+                             int grad);
 
 /* For the composed functions. */
 /* An error tensor of x's context with code and the formatted message. */

@@ -237,6 +237,15 @@ ti_tensor_t *ti_load_idx(ti_ctx_t *ctx, const char *path);
 ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *name);
 int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *const *names, ti_tensor_t *const *tensors);
 
+/* client_grad.c: autograd. */
+int ti_set_no_grad(ti_ctx_t *ctx, int on);
+ti_tensor_t *ti_set_requires_grad(ti_tensor_t *t, int requires);
+int ti_requires_grad(const ti_tensor_t *t);
+ti_tensor_t *ti_detach(ti_tensor_t *x);
+int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad);
+ti_tensor_t *ti_grad(ti_tensor_t *t);
+void ti_grad_clear(ti_tensor_t *t);
+
 int ti_wait(ti_ctx_t *ctx);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);

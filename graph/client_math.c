@@ -24,9 +24,14 @@ ti_tensor_t *ti_log(ti_tensor_t *x) {
     return ti_mul(ti_log2(x), tc_k(x, M_LN2));
 }
 
+/* maximum(x, 0); where x needs a gradient, x > 0 selects x and the rest
+ * comes detached, so the gradient at 0 is 0 as the reference's Relu gives
+ * it (maximum would halve it on the tie: DESIGN.md §4 trap 8). */
 ti_tensor_t *ti_relu(ti_tensor_t *x) {
     TC_CHECK(x);
-    return ti_maximum(x, tc_k(x, 0));
+    ti_tensor_t *m = ti_maximum(x, tc_k(x, 0));
+    if (x->requires_grad != 1 || m->status) return m;
+    return ti_where(ti_cmplt(tc_k(x, 0), x), x, ti_detach(m));
 }
 
 ti_tensor_t *ti_sigmoid(ti_tensor_t *x) {

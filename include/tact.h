@@ -628,6 +628,54 @@ tact_tensor *tact_contiguous(tact_tensor *x);
  */
 tact_tensor *tact_assign(tact_tensor *target, tact_tensor *value);
 
+/* ================================================================ autograd */
+
+/*
+ * Gradients, as the reference's autograd.  A tensor's requires_grad is
+ * true (1), false (0) or unset (-1, the default); an op's result has 1 if
+ * a source has 1, else -1 if a source is unset, else 0.  The program asks
+ * for the gradient of a tensor with tact_set_requires_grad(t, 1) (a float
+ * tensor) before computing from it; tact_backward(loss, NULL) then gives
+ * every such tensor that the loss depends on a gradient (tact_grad), a
+ * lazy tensor of the same shape and dtype.  A second backward adds to the
+ * gradients (same handle); tact_grad_clear drops one.  Only the tensors
+ * the program asked for get one (the reference also fills .grad of
+ * intermediate results: ask for those explicitly).
+ *
+ * Every primitive has a backward rule and the composed functions
+ * differentiate through their decomposition: the max reduce splits the
+ * gradient equally between ties, maximum (and minimum) halves it on a tie,
+ * relu passes none at 0.  Comparisons, integer, bitwise and random ops
+ * pass none.  A backward consumes the graph it goes through: a second
+ * backward through the same results is an error (compute them again).
+ * Ops made in no-grad mode (tact_set_no_grad) or from tact_detach have no
+ * path back.  Gradients of gradients are not supported (their ops have
+ * none).
+ */
+tact_tensor *tact_set_requires_grad(tact_tensor *t, int requires);
+/* 1, 0 or -1 as above (0 for an error tensor). */
+int tact_requires_grad(tact_tensor *t);
+/* t's data with no path back (requires_grad 0); costs no copy. */
+tact_tensor *tact_detach(tact_tensor *t);
+/* Sets no-grad mode (on != 0) for ops made from now on; returns the
+ * previous setting, or a negative error code for a bad context. */
+int tact_set_no_grad(tact_ctx *ctx, int on);
+/*
+ * Computes the gradients of loss (a float scalar, or any shape with grad,
+ * the loss's upstream gradient, of the same shape) with respect to every
+ * tensor that asked for one.  It is a sync point (it waits for realizes in
+ * flight) but computes nothing: the gradients are lazy until realized.
+ * Returns TACT_OK, or an error with its text in tact_ctx_error (a loss
+ * that is not a float or not a scalar, a graph an earlier backward
+ * consumed).
+ */
+int tact_backward(tact_tensor *loss, tact_tensor *grad);
+/* t's gradient (owned by t: it lives as long as t, whatever the scopes),
+ * or an error tensor saying t has none. */
+tact_tensor *tact_grad(tact_tensor *t);
+/* Drops t's gradient (the reference's t.grad = None). */
+void tact_grad_clear(tact_tensor *t);
+
 /* ================================================================ datasets */
 
 /* Reads an IDX file (the format of MNIST and Fashion-MNIST, gzipped or
