@@ -168,11 +168,13 @@ static bool s_cached(const char *so, uint8_t **obj, size_t *len, char digest[33]
     return false;
 }
 
-/* Writes the digest file of an object through a temporary name. */
-static int s_write_sum(const char *so, const char *digest) {
+/* Writes the digest file of an object through a temporary name in the
+ * compile's private folder (two compilers of one process may finish the
+ * same kernel at once: a name of the process alone would collide). */
+static int s_write_sum(const char *so, const char *digest, const char *tmpdir) {
     char sum[1100], tmp[1200];
     s_sum_path(so, sum, sizeof sum);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", sum, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s/k.sum", tmpdir);
     FILE *f = fopen(tmp, "w");
     int ok = f && fputs(digest, f) >= 0;
     if (f && fclose(f) != 0) ok = 0;
@@ -315,7 +317,7 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
     if (rc == TACT_OK && rename(tmp_so, out->path) != 0) {
         rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into %s: %s", name, dir, strerror(errno));
     }
-    if (rc == TACT_OK && s_write_sum(out->path, digest) != 0)
+    if (rc == TACT_OK && s_write_sum(out->path, digest, tmpdir) != 0)
         rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot write its digest into %s", name, dir);
     unlink(tmp_so);
     rmdir(tmpdir);

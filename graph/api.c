@@ -614,3 +614,19 @@ int tact_backward(tact_tensor *loss, tact_tensor *grad) {
     if (c) ti_ctx_leave(c);
     return rc;
 }
+
+tact_ctx *tact_tensor_ctx(const tact_tensor *h) {
+    ta_handle_lock();
+    ti_tensor_t *t = ta_handle_peek((uintptr_t)h, TA_HANDLE_TENSOR);
+    ti_ctx_t *c = t ? ti_tensor_ctx(t) : NULL;
+    ta_handle_unlock();
+    return c ? (tact_ctx *)ti_ctx_handle(c) : NULL;
+}
+
+void ta_ctx_set_error(tact_ctx *h, const char *text) {
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) return;
+    ti_ctx_set_error(ctx, text);
+    ti_ctx_leave(ctx);
+}

@@ -247,6 +247,9 @@ ti_tensor_t *ti_grad(ti_tensor_t *t);
 void ti_grad_clear(ti_tensor_t *t);
 
 int ti_wait(ti_ctx_t *ctx);
+
+/* For the code above the API (nn_optim.c): sets a context's error text. */
+void ta_ctx_set_error(tact_ctx *h, const char *text);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_read(ti_tensor_t *t, void *buf, size_t bytes);

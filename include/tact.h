@@ -260,6 +260,9 @@ int64_t tact_dim(const tact_tensor *t, int k);
 void tact_shape(const tact_tensor *t, int64_t *out);
 int64_t tact_numel(const tact_tensor *t);
 tact_dtype tact_dtype_of(const tact_tensor *t);
+/* The context t belongs to (NULL for the error tensors of no context:
+ * a NULL or stale handle). */
+tact_ctx *tact_tensor_ctx(const tact_tensor *t);
 const char *tact_device(const tact_tensor *t);
 /* The tensor's sticky status (TACT_OK unless it is an error tensor) and the
  * message of its first error ("" if none). */
@@ -675,6 +678,48 @@ int tact_backward(tact_tensor *loss, tact_tensor *grad);
 tact_tensor *tact_grad(tact_tensor *t);
 /* Drops t's gradient (the reference's t.grad = None). */
 void tact_grad_clear(tact_tensor *t);
+
+/* ============================================================== optimizers */
+
+/*
+ * The reference's optimizers (tinygrad 0.9.2 nn/optim.py): SGD (momentum,
+ * Nesterov, weight decay; PyTorch's update), Adam and AdamW.  The
+ * optimizer holds the parameters' handles (each must require a gradient;
+ * an unset one is set to 1, as the reference does) and its state: the
+ * learning rate as a one-element tensor, Adam's moments and bias
+ * corrections, SGD's momentum buffers, all tensors of the scope open when
+ * the optimizer was made (make it where the parameters live).  A step
+ * assigns every update and realizes them all in one call; its kernels
+ * depend on nothing that changes between steps (the learning rate and the
+ * bias corrections are tensors), so after the first step nothing is
+ * compiled again.
+ */
+typedef enum { TACT_OPTIM_SGD, TACT_OPTIM_ADAM, TACT_OPTIM_ADAMW } tact_optim_kind;
+typedef struct tact_optim_options {
+    tact_optim_kind kind;
+    double lr;           /* 0.001 */
+    double momentum;     /* SGD: 0 */
+    double weight_decay; /* SGD and Adam: 0; AdamW: 0.01 */
+    int nesterov;        /* SGD: 0 */
+    double b1, b2, eps;  /* Adam, AdamW: 0.9, 0.999, 1e-8 */
+} tact_optim_options;
+typedef struct tact_optim tact_optim;
+/* The reference's defaults for kind. */
+void tact_optim_options_default(tact_optim_options *o, tact_optim_kind kind);
+/* Makes an optimizer of the n parameters into *out (NULL on error).
+ * Returns TACT_OK or an error (its text in tact_ctx_error): a bad option,
+ * a parameter that is an error, not a float, or of another context. */
+int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *opts, int n, tact_tensor *const *params);
+/* One update of every parameter from its gradient (each must have one:
+ * call tact_backward first), realized.  Returns TACT_OK or an error. */
+int tact_optim_step(tact_optim *o);
+/* Drops every parameter's gradient (the reference's zero_grad). */
+void tact_optim_zero_grad(tact_optim *o);
+/* Changes the learning rate for the next steps (no recompilation). */
+int tact_optim_set_lr(tact_optim *o, double lr);
+double tact_optim_lr(const tact_optim *o);
+/* Frees the optimizer (its state tensors go with their scope) and NULLs *o. */
+void tact_optim_free(tact_optim **o);
 
 /* ================================================================ datasets */
 

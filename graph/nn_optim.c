@@ -1,0 +1,207 @@
+/* nn_optim.c - the optimizers (SGD, Adam, AdamW), composed from the public tensor API as the reference composes them. */
+#include <stdio.h>
+#include <string.h>
+
+#include "client_impl.h"
+#include "mem.h"
+#include "tact.h"
+
+struct tact_optim {
+    tact_ctx *ctx;
+    tact_optim_options o;
+    int n;
+    tact_tensor **params;
+    tact_tensor **m, **v;   /* Adam's moments; SGD's momentum buffers in m */
+    tact_tensor *b1_t, *b2_t; /* Adam's b1^t and b2^t */
+    tact_tensor *lr;          /* one float32 */
+};
+
+void tact_optim_options_default(tact_optim_options *o, tact_optim_kind kind) {
+    if (!o) return;
+    memset(o, 0, sizeof *o);
+    o->kind = kind;
+    o->lr = 0.001;
+    o->b1 = 0.9;
+    o->b2 = 0.999;
+    o->eps = 1e-8;
+    o->weight_decay = kind == TACT_OPTIM_ADAMW ? 0.01 : 0;
+}
+
+static tact_tensor *s_k(tact_ctx *ctx, double v) { return tact_scalar(ctx, v); }
+
+static tact_tensor *s_lr_tensor(tact_ctx *ctx, double lr) {
+    float v = (float)lr;
+    return tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &v));
+}
+
+/* A state tensor of zeros shaped like p (float32 for Adam's moments, p's
+ * dtype for SGD's buffers), with a buffer of its own. */
+static tact_tensor *s_zeros_like(tact_tensor *p, tact_dtype dt) {
+    int64_t shape[16];
+    tact_shape(p, shape);
+    return tact_keep(tact_contiguous(tact_zeros(tact_tensor_ctx(p), dt, tact_ndim(p), shape)));
+}
+
+int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *opts, int n, tact_tensor *const *params) {
+    if (!out) return TACT_EINVAL;
+    *out = NULL;
+    if (!ctx || !opts || n < 0 || (n && !params)) return TACT_EINVAL;
+    tact_optim_options o = *opts;
+    char text[256] = "";
+    if (o.kind < TACT_OPTIM_SGD || o.kind > TACT_OPTIM_ADAMW || !(o.lr >= 0) || !(o.momentum >= 0) || !(o.weight_decay >= 0) ||
+        (o.kind != TACT_OPTIM_SGD && (!(o.b1 >= 0 && o.b1 < 1) || !(o.b2 >= 0 && o.b2 < 1) || !(o.eps > 0))))
+        snprintf(text, sizeof text, "optim: options out of range (lr %g, momentum %g, weight_decay %g, b1 %g, b2 %g, eps %g)", o.lr, o.momentum,
+                 o.weight_decay, o.b1, o.b2, o.eps);
+    for (int i = 0; !text[0] && i < n; i++) {
+        if (tact_status_of(params[i]) != TACT_OK)
+            snprintf(text, sizeof text, "optim: parameter %d is an error tensor: %s", i, tact_error_message(params[i]));
+        else if (tact_tensor_ctx(params[i]) != ctx) snprintf(text, sizeof text, "optim: parameter %d belongs to another context", i);
+        else if (tact_dtype_of(params[i]) < TACT_FLOAT16) snprintf(text, sizeof text, "optim: parameter %d is not a float tensor", i);
+    }
+    if (text[0]) {
+        ta_ctx_set_error(ctx, text);
+        return TACT_EINVAL;
+    }
+    tact_optim *p = ta_calloc(1, sizeof *p);
+    if (!p || !(p->params = ta_calloc((size_t)n + 1, sizeof *p->params)) || !(p->m = ta_calloc((size_t)n + 1, sizeof *p->m)) ||
+        !(p->v = ta_calloc((size_t)n + 1, sizeof *p->v))) {
+        tact_optim_free(&p);
+        return TACT_ENOMEM;
+    }
+    p->ctx = ctx;
+    p->o = o;
+    p->n = n;
+    for (int i = 0; i < n; i++) {
+        p->params[i] = params[i];
+        if (tact_requires_grad(params[i]) == -1) tact_set_requires_grad(params[i], 1);
+    }
+    int adam = o.kind != TACT_OPTIM_SGD;
+    p->lr = tact_keep(s_lr_tensor(ctx, o.lr));
+    if (adam) {
+        float one = 1;
+        p->b1_t = tact_keep(tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &one)));
+        p->b2_t = tact_keep(tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &one)));
+    }
+    for (int i = 0; i < n; i++) {
+        if (adam) {
+            p->m[i] = s_zeros_like(params[i], TACT_FLOAT32);
+            p->v[i] = s_zeros_like(params[i], TACT_FLOAT32);
+        } else if (o.momentum) {
+            p->m[i] = s_zeros_like(params[i], tact_dtype_of(params[i]));
+        }
+    }
+    /* The state gets its buffers now, so a step only updates them. */
+    tact_tensor **all = ta_calloc(2 * (size_t)n + 3, sizeof *all);
+    int na = 0, rc = all ? TACT_OK : TACT_ENOMEM;
+    if (all) {
+        all[na++] = p->lr;
+        if (adam) all[na++] = p->b1_t, all[na++] = p->b2_t;
+        for (int i = 0; i < n; i++) {
+            if (p->m[i]) all[na++] = p->m[i];
+            if (p->v[i]) all[na++] = p->v[i];
+        }
+        rc = tact_realize(ctx, na, all);
+        ta_free(all);
+    }
+    if (rc != TACT_OK) {
+        tact_optim_free(&p);
+        return rc;
+    }
+    *out = p;
+    return TACT_OK;
+}
+
+/* The reference's LARS with tcoef 0 and classic off: PyTorch's SGD. */
+static tact_tensor *s_sgd(tact_optim *p, int i, tact_tensor *t, tact_tensor *g) {
+    tact_ctx *ctx = p->ctx;
+    if (p->o.weight_decay) g = tact_add(g, tact_mul(s_k(ctx, p->o.weight_decay), t));
+    if (p->o.momentum) {
+        tact_assign(p->m[i], tact_add(tact_mul(s_k(ctx, p->o.momentum), p->m[i]), g));
+        g = p->o.nesterov ? tact_add(g, tact_mul(s_k(ctx, p->o.momentum), p->m[i])) : p->m[i];
+    }
+    return tact_mul(g, p->lr);
+}
+
+/* The reference's LAMB with adam on (r = 1): Adam, and AdamW with weight decay. */
+static tact_tensor *s_adam(tact_optim *p, int i, tact_tensor *t, tact_tensor *g) {
+    tact_ctx *ctx = p->ctx;
+    const tact_optim_options *o = &p->o;
+    tact_assign(p->m[i], tact_add(tact_mul(s_k(ctx, o->b1), p->m[i]), tact_mul(s_k(ctx, 1.0 - o->b1), g)));
+    tact_assign(p->v[i], tact_add(tact_mul(s_k(ctx, o->b2), p->v[i]), tact_mul(s_k(ctx, 1.0 - o->b2), tact_mul(g, g))));
+    tact_tensor *m_hat = tact_div(p->m[i], tact_sub(s_k(ctx, 1.0), p->b1_t));
+    tact_tensor *v_hat = tact_div(p->v[i], tact_sub(s_k(ctx, 1.0), p->b2_t));
+    tact_tensor *up = tact_div(m_hat, tact_add(tact_sqrt(v_hat), s_k(ctx, o->eps)));
+    if (o->weight_decay) up = tact_add(up, tact_mul(s_k(ctx, o->weight_decay), t));
+    return tact_mul(p->lr, up);
+}
+
+int tact_optim_step(tact_optim *p) {
+    if (!p) return TACT_EINVAL;
+    tact_ctx *ctx = p->ctx;
+    int rc = tact_scope_begin(ctx);
+    if (rc != TACT_OK) return rc;
+    int was = tact_set_no_grad(ctx, 1);
+    char text[256] = "";
+    tact_tensor **all = ta_calloc(3 * (size_t)p->n + 3, sizeof *all);
+    int na = 0;
+    if (!all) rc = TACT_ENOMEM;
+    int adam = p->o.kind != TACT_OPTIM_SGD;
+    if (rc == TACT_OK && adam) {
+        tact_assign(p->b1_t, tact_mul(p->b1_t, s_k(ctx, p->o.b1)));
+        tact_assign(p->b2_t, tact_mul(p->b2_t, s_k(ctx, p->o.b2)));
+        all[na++] = p->b1_t, all[na++] = p->b2_t;
+    }
+    for (int i = 0; rc == TACT_OK && i < p->n; i++) {
+        tact_tensor *param = p->params[i], *g = tact_grad(param);
+        if (tact_status_of(g) != TACT_OK) {
+            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(g));
+            rc = tact_status_of(g);
+            break;
+        }
+        tact_tensor *t = tact_detach(param);
+        tact_tensor *delta = adam ? s_adam(p, i, t, g) : s_sgd(p, i, t, g);
+        tact_tensor *r = tact_assign(param, tact_cast(tact_sub(t, delta), tact_dtype_of(param)));
+        if (tact_status_of(r) != TACT_OK) {
+            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(r));
+            rc = tact_status_of(r);
+            break;
+        }
+        all[na++] = param;
+        if (p->m[i]) all[na++] = p->m[i];
+        if (p->v[i]) all[na++] = p->v[i];
+    }
+    if (rc == TACT_OK) rc = tact_realize(ctx, na, all);
+    else ta_ctx_set_error(ctx, text);
+    ta_free(all);
+    tact_set_no_grad(ctx, was);
+    tact_scope_end(ctx);
+    return rc;
+}
+
+void tact_optim_zero_grad(tact_optim *p) {
+    if (!p) return;
+    for (int i = 0; i < p->n; i++) tact_grad_clear(p->params[i]);
+}
+
+int tact_optim_set_lr(tact_optim *p, double lr) {
+    if (!p || !(lr >= 0)) return TACT_EINVAL;
+    tact_scope_begin(p->ctx);
+    p->o.lr = lr;
+    float v = (float)lr;
+    tact_assign(p->lr, tact_from_data(p->ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &v));
+    int rc = tact_realize(p->ctx, 1, &p->lr);
+    tact_scope_end(p->ctx);
+    return rc;
+}
+
+double tact_optim_lr(const tact_optim *p) { return p ? p->o.lr : 0; }
+
+void tact_optim_free(tact_optim **pp) {
+    if (!pp || !*pp) return;
+    tact_optim *p = *pp;
+    *pp = NULL;
+    ta_free(p->params);
+    ta_free(p->m);
+    ta_free(p->v);
+    ta_free(p);
+}

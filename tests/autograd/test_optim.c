@@ -1,0 +1,173 @@
+/* test_optim.c - the optimizers against a naive double-precision loop of PyTorch's update rules, and steady-state
+ * steps that compile nothing. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "tact.h"
+#include "testutil.h"
+
+#define N 6
+
+/* loss = sum(c * p^2), so the gradient is 2 c p: the engine computes it,
+ * the reference loop below uses it in double. */
+static const double s_c[N] = {0.5, -1.25, 2, 0.75, 1.5, -0.25};
+
+static void s_reference(const tact_optim_options *o, double *p, int steps) {
+    double m[N] = {0}, v[N] = {0}, b1t = 1, b2t = 1;
+    for (int s = 0; s < steps; s++) {
+        b1t *= o->b1, b2t *= o->b2;
+        for (int i = 0; i < N; i++) {
+            double g = 2 * s_c[i] * p[i];
+            if (o->kind == TACT_OPTIM_SGD) {
+                g += o->weight_decay * p[i];
+                if (o->momentum) {
+                    m[i] = o->momentum * m[i] + g;
+                    g = o->nesterov ? g + o->momentum * m[i] : m[i];
+                }
+                p[i] -= o->lr * g;
+            } else {
+                m[i] = o->b1 * m[i] + (1 - o->b1) * g;
+                v[i] = o->b2 * v[i] + (1 - o->b2) * g * g;
+                double up = (m[i] / (1 - b1t)) / (sqrt(v[i] / (1 - b2t)) + o->eps) + o->weight_decay * p[i];
+                p[i] -= o->lr * up;
+            }
+        }
+    }
+}
+
+static void s_run(const tact_optim_options *o, int steps) {
+    double init[N] = {1, -2, 0.5, 3, -1.5, 2.5}, want[N];
+    memcpy(want, init, sizeof want);
+    s_reference(o, want, steps);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float f[N], c[N];
+    for (int i = 0; i < N; i++) f[i] = (float)init[i], c[i] = (float)s_c[i];
+    tact_tensor *p = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){N}, f);
+    tact_tensor *ct = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){N}, c);
+    tact_optim *opt;
+    cr_assert_eq(tact_optim_new(&opt, ctx, o, 1, &p), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_expect_eq(tact_requires_grad(p), 1, "an unset parameter is set to require a gradient");
+    for (int s = 0; s < steps; s++) {
+        tact_scope_begin(ctx);
+        cr_assert_eq(tact_backward(tact_sum(tact_mul(ct, tact_mul(p, p)), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_optim_step(opt), TACT_OK, "step %d: %s", s, tact_ctx_error(ctx));
+        tact_optim_zero_grad(opt);
+        tact_scope_end(ctx);
+    }
+    cr_assert_eq(tact_read(p, f, sizeof f), TACT_OK);
+    for (int i = 0; i < N; i++)
+        cr_expect(fabs(f[i] - want[i]) <= 1e-5 + 1e-4 * fabs(want[i]), "kind %d, p[%d]: tact %.9g, reference %.9g", o->kind, i, f[i], want[i]);
+    tact_optim_free(&opt);
+    tact_ctx_close(&ctx);
+}
+
+Test(optim, sgd_plain) {
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_SGD);
+    o.lr = 0.1;
+    s_run(&o, 5);
+}
+
+Test(optim, sgd_momentum_weight_decay) {
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_SGD);
+    o.lr = 0.05, o.momentum = 0.9, o.weight_decay = 0.01;
+    s_run(&o, 6);
+}
+
+Test(optim, sgd_nesterov) {
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_SGD);
+    o.lr = 0.05, o.momentum = 0.8, o.nesterov = 1;
+    s_run(&o, 6);
+}
+
+Test(optim, adam) {
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_ADAM);
+    o.lr = 0.01;
+    s_run(&o, 7);
+}
+
+Test(optim, adamw) {
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_ADAMW);
+    o.lr = 0.02, o.weight_decay = 0.1;
+    s_run(&o, 7);
+}
+
+Test(optim, bad_options_and_missing_gradients_are_errors) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *p = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2});
+    tact_tensor *i = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){2}, (int[]){1, 2});
+    tact_optim *opt = (tact_optim *)1;
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_ADAM);
+    o.b1 = 1.5;
+    cr_expect_eq(tact_optim_new(&opt, ctx, &o, 1, &p), TACT_EINVAL);
+    cr_expect_null(opt);
+    cr_expect(strstr(tact_ctx_error(ctx), "b1 1.5"), "%s", tact_ctx_error(ctx));
+    tact_optim_options_default(&o, TACT_OPTIM_ADAM);
+    cr_expect_eq(tact_optim_new(&opt, ctx, &o, 1, &i), TACT_EINVAL);
+    cr_expect(strstr(tact_ctx_error(ctx), "not a float"), "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_optim_new(&opt, ctx, &o, 1, &p), TACT_OK);
+    cr_expect_neq(tact_optim_step(opt), TACT_OK, "a step before any backward");
+    cr_expect(strstr(tact_ctx_error(ctx), "no gradient"), "%s", tact_ctx_error(ctx));
+    tact_optim_free(&opt);
+    cr_expect_null(opt);
+    tact_ctx_close(&ctx);
+}
+
+/* A small MLP's training step: after the first one, steps (and a second
+ * new learning rate) compile no kernel, with a fresh kernel cache so the first
+ * really compiles. */
+Test(optim, steady_state_steps_compile_nothing) {
+    char dir[] = "/tmp/tact-optim-cache-XXXXXX";
+    cr_assert(mkdtemp(dir));
+    setenv("TACT_CACHE_DIR", dir, 1);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_manual_seed(ctx, 3);
+    tact_tensor *w1 = tact_keep(tact_contiguous(tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){4, 8})));
+    tact_tensor *w2 = tact_keep(tact_contiguous(tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){8, 2})));
+    tact_tensor *x = tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){16, 4});
+    tact_tensor *y = tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){16, 2});
+    tact_tensor *ps[2] = {w1, w2};
+    cr_assert_eq(tact_realize(ctx, 2, ps), TACT_OK);
+    tact_optim *opt;
+    tact_optim_options o;
+    tact_optim_options_default(&o, TACT_OPTIM_ADAM);
+    cr_assert_eq(tact_optim_new(&opt, ctx, &o, 2, ps), TACT_OK);
+    tact_stats st;
+    uint64_t after[5];
+    double loss[5];
+    for (int s = 0; s < 5; s++) {
+        tact_scope_begin(ctx);
+        tact_tensor *l = tact_mean(tact_square(tact_sub(tact_matmul(tact_relu(tact_matmul(x, w1)), w2), y)), -1, NULL, 0);
+        cr_assert_eq(tact_item(l, &loss[s]), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_backward(l, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_optim_step(opt), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_optim_zero_grad(opt);
+        /* The first change of the learning rate may build its copy
+         * kernel; a later one builds nothing. */
+        if (s == 1 || s == 3) cr_assert_eq(tact_optim_set_lr(opt, s == 1 ? 0.002 : 0.0005), TACT_OK);
+        tact_scope_end(ctx);
+        tact_ctx_stats(ctx, &st);
+        after[s] = st.compiles;
+    }
+    cr_expect_gt(after[0], 0, "the first step compiles");
+    cr_expect_eq(after[4], after[1], "steps 3 to 5 compiled %llu kernels", (unsigned long long)(after[4] - after[1]));
+    cr_expect_lt(loss[4], loss[0], "the loss goes down: %g -> %g", loss[0], loss[4]);
+    tact_optim_free(&opt);
+    tact_ctx_close(&ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_expect_eq(system(cmd), 0);
+}
