@@ -169,9 +169,9 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int vdim, width, up_dim[2], j, kblock, pad;
     int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
-    int inner = -1, second = -1;
+    int inner = -1;
     for (int k = 0; k < a->ndim; k++)
-        if (out[k] > 1) second = inner, inner = k;
+        if (out[k] > 1) inner = k;
     enum { S_MC = 64, S_KB = 256, S_CS = 1024, S_CB = 8 };
     for (int allow_pad = 1;; allow_pad = 0) {
         /* The vector dim: the one most loads read contiguously (a store
@@ -204,7 +204,37 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1, extra[k] = 1;
         up_dim[0] = up_dim[1] = -1, up_size[0] = up_size[1] = 1;
         if (vdim >= 0) vfactor[vdim] = width;
-        if (l->reduce >= 0 && !masked && !empty) {
+        if (l->reduce >= 0 && !empty && vdim < 0) {
+            /* A reduce without a vector (a padded convolution and its
+             * gradients: masked, or gathers): scalar tiles of up to two
+             * output dims, chosen so the loads inside the reduce serve the
+             * most outputs (a load the same along a tile dim is loaded once
+             * for all its lanes there); none when no tile saves a load.
+             * The bits are those of one loop: each output keeps its reduce
+             * order. */
+            double best = 0;
+            for (int i = 0; i < a->nnodes; i++) best += a->nodes[i].op == TA_OP_LOAD && pre[i];
+            best -= 0.01;
+            for (int m1 = 0; m1 < a->ndim; m1++)
+                for (int s1 = 8; s1 >= 2; s1 /= 2) {
+                    if (out[m1] % s1 || out[m1] == 1) continue;
+                    for (int m2 = -1; m2 < a->ndim; m2++)
+                        for (int s2 = m2 < 0 ? 1 : 4; s2 >= (m2 < 0 ? 1 : 2); s2 /= 2) {
+                            if (m2 >= 0 && (m2 == m1 || out[m2] % s2 || out[m2] == 1)) continue;
+                            double loads = 0;
+                            for (int i = 0; i < a->nnodes; i++) {
+                                if (a->nodes[i].op != TA_OP_LOAD || !pre[i]) continue;
+                                int b1 = s_access_along(a, &a->nodes[i], 1, m1, ar) == TA_ACCESS_BROADCAST;
+                                int b2 = m2 < 0 || s_access_along(a, &a->nodes[i], 1, m2, ar) == TA_ACCESS_BROADCAST;
+                                loads += (b1 ? 1 : s1) * (b2 ? 1 : s2);
+                            }
+                            /* Loads per output, then inner dims (stores in order). */
+                            double cost = loads / (s1 * s2) - 1e-3 * (m1 + (m2 > 0 ? m2 : 0));
+                            if (cost < best - 1e-9) best = cost, up_dim[1] = m1, up_size[1] = s1, up_dim[0] = m2, up_size[0] = m2 < 0 ? 1 : s2;
+                        }
+                }
+            if (up_dim[0] < 0) up_size[0] = 1;
+        } else if (l->reduce >= 0 && !masked && !empty) {
             if (vdim >= 0 && !(a->reduce_mask >> vdim & 1)) {
                 /* A matmul's shape: some load is the same for every lane (A's
                  * row), some the same for every row (B): rows x 2 vectors. */
@@ -225,12 +255,6 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 /* A reduce along the vector: a few rows side by side. */
                 for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r /= 2)
                     if (out[inner] % r == 0) up_dim[0] = inner, up_size[0] = r;
-            } else if (inner >= 0) {
-                /* Scalar tiles: up to 8 neighbours, times up to 4 rows. */
-                for (int c = 8; c >= 2 && up_dim[1] < 0; c /= 2)
-                    if (out[inner] % c == 0) up_dim[1] = inner, up_size[1] = c;
-                for (int r = 4; r >= 2 && up_dim[1] >= 0 && second >= 0 && up_dim[0] < 0; r /= 2)
-                    if (out[second] % r == 0) up_dim[0] = second, up_size[0] = r;
             }
         }
         for (int u = 0; u < 2; u++)

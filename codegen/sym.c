@@ -406,8 +406,8 @@ static bool s_one_quotient(const ta_sym_t *a, int64_t c) { return s_fdiv(a->min,
 
 /*
  * Rules for a sum a = c*Q + R divided by c (or taken modulo c), where Q
- * collects the terms whose coefficient is a multiple of c and the floor
- * quotient of the constant.  a//c = Q + R//c and a%c = R%c hold under floor
+ * collects the multiples of c in the coefficients (a coefficient k gives
+ * its part k - k%c) and the floor quotient of the constant.  a//c = Q + R//c and a%c = R%c hold under floor
  * semantics; R keeps a non-negative numerator non-negative when R's range
  * is non-negative or Q is never positive (R >= a then), and no division is
  * left when R lies within one quotient.  Failing that, a common factor g of
@@ -420,13 +420,20 @@ static bool s_sum_divmod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c, bool 
     s_lin_t q = {0}, r = {0};
     q.c = s_fdiv(a->c, c);
     r.c = s_fmod(a->c, c);
-    bool moved = q.c != 0;
+    bool moved = q.c != 0, split = false;
     for (size_t i = 0; i < a->n; i++) {
-        if (a->args[i].k % c == 0) {
-            s_lin_push(&q, a->args[i].t, a->args[i].k / c);
+        int64_t k = a->args[i].k, kr = k % c; /* C remainder: the sign of k, smaller */
+        if (kr == 0) {
+            s_lin_push(&q, a->args[i].t, k / c);
             moved = true;
+        } else if (kr != k) {
+            /* k*x = c*((k - kr)/c)*x + kr*x: the multiple of c moves to Q
+             * (the reference's pooling writes x*(c+1) % c). */
+            s_lin_push(&q, a->args[i].t, (k - kr) / c);
+            s_lin_push(&r, a->args[i].t, kr);
+            moved = split = true;
         } else {
-            s_lin_push(&r, a->args[i].t, a->args[i].k);
+            s_lin_push(&r, a->args[i].t, k);
         }
     }
     const ta_sym_t *qs = NULL, *rs = NULL;
@@ -437,7 +444,8 @@ static bool s_sum_divmod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c, bool 
             *out = NULL;
             return true;
         }
-        if (rs->min >= 0 || qs->max <= 0 || s_one_quotient(rs, c)) {
+        /* A split coefficient pays for a division only when none is left. */
+        if ((rs->min >= 0 || qs->max <= 0 || s_one_quotient(rs, c)) && (mod || !split || s_one_quotient(rs, c))) {
             *out = mod ? ta_sym_mod(ar, rs, c) : ta_sym_add(ar, qs, ta_sym_div(ar, rs, c));
             return true;
         }

@@ -254,6 +254,12 @@ Test(codegen_sym, mod_drops_multiples_and_values_already_in_range) {
     EXPECT(ta_sym_mod(f.ar, ta_sym_addc(f.ar, f.x, 5), 4), "(x+1)%4");
     EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.g, 12), ta_sym_mulc(f.ar, f.x, 3)), 6), "x*3%6");
     EXPECT(ta_sym_mod(f.ar, f.x, 1), "0");
+    /* A coefficient past the modulus gives its multiple up: the
+     * reference's pooling indexes (x + 9*y) % 8 (x + y < 8 here). */
+    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 9), f.y), 8), "y*2");
+    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 7), f.x), 5), "(x+y*2)%5");
+    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, f.x, ta_sym_mulc(f.ar, f.y, 9)), 8), "(x+y)%8");
+    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 17), f.y), 16), "y*2");
     ta_sym_arena_destroy(&f.ar);
 }
 
