@@ -14,6 +14,7 @@ struct tact_optim {
     tact_tensor **m, **v;   /* Adam's moments; SGD's momentum buffers in m */
     tact_tensor *b1_t, *b2_t; /* Adam's b1^t and b2^t */
     tact_tensor *lr;          /* one float32 */
+    char *buffer;             /* parameters that require no gradient: realized with each step, not updated */
 };
 
 void tact_optim_options_default(tact_optim_options *o, tact_optim_kind kind) {
@@ -64,7 +65,7 @@ int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *op
     }
     tact_optim *p = ta_calloc(1, sizeof *p);
     if (!p || !(p->params = ta_calloc((size_t)n + 1, sizeof *p->params)) || !(p->m = ta_calloc((size_t)n + 1, sizeof *p->m)) ||
-        !(p->v = ta_calloc((size_t)n + 1, sizeof *p->v))) {
+        !(p->v = ta_calloc((size_t)n + 1, sizeof *p->v)) || !(p->buffer = ta_calloc((size_t)n + 1, 1))) {
         tact_optim_free(&p);
         return TACT_ENOMEM;
     }
@@ -74,6 +75,7 @@ int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *op
     for (int i = 0; i < n; i++) {
         p->params[i] = params[i];
         if (tact_requires_grad(params[i]) == -1) tact_set_requires_grad(params[i], 1);
+        p->buffer[i] = tact_requires_grad(params[i]) == 0;
     }
     int adam = o.kind != TACT_OPTIM_SGD;
     p->lr = tact_keep(s_lr_tensor(ctx, o.lr));
@@ -83,6 +85,7 @@ int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *op
         p->b2_t = tact_keep(tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &one)));
     }
     for (int i = 0; i < n; i++) {
+        if (p->buffer[i]) continue;
         if (adam) {
             p->m[i] = s_zeros_like(params[i], TACT_FLOAT32);
             p->v[i] = s_zeros_like(params[i], TACT_FLOAT32);
@@ -135,16 +138,19 @@ static tact_tensor *s_adam(tact_optim *p, int i, tact_tensor *t, tact_tensor *g)
     return tact_mul(p->lr, up);
 }
 
-int tact_optim_step(tact_optim *p) {
-    if (!p) return TACT_EINVAL;
+int tact_optim_step(tact_optim *p) { return tact_optim_step_with(p, 0, NULL); }
+
+int tact_optim_step_with(tact_optim *p, int nalso, tact_tensor *const *also) {
+    if (!p || nalso < 0 || (nalso && !also)) return TACT_EINVAL;
     tact_ctx *ctx = p->ctx;
     int rc = tact_scope_begin(ctx);
     if (rc != TACT_OK) return rc;
     int was = tact_set_no_grad(ctx, 1);
     char text[256] = "";
-    tact_tensor **all = ta_calloc(3 * (size_t)p->n + 3, sizeof *all);
+    tact_tensor **all = ta_calloc(3 * (size_t)p->n + 3 + (size_t)nalso, sizeof *all);
     int na = 0;
     if (!all) rc = TACT_ENOMEM;
+    for (int i = 0; rc == TACT_OK && i < nalso; i++) all[na++] = also[i];
     int adam = p->o.kind != TACT_OPTIM_SGD;
     if (rc == TACT_OK && adam) {
         tact_assign(p->b1_t, tact_mul(p->b1_t, s_k(ctx, p->o.b1)));
@@ -152,7 +158,12 @@ int tact_optim_step(tact_optim *p) {
         all[na++] = p->b1_t, all[na++] = p->b2_t;
     }
     for (int i = 0; rc == TACT_OK && i < p->n; i++) {
-        tact_tensor *param = p->params[i], *g = tact_grad(param);
+        tact_tensor *param = p->params[i];
+        if (p->buffer[i]) { /* a running statistic: its assigns realize now */
+            all[na++] = param;
+            continue;
+        }
+        tact_tensor *g = tact_grad(param);
         if (tact_status_of(g) != TACT_OK) {
             snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(g));
             rc = tact_status_of(g);
@@ -203,5 +214,6 @@ void tact_optim_free(tact_optim **pp) {
     ta_free(p->params);
     ta_free(p->m);
     ta_free(p->v);
+    ta_free(p->buffer);
     ta_free(p);
 }

@@ -13,6 +13,9 @@ int h_bench_kernels(int quick);
 /* Prints one bench line: {"name","value","unit","peer","peer_value","ratio"}. */
 void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio);
 int h_log(int argc, char **argv);
+/* `tact train` and `tact eval` (train.c). */
+int h_train(int argc, char **argv);
+int h_eval(int argc, char **argv);
 
 /* Parses a --transport/--log option pair shared by subcommands into cfg;
  * returns 1 if argv[*i] was one (advancing *i), 0 if not, -1 on a bad value. */

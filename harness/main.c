@@ -42,6 +42,8 @@ int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg) {
 static void s_usage(FILE *f) {
     fprintf(f,
             "usage: tact <command> [options]\n"
+            "  train [--model mlp|cnn] [--epochs N] ...           train a classifier on Fashion-MNIST (tact train --help)\n"
+            "  eval  MODEL.safetensors                           its test accuracy\n"
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
             "  bench runtime|pipeline|kernels [--quick]          measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
@@ -58,6 +60,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "demo") == 0) return h_demo(argc - 2, argv + 2);
     if (strcmp(cmd, "bench") == 0) return h_bench(argc - 2, argv + 2);
     if (strcmp(cmd, "log") == 0) return h_log(argc - 2, argv + 2);
+    if (strcmp(cmd, "train") == 0) return h_train(argc - 2, argv + 2);
+    if (strcmp(cmd, "eval") == 0) return h_eval(argc - 2, argv + 2);
     if (strcmp(cmd, "replay") == 0) {
         if (argc != 3) {
             fprintf(stderr, "usage: tact replay FILE\n");

@@ -679,12 +679,79 @@ tact_tensor *tact_grad(tact_tensor *t);
 /* Drops t's gradient (the reference's t.grad = None). */
 void tact_grad_clear(tact_tensor *t);
 
+/* ================================================================ nn layers */
+
+/*
+ * The reference's nn layers, each a tact_layer made by its constructor
+ * with the reference's initialization (from the context's random numbers:
+ * tact_manual_seed first for repeatable runs) and applied with
+ * tact_layer_forward.  The tensors are kept (tact_keep) in the scope open
+ * when the layer was made; weight and bias require gradients, a batch
+ * norm's running statistics do not (an optimizer given them as parameters
+ * realizes their updates with each step, as the reference's buffers).
+ * tact_layer_params lists them under PyTorch's state-dict names
+ * ("<prefix>.weight", "<prefix>.running_mean", ...).  A constructor
+ * returns TACT_OK or an error (bad sizes), with the layer zeroed.
+ */
+typedef enum {
+    TACT_LAYER_LINEAR,
+    TACT_LAYER_CONV2D,
+    TACT_LAYER_CONV_TRANSPOSE2D,
+    TACT_LAYER_BATCHNORM,
+    TACT_LAYER_LAYERNORM,
+    TACT_LAYER_GROUPNORM,
+    TACT_LAYER_EMBEDDING,
+    TACT_LAYER_DROPOUT
+} tact_layer_kind;
+typedef struct tact_layer {
+    tact_layer_kind kind;
+    tact_tensor *weight, *bias;               /* NULL where the layer has none */
+    tact_tensor *running_mean, *running_var;  /* batch norm with running statistics */
+    tact_window window;                       /* convolutions */
+    double eps, momentum, p;                  /* norms; batch norm's momentum; dropout's p */
+    int64_t groups, features;                 /* group norm's groups; channels, features or vocabulary */
+    int naxes;                                /* layer norm: normalized trailing dims */
+} tact_layer;
+int tact_layer_linear(tact_layer *l, tact_ctx *ctx, int64_t in, int64_t out, int bias);
+/* kernel (kh, kw); opt's stride, dilation, padding and groups (NULL: the defaults). */
+int tact_layer_conv2d(tact_layer *l, tact_ctx *ctx, int64_t in, int64_t out, int64_t kh, int64_t kw, const tact_window *opt, int bias);
+int tact_layer_conv_transpose2d(tact_layer *l, tact_ctx *ctx, int64_t in, int64_t out, int64_t kh, int64_t kw, const tact_window *opt,
+                                int bias);
+/* eps 1e-5, momentum 0.1 in the reference; affine: weight and bias; track: running statistics. */
+int tact_layer_batchnorm(tact_layer *l, tact_ctx *ctx, int64_t features, double eps, double momentum, int affine, int track);
+/* Normalizes the last ndims dims, of sizes shape. */
+int tact_layer_layernorm(tact_layer *l, tact_ctx *ctx, int ndims, const int64_t *shape, double eps, int affine);
+int tact_layer_groupnorm(tact_layer *l, tact_ctx *ctx, int64_t groups, int64_t channels, double eps, int affine);
+int tact_layer_embedding(tact_layer *l, tact_ctx *ctx, int64_t vocab, int64_t embed);
+int tact_layer_dropout(tact_layer *l, double p);
+/* The layer applied to x; training selects batch statistics (updating the
+ * running ones) and active dropout, as the reference's Tensor.training. */
+tact_tensor *tact_layer_forward(const tact_layer *l, tact_tensor *x, int training);
+
+/* Named tensors: a model's parameters and buffers, in the order added. */
+typedef struct tact_params {
+    int n, cap;
+    char **names;
+    tact_tensor **tensors;
+} tact_params;
+/* Adds "<prefix>.<name>" (or name alone for a NULL or empty prefix);
+ * TACT_EINVAL for a NULL tensor or a name in use, TACT_ENOMEM. */
+int tact_params_add(tact_params *p, const char *prefix, const char *name, tact_tensor *t);
+/* Adds the layer's tensors under their state-dict names. */
+int tact_layer_params(const tact_layer *l, const char *prefix, tact_params *p);
+/* The tensor named name, or NULL. */
+tact_tensor *tact_params_get(const tact_params *p, const char *name);
+/* Frees the list (not the tensors) and zeroes it. */
+void tact_params_free(tact_params *p);
+
 /* ============================================================== optimizers */
 
 /*
  * The reference's optimizers (tinygrad 0.9.2 nn/optim.py): SGD (momentum,
  * Nesterov, weight decay; PyTorch's update), Adam and AdamW.  The
- * optimizer holds the parameters' handles (each must require a gradient;
+ * optimizer holds the parameters' handles (those that require no gradient,
+ * as a batch norm's running statistics, are buffers: realized with each
+ * step, not updated; each other one must require a gradient;
  * an unset one is set to 1, as the reference does) and its state: the
  * learning rate as a one-element tensor, Adam's moments and bias
  * corrections, SGD's momentum buffers, all tensors of the scope open when
@@ -713,6 +780,9 @@ int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *op
 /* One update of every parameter from its gradient (each must have one:
  * call tact_backward first), realized.  Returns TACT_OK or an error. */
 int tact_optim_step(tact_optim *o);
+/* The same, realizing the n tensors in also (the loss, an accuracy) in the
+ * same call: they read the parameters before the update. */
+int tact_optim_step_with(tact_optim *o, int n, tact_tensor *const *also);
 /* Drops every parameter's gradient (the reference's zero_grad). */
 void tact_optim_zero_grad(tact_optim *o);
 /* Changes the learning rate for the next steps (no recompilation). */

@@ -1,0 +1,402 @@
+/* train.c - `tact train` and `tact eval`: a classifier on Fashion-MNIST (Debian's dataset-fashion-mnist), the main job. */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "tact.h"
+
+#define DATA_DIR "/usr/share/datasets/fashion-mnist"
+#define PIXELS 784
+#define CLASSES 10
+
+/* The dataset's mean and standard deviation of pixel/255 (training set). */
+static const float s_mean = 0.2860f, s_std = 0.3530f;
+
+typedef struct {
+    int64_t n;
+    uint8_t *images; /* n * 784 */
+    uint8_t *labels; /* n */
+} h_data_t;
+
+typedef struct {
+    const char *model, *out, *log, *data;
+    int epochs, batch, threads, steps;
+    double lr;
+    uint64_t seed;
+} h_opts_t;
+
+/* The model: mlp (784-128-10) or cnn (conv-bn-relu-pool twice, then linear). */
+typedef struct {
+    int cnn;
+    tact_layer l[6];
+    int nl;
+    tact_params params;
+} h_model_t;
+
+/* ------------------------------------------------------------------ data */
+
+/* Reads one IDX file through tact (gzip, checks) into host bytes. */
+static int s_load(tact_ctx *ctx, const char *dir, const char *name, int64_t want_dims, uint8_t **out, int64_t *n) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    tact_tensor *t = tact_load_idx(ctx, path);
+    if (tact_status_of(t) != TACT_OK) {
+        fprintf(stderr, "tact train: %s\n(install the Debian package dataset-fashion-mnist, or give --data DIR)\n", tact_error_message(t));
+        return -1;
+    }
+    if (tact_ndim(t) != want_dims || tact_dtype_of(t) != TACT_UINT8 || (want_dims == 3 && (tact_dim(t, 1) != 28 || tact_dim(t, 2) != 28))) {
+        fprintf(stderr, "tact train: %s: not a Fashion-MNIST %s file\n", path, want_dims == 3 ? "image" : "label");
+        return -1;
+    }
+    *n = tact_dim(t, 0);
+    size_t bytes = (size_t)tact_numel(t);
+    if (!(*out = malloc(bytes ? bytes : 1)) || tact_read(t, *out, bytes) != TACT_OK) {
+        fprintf(stderr, "tact train: %s: %s\n", path, tact_ctx_error(ctx));
+        return -1;
+    }
+    return 0;
+}
+
+static int s_load_set(tact_ctx *ctx, const char *dir, int train, h_data_t *d) {
+    int64_t ni = 0, nl = 0;
+    memset(d, 0, sizeof *d);
+    tact_scope_begin(ctx);
+    int rc = s_load(ctx, dir, train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz", 3, &d->images, &ni);
+    if (!rc) rc = s_load(ctx, dir, train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz", 1, &d->labels, &nl);
+    tact_scope_end(ctx);
+    if (!rc && ni != nl) {
+        fprintf(stderr, "tact train: %s: %" PRId64 " images but %" PRId64 " labels\n", dir, ni, nl);
+        rc = -1;
+    }
+    for (int64_t i = 0; !rc && i < nl; i++)
+        if (d->labels[i] >= CLASSES) {
+            fprintf(stderr, "tact train: %s: label %d of image %" PRId64 " is not a class\n", dir, d->labels[i], i);
+            rc = -1;
+        }
+    d->n = ni;
+    return rc;
+}
+
+static void s_free_set(h_data_t *d) {
+    free(d->images);
+    free(d->labels);
+}
+
+/* A batch of images (normalized float32, (b, 1, 28, 28) or (b, 784)) and
+ * labels (int32) picked by idx. */
+static void s_batch(const h_data_t *d, const int64_t *idx, int b, float *x, int32_t *y) {
+    for (int i = 0; i < b; i++) {
+        const uint8_t *img = d->images + idx[i] * PIXELS;
+        for (int p = 0; p < PIXELS; p++) x[(size_t)i * PIXELS + p] = ((float)img[p] / 255.0f - s_mean) / s_std;
+        y[i] = d->labels[idx[i]];
+    }
+}
+
+/* --------------------------------------------------------------- model */
+
+static int s_model(tact_ctx *ctx, int cnn, h_model_t *m) {
+    memset(m, 0, sizeof *m);
+    m->cnn = cnn;
+    int rc;
+    if (!cnn) {
+        rc = tact_layer_linear(&m->l[0], ctx, PIXELS, 128, 1);
+        if (!rc) rc = tact_layer_linear(&m->l[1], ctx, 128, CLASSES, 1);
+        m->nl = 2;
+        if (!rc) rc = tact_layer_params(&m->l[0], "l1", &m->params);
+        if (!rc) rc = tact_layer_params(&m->l[1], "l2", &m->params);
+    } else {
+        tact_window w;
+        tact_window_default(&w);
+        w.npad = 1;
+        w.padding[0] = 1;
+        rc = tact_layer_conv2d(&m->l[0], ctx, 1, 16, 3, 3, &w, 1);
+        if (!rc) rc = tact_layer_batchnorm(&m->l[1], ctx, 16, 1e-5, 0.1, 1, 1);
+        if (!rc) rc = tact_layer_conv2d(&m->l[2], ctx, 16, 32, 3, 3, &w, 1);
+        if (!rc) rc = tact_layer_batchnorm(&m->l[3], ctx, 32, 1e-5, 0.1, 1, 1);
+        if (!rc) rc = tact_layer_linear(&m->l[4], ctx, 32 * 7 * 7, CLASSES, 1);
+        m->nl = 5;
+        const char *names[5] = {"conv1", "bn1", "conv2", "bn2", "fc"};
+        for (int i = 0; !rc && i < 5; i++) rc = tact_layer_params(&m->l[i], names[i], &m->params);
+    }
+    if (rc) fprintf(stderr, "tact train: cannot make the model: %s\n", tact_ctx_error(ctx));
+    return rc;
+}
+
+static tact_tensor *s_forward(const h_model_t *m, tact_tensor *x, int training) {
+    if (!m->cnn) return tact_layer_forward(&m->l[1], tact_relu(tact_layer_forward(&m->l[0], x, training)), training);
+    tact_window pool;
+    tact_window_default(&pool);
+    for (int i = 0; i < 4; i += 2)
+        x = tact_max_pool2d(tact_relu(tact_layer_forward(&m->l[i + 1], tact_layer_forward(&m->l[i], x, training), training)), &pool);
+    return tact_layer_forward(&m->l[4], tact_flatten(x, 1, -1), training);
+}
+
+static tact_tensor *s_input(tact_ctx *ctx, int cnn, int b, const float *x) {
+    return cnn ? tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){b, 1, 28, 28}, x) : tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){b, PIXELS}, x);
+}
+
+/* Correct predictions among the b rows of logits, as a tensor. */
+static tact_tensor *s_correct(tact_tensor *logits, tact_tensor *y) { return tact_sum(tact_eq(tact_argmax(logits, 1, 0), y), -1, NULL, 0); }
+
+/* Test-set accuracy, in batches of 1000 without gradients. */
+static int s_evaluate(tact_ctx *ctx, const h_model_t *m, const h_data_t *test, double *acc) {
+    enum { B = 1000 };
+    float *x = malloc(sizeof *x * B * PIXELS);
+    int32_t y[B];
+    int64_t idx[B], right = 0;
+    int rc = x ? TACT_OK : TACT_ENOMEM;
+    int was = tact_set_no_grad(ctx, 1);
+    for (int64_t s = 0; rc == TACT_OK && s < test->n; s += B) {
+        int b = (int)(test->n - s < B ? test->n - s : B);
+        for (int i = 0; i < b; i++) idx[i] = s + i;
+        s_batch(test, idx, b, x, y);
+        tact_scope_begin(ctx);
+        double c = 0;
+        tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){b}, y);
+        rc = tact_item(s_correct(s_forward(m, s_input(ctx, m->cnn, b, x), 0), labels), &c);
+        tact_scope_end(ctx);
+        right += (int64_t)c;
+    }
+    tact_set_no_grad(ctx, was);
+    free(x);
+    *acc = test->n ? (double)right / (double)test->n : 0;
+    if (rc != TACT_OK) fprintf(stderr, "tact: evaluation failed: %s\n", tact_ctx_error(ctx));
+    return rc;
+}
+
+/* ------------------------------------------------------------- training */
+
+static uint64_t s_rand(uint64_t *s) {
+    uint64_t x = *s;
+    x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+    *s = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static void s_progress(int tty, int epoch, int epochs, int64_t step, int64_t steps, double loss, double acc, double rate, int final) {
+    if (tty) {
+        int width = 30, fill = steps ? (int)(width * step / steps) : width;
+        char bar[64];
+        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\repoch %d/%d [%s] %" PRId64 "/%" PRId64 "  loss %.4f  acc %.3f  %.1f steps/s%s", epoch, epochs, bar, step, steps, loss, acc,
+                rate, final ? "\n" : "");
+        fflush(stderr);
+    } else {
+        printf("epoch %d/%d step %" PRId64 "/%" PRId64 " loss %.4f acc %.3f %.1f steps/s\n", epoch, epochs, step, steps, loss, acc, rate);
+        fflush(stdout);
+    }
+}
+
+static int s_train(const h_opts_t *o) {
+    double t0 = h_now();
+    tact_options opts;
+    tact_options_default(&opts);
+    opts.cpu_threads = o->threads;
+    opts.log_path = o->log;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, &opts) != TACT_OK) {
+        fprintf(stderr, "tact train: %s\n", tact_last_open_error());
+        return 1;
+    }
+    h_data_t train, test;
+    h_model_t m;
+    tact_optim *opt = NULL;
+    memset(&train, 0, sizeof train);
+    memset(&test, 0, sizeof test);
+    int cnn = strcmp(o->model, "cnn") == 0, rc = 1;
+    float *x = malloc(sizeof *x * (size_t)o->batch * PIXELS);
+    int32_t *y = malloc(sizeof *y * (size_t)o->batch);
+    int64_t *order = NULL;
+    memset(&m, 0, sizeof m);
+    if (!x || !y || s_load_set(ctx, o->data, 1, &train) || s_load_set(ctx, o->data, 0, &test)) goto done;
+    if (!(order = malloc(sizeof *order * (size_t)(train.n ? train.n : 1)))) goto done;
+    printf("tact train: %s on Fashion-MNIST (%" PRId64 " training, %" PRId64 " test images), %d epoch%s of batches of %d, Adam lr %g, seed %" PRIu64
+           ", %d thread%s\n",
+           o->model, train.n, test.n, o->epochs, o->epochs == 1 ? "" : "s", o->batch, o->lr, o->seed, o->threads,
+           o->threads == 1 ? "" : "s");
+    tact_manual_seed(ctx, o->seed);
+    if (s_model(ctx, cnn, &m)) goto done;
+    tact_optim_options oo;
+    tact_optim_options_default(&oo, TACT_OPTIM_ADAM);
+    oo.lr = o->lr;
+    if (tact_optim_new(&opt, ctx, &oo, m.params.n, m.params.tensors) != TACT_OK) {
+        fprintf(stderr, "tact train: %s\n", tact_ctx_error(ctx));
+        goto done;
+    }
+    int tty = isatty(STDERR_FILENO);
+    int64_t per_epoch = train.n / o->batch, done_steps = 0, total = o->steps > 0 ? o->steps : per_epoch * o->epochs;
+    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 1;
+    double ema_loss = 0, ema_acc = 0, t_first = 0, t_start = h_now();
+    for (int e = 0; e < o->epochs && done_steps < total; e++) {
+        for (int64_t i = 0; i < train.n; i++) order[i] = i;
+        for (int64_t i = train.n - 1; i > 0; i--) { /* Fisher-Yates with a seeded generator */
+            int64_t j = (int64_t)(s_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
+            order[i] = order[j], order[j] = t;
+        }
+        double t_epoch = h_now();
+        int64_t steps = per_epoch < total - done_steps ? per_epoch : total - done_steps;
+        for (int64_t s = 0; s < steps; s++) {
+            s_batch(&train, order + s * o->batch, o->batch, x, y);
+            tact_scope_begin(ctx);
+            tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){o->batch}, y);
+            tact_tensor *logits = s_forward(&m, s_input(ctx, cnn, o->batch, x), 1);
+            tact_tensor *loss = tact_sparse_categorical_crossentropy(logits, labels, -1, 0);
+            tact_tensor *also[2] = {loss, s_correct(tact_detach(logits), labels)};
+            int r = tact_backward(loss, NULL);
+            if (r == TACT_OK) r = tact_optim_step_with(opt, 2, also);
+            tact_optim_zero_grad(opt);
+            double lv = 0, cv = 0;
+            if (r == TACT_OK) r = tact_item(also[0], &lv);
+            if (r == TACT_OK) r = tact_item(also[1], &cv);
+            tact_scope_end(ctx);
+            if (r != TACT_OK) {
+                fprintf(stderr, "\ntact train: step %" PRId64 ": %s\n", done_steps, tact_ctx_error(ctx));
+                goto done;
+            }
+            if (!done_steps) t_first = h_now() - t_start;
+            done_steps++;
+            double a = cv / o->batch;
+            ema_loss = done_steps == 1 ? lv : 0.95 * ema_loss + 0.05 * lv;
+            ema_acc = done_steps == 1 ? a : 0.95 * ema_acc + 0.05 * a;
+            double rate = (double)(s + 1) / (h_now() - t_epoch);
+            if ((tty && (s % 5 == 4 || s + 1 == steps)) || (!tty && (s % 100 == 99 || s + 1 == steps)))
+                s_progress(tty, e + 1, o->epochs, s + 1, steps, ema_loss, ema_acc, rate, s + 1 == steps);
+        }
+    }
+    double train_s = h_now() - t_start, acc = 0;
+    if (s_evaluate(ctx, &m, &test, &acc) != TACT_OK) goto done;
+    printf("test accuracy %.2f%% (%" PRId64 " images); %" PRId64 " steps in %.1f s (first step %.2f s, with compilation), %.1f s in all\n", 100 * acc,
+           test.n, done_steps, train_s, t_first, h_now() - t0);
+    if (o->out) {
+        if (tact_save_safetensors(ctx, o->out, m.params.n, (const char *const *)m.params.names, m.params.tensors) != TACT_OK) {
+            fprintf(stderr, "tact train: cannot save %s: %s\n", o->out, tact_ctx_error(ctx));
+            goto done;
+        }
+        printf("model saved to %s (evaluate it with: tact eval %s)\n", o->out, o->out);
+    }
+    rc = 0;
+done:
+    tact_optim_free(&opt);
+    tact_params_free(&m.params);
+    free(order);
+    free(x);
+    free(y);
+    s_free_set(&train);
+    s_free_set(&test);
+    tact_ctx_close(&ctx);
+    return rc;
+}
+
+/* `tact eval MODEL`: the model's parameters from the file into a fresh model of the kind its names say. */
+static int s_eval(const char *path, const h_opts_t *o) {
+    tact_options opts;
+    tact_options_default(&opts);
+    opts.cpu_threads = o->threads;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, &opts) != TACT_OK) {
+        fprintf(stderr, "tact eval: %s\n", tact_last_open_error());
+        return 1;
+    }
+    h_data_t test;
+    h_model_t m;
+    memset(&m, 0, sizeof m);
+    memset(&test, 0, sizeof test);
+    int rc = 1;
+    tact_tensor *probe = tact_load_safetensors(ctx, path, "conv1.weight");
+    int cnn = tact_status_of(probe) == TACT_OK;
+    if (s_load_set(ctx, o->data, 0, &test) || s_model(ctx, cnn, &m)) goto done;
+    for (int i = 0; i < m.params.n; i++) {
+        tact_tensor *t = tact_load_safetensors(ctx, path, m.params.names[i]);
+        if (tact_status_of(t) != TACT_OK) {
+            fprintf(stderr, "tact eval: %s\n", tact_error_message(t));
+            goto done;
+        }
+        if (tact_status_of(tact_assign(m.params.tensors[i], t)) != TACT_OK) {
+            fprintf(stderr, "tact eval: %s: %s does not fit the %s model: %s\n", path, m.params.names[i], cnn ? "cnn" : "mlp",
+                    tact_error_message(m.params.tensors[i]));
+            goto done;
+        }
+    }
+    if (tact_realize(ctx, m.params.n, m.params.tensors) != TACT_OK) {
+        fprintf(stderr, "tact eval: %s\n", tact_ctx_error(ctx));
+        goto done;
+    }
+    double acc = 0;
+    if (s_evaluate(ctx, &m, &test, &acc) != TACT_OK) goto done;
+    printf("%s (%s): test accuracy %.2f%% (%" PRId64 " images)\n", path, cnn ? "cnn" : "mlp", 100 * acc, test.n);
+    rc = 0;
+done:
+    tact_params_free(&m.params);
+    s_free_set(&test);
+    tact_ctx_close(&ctx);
+    return rc;
+}
+
+static void s_usage(FILE *f) {
+    fprintf(f, "usage: tact train [--model mlp|cnn] [--epochs N] [--steps N] [--batch N] [--lr X] [--threads N] [--seed N]\n"
+               "                  [--out FILE.safetensors] [--log FILE] [--data DIR]\n"
+               "       tact eval MODEL.safetensors [--threads N] [--data DIR]\n"
+               "defaults: cnn, 2 epochs, batch 128, lr 0.002, all cores, seed 42, data in " DATA_DIR "\n");
+}
+
+static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
+    *o = (h_opts_t){"cnn", NULL, NULL, DATA_DIR, 2, 128, 0, 0, 0.002, 42};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        if (a[0] != '-' && file && !*file) {
+            *file = a;
+            continue;
+        }
+        if (!strcmp(a, "--help")) {
+            s_usage(stdout);
+            return 1;
+        }
+        if (!v) {
+            fprintf(stderr, "tact: %s needs a value\n", a);
+            return -1;
+        }
+        i++;
+        long n = strtol(v, &end, 10);
+        int num = end && *end == '\0' && end != v;
+        if (!strcmp(a, "--model") && (!strcmp(v, "mlp") || !strcmp(v, "cnn"))) o->model = v;
+        else if (!strcmp(a, "--epochs") && num && n > 0 && n < 1000) o->epochs = (int)n;
+        else if (!strcmp(a, "--steps") && num && n > 0) o->steps = (int)n;
+        else if (!strcmp(a, "--batch") && num && n > 0 && n <= 4096) o->batch = (int)n;
+        else if (!strcmp(a, "--threads") && num && n >= 0 && n <= 256) o->threads = (int)n;
+        else if (!strcmp(a, "--seed") && num && n >= 0) o->seed = (uint64_t)n;
+        else if (!strcmp(a, "--lr") && (o->lr = strtod(v, &end)) > 0 && *end == '\0') continue;
+        else if (!strcmp(a, "--out")) o->out = v;
+        else if (!strcmp(a, "--log")) o->log = v;
+        else if (!strcmp(a, "--data")) o->data = v;
+        else {
+            fprintf(stderr, "tact: bad option %s %s\n", a, v);
+            s_usage(stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int h_train(int argc, char **argv) {
+    h_opts_t o;
+    int r = s_parse(argc, argv, &o, NULL);
+    return r ? (r > 0 ? 0 : 2) : s_train(&o);
+}
+
+int h_eval(int argc, char **argv) {
+    h_opts_t o;
+    const char *file = NULL;
+    int r = s_parse(argc, argv, &o, &file);
+    if (r) return r > 0 ? 0 : 2;
+    if (!file) {
+        s_usage(stderr);
+        return 2;
+    }
+    return s_eval(file, &o);
+}
