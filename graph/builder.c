@@ -51,6 +51,7 @@ typedef struct g_node {
     size_t pos;      /* while realizing: index in the collected subgraph */
     int grad;        /* differentiable: the client's record had flags bit 0 (its result requires a gradient) */
     int consumed;    /* a backward went through it (a second one is refused) */
+    int sealed;      /* its buffer is final (the realize that gave it was waited for and did not fail) */
 } g_node_t;
 
 /* Common subexpressions: the hash of an op's content -> a live node with it. */
@@ -264,6 +265,28 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
         n = s_find(g, work[--len]);
     }
     ta_free(work);
+}
+
+/* A base whose buffer is final needs its sources no more (kernels read the
+ * buffer), unless a backward may still go through it: they are let go, so
+ * a training loop does not keep every step's graph alive through its
+ * assigns.  An assign keeps its target, whose buffer it writes. */
+static void s_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
+    if (n->is_view || !n->buffer || !n->sealed || (n->grad && !n->consumed)) return;
+    int keep = n->op == TA_OP_ASSIGN ? 1 : 0;
+    if (n->nsrc <= keep) return;
+    s_cse_remove(g, n);
+    n->hash = 0;
+    uint64_t src[3];
+    int ns = n->nsrc;
+    memcpy(src, n->src, sizeof src);
+    n->nsrc = keep;
+    for (int i = keep; i < ns; i++) {
+        g_node_t *d = s_find(g, src[i]);
+        if (!d) continue;
+        d->children--;
+        s_maybe_drop(g, d, frees, nfrees, frees_cap);
+    }
 }
 
 /* ------------------------------------------------------------ adding ops */
@@ -841,8 +864,9 @@ static void s_fail_realize(ta_actor_t *self, g_state_t *g, int code, const char 
 
 /* What the client says in a REALIZE about realizes it has waited for: the
  * nodes of failed ones lose their buffers (a later realize computes them
- * again), and nothing of settled ones needs remembering. */
-static void s_settle(g_state_t *g, const ta_realize_msg_t *r) {
+ * again), and the buffers of settled ones are final (their sources may go:
+ * the buffers dropped with them are appended to *frees). */
+static void s_settle(g_state_t *g, const ta_realize_msg_t *r, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
     ta_u64s_it_t it;
     uint64_t failed;
     ta_u64s_begin(&it, &r->failed);
@@ -852,7 +876,14 @@ static void s_settle(g_state_t *g, const ta_realize_msg_t *r) {
             if (nd) nd->buffer = 0;
         }
     size_t keep = 0;
-    while (keep < g->ngiven && g->given[keep].realize <= r->settled) keep++;
+    while (keep < g->ngiven && g->given[keep].realize <= r->settled) {
+        g_node_t *nd = s_find(g, g->given[keep].id);
+        if (nd && nd->buffer) {
+            nd->sealed = 1;
+            s_drop_sources(g, nd, frees, nfrees, frees_cap);
+        }
+        keep++;
+    }
     if (!keep) return;
     memmove(g->given, g->given + keep, sizeof *g->given * (g->ngiven - keep));
     g->ngiven -= keep;
@@ -870,7 +901,12 @@ static int s_refused(ta_actor_t *self, g_state_t *g) {
  * scheduler, or only the RUN when everything already has a buffer. */
 static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     const ta_realize_msg_t *rq = &m->as.realize;
-    s_settle(g, rq);
+    uint64_t *frees = NULL;
+    size_t nfrees = 0, frees_cap = 0;
+    s_settle(g, rq, &frees, &nfrees, &frees_cap);
+    int frc = s_send_frees(self, g, frees, nfrees);
+    ta_free(frees);
+    if (frc != TACT_OK) return ta_actor_fail(self, frc, "realize: cannot send the frees to the executor");
     if (g->refused.code) return s_refused(self, g);
     if (!rq->realize) return ta_actor_fail(self, TACT_EPROTO, "realize: number 0");
     if (ta_grow((void **)&g->targets, &g->targets_cap, rq->ids.n, sizeof *g->targets) != TACT_OK)
@@ -1159,12 +1195,23 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         return TACT_OK;
     }
     s_bw_unhold(g, &m->as.grads.ops, SIZE_MAX);
+    uint64_t *frees = NULL;
+    size_t nfrees = 0, frees_cap = 0;
     for (size_t i = 0; i < g->bw_nwalked; i++) {
         g_node_t *nd = s_find(g, g->bw_walked[i]);
         if (!nd) continue;
         nd->consumed = 1;
         s_cse_remove(g, nd); /* a new forward makes new nodes, not aliases of consumed ones */
     }
+    /* The gradient ops read the forward nodes they need: what the backward
+     * went through may now let its sources go, as any realized node. */
+    for (size_t i = 0; i < g->bw_nwalked; i++) {
+        g_node_t *nd = s_find(g, g->bw_walked[i]);
+        if (nd) s_drop_sources(g, nd, &frees, &nfrees, &frees_cap);
+    }
+    int frc = s_send_frees(self, g, frees, nfrees);
+    ta_free(frees);
+    if (frc != TACT_OK) return ta_actor_fail(self, frc, "grads: cannot send the frees to the executor");
     ta_msg_t r;
     ta_msg_init(&r, TA_MSG_GRADS);
     r.corr = g->bw_corr;
