@@ -264,6 +264,7 @@ typedef struct {
     ta_ast_t *ast;
     int root;
     int reduce;  /* the node index of the kernel's reduce, -1 if none */
+    int reduce_ast; /* its AST node once emitted, -1 before */
     int bufs[TA_AST_MAX_BUFS]; /* buffer positions (the bufref of a node using it) */
     int buf_writes[TA_AST_MAX_BUFS];
     /* Loads and constants already emitted, to share them. */
@@ -450,6 +451,9 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         /* The kernel's one reduce, read as-is from the output index space. */
         if (pre || (k->reduce >= 0 && k->reduce != i) || !ta_vstack_contiguous(st) || !ta_shape_equal(&n->shape, &g->nodes[k->root].shape))
             return s_force(k, i);
+        /* Read again (through another contiguous view of the same shape):
+         * the same value, not a second reduce. */
+        if (k->reduce == i && k->reduce_ast >= 0) return k->reduce_ast;
         k->reduce = i;
         s_node_t *src = &g->nodes[n->src[0]];
         ta_vstack_t full;
@@ -459,6 +463,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}, 0};
         int idx = s_add(k, a);
         if (idx >= 0 && i != k->root) k->inline_node[k->ninline++] = i;
+        k->reduce_ast = idx;
         return idx;
     }
     if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS && n->op != TA_OP_ASSIGN)
@@ -507,6 +512,7 @@ static int s_build(s_graph_t *g, int root, ta_ast_t *ast, s_kernel_t *k) {
     k->ast = ast;
     k->root = root;
     k->reduce = -1;
+    k->reduce_ast = -1;
     /* Find the kernel's shape: a reduce reachable without passing a
      * realized base sets the full shape; otherwise the output shape. */
     ta_ast_init(ast, n->shape.ndim, n->shape.d, 0);
