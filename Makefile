@@ -18,7 +18,7 @@ build: deps
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/tact demo
+	$(BUILD)/tact train --out $(BUILD)/fashion-cnn.safetensors
 
 test: test-release test-fuzz test-asan
 

@@ -92,7 +92,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         int dtype = s_byte(&in) % 15; /* 13 and 14 are not dtypes */
         tact_tensor *a = s_tensor(&in), *b = s_tensor(&in), *c = s_tensor(&in);
         tact_ctx *ctx = s_context(&in);
-        switch (op % 31) {
+        switch (op % 33) {
         case 0: {
             double buf[64] = {0};
             int64_t n = 1;
@@ -267,6 +267,42 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 fclose(f);
                 in.p += n;
                 s_put(dtype & 1 ? tact_load_safetensors(ctx, path, "x") : tact_load_idx(ctx, path));
+            }
+            break;
+        }
+        case 31: { /* autograd: flags, detach, no-grad, backward with hostile losses and gradients, grads */
+            switch (s_byte(&in) % 6) {
+            case 0: s_put(tact_set_requires_grad(a, (int)(s_byte(&in) % 4) - 1)); break;
+            case 1: s_put(tact_detach(a)); break;
+            case 2: tact_set_no_grad(ctx, s_byte(&in) & 1); break;
+            case 3: tact_backward(a, s_byte(&in) & 1 ? b : NULL); break;
+            case 4: s_put(tact_grad(a)); break;
+            default: tact_grad_clear(a); break;
+            }
+            break;
+        }
+        case 32: { /* layers and an optimizer over pooled tensors, sizes from the input */
+            tact_layer l;
+            tact_window w;
+            tact_window_default(&w);
+            w.groups = (int)(s_byte(&in) % 3);
+            int64_t i = s_dim(&in), o = s_dim(&in);
+            switch (s_byte(&in) % 5) {
+            case 0: tact_layer_linear(&l, ctx, i, o, dtype & 1); break;
+            case 1: tact_layer_conv2d(&l, ctx, i, o, s_dim(&in), s_dim(&in), &w, dtype & 1); break;
+            case 2: tact_layer_batchnorm(&l, ctx, i, values[dtype & 3], 0.1, dtype & 1, dtype & 2); break;
+            case 3: tact_layer_embedding(&l, ctx, i, o); break;
+            default: tact_layer_dropout(&l, values[dtype & 3]); break;
+            }
+            s_put(tact_layer_forward(&l, a, dtype & 1));
+            tact_optim *opt = NULL;
+            tact_optim_options oo;
+            tact_optim_options_default(&oo, (tact_optim_kind)(dtype % 4));
+            tact_tensor *ps[3] = {a, b, c};
+            if (tact_optim_new(&opt, ctx, &oo, 1 + dtype % 3, ps) == TACT_OK) {
+                tact_optim_step(opt);
+                tact_optim_zero_grad(opt);
+                tact_optim_free(&opt);
             }
             break;
         }

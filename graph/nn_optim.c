@@ -1,4 +1,5 @@
 /* nn_optim.c - the optimizers (SGD, Adam, AdamW), composed from the public tensor API as the reference composes them. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -206,6 +207,17 @@ int tact_optim_set_lr(tact_optim *p, double lr) {
 }
 
 double tact_optim_lr(const tact_optim *p) { return p ? p->o.lr : 0; }
+
+double tact_lr_cosine(double lr, double lr_min, int64_t step, int64_t total) {
+    if (total <= 0 || step >= total) return lr_min;
+    if (step <= 0) return lr;
+    return lr_min + (lr - lr_min) * 0.5 * (1 + cos(M_PI * (double)step / (double)total));
+}
+
+double tact_lr_step(double lr, double gamma, int64_t step, int64_t every) {
+    if (every <= 0 || step <= 0) return lr;
+    return lr * pow(gamma, (double)(step / every));
+}
 
 void tact_optim_free(tact_optim **pp) {
     if (!pp || !*pp) return;

@@ -165,8 +165,9 @@ int h_bench(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     if (argc >= 1 && strcmp(argv[0], "pipeline") == 0) return h_bench_pipeline(quick);
     if (argc >= 1 && strcmp(argv[0], "kernels") == 0) return h_bench_kernels(quick);
+    if (argc >= 1 && strcmp(argv[0], "train") == 0) return h_bench_train(quick);
     if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
-        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels [--quick]\n");
+        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels|train [--quick]\n");
         return 2;
     }
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;

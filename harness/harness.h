@@ -16,6 +16,8 @@ int h_log(int argc, char **argv);
 /* `tact train` and `tact eval` (train.c). */
 int h_train(int argc, char **argv);
 int h_eval(int argc, char **argv);
+/* `bench train`: training steps of the MLP and the CNN against PyTorch. */
+int h_bench_train(int quick);
 
 /* Parses a --transport/--log option pair shared by subcommands into cfg;
  * returns 1 if argv[*i] was one (advancing *i), 0 if not, -1 on a bad value. */

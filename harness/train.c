@@ -215,7 +215,7 @@ static int s_train(const h_opts_t *o) {
     memset(&m, 0, sizeof m);
     if (!x || !y || s_load_set(ctx, o->data, 1, &train) || s_load_set(ctx, o->data, 0, &test)) goto done;
     if (!(order = malloc(sizeof *order * (size_t)(train.n ? train.n : 1)))) goto done;
-    printf("tact train: %s on Fashion-MNIST (%" PRId64 " training, %" PRId64 " test images), %d epoch%s of batches of %d, Adam lr %g, seed %" PRIu64
+    printf("tact train: %s on Fashion-MNIST (%" PRId64 " training, %" PRId64 " test images), %d epoch%s of batches of %d, Adam lr %g (cosine), seed %" PRIu64
            ", %d thread%s\n",
            o->model, train.n, test.n, o->epochs, o->epochs == 1 ? "" : "s", o->batch, o->lr, o->seed, o->threads,
            o->threads == 1 ? "" : "s");
@@ -242,6 +242,11 @@ static int s_train(const h_opts_t *o) {
         int64_t steps = per_epoch < total - done_steps ? per_epoch : total - done_steps;
         for (int64_t s = 0; s < steps; s++) {
             s_batch(&train, order + s * o->batch, o->batch, x, y);
+            /* Cosine annealing to 1/50 of the rate, set every 10 steps. */
+            if (done_steps % 10 == 0 && tact_optim_set_lr(opt, tact_lr_cosine(o->lr, o->lr / 50, done_steps, total)) != TACT_OK) {
+                fprintf(stderr, "\ntact train: %s\n", tact_ctx_error(ctx));
+                goto done;
+            }
             tact_scope_begin(ctx);
             tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){o->batch}, y);
             tact_tensor *logits = s_forward(&m, s_input(ctx, cnn, o->batch, x), 1);
@@ -399,4 +404,102 @@ int h_eval(int argc, char **argv) {
         return 2;
     }
     return s_eval(file, &o);
+}
+
+/* ---------------------------------------------------------------- bench */
+
+/* Milliseconds per training step of the model on one fixed random batch
+ * (the loss read every step, as a training loop does), after warm-up
+ * steps; *first gets the first step's time, compilation included. */
+static double s_bench_model(int cnn, int steps, int threads, double *first) {
+    tact_options opts;
+    tact_options_default(&opts);
+    opts.cpu_threads = threads;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, &opts) != TACT_OK) return -1;
+    enum { B = 128 };
+    float *x = malloc(sizeof *x * B * PIXELS);
+    int32_t y[B];
+    uint64_t rng = 7;
+    for (int i = 0; x && i < B * PIXELS; i++) x[i] = (float)((double)(s_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    for (int i = 0; i < B; i++) y[i] = (int32_t)(s_rand(&rng) % CLASSES);
+    h_model_t m;
+    tact_optim *opt = NULL;
+    double ms = -1, t0 = 0;
+    tact_optim_options oo;
+    tact_optim_options_default(&oo, TACT_OPTIM_ADAM);
+    oo.lr = 0.002;
+    tact_manual_seed(ctx, 1);
+    if (!x || s_model(ctx, cnn, &m) || tact_optim_new(&opt, ctx, &oo, m.params.n, m.params.tensors) != TACT_OK) goto done;
+    for (int s = 0; s < steps + 3; s++) {
+        if (s == 3) t0 = h_now();
+        double t = h_now(), lv;
+        tact_scope_begin(ctx);
+        tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){B}, y);
+        tact_tensor *loss = tact_sparse_categorical_crossentropy(s_forward(&m, s_input(ctx, cnn, B, x), 1), labels, -1, 0);
+        int r = tact_backward(loss, NULL);
+        if (r == TACT_OK) r = tact_optim_step_with(opt, 1, &loss);
+        tact_optim_zero_grad(opt);
+        if (r == TACT_OK) r = tact_item(loss, &lv);
+        tact_scope_end(ctx);
+        if (r != TACT_OK) {
+            fprintf(stderr, "bench train: %s\n", tact_ctx_error(ctx));
+            goto done;
+        }
+        if (s == 0) *first = (h_now() - t) * 1e3;
+    }
+    ms = (h_now() - t0) / steps * 1e3;
+done:
+    tact_optim_free(&opt);
+    tact_params_free(&m.params);
+    free(x);
+    tact_ctx_close(&ctx);
+    return ms;
+}
+
+int h_bench_train(int quick) {
+    int steps = quick ? 5 : 30;
+    long nproc = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = nproc > 0 ? (int)nproc : 1;
+    /* The first step compiles into a fresh kernel cache, so it counts the
+     * compilation a new program pays. */
+    char dir[] = "/tmp/tact-bench-train-XXXXXX", cmd[1400];
+    const char *old = getenv("TACT_CACHE_DIR");
+    char *saved = old ? strdup(old) : NULL;
+    if (!mkdtemp(dir)) return 1;
+    setenv("TACT_CACHE_DIR", dir, 1);
+    double first = 0, unused = 0, cnn = s_bench_model(1, steps, threads, &first);
+    if (saved) setenv("TACT_CACHE_DIR", saved, 1);
+    else unsetenv("TACT_CACHE_DIR");
+    free(saved);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0) fprintf(stderr, "bench train: cannot remove %s\n", dir);
+    double mlp = s_bench_model(0, steps * 4, threads, &unused);
+    if (cnn < 0 || mlp < 0) return 1;
+    /* PyTorch through harness/peer_train.py (Debian's python3-torch is for /usr/bin/python3). */
+    char exe[1024], peer[200] = "";
+    double pm = 0, pc = 0, pf = 0;
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    int found = 0;
+    if (n > 0) {
+        exe[n] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        static const char *const pythons[] = {"/usr/bin/python3", "python3"};
+        for (size_t i = 0; i < 2 && !found; i++) {
+            snprintf(cmd, sizeof cmd, "%s '%s/../harness/peer_train.py' %d %d 2>/dev/null", pythons[i], exe, threads, steps);
+            FILE *f = popen(cmd, "r");
+            if (!f) continue;
+            found = fscanf(f, "%lf %lf %lf %199s", &pm, &pc, &pf, peer) == 4;
+            pclose(f);
+        }
+    }
+    if (!found) {
+        snprintf(peer, sizeof peer, "none (PyTorch not installed)");
+        pm = pc = pf = 0;
+    }
+    h_line("train.mlp_step_ms", mlp, "ms", peer, pm, found ? pm / mlp : 0);
+    h_line("train.cnn_step_ms", cnn, "ms", peer, pc, found ? pc / cnn : 0);
+    h_line("train.first_step_ms", first, "ms", peer, pf, found ? pf / first : 0);
+    return 0;
 }

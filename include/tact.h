@@ -788,6 +788,12 @@ void tact_optim_zero_grad(tact_optim *o);
 /* Changes the learning rate for the next steps (no recompilation). */
 int tact_optim_set_lr(tact_optim *o, double lr);
 double tact_optim_lr(const tact_optim *o);
+/* Learning-rate schedules, as PyTorch's: the rate for step (from 0) of
+ * total: cosine annealing from lr to lr_min; and lr * gamma^(step / every)
+ * (step decay).  Give the result to tact_optim_set_lr (it changes a tensor:
+ * no recompilation). */
+double tact_lr_cosine(double lr, double lr_min, int64_t step, int64_t total);
+double tact_lr_step(double lr, double gamma, int64_t step, int64_t every);
 /* Frees the optimizer (its state tensors go with their scope) and NULLs *o. */
 void tact_optim_free(tact_optim **o);
 

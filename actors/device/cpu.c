@@ -116,6 +116,13 @@ static int s_open(ta_device_t **out, int threads, ta_error_t *err) {
 
 static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
     (void)d;
+    /* A buffer larger than the machine's memory is refused here: with
+     * overcommit the allocation could succeed and the kernel writing it
+     * would get the process killed instead of an error. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages)
+        return ta_error_set(err, TACT_ENOMEM, "CPU: a buffer of %zu bytes is larger than this machine's memory (%zu bytes)", bytes,
+                            (size_t)pages * (size_t)page);
     /* 64-byte aligned so vector loads of the first element are aligned. */
     if (posix_memalign(buf, 64, bytes ? bytes : 64) != 0)
         return ta_error_set(err, TACT_ENOMEM, "CPU: cannot allocate a buffer of %zu bytes", bytes);
