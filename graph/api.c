@@ -630,3 +630,12 @@ void ta_ctx_set_error(tact_ctx *h, const char *text) {
     ti_ctx_set_error(ctx, text);
     ti_ctx_leave(ctx);
 }
+
+tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text) {
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) return s_h(busy ? ti_busy_arg() : stale ? ti_stale_arg() : ti_null_arg());
+    tact_tensor *t = s_h(ti_error(ctx, code, text));
+    ti_ctx_leave(ctx);
+    return t;
+}

@@ -250,6 +250,8 @@ int ti_wait(ti_ctx_t *ctx);
 
 /* For the code above the API (nn_optim.c): sets a context's error text. */
 void ta_ctx_set_error(tact_ctx *h, const char *text);
+/* An error tensor of a context with code and text (the layers' own errors). */
+tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_read(ti_tensor_t *t, void *buf, size_t bytes);

@@ -126,6 +126,8 @@ ti_tensor_t *ti_dropout(ti_tensor_t *x, double p, int training) {
     if (!x || ti_status_of(x)) return ti_neg(x);
     if (!(p >= 0 && p <= 1)) return ti_error(ti_tensor_ctx(x), TACT_EINVAL, "dropout: p must be in [0, 1]");
     if (!training || p == 0) return x;
+    /* Everything dropped: zeros, as PyTorch (the reference's 1/(1-p) divides by zero). */
+    if (p == 1) return ti_mul(x, ti_scalar(ti_tensor_ctx(x), 0.0));
     int64_t sh[TA_MAX_DIMS];
     ti_shape(x, sh);
     ti_ctx_t *ctx = ti_tensor_ctx(x);

@@ -51,15 +51,21 @@ void tact_params_free(tact_params *p) {
     memset(p, 0, sizeof *p);
 }
 
+/* All of the layer's tensors or none: a refused name takes back the ones
+ * added before it. */
 int tact_layer_params(const tact_layer *l, const char *prefix, tact_params *p) {
     if (!l || !p) return TACT_EINVAL;
+    int before = p->n;
     struct {
         const char *name;
         tact_tensor *t;
     } all[4] = {{"weight", l->weight}, {"bias", l->bias}, {"running_mean", l->running_mean}, {"running_var", l->running_var}};
     for (int i = 0; i < 4; i++) {
         int rc = all[i].t ? tact_params_add(p, prefix, all[i].name, all[i].t) : TACT_OK;
-        if (rc != TACT_OK) return rc;
+        if (rc != TACT_OK) {
+            while (p->n > before) ta_free(p->names[--p->n]);
+            return rc;
+        }
     }
     return TACT_OK;
 }
@@ -161,6 +167,7 @@ int tact_layer_layernorm(tact_layer *l, tact_ctx *ctx, int ndims, const int64_t 
     memset(l, 0, sizeof *l);
     l->kind = TACT_LAYER_LAYERNORM;
     l->naxes = ndims;
+    memcpy(l->norm_shape, shape, sizeof *shape * (size_t)ndims);
     l->eps = eps;
     if (affine) {
         l->weight = s_param(tact_ones(ctx, TACT_FLOAT32, ndims, shape));
@@ -218,7 +225,8 @@ static tact_tensor *s_channel(tact_tensor *v, int ndim) {
  * assigned from them; the running ones otherwise. */
 static tact_tensor *s_batchnorm(const tact_layer *l, tact_tensor *x, int training) {
     int nd = tact_ndim(x);
-    if (nd < 2) return tact_reshape(x, -2, NULL); /* an error tensor naming the shape */
+    if (tact_status_of(x) != TACT_OK) return x;
+    if (nd < 2) return ta_error_tensor(tact_tensor_ctx(x), TACT_ESHAPE, "batchnorm: the input needs a batch and a channel dim");
     int axes[16], na = 0;
     for (int k = 0; k < nd; k++)
         if (k != 1) axes[na++] = k;
@@ -229,9 +237,11 @@ static tact_tensor *s_batchnorm(const tact_layer *l, tact_tensor *x, int trainin
         tact_tensor *y = tact_sub(x, s_channel(tact_detach(mean), nd));
         tact_tensor *var = tact_mean(tact_mul(y, y), na, axes, 0);
         invstd = tact_rsqrt(tact_add(var, tact_scalar(ctx, l->eps)));
+        int64_t n = tact_numel(x), c = tact_dim(x, 1);
+        if (training && n == c)
+            return ta_error_tensor(ctx, TACT_ESHAPE, "batchnorm: training needs more than one value per channel (as PyTorch)");
         if (l->running_mean && training) {
-            int64_t n = tact_numel(y), c = tact_dim(y, 1);
-            double unbias = n > c ? (double)n / (double)(n - c) : 1;
+            double unbias = (double)n / (double)(n - c);
             tact_assign(l->running_mean, tact_add(tact_mul(tact_scalar(ctx, 1 - l->momentum), l->running_mean),
                                                   tact_mul(tact_scalar(ctx, l->momentum), tact_detach(mean))));
             tact_assign(l->running_var, tact_add(tact_mul(tact_scalar(ctx, 1 - l->momentum), l->running_var),
@@ -255,7 +265,8 @@ static tact_tensor *s_affine(tact_tensor *x, const tact_layer *l, int channel) {
 static tact_tensor *s_embedding(const tact_layer *l, tact_tensor *idx) {
     tact_ctx *ctx = tact_tensor_ctx(idx);
     int nd = tact_ndim(idx);
-    if (nd > 13) return tact_reshape(idx, -2, NULL);
+    if (tact_status_of(idx) != TACT_OK) return idx;
+    if (nd > 13) return ta_error_tensor(ctx, TACT_ESHAPE, "embedding: indices of more than 13 dims");
     int64_t v = l->features, e = tact_dim(l->weight, 1), big[16], ar[16], ish[16], wsh[16];
     tact_shape(idx, ish);
     for (int k = 0; k < nd; k++) big[k] = ish[k], ar[k] = 1, wsh[k] = 1;
@@ -278,6 +289,12 @@ tact_tensor *tact_layer_forward(const tact_layer *l, tact_tensor *x, int trainin
     case TACT_LAYER_BATCHNORM: return s_batchnorm(l, x, training);
     case TACT_LAYER_LAYERNORM: {
         int axes[8];
+        /* The reference asserts the normalized dims are the layer's. */
+        if (tact_status_of(x) == TACT_OK) {
+            int nd = tact_ndim(x), ok = nd >= l->naxes;
+            for (int k = 0; ok && k < l->naxes; k++) ok = tact_dim(x, nd - l->naxes + k) == l->norm_shape[k];
+            if (!ok) return ta_error_tensor(tact_tensor_ctx(x), TACT_ESHAPE, "layernorm: the input's last dims are not the layer's shape");
+        }
         for (int k = 0; k < l->naxes; k++) axes[k] = k - l->naxes;
         return s_affine(tact_layernorm(x, l->naxes, axes, l->eps), l, 0);
     }

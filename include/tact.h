@@ -711,6 +711,7 @@ typedef struct tact_layer {
     double eps, momentum, p;                  /* norms; batch norm's momentum; dropout's p */
     int64_t groups, features;                 /* group norm's groups; channels, features or vocabulary */
     int naxes;                                /* layer norm: normalized trailing dims */
+    int64_t norm_shape[8];                    /* layer norm: their sizes */
 } tact_layer;
 int tact_layer_linear(tact_layer *l, tact_ctx *ctx, int64_t in, int64_t out, int bias);
 /* kernel (kh, kw); opt's stride, dilation, padding and groups (NULL: the defaults). */

@@ -172,3 +172,16 @@ Test(optim, steady_state_steps_compile_nothing) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_expect_eq(system(cmd), 0);
 }
+
+/* PyTorch's CosineAnnealingLR and StepLR, by hand. */
+Test(optim, learning_rate_schedules) {
+    cr_expect_float_eq(tact_lr_cosine(0.1, 0.0, 0, 100), 0.1, 1e-15);
+    cr_expect_float_eq(tact_lr_cosine(0.1, 0.0, 50, 100), 0.05, 1e-15);
+    cr_expect_float_eq(tact_lr_cosine(0.1, 0.01, 25, 100), 0.01 + 0.09 * 0.5 * (1 + cos(M_PI / 4)), 1e-15);
+    cr_expect_float_eq(tact_lr_cosine(0.1, 0.01, 100, 100), 0.01, 1e-15);
+    cr_expect_float_eq(tact_lr_cosine(0.1, 0.01, 500, 100), 0.01, 1e-15);
+    cr_expect_float_eq(tact_lr_step(0.1, 0.5, 9, 10), 0.1, 1e-15);
+    cr_expect_float_eq(tact_lr_step(0.1, 0.5, 10, 10), 0.05, 1e-15);
+    cr_expect_float_eq(tact_lr_step(0.1, 0.5, 35, 10), 0.0125, 1e-15);
+    cr_expect_float_eq(tact_lr_step(0.1, 0.5, 35, 0), 0.1, 1e-15);
+}
