@@ -310,3 +310,25 @@ tact_tensor *tact_layer_forward(const tact_layer *l, tact_tensor *x, int trainin
     }
     return tact_neg(NULL);
 }
+
+int tact_params_save(tact_ctx *ctx, const char *path, const tact_params *p) {
+    if (!ctx || !path || !p) return TACT_EINVAL;
+    return tact_save_safetensors(ctx, path, p->n, (const char *const *)p->names, p->tensors);
+}
+
+int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p) {
+    if (!ctx || !path || !p) return TACT_EINVAL;
+    int rc = TACT_OK;
+    for (int i = 0; i < p->n && rc == TACT_OK; i++) {
+        tact_scope_begin(ctx);
+        tact_tensor *t = tact_load_safetensors(ctx, path, p->names[i]);
+        tact_tensor *r = tact_status_of(t) == TACT_OK ? tact_assign(p->tensors[i], t) : t;
+        if ((rc = tact_status_of(r)) != TACT_OK) {
+            char text[600];
+            snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(r));
+            ta_ctx_set_error(ctx, text);
+        }
+        tact_scope_end(ctx);
+    }
+    return rc == TACT_OK ? tact_realize(ctx, p->n, p->tensors) : rc;
+}

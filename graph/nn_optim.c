@@ -208,6 +208,28 @@ int tact_optim_set_lr(tact_optim *p, double lr) {
 
 double tact_optim_lr(const tact_optim *p) { return p ? p->o.lr : 0; }
 
+int tact_optim_state(const tact_optim *p, const char *prefix, tact_params *out) {
+    if (!p || !out) return TACT_EINVAL;
+    int before = out->n, adam = p->o.kind != TACT_OPTIM_SGD;
+    int rc = tact_params_add(out, prefix, "lr", p->lr);
+    if (rc == TACT_OK && adam) rc = tact_params_add(out, prefix, "b1_t", p->b1_t);
+    if (rc == TACT_OK && adam) rc = tact_params_add(out, prefix, "b2_t", p->b2_t);
+    for (int i = 0; rc == TACT_OK && i < p->n; i++) {
+        char name[48];
+        if (p->m[i]) {
+            snprintf(name, sizeof name, "%s.%d", adam ? "m" : "b", i);
+            rc = tact_params_add(out, prefix, name, p->m[i]);
+        }
+        if (rc == TACT_OK && p->v[i]) {
+            snprintf(name, sizeof name, "v.%d", i);
+            rc = tact_params_add(out, prefix, name, p->v[i]);
+        }
+    }
+    if (rc != TACT_OK)
+        while (out->n > before) ta_free(out->names[--out->n]);
+    return rc;
+}
+
 double tact_lr_cosine(double lr, double lr_min, int64_t step, int64_t total) {
     if (total <= 0 || step >= total) return lr_min;
     if (step <= 0) return lr;

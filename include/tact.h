@@ -744,6 +744,13 @@ int tact_layer_params(const tact_layer *l, const char *prefix, tact_params *p);
 tact_tensor *tact_params_get(const tact_params *p, const char *name);
 /* Frees the list (not the tensors) and zeroes it. */
 void tact_params_free(tact_params *p);
+/* Saves every tensor of the list under its name (tact_save_safetensors). */
+int tact_params_save(tact_ctx *ctx, const char *path, const tact_params *p);
+/* Loads every tensor of the list from the file, by name, into the tensor
+ * (an assign: dtype and shape must match), and realizes them.  Returns
+ * TACT_OK, or the first error (a missing name, a mismatch, a bad file)
+ * with its text in tact_ctx_error; tensors before it are loaded. */
+int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
 
 /* ============================================================== optimizers */
 
@@ -789,6 +796,11 @@ void tact_optim_zero_grad(tact_optim *o);
 /* Changes the learning rate for the next steps (no recompilation). */
 int tact_optim_set_lr(tact_optim *o, double lr);
 double tact_optim_lr(const tact_optim *o);
+/* Adds the optimizer's state under "<prefix>.lr", "<prefix>.b1_t",
+ * "<prefix>.b2_t", "<prefix>.m.<i>", "<prefix>.v.<i>" (Adam), "<prefix>.b.<i>"
+ * (SGD's momentum), i the parameter's index: saved and loaded with the
+ * model, a run goes on where it stopped. */
+int tact_optim_state(const tact_optim *o, const char *prefix, tact_params *p);
 /* Learning-rate schedules, as PyTorch's: the rate for step (from 0) of
  * total: cosine annealing from lr to lr_min; and lr * gamma^(step / every)
  * (step decay).  Give the result to tact_optim_set_lr (it changes a tensor:

@@ -102,3 +102,76 @@ Test(train, recorded_training_replays, .timeout = 300) {
     unlink(path);
     free(path);
 }
+
+/* Training that stops, saves the model and the optimizer's state
+ * (tact_params_save), and goes on in a fresh context from the file
+ * (tact_params_load) ends with the weights, bit for bit, of training that
+ * never stopped. */
+typedef struct {
+    tact_ctx *ctx;
+    tact_layer l1, l2;
+    tact_tensor *x, *y;
+    tact_optim *opt;
+    tact_params all;
+} s_run_t;
+
+static void s_run_open(s_run_t *r) {
+    memset(r, 0, sizeof *r);
+    cr_assert_eq(tact_ctx_open(&r->ctx, NULL), TACT_OK);
+    tact_manual_seed(r->ctx, 99);
+    r->x = tact_keep(tact_contiguous(tact_randn(r->ctx, TACT_FLOAT32, 2, (int64_t[]){S_BATCH, S_IN})));
+    r->y = tact_keep(tact_contiguous(tact_cast(tact_argmax(tact_matmul(r->x, tact_randn(r->ctx, TACT_FLOAT32, 2, (int64_t[]){S_IN, S_OUT})), 1, 0), TACT_INT32)));
+    cr_assert_eq(tact_layer_linear(&r->l1, r->ctx, S_IN, S_HID, 1), TACT_OK);
+    cr_assert_eq(tact_layer_linear(&r->l2, r->ctx, S_HID, S_OUT, 1), TACT_OK);
+    tact_params ps = {0};
+    tact_layer_params(&r->l1, "l1", &ps);
+    tact_layer_params(&r->l2, "l2", &ps);
+    tact_optim_options oo;
+    tact_optim_options_default(&oo, TACT_OPTIM_ADAMW);
+    oo.lr = 0.01;
+    cr_assert_eq(tact_optim_new(&r->opt, r->ctx, &oo, ps.n, ps.tensors), TACT_OK);
+    for (int i = 0; i < ps.n; i++) tact_params_add(&r->all, NULL, ps.names[i], ps.tensors[i]);
+    cr_assert_eq(tact_optim_state(r->opt, "optim", &r->all), TACT_OK);
+    cr_assert_eq(r->all.n, 4 + 3 + 8, "parameters, lr, b1_t, b2_t, 4 m and 4 v");
+    tact_params_free(&ps);
+}
+
+static void s_run_steps(s_run_t *r, int steps) {
+    for (int s = 0; s < steps; s++) {
+        tact_scope_begin(r->ctx);
+        tact_tensor *loss = tact_sparse_categorical_crossentropy(
+            tact_layer_forward(&r->l2, tact_relu(tact_layer_forward(&r->l1, r->x, 1)), 1), r->y, -1, 0);
+        cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%s", tact_ctx_error(r->ctx));
+        cr_assert_eq(tact_optim_step(r->opt), TACT_OK, "%s", tact_ctx_error(r->ctx));
+        tact_optim_zero_grad(r->opt);
+        tact_scope_end(r->ctx);
+    }
+}
+
+static void s_run_close(s_run_t *r, float *w2) {
+    cr_assert_eq(tact_read(r->l2.weight, w2, sizeof(float) * S_OUT * S_HID), TACT_OK);
+    tact_optim_free(&r->opt);
+    tact_params_free(&r->all);
+    tact_ctx_close(&r->ctx);
+}
+
+Test(train, saved_and_loaded_training_goes_on_bit_for_bit) {
+    static float straight[S_OUT * S_HID], resumed[S_OUT * S_HID];
+    s_run_t r;
+    s_run_open(&r);
+    s_run_steps(&r, 12);
+    s_run_close(&r, straight);
+
+    char *path = tu_tmpfile("resume");
+    s_run_open(&r);
+    s_run_steps(&r, 5);
+    cr_assert_eq(tact_params_save(r.ctx, path, &r.all), TACT_OK, "%s", tact_ctx_error(r.ctx));
+    s_run_close(&r, resumed);
+    s_run_open(&r); /* the initial weights and fresh optimizer state, then the file's */
+    cr_assert_eq(tact_params_load(r.ctx, path, &r.all), TACT_OK, "%s", tact_ctx_error(r.ctx));
+    s_run_steps(&r, 7);
+    s_run_close(&r, resumed);
+    cr_expect(memcmp(straight, resumed, sizeof straight) == 0, "resumed training differs from training that never stopped");
+    unlink(path);
+    free(path);
+}
