@@ -346,11 +346,11 @@ static void s_usage(FILE *f) {
     fprintf(f, "usage: tact train [--model mlp|cnn] [--epochs N] [--steps N] [--batch N] [--lr X] [--threads N] [--seed N]\n"
                "                  [--out FILE.safetensors] [--log FILE] [--data DIR]\n"
                "       tact eval MODEL.safetensors [--threads N] [--data DIR]\n"
-               "defaults: cnn, 2 epochs, batch 128, lr 0.002, all cores, seed 42, data in " DATA_DIR "\n");
+               "defaults: cnn, 3 epochs, batch 128, lr 0.002 (cosine), all cores, seed 42, data in " DATA_DIR "\n");
 }
 
 static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
-    *o = (h_opts_t){"cnn", NULL, NULL, DATA_DIR, 2, 128, 0, 0, 0.002, 42};
+    *o = (h_opts_t){"cnn", NULL, NULL, DATA_DIR, 3, 128, 0, 0, 0.002, 42};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;

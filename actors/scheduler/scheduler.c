@@ -60,6 +60,7 @@ typedef struct {
 typedef struct {
     int kernel, next;
     uint32_t gen;
+    int pre; /* inside that kernel's reduce loop */
 } s_use_t;
 
 typedef struct {
@@ -273,6 +274,7 @@ typedef struct {
      * (a node shared by two consumers is computed once per kernel). */
     int alu_node[TA_AST_MAX_NODES], alu_ast[TA_AST_MAX_NODES], alu_pre[TA_AST_MAX_NODES], nalu;
     int inline_node[TA_AST_MAX_NODES], ninline; /* nodes computed inline (ALU and the reduce), root excluded */
+    int inline_pre[TA_AST_MAX_NODES];           /* ... inside the reduce's loop */
     int fused_node[TA_AST_MAX_NODES];            /* node indices of ast->fused */
     int arg_node[TA_AST_MAX_NODES];              /* node indices of the AST's argument CONSTs, in order */
     int depth;                                   /* of s_emit's recursion */
@@ -462,7 +464,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (s0 < 0) return -1;
         ta_ast_node_t a = {n->op, n->dtype, 1, {(int16_t)s0, 0, 0}, 0, -1, {0}, 0};
         int idx = s_add(k, a);
-        if (idx >= 0 && i != k->root) k->inline_node[k->ninline++] = i;
+        if (idx >= 0 && i != k->root) k->inline_pre[k->ninline] = 0, k->inline_node[k->ninline++] = i;
         k->reduce_ast = idx;
         return idx;
     }
@@ -490,6 +492,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     int idx = s_add(k, a);
     if (idx < 0) return -1;
     if (i != k->root) {
+        k->inline_pre[k->ninline] = pre;
         k->inline_node[k->ninline++] = i;
         k->fused_node[k->ast->nfused] = i;
         k->ast->fused[k->ast->nfused++] = g->ids[i];
@@ -577,7 +580,7 @@ static int s_fixpoint(s_graph_t *g, ta_ast_t *ast, s_kernel_t *k) {
                 if (ta_grow((void **)&g->uses, &g->uses_cap, g->nuses + 1, sizeof *g->uses) != TACT_OK)
                     return ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
                 s_node_t *x = &g->nodes[k->inline_node[j]];
-                g->uses[g->nuses] = (s_use_t){root, x->uses, n->gen};
+                g->uses[g->nuses] = (s_use_t){root, x->uses, n->gen, k->inline_pre[j]};
                 x->uses = (int)g->nuses++;
             }
             continue;
@@ -600,6 +603,75 @@ static int s_fixpoint(s_graph_t *g, ta_ast_t *ast, s_kernel_t *k) {
 }
 
 /* ----------------------------------------------------------- results */
+
+/* ------------------------------------------------- shared expensive work */
+
+enum { S_SHARED_COST = 12, S_SHARED_NUMEL = 4096 };
+
+/* The ops a kernel computes to inline node i: the nodes reachable from it
+ * that are neither realized nor views' stand-ins (a view counts its base),
+ * counted up to cap (an explicit stack: graphs can be deep). */
+static int s_inline_cost(s_graph_t *g, int i, int cap, uint8_t *seen, int *stack) {
+    int depth = 0, cost = 0;
+    stack[depth++] = i;
+    while (depth && cost < cap) {
+        int j = stack[--depth];
+        s_node_t *x = &g->nodes[j];
+        if (x->is_view) j = x->base, x = &g->nodes[j];
+        if (seen[j] || x->has_buffer || (x->rp && j != i) || x->op == TA_OP_CONST || x->op == TA_OP_EMPTY) continue;
+        seen[j] = 1;
+        cost++;
+        for (int s = 0; s < x->nsrc; s++) stack[depth++] = x->src[s];
+    }
+    return cost;
+}
+
+/*
+ * Work fused into several kernels is done once per kernel.  That is right
+ * for a few cheap ops (softmax's exp(x - max) feeds its sum and its
+ * quotient), but a large elementwise tree inlined into a reduce's loop
+ * and into another kernel too (a batch norm's backward reads the gradient
+ * that came through relu and max pool three times) costs more than a
+ * buffer: such a node becomes a realize point.  Returns the number of new
+ * realize points (their kernels and users queued), or -1 out of memory.
+ */
+static int s_shared_work(s_graph_t *g) {
+    uint8_t *seen = ta_calloc((size_t)g->n + 1, 1);
+    int *stack = ta_malloc(sizeof *stack * (size_t)(3 * g->n + 4));
+    int added = 0;
+    if (!seen || !stack) {
+        ta_free(seen);
+        ta_free(stack);
+        return -1;
+    }
+    for (int i = 0; i < g->n && added >= 0; i++) {
+        s_node_t *x = &g->nodes[i];
+        if (!s_forcible(x) || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
+        ta_op_class_t cls = ta_op_class(x->op);
+        if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY) continue;
+        int kernels = 0, pre = 0, first = -1;
+        for (int u = x->uses; u >= 0 && kernels < 2; u = g->uses[u].next) {
+            const s_use_t *us = &g->uses[u];
+            if (us->gen != g->nodes[us->kernel].gen) continue;
+            pre |= us->pre;
+            if (first < 0) first = us->kernel, kernels = 1;
+            else if (us->kernel != first) kernels = 2;
+        }
+        for (int u = x->uses; u >= 0 && !pre; u = g->uses[u].next)
+            pre = g->uses[u].gen == g->nodes[g->uses[u].kernel].gen && g->uses[u].pre;
+        if (kernels < 2 || !pre) continue;
+        memset(seen, 0, (size_t)g->n);
+        if (s_inline_cost(g, i, S_SHARED_COST, seen, stack) < S_SHARED_COST) continue;
+        x->rp = 1;
+        if (s_push(g, i) != TACT_OK) added = -1;
+        for (int u = x->uses; added >= 0 && u >= 0; u = g->uses[u].next)
+            if (g->uses[u].gen == g->nodes[g->uses[u].kernel].gen && s_push(g, g->uses[u].kernel) != TACT_OK) added = -1;
+        if (added >= 0) added++;
+    }
+    ta_free(seen);
+    ta_free(stack);
+    return added;
+}
 
 static void s_result_fini(s_result_t *res) {
     ta_free(res->ks);
@@ -663,7 +735,9 @@ static int s_reads(const int *loads, const size_t *lo, int q, int i) {
  * catches a cycle (two assigns each reading the other's old value).
  */
 static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kernel_t *k, int debug) {
-    int rc = s_fixpoint(g, ast, k);
+    int rc = s_fixpoint(g, ast, k), more = 0;
+    while (rc == TACT_OK && (more = s_shared_work(g)) > 0) rc = s_fixpoint(g, ast, k);
+    if (rc == TACT_OK && more < 0) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
     if (rc != TACT_OK) return rc;
     int nk = 0;
     for (int i = 0; i < g->n; i++) nk += s_is_kernel(&g->nodes[i]);

@@ -1158,3 +1158,37 @@ Test(graph_pipeline, a_scalar_that_changes_every_step_compiles_once) {
     cr_assert_eq(system(cmd), 0);
     free(dir);
 }
+
+/* An expensive elementwise tree (16 ops) over 64x128 that a reduce reads
+ * inside its loop and another kernel reads too is computed once, into a
+ * buffer of its own (3 kernels, not 2 that both compute it); a cheap one
+ * (softmax's exp(x - max)) stays fused.  Values against a double loop. */
+Test(pipeline, shared_expensive_work_is_computed_once) {
+    enum { R = 64, C = 128 };
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = s_randf(&rng, (size_t)R * C), out[R];
+    tact_ctx *ctx = s_open(2, NULL);
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C}, x);
+    tact_tensor *e = t;
+    for (int i = 0; i < 8; i++) e = tact_add(tact_mul(e, tact_scalar(ctx, 0.5)), tact_scalar(ctx, 0.25));
+    /* mean(e) per row, then e - mean, then its row max: e feeds two kernels. */
+    tact_tensor *m = tact_max(tact_sub(e, tact_mean(e, 1, (int[]){1}, 1)), 1, (int[]){1}, 0);
+    cr_assert_eq(tact_read(m, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_expect_eq(s_kernels(ctx), 3, "%llu kernels", (unsigned long long)s_kernels(ctx));
+    for (int r = 0; r < R; r++) {
+        double ev[C], mean = 0, mx = -1e300;
+        for (int c = 0; c < C; c++) {
+            double v = x[r * C + c];
+            for (int i = 0; i < 8; i++) v = v * 0.5 + 0.25;
+            ev[c] = v, mean += v / C;
+        }
+        for (int c = 0; c < C; c++) mx = ev[c] - mean > mx ? ev[c] - mean : mx;
+        cr_expect(fabs(out[r] - mx) <= 1e-5, "seed %llu row %d: %g, not %g", (unsigned long long)seed, r, out[r], mx);
+    }
+    tact_tensor *sm = tact_softmax(t, 1);
+    float o2[R * C];
+    cr_assert_eq(tact_read(sm, o2, sizeof o2), TACT_OK);
+    cr_expect_leq(s_kernels(ctx), 3, "softmax: %llu kernels", (unsigned long long)s_kernels(ctx));
+    free(x);
+    tact_ctx_close(&ctx);
+}
