@@ -377,7 +377,8 @@ def move_main():
 
 # nn functions: name, int parameters (the layout test_nn.c reads), input shapes with their
 # kinds ('f' floats in [-2, 2], 'p' probabilities, 'b' 0/1 targets, 'iC' ints below C,
-# 'l' labels with some -1, 'v' positive variances' inverses), PyTorch's function.
+# 'l' labels with some -1, 'v' positive variances' inverses, 't' a few values for ties, 'e' integer
+# exponents, 'k' a 0/1 attention mask keeping each row's first key), PyTorch's function.
 def _conv(x, w, b, p):
     groups, s0, s1, d0, d1, npad = p[:6]
     pads = p[6:10]
@@ -425,8 +426,8 @@ NN = [
      lambda x: F.avg_pool2d(x, 3, 2, padding=1, count_include_pad=False)),
     ("linear", [0], [((3, 5), "f"), ((5, 4), "f")], lambda x, w: x @ w),
     ("linear", [1], [((2, 3, 5), "f"), ((5, 4), "f"), ((4,), "f")], lambda x, w, b: x @ w + b),
-    ("layernorm", [-1], [((4, 7), "f")], lambda x: F.layer_norm(x, (7,), eps=1e-5)),
-    ("layernorm", [-1], [((2, 3, 9), "f")], lambda x: F.layer_norm(x, (9,), eps=1e-5)),
+    ("layernorm", [-1, 0, 10000], [((4, 7), "f")], lambda x: F.layer_norm(x, (7,), eps=1e-5)),
+    ("layernorm", [-1, 0, 10000], [((2, 3, 9), "f")], lambda x: F.layer_norm(x, (9,), eps=1e-5)),
     ("batchnorm", [1], [((2, 3, 4, 4), "f"), ((3,), "f"), ((3,), "f"), ((3,), "f"), ((3,), "v")],
      lambda x, w, b, m, s: (x - m.reshape(1, 3, 1, 1)) * w.reshape(1, 3, 1, 1) * s.reshape(1, 3, 1, 1) + b.reshape(1, 3, 1, 1)),
     ("one_hot", [5], [((2, 3), "i5")], lambda x: F.one_hot(x.long(), 5).float()),
@@ -438,7 +439,7 @@ NN = [
     ("sparse_categorical_crossentropy", [-1, 0], [((2, 3, 5), "f"), ((2, 3), "i5")],
      lambda x, y: F.cross_entropy(x.reshape(-1, 5), y.reshape(-1).long())),
     # p: axis, keepdim, flat (argmax, argmin); axis (cumsum); diagonal (triu, tril);
-    # constant?, exponent * 100 (pow); causal (sdpa)
+    # constant?, exponent * 100 (pow); causal, mask (sdpa: 0 none, 1 float, 2 bool)
     ("argmax", [1, 0, 0], [((3, 7), "t")], lambda x: torch.argmax(x, 1).float()),
     ("argmax", [0, 1, 0], [((3, 7), "t")], lambda x: torch.argmax(x, 0, keepdim=True).float()),
     ("argmax", [0, 0, 1], [((4, 5), "t")], lambda x: torch.argmax(x).float()),
@@ -471,10 +472,10 @@ NN = [
      lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1)),
     ("conv_transpose2d", W(groups=2, d=(2, 1), s=(1, 2)) + [0, 0], [((1, 4, 3, 3), "f"), ((4, 1, 2, 3), "f")],
      lambda x, w: F.conv_transpose2d(x, w, stride=(1, 2), dilation=(2, 1), groups=2)),
-    # interpolate: n, sizes (2), align_corners
-    ("interpolate", [2, 5, 7, 0], [((1, 2, 3, 4), "f")], lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
-    ("interpolate", [2, 2, 9, 1], [((1, 1, 4, 3), "f")], lambda x: F.interpolate(x, size=(2, 9), mode="bilinear", align_corners=True)),
-    ("interpolate", [1, 6, 0, 0], [((2, 3, 4), "f")], lambda x: F.interpolate(x, size=6, mode="linear", align_corners=False)),
+    # interpolate: n, align_corners, sizes (n)
+    ("interpolate", [2, 0, 5, 7], [((1, 2, 3, 4), "f")], lambda x: F.interpolate(x, size=(5, 7), mode="bilinear", align_corners=False)),
+    ("interpolate", [2, 1, 2, 9], [((1, 1, 4, 3), "f")], lambda x: F.interpolate(x, size=(2, 9), mode="bilinear", align_corners=True)),
+    ("interpolate", [1, 0, 6], [((2, 3, 4), "f")], lambda x: F.interpolate(x, size=6, mode="linear", align_corners=False)),
     # einsum: the formula's index in test_nn.c's table
     ("einsum", [0], [((3, 4), "f"), ((4, 5), "f")], lambda a, b: torch.einsum("ij,jk->ik", a, b)),
     ("einsum", [1], [((3, 4), "f")], lambda a: torch.einsum("ij->ji", a)),
@@ -495,7 +496,7 @@ NN += [
      lambda x, w, b: F.conv3d(x, w, b)),
     ("max_pool1d", [1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 1, 3, 0, 0], [((2, 3, 10), "f")], lambda x: F.max_pool1d(x, 3)),
     ("avg_pool1d", [1, 2, 0, 1, 1, 0, 0, 0, 0, 0, 1, 4, 0, 0], [((1, 2, 11), "f")], lambda x: F.avg_pool1d(x, 4, 2)),
-    ("layernorm", [-1, -2], [((2, 3, 4), "f")], lambda x: F.layer_norm(x, (3, 4), eps=1e-5)),
+    ("layernorm", [-1, -2, 10000], [((2, 3, 4), "f")], lambda x: F.layer_norm(x, (3, 4), eps=1e-5)),
     ("batchnorm", [-1], [((5, 4), "f"), ((4,), "f"), ((4,), "f"), ((4,), "f"), ((4,), "v")],
      lambda x, w, b, m, s: (x - m) * w * s + b),
     ("one_hot", [4], [((2, 2, 3), "i4")], lambda x: F.one_hot(x.long(), 4).float()),
@@ -516,6 +517,184 @@ for _a, _b in BIN_SHAPES:
     NN.append(("ge", [], [(_a, "t"), (_b, "t")], lambda a, b: (a >= b).float()))
     NN.append(("pow", [0], [(_a, "v"), (_b, "f")], lambda a, b: a ** b))
     NN.append(("lerp", [], [(_a, "f"), (_b, "f")], lambda a, b: torch.lerp(a, b, 0.25)))
+
+
+# Every function with several shapes and options (the issue: broadcasting, size-1 and size-0 dims
+# where PyTorch takes them, odd sizes).  Appended last, so the cases above keep their inputs.
+def _ln(x, axes, eps):
+    """layernorm over any axes, in float64 (F.layer_norm takes only the last ones)."""
+    x = x.double()
+    y = x - x.mean(axes, keepdim=True)
+    return y / torch.sqrt((y * y).mean(axes, keepdim=True) + eps)
+
+
+def _sdpa_mask(q, k, v, mask):
+    """_sdpa with a mask: a float one added, a bool one -inf where false."""
+    q, k, v = q.double(), k.double(), v.double()
+    w = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    w = w.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else w + mask.double()
+    return torch.softmax(w, -1) @ v
+
+
+def _avg_pad(x, pads, k, s, cip):
+    """avg_pool2d with 4 padding amounts (PyTorch's are symmetric): zeros padded, divided by the
+    window's size (count_include_pad) or by its count of real elements."""
+    p = F.avg_pool2d(F.pad(x, pads), k, s)
+    return p if cip else p / F.avg_pool2d(F.pad(torch.ones_like(x), pads), k, s)
+
+
+NN += [
+    # conv2d: 1-d with dilation, groups, 2 (left, right) amounts and a bias; 1-d kernel 1; 3-d with
+    # groups, stride, 1 amount; 3-d with one amount per dim, dilation, bias; depthwise with 4 amounts;
+    # 1x1 kernels; a 1x1 output; an empty batch.
+    ("conv1d", W(groups=3, d=(2, 1), npad=2, pads=(2, 1, 0, 0), bias=1), [((1, 3, 10), "f"), ((6, 1, 3), "f"), ((6,), "f")],
+     lambda x, w, b: F.conv1d(F.pad(x, (2, 1)), w, b, dilation=2, groups=3)),
+    ("conv1d", W(s=(2, 0)), [((3, 2, 5), "f"), ((4, 2, 1), "f")], lambda x, w: F.conv1d(x, w, stride=2)),
+    ("conv3d", W(groups=2, s=(2, 1), npad=1, pads=(1, 0, 0, 0)), [((1, 4, 5, 4, 3), "f"), ((2, 2, 3, 2, 2), "f")],
+     lambda x, w: F.conv3d(x, w, stride=(2, 1, 1), padding=1, groups=2)),
+    ("conv3d", W(d=(1, 2), npad=3, pads=(1, 0, 2, 0), bias=1), [((2, 1, 4, 6, 3), "f"), ((3, 1, 2, 2, 3), "f"), ((3,), "f")],
+     lambda x, w, b: F.conv3d(x, w, b, padding=(1, 0, 2), dilation=(1, 2, 1))),
+    ("conv2d", W(groups=3, s=(2, 3), d=(1, 2), npad=4, pads=(0, 2, 1, 1), bias=1), [((1, 3, 5, 7), "f"), ((3, 1, 3, 3), "f"), ((3,), "f")],
+     lambda x, w, b: _conv(x, w, b, W(groups=3, s=(2, 3), d=(1, 2), npad=4, pads=(0, 2, 1, 1)))),
+    ("conv2d", W(bias=1), [((3, 5, 3, 1), "f"), ((2, 5, 1, 1), "f"), ((2,), "f")], lambda x, w, b: _conv(x, w, b, W())),
+    ("conv2d", W(), [((2, 3, 3, 4), "f"), ((5, 3, 3, 4), "f")], lambda x, w: _conv(x, w, None, W())),
+    ("conv2d", W(groups=2, s=(2, 2), d=(2, 2), npad=2, pads=(1, 0, 0, 0), bias=1), [((2, 4, 9, 8), "f"), ((4, 2, 2, 3), "f"), ((4,), "f")],
+     lambda x, w, b: _conv(x, w, b, W(groups=2, s=(2, 2), d=(2, 2), npad=2, pads=(1, 0, 0, 0)))),
+    ("conv2d", W(bias=1), [((0, 2, 5, 5), "f"), ((3, 2, 3, 3), "f"), ((3,), "f")], lambda x, w, b: _conv(x, w, b, W())),
+    # conv_transpose2d: one padding per dim with a bias; groups with stride 3 and output_padding;
+    # stride, dilation, padding and output_padding together; 1-d and 3-d; a 1x1 kernel.
+    ("conv_transpose2d", W(s=(2, 1), npad=2, pads=(1, 0, 0, 0), bias=1) + [0, 0], [((1, 3, 4, 5), "f"), ((3, 2, 3, 2), "f"), ((2,), "f")],
+     lambda x, w, b: F.conv_transpose2d(x, w, b, stride=(2, 1), padding=(1, 0))),
+    ("conv_transpose2d", W(groups=3, s=(3, 3), bias=1) + [2, 1], [((2, 3, 2, 3), "f"), ((3, 2, 2, 2), "f"), ((6,), "f")],
+     lambda x, w, b: F.conv_transpose2d(x, w, b, stride=3, output_padding=(2, 1), groups=3)),
+    ("conv_transpose2d", W(s=(2, 2), d=(2, 2), npad=1, pads=(1, 0, 0, 0)) + [1, 1], [((1, 2, 3, 3), "f"), ((2, 3, 3, 3), "f")],
+     lambda x, w: F.conv_transpose2d(x, w, stride=2, dilation=2, padding=1, output_padding=1)),
+    ("conv_transpose1d", W(s=(2, 0), npad=1, pads=(1, 0, 0, 0), bias=1) + [1, 0], [((2, 3, 5), "f"), ((3, 2, 4), "f"), ((2,), "f")],
+     lambda x, w, b: F.conv_transpose1d(x, w, b, stride=2, padding=1, output_padding=1)),
+    ("conv_transpose3d", W(s=(2, 1)), [((1, 2, 2, 3, 2), "f"), ((2, 2, 2, 2, 3), "f")], lambda x, w: F.conv_transpose3d(x, w, stride=(2, 1, 1))),
+    ("conv_transpose2d", W() + [0, 0], [((3, 1, 5, 3), "f"), ((1, 4, 1, 1), "f")], lambda x, w: F.conv_transpose2d(x, w)),
+    # max_pool2d: one padding per dim; 4 amounts (PyTorch's are symmetric: -inf padded first);
+    # stride past the kernel; a 1x1 kernel with stride 2; 1-d with padding and dilation.
+    ("max_pool2d", W(k=(3, 2), s=(2, 1), npad=2, pads=(1, 0, 0, 0)), [((2, 1, 5, 6), "f")], lambda x: F.max_pool2d(x, (3, 2), (2, 1), padding=(1, 0))),
+    ("max_pool2d", W(k=(3, 3), s=(2, 2), npad=4, pads=(0, 1, 2, 1)), [((1, 3, 6, 7), "f")],
+     lambda x: F.max_pool2d(F.pad(x, (0, 1, 2, 1), value=float("-inf")), 3, 2)),
+    ("max_pool2d", W(k=(2, 2), s=(3, 3)), [((1, 1, 8, 7), "f")], lambda x: F.max_pool2d(x, 2, 3)),
+    ("max_pool2d", W(k=(1, 1), s=(2, 2)), [((2, 2, 5, 5), "f")], lambda x: F.max_pool2d(x, 1, 2)),
+    ("max_pool1d", [1, 2, 0, 2, 1, 1, 1, 0, 0, 0, 1, 3, 0, 0], [((2, 2, 11), "f")], lambda x: F.max_pool1d(x, 3, 2, padding=1, dilation=2)),
+    # avg_pool2d: one padding per dim, count_include_pad either way; 4 amounts either way; the
+    # whole input as the window; 1-d with padding not counted.
+    ("avg_pool2d", W(k=(3, 3), s=(1, 1), npad=2, pads=(1, 1, 0, 0), cip=0), [((1, 2, 5, 6), "f")],
+     lambda x: F.avg_pool2d(x, 3, 1, padding=1, count_include_pad=False)),
+    ("avg_pool2d", W(k=(2, 3), s=(2, 2), npad=2, pads=(0, 1, 0, 0)), [((2, 1, 7, 7), "f")],
+     lambda x: F.avg_pool2d(x, (2, 3), 2, padding=(0, 1), count_include_pad=True)),
+    ("avg_pool2d", W(k=(3, 3), s=(2, 2), npad=4, pads=(1, 0, 0, 2)), [((1, 2, 6, 5), "f")], lambda x: _avg_pad(x, (1, 0, 0, 2), 3, 2, True)),
+    ("avg_pool2d", W(k=(3, 3), s=(2, 2), npad=4, pads=(1, 0, 0, 2), cip=0), [((1, 2, 6, 5), "f")], lambda x: _avg_pad(x, (1, 0, 0, 2), 3, 2, False)),
+    ("avg_pool2d", W(k=(4, 5)), [((2, 3, 4, 5), "f")], lambda x: F.avg_pool2d(x, (4, 5))),
+    ("avg_pool1d", [1, 2, 0, 1, 1, 1, 1, 0, 0, 0, 0, 3, 0, 0], [((2, 1, 9), "f")], lambda x: F.avg_pool1d(x, 3, 2, padding=1, count_include_pad=False)),
+    # linear (weight (in, out) as the reference): a vector with a bias, 3-d without, a 1-dim weight
+    # (x * weight), an empty batch, a batch of one.
+    ("linear", [1], [((5,), "f"), ((5, 3), "f"), ((3,), "f")], lambda x, w, b: x @ w + b),
+    ("linear", [0], [((2, 4, 3), "f"), ((3, 2), "f")], lambda x, w: x @ w),
+    ("linear", [1], [((3, 4), "f"), ((4,), "f"), ((4,), "f")], lambda x, w, b: x * w + b),
+    ("linear", [1], [((0, 5), "f"), ((5, 4), "f"), ((4,), "f")], lambda x, w, b: x @ w + b),
+    ("linear", [0], [((1, 1, 6), "f"), ((6, 1), "f")], lambda x, w: x @ w),
+    # layernorm (p: axes, eps * 1e9): a first axis, two apart, a size-1 axis (zeros), eps 1, empty.
+    ("layernorm", [0, 0, 1000000], [((5, 3), "f")], lambda x: _ln(x, (0,), 1e-3)),
+    ("layernorm", [-3, -1, 100000000], [((2, 5, 3), "f")], lambda x: _ln(x, (0, 2), 0.1)),
+    ("layernorm", [-1, 0, 10000], [((3, 1), "f")], lambda x: _ln(x, (1,), 1e-5)),
+    ("layernorm", [-1, 0, 1000000000], [((1, 6), "f")], lambda x: _ln(x, (1,), 1.0)),
+    ("layernorm", [-1, 0, 10000], [((2, 0, 4), "f")], lambda x: _ln(x, (2,), 1e-5)),
+    # batchnorm (p: axis, 1 without weight and bias): axis 0; size-1 dims; an empty batch; 3-d.
+    ("batchnorm", [0, 1], [((3, 5), "f"), ((3,), "f"), ((3,), "v")], lambda x, m, s: (x - m.reshape(3, 1)) * s.reshape(3, 1)),
+    ("batchnorm", [-1, 0], [((1, 2, 1, 3), "f"), ((3,), "f"), ((3,), "f"), ((3,), "f"), ((3,), "v")], lambda x, w, b, m, s: (x - m) * w * s + b),
+    ("batchnorm", [1, 0], [((0, 3), "f"), ((3,), "f"), ((3,), "f"), ((3,), "f"), ((3,), "v")], lambda x, w, b, m, s: (x - m) * w * s + b),
+    ("batchnorm", [1, 1], [((2, 3, 5), "f"), ((3,), "f"), ((3,), "v")], lambda x, m, s: (x - m.reshape(3, 1)) * s.reshape(3, 1)),
+    # one_hot: 1-d labels, one class, empty labels, a scalar label, more classes than labels use.
+    ("one_hot", [3], [((7,), "i3")], lambda x: F.one_hot(x.long(), 3).float()),
+    ("one_hot", [1], [((4, 1), "i1")], lambda x: F.one_hot(x.long(), 1).float()),
+    ("one_hot", [6], [((0,), "i6")], lambda x: F.one_hot(x.long(), 6).float()),
+    ("one_hot", [5], [((), "i5")], lambda x: F.one_hot(x.long(), 5).float()),
+    ("one_hot", [8], [((2, 3), "i3")], lambda x: F.one_hot(x.long(), 8).float()),
+    # the binary cross entropies: one element, a scalar, size-1 dims, odd sizes.
+    ("binary_crossentropy", [], [((1,), "p"), ((1,), "b")], lambda x, y: F.binary_cross_entropy(x, y)),
+    ("binary_crossentropy", [], [((), "p"), ((), "b")], lambda x, y: F.binary_cross_entropy(x, y)),
+    ("binary_crossentropy", [], [((2, 1, 3), "p"), ((2, 1, 3), "b")], lambda x, y: F.binary_cross_entropy(x, y)),
+    ("binary_crossentropy_logits", [], [((), "f"), ((), "b")], lambda x, y: F.binary_cross_entropy_with_logits(x, y)),
+    ("binary_crossentropy_logits", [], [((5, 1), "f"), ((5, 1), "b")], lambda x, y: F.binary_cross_entropy_with_logits(x, y)),
+    ("binary_crossentropy_logits", [], [((3, 3, 3), "f"), ((3, 3, 3), "b")], lambda x, y: F.binary_cross_entropy_with_logits(x, y)),
+    # sparse_categorical_crossentropy (p: ignore_index, label_smoothing * 100): a class index ignored;
+    # smoothing alone; 3-d logits with both; one unbatched row; 4-d logits; a batch of one.
+    ("sparse_categorical_crossentropy", [2, 0], [((6, 4), "f"), ((6,), "i4")], lambda x, y: F.cross_entropy(x, y.long(), ignore_index=2)),
+    ("sparse_categorical_crossentropy", [-1, 30], [((4, 6), "f"), ((4,), "i6")], lambda x, y: F.cross_entropy(x, y.long(), label_smoothing=0.3)),
+    ("sparse_categorical_crossentropy", [-1, 25], [((2, 3, 5), "f"), ((2, 3), "l5")],
+     lambda x, y: F.cross_entropy(x.reshape(-1, 5), y.reshape(-1).long(), ignore_index=-1, label_smoothing=0.25)),
+    ("sparse_categorical_crossentropy", [-1, 0], [((5,), "f"), ((), "i5")], lambda x, y: F.cross_entropy(x, y.long())),
+    ("sparse_categorical_crossentropy", [1, 10], [((2, 2, 3, 4), "f"), ((2, 2, 3), "i4")],
+     lambda x, y: F.cross_entropy(x.reshape(-1, 4), y.reshape(-1).long(), ignore_index=1, label_smoothing=0.1)),
+    ("sparse_categorical_crossentropy", [-1, 0], [((1, 3), "f"), ((1,), "i3")], lambda x, y: F.cross_entropy(x, y.long())),
+    # argmax, argmin (ties: the first index): 1-d, a size-1 axis, an empty dim, flat over 3 dims, keepdim.
+    ("argmax", [0, 0, 0], [((9,), "t")], lambda x: torch.argmax(x, 0).float()),
+    ("argmax", [1, 0, 0], [((2, 1, 5), "t")], lambda x: torch.argmax(x, 1).float()),
+    ("argmax", [1, 0, 0], [((0, 3), "t")], lambda x: torch.argmax(x, 1).float()),
+    ("argmax", [0, 0, 1], [((2, 3, 4), "t")], lambda x: torch.argmax(x).float()),
+    ("argmin", [0, 1, 0], [((2, 3, 6), "t")], lambda x: torch.argmin(x, 0, keepdim=True).float()),
+    ("argmin", [1, 0, 0], [((3, 7), "t")], lambda x: torch.argmin(x, 1).float()),
+    ("argmin", [0, 0, 1], [((2, 3, 4), "t")], lambda x: torch.argmin(x).float()),
+    ("argmin", [-1, 1, 0], [((4, 1), "t")], lambda x: torch.argmin(x, -1, keepdim=True).float()),
+    ("argmin", [0, 0, 0], [((5,), "t")], lambda x: torch.argmin(x, 0).float()),
+    # cumsum: an empty dim, a long axis that is not the last, a size-1 axis.
+    ("cumsum", [1], [((0, 3), "f")], lambda x: torch.cumsum(x, 1)),
+    ("cumsum", [0], [((700, 3), "f")], lambda x: torch.cumsum(x, 0)),
+    ("cumsum", [1], [((2, 1, 4), "f")], lambda x: torch.cumsum(x, 1)),
+    # triu, tril: diagonals -2..2 on wide, tall, batched 4-d, size-1 and empty matrices.
+    ("triu", [-1], [((3, 6), "f")], lambda x: torch.triu(x, -1)),
+    ("triu", [2], [((2, 2, 3, 4), "f")], lambda x: torch.triu(x, 2)),
+    ("triu", [0], [((1, 5), "f")], lambda x: torch.triu(x)),
+    ("triu", [1], [((0, 3, 3), "f")], lambda x: torch.triu(x, 1)),
+    ("tril", [1], [((6, 3), "f")], lambda x: torch.tril(x, 1)),
+    ("tril", [-2], [((2, 2, 4, 3), "f")], lambda x: torch.tril(x, -2)),
+    ("tril", [0], [((5, 1), "f")], lambda x: torch.tril(x)),
+    ("tril", [-1], [((2, 0, 4), "f")], lambda x: torch.tril(x, -1)),
+    # masked_fill: the mask broadcast over rows and over a batch, x broadcast to the mask, empty, scalar.
+    ("masked_fill", [], [((3, 4), "f"), ((3, 1), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    ("masked_fill", [], [((2, 3, 4), "f"), ((4,), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    ("masked_fill", [], [((1, 4), "f"), ((3, 4), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    ("masked_fill", [], [((0, 3), "f"), ((1, 3), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    ("masked_fill", [], [((), "f"), ((), "i2"), ((1,), "f")], lambda x, m, v: x.masked_fill(m.bool(), float(v[0]))),
+    # pow: a constant exponent on an empty tensor and on a scalar.
+    ("pow", [1, 200], [((0, 3), "f")], lambda x: x ** 2),
+    ("pow", [1, -50], [((), "v")], lambda x: x ** -0.5),
+    # scaled_dot_product_attention (p: causal, mask): batched heads; a float mask broadcast over the
+    # batch; a 0/1 mask over heads; causal with heads; causal with fewer queries than keys; one query.
+    ("scaled_dot_product_attention", [0, 0], [((2, 3, 4, 8), "f"), ((2, 3, 5, 8), "f"), ((2, 3, 5, 6), "f")], lambda q, k, v: _sdpa(q, k, v, False)),
+    ("scaled_dot_product_attention", [0, 1], [((2, 4, 8), "f"), ((2, 5, 8), "f"), ((2, 5, 3), "f"), ((4, 5), "f")],
+     lambda q, k, v, m: _sdpa_mask(q, k, v, m)),
+    ("scaled_dot_product_attention", [0, 2], [((2, 3, 4, 6), "f"), ((2, 3, 5, 6), "f"), ((2, 3, 5, 2), "f"), ((2, 1, 4, 5), "k")],
+     lambda q, k, v, m: _sdpa_mask(q, k, v, m.bool())),
+    ("scaled_dot_product_attention", [1, 0], [((1, 2, 5, 4), "f"), ((1, 2, 5, 4), "f"), ((1, 2, 5, 3), "f")], lambda q, k, v: _sdpa(q, k, v, True)),
+    ("scaled_dot_product_attention", [1, 0], [((2, 3, 4), "f"), ((2, 5, 4), "f"), ((2, 5, 2), "f")], lambda q, k, v: _sdpa(q, k, v, True)),
+    ("scaled_dot_product_attention", [0, 0], [((1, 1, 4), "f"), ((1, 3, 4), "f"), ((1, 3, 2), "f")], lambda q, k, v: _sdpa(q, k, v, False)),
+    # interpolate (the reference's one mode, linear in 1 to 3 dims): trilinear either way; bilinear
+    # and linear down; a size-1 dim up; one output; 2 dims of a 3-d tensor.  (align_corners with an
+    # output of 1 divides by zero in the reference, so it is not a case.)
+    ("interpolate", [3, 0, 3, 5, 2], [((1, 1, 2, 3, 4), "f")], lambda x: F.interpolate(x, size=(3, 5, 2), mode="trilinear", align_corners=False)),
+    ("interpolate", [3, 1, 5, 3, 4], [((1, 2, 3, 2, 2), "f")], lambda x: F.interpolate(x, size=(5, 3, 4), mode="trilinear", align_corners=True)),
+    ("interpolate", [2, 0, 3, 4], [((2, 1, 6, 7), "f")], lambda x: F.interpolate(x, size=(3, 4), mode="bilinear", align_corners=False)),
+    ("interpolate", [1, 1, 4], [((1, 2, 9), "f")], lambda x: F.interpolate(x, size=4, mode="linear", align_corners=True)),
+    ("interpolate", [2, 1, 3, 5], [((1, 1, 1, 5), "f")], lambda x: F.interpolate(x, size=(3, 5), mode="bilinear", align_corners=True)),
+    ("interpolate", [1, 0, 1], [((1, 1, 4), "f")], lambda x: F.interpolate(x, size=1, mode="linear", align_corners=False)),
+    ("interpolate", [2, 0, 5, 2], [((2, 3, 4), "f")], lambda x: F.interpolate(x[None], size=(5, 2), mode="bilinear", align_corners=False)[0]),
+    # einsum (p: the formula's index in test_nn.c's table): matrix-vector, outer, batched heads,
+    # a full sum, elementwise, three operands, a column sum, an empty contracted dim.
+    ("einsum", [6], [((3, 5), "f"), ((5,), "f")], lambda a, b: torch.einsum("ij,j->i", a, b)),
+    ("einsum", [7], [((4,), "f"), ((3,), "f")], lambda a, b: torch.einsum("i,j->ij", a, b)),
+    ("einsum", [8], [((2, 2, 3, 4), "f"), ((2, 2, 5, 4), "f")], lambda a, b: torch.einsum("bhqd,bhkd->bhqk", a, b)),
+    ("einsum", [9], [((2, 3, 4), "f")], lambda a: torch.einsum("ijk->", a)),
+    ("einsum", [10], [((3, 4), "f"), ((3, 4), "f")], lambda a, b: torch.einsum("ij,ij->ij", a, b)),
+    ("einsum", [11], [((2, 3), "f"), ((3, 4), "f"), ((4, 5), "f")], lambda a, b, c: torch.einsum("ij,jk,kl->il", a, b, c)),
+    ("einsum", [12], [((1, 5), "f")], lambda a: torch.einsum("ij->j", a)),
+    ("einsum", [0], [((3, 0), "f"), ((0, 2), "f")], lambda a, b: torch.einsum("ij,jk->ik", a, b)),
+]
 
 
 def nn_main():
@@ -559,6 +738,9 @@ def nn_main():
             elif kind == "t":  # few distinct values: ties for argmax
                 vals = [float(rng.next() % 4) for _ in range(n)]
                 kinds += "f"
+            elif kind == "k":  # a 0/1 attention mask that keeps the first key of every row
+                vals = [1.0 if j % sh[-1] == 0 else float(rng.next() % 2) for j in range(n)]
+                kinds += "i"
             elif kind == "e":  # integer exponents (negative bases keep their sign)
                 vals = [float(rng.next() % 5) - 2 for _ in range(n)]
                 kinds += "f"
@@ -569,6 +751,7 @@ def nn_main():
             flat += vals
         y = fn(*xs).to(torch.float32)
         ys = y.reshape(-1).tolist()
+        assert not any(math.isnan(v) for v in ys), "%s [case %d] gives NaN, which test_nn.c cannot compare" % (name, i)
         tag = "n%d" % i
         out.append("static const float %s_x[] = {%s};" % (tag, ", ".join(lit(v) for v in flat)))
         out.append("static const float %s_y[] = {%s};" % (tag, ", ".join(lit(v) for v in ys)))

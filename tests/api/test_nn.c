@@ -1,5 +1,5 @@
-/* test_nn.c - the nn functions of tact.h (conv2d, max_pool2d, avg_pool2d, linear, layernorm, batchnorm, one_hot, the
- * cross entropies, argmax, argmin, cumsum, triu, tril, masked_fill, pow, scaled_dot_product_attention) against PyTorch's answers (golden_nn.inc, made by gen_api_golden.py), comparisons by hand, and
+/* test_nn.c - the nn functions of tact.h (conv2d, conv_transpose2d, max_pool2d, avg_pool2d, linear, layernorm, batchnorm, one_hot, the
+ * cross entropies, argmax, argmin, cumsum, triu, tril, masked_fill, pow, scaled_dot_product_attention, interpolate, einsum) against PyTorch's answers (golden_nn.inc, made by gen_api_golden.py), comparisons by hand, and
  * the kernel counts the reference's fusion gives. */
 #include <math.h>
 #include <stdio.h>
@@ -39,8 +39,11 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     if (!strcmp(f, "max_pool2d")) return tact_max_pool2d(in[0], &w);
     if (!strcmp(f, "avg_pool2d")) return tact_avg_pool2d(in[0], &w);
     if (!strcmp(f, "linear")) return tact_linear(in[0], in[1], g->p[0] ? in[2] : NULL);
-    if (!strcmp(f, "layernorm")) return tact_layernorm(in[0], g->p[1] ? 2 : 1, (int[]){(int)g->p[0], (int)g->p[1]}, 1e-5);
-    if (!strcmp(f, "batchnorm")) return tact_batchnorm(in[0], in[1], in[2], in[3], in[4], (int)g->p[0]);
+    /* layernorm p: 1 or 2 axes (a second axis of 0 means none), eps in units of 1e-9. */
+    if (!strcmp(f, "layernorm")) return tact_layernorm(in[0], g->p[1] ? 2 : 1, (int[]){(int)g->p[0], (int)g->p[1]}, (double)g->p[2] * 1e-9);
+    /* batchnorm p: axis, and 1 when there is no weight or bias (inputs x, mean, invstd). */
+    if (!strcmp(f, "batchnorm"))
+        return g->p[1] ? tact_batchnorm(in[0], NULL, NULL, in[1], in[2], (int)g->p[0]) : tact_batchnorm(in[0], in[1], in[2], in[3], in[4], (int)g->p[0]);
     if (!strcmp(f, "one_hot")) return tact_one_hot(in[0], g->p[0]);
     if (!strcmp(f, "binary_crossentropy")) return tact_binary_crossentropy(in[0], in[1]);
     if (!strcmp(f, "binary_crossentropy_logits")) return tact_binary_crossentropy_logits(in[0], in[1]);
@@ -53,13 +56,15 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     if (!strcmp(f, "tril")) return tact_tril(in[0], p[0]);
     if (!strcmp(f, "masked_fill")) return tact_masked_fill(in[0], in[1], tact_reshape(in[2], 0, NULL));
     if (!strcmp(f, "pow")) return tact_pow(in[0], p[0] ? tact_scalar(s_ctx, (double)p[1] / 100) : in[1]);
-    if (!strcmp(f, "conv_transpose2d")) {
+    if (!strcmp(f, "conv_transpose2d") || !strcmp(f, "conv_transpose1d") || !strcmp(f, "conv_transpose3d")) {
         w.output_padding[0] = p[14], w.output_padding[1] = p[15];
         return tact_conv_transpose2d(in[0], in[1], p[13] ? in[2] : NULL, &w);
     }
-    if (!strcmp(f, "interpolate")) return tact_interpolate(in[0], (int)p[0], p + 1, (int)p[3]);
+    /* interpolate p: n, align_corners, the n sizes. */
+    if (!strcmp(f, "interpolate")) return tact_interpolate(in[0], (int)p[0], p + 2, (int)p[1]);
     if (!strcmp(f, "einsum")) {
-        static const char *const formulas[] = {"ij,jk->ik", "ij->ji", "bij,bjk->bik", "i,i->", "ij,kj", "abc->cb"};
+        static const char *const formulas[] = {"ij,jk->ik", "ij->ji",          "bij,bjk->bik", "i,i->",     "ij,kj",        "abc->cb", "ij,j->i",
+                                               "i,j->ij",   "bhqd,bhkd->bhqk", "ijk->",        "ij,ij->ij", "ij,jk,kl->il", "ij->j"};
         return tact_einsum(formulas[p[0]], g->nin, in);
     }
     if (!strcmp(f, "minimum")) return tact_minimum(in[0], in[1]);
@@ -68,7 +73,11 @@ static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     if (!strcmp(f, "lt")) return tact_lt(in[0], in[1]);
     if (!strcmp(f, "ge")) return tact_ge(in[0], in[1]);
     if (!strcmp(f, "lerp")) return tact_lerp(in[0], in[1], tact_scalar(s_ctx, 0.25));
-    if (!strcmp(f, "scaled_dot_product_attention")) return tact_scaled_dot_product_attention(in[0], in[1], in[2], NULL, 0, (int)p[0], 0);
+    /* scaled_dot_product_attention p: is_causal, and the mask in[3]: 0 none, 1 float (added), 2 bool (an int 0/1 input cast). */
+    if (!strcmp(f, "scaled_dot_product_attention")) {
+        tact_tensor *mask = p[1] == 1 ? in[3] : p[1] == 2 ? tact_cast(in[3], TACT_BOOL) : NULL;
+        return tact_scaled_dot_product_attention(in[0], in[1], in[2], mask, 0, (int)p[0], 0);
+    }
     cr_assert_fail("no function %s", f);
     return NULL;
 }
