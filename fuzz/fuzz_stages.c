@@ -1,4 +1,4 @@
-/* fuzz_stages.c - libFuzzer target: the pipeline's stages (graph, scheduler, planner, executor) fed arbitrary messages. */
+/* fuzz_stages.c - libFuzzer target: the pipeline's stages (graph, scheduler, planner, executor, gradient engine) fed arbitrary messages. */
 #include <stddef.h>
 #include <stdint.h>
 
@@ -9,26 +9,38 @@
  * stages live across inputs (so state built by one input meets the next)
  * and start afresh every 1000 inputs. */
 static ta_pipeline_t s_wiring;
-static ta_actor_t *s_stages[4];
-static const ta_actor_ops_t *const s_ops[4] = {&ta_graph_ops, &ta_scheduler_ops, &ta_planner_ops, &ta_executor_ops};
-static const uint32_t s_ids[4] = {2, 3, 4, 7};
+enum { S_NSTAGES = 5 };
+static ta_actor_t *s_stages[S_NSTAGES];
+static const ta_actor_ops_t *const s_ops[S_NSTAGES] = {&ta_graph_ops, &ta_scheduler_ops, &ta_planner_ops, &ta_executor_ops, &ta_autograd_ops};
+static const uint32_t s_ids[S_NSTAGES] = {2, 3, 4, 7, 8};
 static long s_runs;
+static int s_refused; /* an ERROR a stage sent while being configured */
+
+static int s_capture(void *ud, const ta_msg_t *m) {
+    (void)ud;
+    if (m->type == TA_MSG_ERROR) s_refused = 1;
+    return TACT_OK;
+}
 
 static void s_restart(void) {
-    for (int i = 0; i < 4; i++) ta_stage_destroy(&s_stages[i]);
-    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = 7, .ncompilers = 2,
+    for (int i = 0; i < S_NSTAGES; i++) ta_stage_destroy(&s_stages[i]);
+    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = 7, .autograd = 8, .ncompilers = 2,
                                .schedule_cache = 1};
     s_wiring.compiler[0] = 5, s_wiring.compiler[1] = 6;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < S_NSTAGES; i++) {
         ta_error_t err;
-        s_stages[i] = ta_stage_new(s_ops[i], NULL, s_ids[i], NULL, NULL, &err);
+        s_stages[i] = ta_stage_new(s_ops[i], NULL, s_ids[i], s_capture, NULL, &err);
         if (!s_stages[i]) __builtin_trap();
         /* Configured as a context configures them, so inputs reach their work. */
         ta_msg_t cfg;
         uint64_t compilers[TA_MAX_COMPILERS];
         ta_pipeline_to_msg(&s_wiring, &cfg, compilers);
         cfg.sender = 1;
+        /* A stage that refuses its CONFIG would refuse every input: the
+         * fuzzer would test nothing. */
+        s_refused = 0;
         ta_stage_dispatch(s_stages[i], &cfg);
+        if (s_refused) __builtin_trap();
     }
 }
 
@@ -44,6 +56,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (bulk_len > sizeof zeros) return 0;
     m.bulk.ptr = zeros;
     m.bulk.len = bulk_len;
-    ta_stage_dispatch(s_stages[data[0] % 4], &m);
+    ta_stage_dispatch(s_stages[data[0] % S_NSTAGES], &m);
     return 0;
 }

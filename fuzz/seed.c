@@ -31,10 +31,13 @@ static int s_stage_seeds(const char *dir) {
     float x[6] = {1, 2, 3, 4, 5, 6};
     int64_t shape[2] = {2, 3};
     int axis = 1;
-    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    tact_tensor *a = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 2, shape, x), 1);
     tact_tensor *s = tact_sum(tact_mul(tact_exp2(a), tact_flip(a, 1, &axis)), 1, &axis, 1);
     float out[2];
     int rc = tact_read(s, out, sizeof out);
+    /* A backward: the graph's BACKWARD and GRADS, the engine's BACKWARD. */
+    if (rc == TACT_OK) rc = tact_backward(tact_sum(s, -1, NULL, 0), NULL);
+    if (rc == TACT_OK) rc = tact_read(tact_grad(a), x, sizeof x);
     tact_assign(a, tact_add(a, tact_scalar(ctx, 1.0)));
     if (rc == TACT_OK) rc = tact_realize(ctx, 1, &a);
     tact_ctx_close(&ctx);
@@ -42,10 +45,10 @@ static int s_stage_seeds(const char *dir) {
     ta_error_t err;
     if (rc != TACT_OK || ta_log_load(path, &log, &err) != TACT_OK) return 1;
     remove(path);
-    static const char *const names[4] = {"graph", "scheduler", "planner", "executor"};
+    static const char *const names[5] = {"graph", "scheduler", "planner", "executor", "autograd"};
     int n = 0;
     for (size_t i = 0; i < log->nstreams; i++)
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < 5; k++) {
             if (strcmp(log->streams[i].name, names[k]) != 0) continue;
             for (size_t r = 0; r < log->streams[i].nrecords; r++) {
                 const ta_log_record_t *rec = &log->streams[i].records[r];
