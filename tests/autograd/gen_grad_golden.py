@@ -19,29 +19,14 @@ import sys
 import torch
 import torch.nn.functional as F
 
-SEED = 0x6AD7
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "api"))
+from gen_api_golden import Rng  # noqa: E402  (xorshift64*, as tests/testutil.c's tu_rand)
+
+SEED = 0x6AD7
 OUT = os.path.join(HERE, "golden_grad.inc")
 MASK = (1 << 64) - 1
 INF = float("inf")
-
-
-class Rng:
-    """xorshift64*, as tests/testutil.c's tu_rand (copied from tests/api/gen_api_golden.py)."""
-
-    def __init__(self, seed):
-        self.s = seed or 1
-
-    def next(self):
-        x = self.s
-        x ^= x >> 12
-        x ^= (x << 25) & MASK
-        x ^= x >> 27
-        self.s = x
-        return (x * 0x2545F4914F6CDD1D) & MASK
-
-    def uniform(self, lo, hi):
-        return lo + (hi - lo) * ((self.next() >> 11) / 9007199254740992.0)
 
 
 def f32(v):
