@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "api"))
-from gen_api_golden import Rng  # noqa: E402  (xorshift64*, as tests/testutil.c's tu_rand)
+from gen_api_golden import Rng, _conv  # noqa: E402  (xorshift64*, as tests/testutil.c's tu_rand; conv by the window layout)
 
 SEED = 0x6AD7
 OUT = os.path.join(HERE, "golden_grad.inc")
@@ -409,19 +409,6 @@ for formula, shapes in EINSUMS:
 # bias, output_padding (2), spatial dims (0: 2), as test_nn.c's s_window reads them.
 def W(groups=1, s=(0, 0), d=(1, 1), npad=0, pads=(0, 0, 0, 0), cip=1, k=(2, 2), bias=0, op=(0, 0), nd=0):
     return [groups, s[0], s[1], d[0], d[1], npad, *pads, cip, k[0], k[1], bias, op[0], op[1], nd]
-
-
-def _conv(x, w, b, p):
-    groups, s0, s1, d0, d1, npad = p[:6]
-    pads = p[6:10]
-    if npad == 4:
-        x = F.pad(x, tuple(pads))
-        padding = 0
-    elif npad == 2:
-        padding = (pads[0], pads[1])
-    else:
-        padding = pads[0] if npad == 1 else 0
-    return F.conv2d(x, w, b, stride=(s0 or 1, s1 or 1), padding=padding, dilation=(d0, d1), groups=groups)
 
 
 CONV = "conv"
