@@ -93,6 +93,10 @@ typedef struct {
     size_t bw_nwalked, bw_walked_cap;
     uint64_t *bw_ids;    /* the ids the client chose for the gradients */
     size_t bw_nids, bw_ids_cap;
+    /* Buffers by id: 2 * (live bases whose data is in it) + 1 once one that
+     * had it allocated was dropped.  An assign writes its target's buffer,
+     * so a buffer is freed when the last base naming it goes. */
+    ta_map_t bufs;
 } g_state_t;
 
 /* --------------------------------------------------------------- the map */
@@ -235,6 +239,27 @@ static int s_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, siz
     return ta_actor_send(self, g->w.executor, &m);
 }
 
+/* Counts one more base naming buf; TACT_ENOMEM leaves the count as it was. */
+static int s_buf_hold(g_state_t *g, uint64_t buf) {
+    uint64_t v = 0;
+    ta_map_get(&g->bufs, buf, &v);
+    return ta_map_put(&g->bufs, buf, v + 2);
+}
+
+/* A base naming buf goes (allocated: it had the buffer); true when the
+ * buffer is to be freed now. */
+static int s_buf_release(g_state_t *g, uint64_t buf, int allocated) {
+    uint64_t v;
+    if (!ta_map_get(&g->bufs, buf, &v)) return 0;
+    v |= (uint64_t)(allocated != 0);
+    if (v >= 4) {
+        ta_map_put(&g->bufs, buf, v - 2); /* replaces: no allocation */
+        return 0;
+    }
+    ta_map_del(&g->bufs, buf);
+    return (int)(v & 1);
+}
+
 /* Drops n if nothing refers to it any more, and then its sources in turn
  * (with a work list: chains of assigns can be very long); the buffers of
  * dropped bases are appended to *frees. */
@@ -247,10 +272,11 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
             int nd = 0;
             for (int i = 0; i < n->nsrc; i++) deps[nd++] = n->src[i];
             if (n->is_view) deps[nd++] = n->base;
-            /* An assign's buffer is its target's. */
-            if (!n->is_view && n->buffer && n->buf == n->id &&
+            /* An assign's buffer is its target's: the last base naming a
+             * buffer frees it. */
+            if (!n->is_view && s_buf_release(g, n->buf, n->buffer) &&
                 ta_grow((void **)frees, frees_cap, *nfrees + 1, sizeof **frees) == TACT_OK)
-                (*frees)[(*nfrees)++] = n->id;
+                (*frees)[(*nfrees)++] = n->buf;
             s_cse_remove(g, n);
             s_remove(g, n->id);
             s_node_free(n);
@@ -270,10 +296,11 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
 /* A base whose buffer is final needs its sources no more (kernels read the
  * buffer), unless a backward may still go through it: they are let go, so
  * a training loop does not keep every step's graph alive through its
- * assigns.  An assign keeps its target, whose buffer it writes. */
+ * assigns.  An assign lets its target go too: the buffer they share stays
+ * while either names it. */
 static void s_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
     if (n->is_view || !n->buffer || !n->sealed || (n->grad && !n->consumed)) return;
-    int keep = n->op == TA_OP_ASSIGN ? 1 : 0;
+    int keep = 0;
     if (n->nsrc <= keep) return;
     s_cse_remove(g, n);
     n->hash = 0;
@@ -503,6 +530,11 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
     c->src[0] = src->id;
     c->buf = c->id;
     c->grad = 1; /* a copy passes a gradient on */
+    if (s_buf_hold(g, c->buf) != TACT_OK) {
+        s_remove(g, c->id);
+        s_node_free(c);
+        return NULL;
+    }
     s_ref(g, src->id);
     return c;
 }
@@ -604,6 +636,17 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         nd->base = s0->is_view ? s0->base : s0->id;
         nd->buf = nd->base;
         s_ref(g, nd->base);
+    }
+    /* A base not counted would free its buffer early: the op is refused. */
+    if (!nd->is_view && s_buf_hold(g, nd->buf) != TACT_OK) {
+        for (int i = 0; i < nd->nsrc; i++) {
+            g_node_t *d = s_find(g, nd->src[i]);
+            if (d) d->children--;
+        }
+        s_cse_remove(g, nd);
+        s_remove(g, nd->id);
+        s_node_free(nd);
+        return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     }
     return TACT_OK;
 }
@@ -1239,6 +1282,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->targets);
     ta_free(g->bw_walked);
     ta_free(g->bw_ids);
+    ta_map_fini(&g->bufs);
     ta_free(g->cse);
     ta_free(g);
 }
