@@ -636,17 +636,22 @@ static int s_inline_cost(s_graph_t *g, int i, int cap, uint8_t *seen, int *stack
  * realize points (their kernels and users queued), or -1 out of memory.
  */
 static int s_shared_work(s_graph_t *g) {
-    uint8_t *seen = ta_calloc((size_t)g->n + 1, 1);
+    uint8_t *seen = ta_calloc((size_t)g->n + 1, 1), *covered = ta_calloc((size_t)g->n + 1, 1);
     int *stack = ta_malloc(sizeof *stack * (size_t)(3 * g->n + 4));
     int added = 0;
-    if (!seen || !stack) {
+    if (!seen || !covered || !stack) {
         ta_free(seen);
+        ta_free(covered);
         ta_free(stack);
         return -1;
     }
-    for (int i = 0; i < g->n && added >= 0; i++) {
+    /* Users first (nodes come sources first): the latest shared node is the
+     * one to keep, the gradient every consumer reads; what it computes is
+     * then inside one kernel only, so this pass leaves it alone (the next,
+     * with fresh uses, sees whether it is still shared). */
+    for (int i = g->n - 1; i >= 0 && added >= 0; i--) {
         s_node_t *x = &g->nodes[i];
-        if (!s_forcible(x) || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
+        if (covered[i] || !s_forcible(x) || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
         ta_op_class_t cls = ta_op_class(x->op);
         if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY) continue;
         int kernels = 0, pre = 0, first = -1;
@@ -663,12 +668,14 @@ static int s_shared_work(s_graph_t *g) {
         memset(seen, 0, (size_t)g->n);
         if (s_inline_cost(g, i, S_SHARED_COST, seen, stack) < S_SHARED_COST) continue;
         x->rp = 1;
+        s_inline_cost(g, i, g->n + 1, covered, stack);
         if (s_push(g, i) != TACT_OK) added = -1;
         for (int u = x->uses; added >= 0 && u >= 0; u = g->uses[u].next)
             if (g->uses[u].gen == g->nodes[g->uses[u].kernel].gen && s_push(g, g->uses[u].kernel) != TACT_OK) added = -1;
         if (added >= 0) added++;
     }
     ta_free(seen);
+    ta_free(covered);
     ta_free(stack);
     return added;
 }
