@@ -1,6 +1,7 @@
 /* builder.c - the graph builder actor: owns the lazy graph (bases and views), sends subgraphs to schedule. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ast.h"
@@ -93,6 +94,9 @@ typedef struct {
     size_t bw_nwalked, bw_walked_cap;
     uint64_t *bw_ids;    /* the ids the client chose for the gradients */
     size_t bw_nids, bw_ids_cap;
+    uint64_t *bw_added;  /* the engine's ops added so far (its answer may come in parts) */
+    size_t bw_nadded, bw_added_cap;
+    size_t part_bytes;   /* the most bytes of records a BACKWARD part carries */
     /* Buffers by id: 2 * (live bases whose data is in it) + 1 once one that
      * had it allocated was dropped.  An assign writes its target's buffer,
      * so a buffer is freed when the last base naming it goes. */
@@ -1143,57 +1147,72 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         else if (s_bw_leaf(g, o, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
     }
     ta_free(olds);
-    msgpack_sbuffer nodes;
-    msgpack_sbuffer_init(&nodes);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
-    if (rc == TACT_OK && ta_recs_pack_header(&pk, len)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-    for (size_t i = 0; rc == TACT_OK && i < len; i++) {
-        if (s_bw_pack(list[i], &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-        if (rc == TACT_OK && list[i]->grad) {
+    for (size_t i = 0; rc == TACT_OK && i < len; i++)
+        if (list[i]->grad) {
             if (ta_grow((void **)&g->bw_walked, &g->bw_walked_cap, g->bw_nwalked + 1, sizeof *g->bw_walked) != TACT_OK)
                 rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
             else g->bw_walked[g->bw_nwalked++] = list[i]->id;
         }
-    }
-    ta_free(list);
-    if (rc == TACT_OK) {
+    /* The records go in parts of at most part_bytes (any size of graph
+     * fits the message limit): every part but the last one-way, in the
+     * graph's stream; the last, with the targets, a request. */
+    g->bw_nadded = 0;
+    msgpack_sbuffer nodes;
+    msgpack_sbuffer_init(&nodes);
+    for (size_t i = 0; rc == TACT_OK;) {
+        msgpack_sbuffer_clear(&nodes);
+        msgpack_sbuffer one;
+        msgpack_sbuffer_init(&one);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &one, msgpack_sbuffer_write);
+        size_t first = i;
+        while (rc == TACT_OK && i < len && (i == first || one.size < g->part_bytes))
+            if (s_bw_pack(list[i++], &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+        msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
+        if (rc == TACT_OK && (ta_recs_pack_header(&pk, i - first) || (one.size && msgpack_sbuffer_write(&nodes, one.data, one.size))))
+            rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+        msgpack_sbuffer_destroy(&one);
+        if (rc != TACT_OK) break;
         ta_msg_t q;
         ta_msg_init(&q, TA_MSG_BACKWARD);
-        q.corr = ta_actor_new_corr(self);
+        int last = i >= len;
         q.as.backward = *b;
-        q.as.backward.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, len);
+        q.as.backward.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, i - first);
+        q.as.backward.more = (uint64_t)!last;
+        q.as.backward.next = 0;
+        if (!last) q.as.backward.targets = q.as.backward.ids = q.as.backward.olds = ta_u64s(NULL, 0);
+        if (last) q.corr = ta_actor_new_corr(self);
         rc = ta_actor_send(self, g->w.autograd, &q);
-        if (rc == TACT_OK) {
+        if (rc != TACT_OK) {
+            ta_error_set(&err, rc, "backward: cannot reach the gradient engine");
+        } else if (last) {
             g->bw_awaited = q.corr;
             g->bw_corr = m->corr;
             g->bw_reply_to = m->sender;
             ta_actor_await(self, q.corr, g->w.autograd);
-        } else {
-            ta_error_set(&err, rc, "backward: cannot reach the gradient engine");
+            break;
         }
     }
+    ta_free(list);
     msgpack_sbuffer_destroy(&nodes);
     return rc == TACT_OK ? TACT_OK : ta_actor_fail(self, rc, "%s", err.text);
 }
 
-/* Drops the nodes of ops the engine sent that nobody holds: the client
- * holds only the gradients it asked for. */
-static void s_bw_unhold(g_state_t *g, const ta_recs_t *ops, size_t upto) {
-    ta_recs_it_t it;
-    ta_node_rec_t rec;
+/* Drops the nodes of ops the engine sent (all of them, or all but the
+ * gradients the client asked for) that nobody holds. */
+static void s_bw_unhold(g_state_t *g, int keep_chosen) {
     uint64_t *frees = NULL;
-    size_t nfrees = 0, frees_cap = 0, k = 0;
-    ta_recs_begin(&it, ops);
-    while (k++ < upto && ta_recs_next(&it, &rec)) {
+    size_t nfrees = 0, frees_cap = 0;
+    for (size_t k = 0; k < g->bw_nadded; k++) {
         int held = 0;
-        for (size_t i = 0; i < g->bw_nids && !held; i++) held = g->bw_ids[i] == rec.id;
-        g_node_t *nd = held && upto == SIZE_MAX ? NULL : s_find(g, rec.id);
+        for (size_t i = 0; keep_chosen && i < g->bw_nids && !held; i++) held = g->bw_ids[i] == g->bw_added[k];
+        g_node_t *nd = held ? NULL : s_find(g, g->bw_added[k]);
         if (!nd) continue;
         nd->client_ref = 0;
         s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
     }
     ta_free(frees); /* nothing the engine made has a buffer yet */
+    g->bw_nadded = 0;
 }
 
 /* The awaited GRADS: its ops join the graph (ids in the engine's range, or
@@ -1203,8 +1222,7 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     ta_error_t err = {0, ""};
     ta_recs_it_t it;
     ta_node_rec_t rec;
-    size_t added = 0;
-    int rc = m->as.grads.ops.type == TA_REC_NODE ? TACT_OK : ta_error_set(&err, TACT_EPROTO, "grads: not NODE records");
+    int rc = !m->as.grads.ops.n || m->as.grads.ops.type == TA_REC_NODE ? TACT_OK : ta_error_set(&err, TACT_EPROTO, "grads: not NODE records");
     g->bw_awaited = 0;
     ta_recs_begin(&it, &m->as.grads.ops);
     while (rc == TACT_OK && ta_recs_next(&it, &rec)) {
@@ -1214,7 +1232,25 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             rc = ta_error_set(&err, TACT_EPROTO, "grads: op id %" PRIu64 " is outside the gradient engine's range", rec.id);
             break;
         }
-        if ((rc = s_add_op(g, &rec, &err)) == TACT_OK) added++;
+        if ((rc = s_add_op(g, &rec, &err)) == TACT_OK) {
+            if (ta_grow((void **)&g->bw_added, &g->bw_added_cap, g->bw_nadded + 1, sizeof *g->bw_added) != TACT_OK)
+                rc = ta_error_set(&err, TACT_ENOMEM, "grads: out of memory");
+            else g->bw_added[g->bw_nadded++] = rec.id;
+        }
+    }
+    /* More to come: ask for the next part of the answer. */
+    if (rc == TACT_OK && m->as.grads.more) {
+        ta_msg_t q;
+        ta_msg_init(&q, TA_MSG_BACKWARD);
+        q.corr = ta_actor_new_corr(self);
+        q.as.backward.next = 1;
+        rc = ta_actor_send(self, g->w.autograd, &q);
+        if (rc == TACT_OK) {
+            g->bw_awaited = q.corr;
+            ta_actor_await(self, q.corr, g->w.autograd);
+            return TACT_OK;
+        }
+        ta_error_set(&err, rc, "grads: cannot reach the gradient engine");
     }
     ta_u64s_it_t ui;
     uint64_t id;
@@ -1225,19 +1261,11 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         if (!chosen || !s_find(g, id)) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for or not made", id);
     }
     if (rc != TACT_OK) {
-        s_bw_unhold(g, &m->as.grads.ops, added);
-        /* The chosen ids that were added go too: the client makes none. */
-        for (size_t i = 0; i < g->bw_nids; i++) {
-            g_node_t *nd = s_find(g, g->bw_ids[i]);
-            uint64_t *frees = NULL;
-            size_t nfrees = 0, fcap = 0;
-            if (nd) nd->client_ref = 0, s_maybe_drop(g, nd, &frees, &nfrees, &fcap);
-            ta_free(frees);
-        }
+        s_bw_unhold(g, 0); /* the chosen ids too: the client makes none */
         ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
         return TACT_OK;
     }
-    s_bw_unhold(g, &m->as.grads.ops, SIZE_MAX);
+    s_bw_unhold(g, 1);
     uint64_t *frees = NULL;
     size_t nfrees = 0, frees_cap = 0;
     for (size_t i = 0; i < g->bw_nwalked; i++) {
@@ -1269,6 +1297,9 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     g_state_t *g = ta_calloc(1, sizeof *g);
     if (!g) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     g->next_internal = 1ull << 62;
+    /* TACT_TEST_BACKWARD_BYTES: smaller parts of backwards, for their tests. */
+    const char *pb = getenv("TACT_TEST_BACKWARD_BYTES");
+    g->part_bytes = pb && atol(pb) > 0 ? (size_t)atol(pb) : S_PART_BYTES;
     ta_actor_set_state(self, g);
     return TACT_OK;
 }
@@ -1282,6 +1313,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->targets);
     ta_free(g->bw_walked);
     ta_free(g->bw_ids);
+    ta_free(g->bw_added);
     ta_map_fini(&g->bufs);
     ta_free(g->cse);
     ta_free(g);

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dtype.h"
@@ -62,6 +63,16 @@ typedef struct {
     size_t nout;
     int rc;
     ta_error_t err;
+    /* A backward's forward records may come in several parts (BACKWARD
+     * with more = 1) and its answer go in several GRADS (more = 1, the
+     * graph asking for the next with next = 1), each within part_bytes. */
+    int receiving;     /* parts came; the last is still to come */
+    size_t *off;       /* each emitted record's end in out */
+    size_t off_cap;
+    size_t sent;       /* records of out already answered */
+    uint64_t *got;     /* the ids that got a gradient (the last GRADS carries them) */
+    size_t ngot;
+    size_t part_bytes;
 } a_state_t;
 
 /* ------------------------------------------------------------- emitting */
@@ -85,11 +96,11 @@ static a_val_t s_emit_id(a_state_t *a, uint64_t id, ta_op_t op, tact_dtype dt, c
     for (int i = 0; i < nsrc; i++) rec.srcs[i] = src[i].id;
     rec.n_args = (uint32_t)nargs;
     if (nargs) memcpy(rec.args, args, sizeof *args * (size_t)nargs);
-    if (ta_rec_pack(TA_REC_NODE, &rec, &a->pk) != 0) {
+    if (ta_rec_pack(TA_REC_NODE, &rec, &a->pk) != 0 || ta_grow((void **)&a->off, &a->off_cap, a->nout + 1, sizeof *a->off) != TACT_OK) {
         a->rc = ta_error_set(&a->err, TACT_ENOMEM, "autograd: out of memory");
         return r;
     }
-    a->nout++;
+    a->off[a->nout++] = a->out.size;
     r.id = rec.id;
     return r;
 }
@@ -281,7 +292,7 @@ static void s_rule(a_state_t *a, const a_node_t *n) {
 static int s_read_nodes(a_state_t *a, const ta_backward_msg_t *b) {
     ta_recs_it_t it;
     ta_node_rec_t r;
-    if (b->nodes.type != TA_REC_NODE) return ta_error_set(&a->err, TACT_EPROTO, "backward: not NODE records");
+    if (b->nodes.n && b->nodes.type != TA_REC_NODE) return ta_error_set(&a->err, TACT_EPROTO, "backward: not NODE records");
     ta_recs_begin(&it, &b->nodes);
     while (ta_recs_next(&it, &r)) {
         if (ta_grow((void **)&a->nodes, &a->cap, a->n + 1, sizeof *a->nodes) != TACT_OK)
@@ -347,26 +358,67 @@ static int s_check_args(a_state_t *a) {
     return TACT_OK;
 }
 
+/* Sends the next GRADS: the records from a->sent on that fit in
+ * part_bytes (at least one), with more = 1 while some are left, and the
+ * ids that got a gradient with the last. */
+static int s_answer(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
+    size_t first = a->sent, last = first, start = first ? a->off[first - 1] : 0;
+    while (last < a->nout && (last == first || a->off[last] - start <= a->part_bytes)) last++;
+    int more = last < a->nout, rc = TACT_OK;
+    msgpack_sbuffer chunk;
+    msgpack_sbuffer_init(&chunk);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &chunk, msgpack_sbuffer_write);
+    size_t end = last ? a->off[last - 1] : 0;
+    if (ta_recs_pack_header(&pk, last - first) || (end > start && msgpack_sbuffer_write(&chunk, a->out.data + start, end - start))) {
+        rc = ta_actor_fail(self, TACT_ENOMEM, "autograd: out of memory");
+    } else {
+        ta_msg_t r;
+        ta_msg_init(&r, TA_MSG_GRADS);
+        r.as.grads.ops = ta_recs_raw(TA_REC_NODE, chunk.data, chunk.size, last - first);
+        r.as.grads.ids = more ? ta_u64s(NULL, 0) : ta_u64s(a->got, a->ngot);
+        r.as.grads.more = (uint64_t)more;
+        rc = ta_actor_reply(self, m, &r);
+        a->sent = last;
+    }
+    msgpack_sbuffer_destroy(&chunk);
+    return rc;
+}
+
 static int s_backward(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
     const ta_backward_msg_t *b = &m->as.backward;
-    a->n = 0;
-    a->nout = 0;
-    a->rc = 0;
-    a->err.code = 0;
-    ta_map_clear(&a->pos);
-    msgpack_sbuffer_clear(&a->out);
-    msgpack_packer_init(&a->pk, &a->out, msgpack_sbuffer_write);
-    uint64_t *ids = NULL, *got = NULL, li = 0, gi = 0;
-    size_t ngot = 0;
-    int rc = s_read_nodes(a, b);
+    if (b->next) {
+        if (a->receiving || a->sent >= a->nout) return ta_actor_fail(self, TACT_EPROTO, "autograd: no answer is being sent");
+        return s_answer(self, a, m);
+    }
+    if (!a->receiving) { /* the first part of a backward */
+        a->n = 0;
+        a->nout = 0;
+        a->sent = 0;
+        a->ngot = 0;
+        a->rc = 0;
+        a->err.code = 0;
+        ta_map_clear(&a->pos);
+        msgpack_sbuffer_clear(&a->out);
+        msgpack_packer_init(&a->pk, &a->out, msgpack_sbuffer_write);
+    }
+    /* Every part's records are read as they come; an error is kept for
+     * the last part, the request the graph awaits. */
+    if (!a->err.code) s_read_nodes(a, b);
+    a->receiving = b->more != 0;
+    if (a->receiving) return TACT_OK;
+    uint64_t *ids = NULL, li = 0, gi = 0;
+    int rc = a->err.code ? a->err.code : TACT_OK;
     if (rc == TACT_OK) rc = s_check_args(a);
     if (rc == TACT_OK && (b->targets.n != b->ids.n || b->targets.n != b->olds.n))
         rc = ta_error_set(&a->err, TACT_EPROTO, "backward: %u targets, %u ids, %u old gradients", b->targets.n, b->ids.n, b->olds.n);
     if (rc == TACT_OK && !ta_map_get(&a->pos, b->loss, &li)) rc = ta_error_set(&a->err, TACT_EPROTO, "backward: the loss is not listed");
     if (rc == TACT_OK && b->grad && !ta_map_get(&a->pos, b->grad, &gi)) rc = ta_error_set(&a->err, TACT_EPROTO, "backward: the gradient is not listed");
     uint64_t *tl = NULL, *ol = NULL;
+    ta_free(a->got);
+    a->got = NULL;
     if (rc == TACT_OK && (ta_u64s_copy(&b->targets, &tl) || ta_u64s_copy(&b->ids, &ids) || ta_u64s_copy(&b->olds, &ol) ||
-                          !(got = ta_malloc(sizeof *got * (b->ids.n + 1)))))
+                          !(a->got = ta_malloc(sizeof *a->got * (b->ids.n + 1)))))
         rc = ta_error_set(&a->err, TACT_ENOMEM, "autograd: out of memory");
     for (uint32_t t = 0; rc == TACT_OK && t < b->targets.n; t++) {
         uint64_t k;
@@ -403,31 +455,17 @@ static int s_backward(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
         } else {
             s_emit_id(a, ids[t], TA_OP_RESHAPE, g.dt, &g.sh, 1, &g, 0, NULL);
         }
-        got[ngot++] = ids[t];
+        a->got[a->ngot++] = ids[t];
     }
     if (rc == TACT_OK && a->rc) rc = a->rc;
-    if (rc == TACT_OK) {
-        msgpack_sbuffer all;
-        msgpack_sbuffer_init(&all);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &all, msgpack_sbuffer_write);
-        if (ta_recs_pack_header(&pk, a->nout) || msgpack_sbuffer_write(&all, a->out.data, a->out.size)) {
-            rc = ta_error_set(&a->err, TACT_ENOMEM, "autograd: out of memory");
-        } else {
-            ta_msg_t r;
-            ta_msg_init(&r, TA_MSG_GRADS);
-            r.as.grads.ops = ta_recs_raw(TA_REC_NODE, all.data, all.size, a->nout);
-            r.as.grads.ids = ta_u64s(got, ngot);
-            rc = ta_actor_reply(self, m, &r);
-        }
-        msgpack_sbuffer_destroy(&all);
-    }
     ta_free(tl);
     ta_free(ol);
     ta_free(ids);
-    ta_free(got);
-    if (rc != TACT_OK && a->err.code) return ta_actor_fail(self, rc, "%s", a->err.text);
-    return rc;
+    if (rc != TACT_OK) {
+        a->nout = a->sent = 0;
+        return a->err.code ? ta_actor_fail(self, rc, "%s", a->err.text) : rc;
+    }
+    return s_answer(self, a, m);
 }
 
 /* ---------------------------------------------------------------- actor */
@@ -437,6 +475,10 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     a_state_t *a = ta_calloc(1, sizeof *a);
     if (!a) return ta_error_set(err, TACT_ENOMEM, "autograd: out of memory");
     a->next_id = UINT64_C(1) << 61;
+    /* Parts of at most 4 MiB, as the graph's SCHEDULE (TACT_TEST_BACKWARD_BYTES:
+     * smaller, for the tests of parts). */
+    const char *pb = getenv("TACT_TEST_BACKWARD_BYTES");
+    a->part_bytes = pb && atol(pb) > 0 ? (size_t)atol(pb) : (size_t)4 << 20;
     msgpack_sbuffer_init(&a->out);
     ta_actor_set_state(self, a);
     return TACT_OK;
@@ -445,6 +487,8 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 static void s_fini(ta_actor_t *self) {
     a_state_t *a = ta_actor_state(self);
     ta_free(a->nodes);
+    ta_free(a->off);
+    ta_free(a->got);
     ta_map_fini(&a->pos);
     msgpack_sbuffer_destroy(&a->out);
     ta_free(a);

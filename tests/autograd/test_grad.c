@@ -308,3 +308,30 @@ Test(autograd_semantics, gradient_outlives_the_scope_of_the_backward) {
     cr_expect(g[0] == 6 && g[1] == 12, "%g %g", g[0], g[1]);
     tact_ctx_close(&ctx);
 }
+
+/* A backward's records travel in parts of a bounded size both ways (here
+ * 200 bytes: dozens of parts), so no graph is too large for a message:
+ * the gradients are bitwise those of a backward in one part. */
+static void s_mlp_grads(float *gw1, float *gw2) {
+    tact_ctx *ctx = s_open();
+    tact_manual_seed(ctx, 5);
+    tact_tensor *x = tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){8, 6});
+    tact_tensor *w1 = tact_set_requires_grad(tact_contiguous(tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){6, 5})), 1);
+    tact_tensor *w2 = tact_set_requires_grad(tact_contiguous(tact_randn(ctx, TACT_FLOAT32, 2, (int64_t[]){5, 3})), 1);
+    tact_tensor *h = tact_gelu(tact_matmul(x, w1));
+    tact_tensor *loss = tact_mean(tact_log_softmax(tact_matmul(tact_layernorm(h, 1, (int[]){-1}, 1e-5), w2), 1), -1, NULL, 0);
+    cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_grad(w1), gw1, sizeof(float) * 30), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_grad(w2), gw2, sizeof(float) * 15), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+}
+
+Test(autograd_semantics, a_backward_in_parts_gives_the_same_bits) {
+    float a1[30], a2[15], b1[30], b2[15];
+    s_mlp_grads(a1, a2);
+    setenv("TACT_TEST_BACKWARD_BYTES", "200", 1);
+    s_mlp_grads(b1, b2);
+    unsetenv("TACT_TEST_BACKWARD_BYTES");
+    cr_expect(memcmp(a1, b1, sizeof a1) == 0 && memcmp(a2, b2, sizeof a2) == 0, "parts change the gradients");
+    for (int i = 0; i < 30; i++) cr_expect(a1[i] != 0 && a1[i] == a1[i], "w1 gradient [%d] is %g", i, a1[i]);
+}
