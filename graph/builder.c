@@ -96,7 +96,8 @@ typedef struct {
     size_t bw_nids, bw_ids_cap;
     uint64_t *bw_added;  /* the engine's ops added so far (its answer may come in parts) */
     size_t bw_nadded, bw_added_cap;
-    size_t part_bytes;   /* the most bytes of records a BACKWARD part carries */
+    size_t part_bytes;   /* the most bytes of records a part (of a SCHEDULE or a BACKWARD) carries */
+    size_t part_nodes;   /* the most nodes of a SCHEDULE part */
     /* Buffers by id: 2 * (live bases whose data is in it) + 1 once one that
      * had it allocated was dropped.  An assign writes its target's buffer,
      * so a buffer is freed when the last base naming it goes. */
@@ -781,12 +782,14 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     msgpack_packer pk;
     /* Where the part ends: its last node brings it past either bound. */
     size_t cut = len, bytes = 0;
+    int computes = 0; /* the part has a node to compute: a part of leaves alone would make no progress, forever */
     for (size_t i = 0; i < len; i++) {
         /* An upper bound of its packed size (msgpack integers take at most 9 bytes). */
         const g_node_t *c = list[i];
         bytes += 64 + 9 * (size_t)(c->shape.ndim + c->nsrc + c->nargs);
         for (int v = 0; c->is_view && v < c->st->nviews; v++) bytes += 40 * (size_t)(c->st->views[v].ndim + 1);
-        if (i + 1 < len && (i + 1 >= S_PART_NODES || bytes >= S_PART_BYTES)) {
+        computes |= !c->is_view && !c->buffer;
+        if (i + 1 < len && computes && (i + 1 >= g->part_nodes || bytes >= g->part_bytes)) {
             cut = i + 1;
             break;
         }
@@ -1297,9 +1300,11 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     g_state_t *g = ta_calloc(1, sizeof *g);
     if (!g) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     g->next_internal = 1ull << 62;
-    /* TACT_TEST_BACKWARD_BYTES: smaller parts of backwards, for their tests. */
-    const char *pb = getenv("TACT_TEST_BACKWARD_BYTES");
+    /* TACT_TEST_PART_BYTES: smaller parts (of SCHEDULEs and BACKWARDs), for
+     * the tests of parts. */
+    const char *pb = getenv("TACT_TEST_PART_BYTES");
     g->part_bytes = pb && atol(pb) > 0 ? (size_t)atol(pb) : S_PART_BYTES;
+    g->part_nodes = S_PART_NODES;
     ta_actor_set_state(self, g);
     return TACT_OK;
 }

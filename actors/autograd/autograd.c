@@ -475,9 +475,9 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     a_state_t *a = ta_calloc(1, sizeof *a);
     if (!a) return ta_error_set(err, TACT_ENOMEM, "autograd: out of memory");
     a->next_id = UINT64_C(1) << 61;
-    /* Parts of at most 4 MiB, as the graph's SCHEDULE (TACT_TEST_BACKWARD_BYTES:
+    /* Parts of at most 4 MiB, as the graph's SCHEDULE (TACT_TEST_PART_BYTES:
      * smaller, for the tests of parts). */
-    const char *pb = getenv("TACT_TEST_BACKWARD_BYTES");
+    const char *pb = getenv("TACT_TEST_PART_BYTES");
     a->part_bytes = pb && atol(pb) > 0 ? (size_t)atol(pb) : (size_t)4 << 20;
     msgpack_sbuffer_init(&a->out);
     ta_actor_set_state(self, a);

@@ -329,9 +329,9 @@ static void s_mlp_grads(float *gw1, float *gw2) {
 Test(autograd_semantics, a_backward_in_parts_gives_the_same_bits) {
     float a1[30], a2[15], b1[30], b2[15];
     s_mlp_grads(a1, a2);
-    setenv("TACT_TEST_BACKWARD_BYTES", "200", 1);
+    setenv("TACT_TEST_PART_BYTES", "200", 1);
     s_mlp_grads(b1, b2);
-    unsetenv("TACT_TEST_BACKWARD_BYTES");
+    unsetenv("TACT_TEST_PART_BYTES");
     cr_expect(memcmp(a1, b1, sizeof a1) == 0 && memcmp(a2, b2, sizeof a2) == 0, "parts change the gradients");
     for (int i = 0; i < 30; i++) cr_expect(a1[i] != 0 && a1[i] == a1[i], "w1 gradient [%d] is %g", i, a1[i]);
 }
