@@ -37,7 +37,7 @@ struct ta_device {
     int quit;
 };
 
-enum { S_MIN_CHUNK_WORK = 256 }; /* iterations; below this, threads cost more than they give */
+enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
 
 /* Takes chunks of the current launch until none is left. */
 static void s_drain(ta_device_t *d) {
