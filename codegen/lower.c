@@ -221,6 +221,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     for (int m2 = -1; m2 < a->ndim; m2++)
                         for (int s2 = m2 < 0 ? 1 : 4; s2 >= (m2 < 0 ? 1 : 2); s2 /= 2) {
                             if (m2 >= 0 && (m2 == m1 || out[m2] % s2 || out[m2] == 1)) continue;
+                            if (s1 * s2 > 16) continue; /* 32 unrolled lanes of gathers took gcc most of a second */
                             double loads = 0;
                             for (int i = 0; i < a->nnodes; i++) {
                                 if (a->nodes[i].op != TA_OP_LOAD || !pre[i]) continue;
