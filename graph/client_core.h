@@ -35,6 +35,10 @@ struct ti_tensor {
     int requires_grad;
     int wants_grad;
     ti_tensor_t *grad;
+    /* A realize that named it was waited for and succeeded: a read may ask
+     * for its bytes at once (the graph refuses if they are not there, and
+     * the read realizes first after all). */
+    int realized;
 };
 
 /* Shared by client.c and the files of the primitive ops (client_create.c,

@@ -132,6 +132,7 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
             if (t->grad) { /* the engine added the old gradient in: the handle moves to the sum */
                 tc_release_id(ctx, t->grad->id);
                 t->grad->id = id;
+                t->grad->realized = 0;
             } else if (!(t->grad = tc_new_unscoped(ctx, id, t->dtype, &t->shape))) {
                 tc_release_id(ctx, id);
                 rc = TACT_ENOMEM;

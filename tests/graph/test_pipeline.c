@@ -1192,3 +1192,29 @@ Test(pipeline, shared_expensive_work_is_computed_once) {
     free(x);
     tact_ctx_close(&ctx);
 }
+
+/* A read of a tensor a realize computed asks for its bytes at once; a
+ * realized view that is not laid out contiguously (a transpose) falls back
+ * to a realize of its contiguous copy; an assign makes the next read see
+ * the new contents. */
+Test(pipeline, reads_after_realizes_are_right_for_views_and_assigns) {
+    tact_ctx *ctx = s_open(1, NULL);
+    float x[6] = {1, 2, 3, 4, 5, 6}, out[6];
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){2, 3}, x);
+    tact_tensor *s = tact_mul(a, tact_scalar(ctx, 2.0));
+    cr_assert_eq(tact_realize(ctx, 1, &s), TACT_OK);
+    cr_assert_eq(tact_read(s, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_expect_eq(out[i], 2 * x[i]);
+    tact_tensor *t = tact_permute(s, (int[]){1, 0});
+    cr_assert_eq(tact_realize(ctx, 1, &t), TACT_OK);
+    cr_assert_eq(tact_read(t, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 2; c++) cr_expect_eq(out[r * 2 + c], 2 * x[c * 3 + r], "[%d,%d] %g", r, c, out[r * 2 + c]);
+    cr_expect_str_eq(tact_ctx_error(ctx), "", "the fallback leaves no error behind");
+    tact_tensor *c = tact_contiguous(s);
+    cr_assert_eq(tact_realize(ctx, 1, &c), TACT_OK);
+    tact_assign(c, tact_add(c, tact_scalar(ctx, 1.0)));
+    cr_assert_eq(tact_read(c, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_expect_eq(out[i], 2 * x[i] + 1, "after assign [%d] %g", i, out[i]);
+    tact_ctx_close(&ctx);
+}
