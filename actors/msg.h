@@ -280,7 +280,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
 #define TA_FIELDS_PROGRESS(F, M)
 #define TA_FIELDS_BACKWARD(F, M) \
-    F(M, U64, loss) F(M, U64, grad) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, olds) F(M, NODES, nodes) F(M, U64, more) F(M, U64, next)
+    F(M, U64, loss) F(M, U64, grad) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, olds) F(M, NODES, nodes) F(M, U64, more) F(M, U64, next) F(M, U64, part)
 #define TA_FIELDS_GRADS(F, M) F(M, NODES, ops) F(M, U64S, ids) F(M, U64, more)
 
 typedef enum ta_msg_type {

@@ -324,6 +324,7 @@ static void s_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *
 /* ------------------------------------------------------------ adding ops */
 
 static g_node_t *s_new_node(g_state_t *g, uint64_t id) {
+    if (s_find(g, id)) return NULL; /* never two nodes of one id (the map would lose one) */
     g_node_t *n = ta_calloc(1, sizeof *n);
     if (!n) return NULL;
     n->id = id;
@@ -509,7 +510,7 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
     tact_dtype d = tmp->dtype;
     if (tmp->op == TA_OP_ADD && ta_fold_is(d, val[c], 0)) *alias = src[x];
     else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], 1)) *alias = src[x];
-    else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], 0)) *alias = src[c];
+    else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], 0) && !tmp->grad) *alias = src[c]; /* differentiable: x keeps its (zero) gradient */
     else if (tmp->op == TA_OP_MUL && ta_fold_is(d, val[c], -1) && !ta_dtype_is_bool(d)) {
         tmp->op = TA_OP_NEG;
         tmp->nsrc = 1;
@@ -567,7 +568,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
      * chains of duplicates are found duplicate too. */
     for (int i = 0; i < tmp.nsrc; i++) {
         g_node_t *sn = s_find(g, tmp.src[i]);
-        if (sn && sn->alias) tmp.src[i] = sn->alias;
+        if (sn && sn->alias && !sn->grad) tmp.src[i] = sn->alias; /* a differentiable alias stays on the path (it may be a target) */
     }
     ta_op_class_t cls = ta_op_class(tmp.op);
     if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
@@ -599,7 +600,10 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
      * one's own). */
     g_node_t *same = NULL;
     if (tmp.op != TA_OP_ASSIGN) s_fold(g, &tmp, &same);
-    if (tmp.op != TA_OP_EMPTY && tmp.op != TA_OP_ASSIGN && tmp.op != TA_OP_CONTIGUOUS && !same) {
+    /* A differentiable op is never shared: a backward consumes what it
+     * goes through, and a graph built again must be new (as in the
+     * reference, where each op is a Function of its own). */
+    if (tmp.op != TA_OP_EMPTY && tmp.op != TA_OP_ASSIGN && tmp.op != TA_OP_CONTIGUOUS && !same && !tmp.grad) {
         tmp.hash = s_content_hash(&tmp);
         same = s_cse_find(g, &tmp);
     }
@@ -1092,7 +1096,7 @@ static int s_bw_leaf(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, s
 /* One forward node as the engine reads it: a view as the movement op that
  * made it, a duplicate as CONTIGUOUS of the node it duplicates, a node the
  * walk does not go through without sources. */
-static int s_bw_pack(const g_node_t *n, msgpack_packer *pk) {
+static int s_bw_pack(const g_node_t *n, int walked, msgpack_packer *pk) {
     ta_node_rec_t r;
     memset(&r, 0, sizeof r);
     r.id = n->id;
@@ -1100,7 +1104,7 @@ static int s_bw_pack(const g_node_t *n, msgpack_packer *pk) {
     r.dtype = (uint64_t)n->dtype;
     r.n_shape = (uint32_t)n->shape.ndim;
     memcpy(r.shape, n->shape.d, sizeof *r.shape * r.n_shape);
-    if (n->grad) {
+    if (n->grad && walked) {
         r.n_srcs = (uint32_t)n->nsrc;
         memcpy(r.srcs, n->src, sizeof *r.srcs * r.n_srcs);
         if (!n->alias) {
@@ -1142,7 +1146,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     g_node_t **list = NULL;
     size_t len = 0;
     int rc = s_bw_collect(g, loss, &list, &len, &err);
-    size_t cap = len;
+    size_t cap = len, walked = len; /* the nodes after these are leaves the engine reads (the gradients given) */
     if (rc == TACT_OK && s_bw_leaf(g, grad, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
     for (uint32_t i = 0; rc == TACT_OK && i < b->olds.n; i++) {
         g_node_t *o = olds[i] ? s_find(g, olds[i]) : NULL;
@@ -1150,7 +1154,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         else if (s_bw_leaf(g, o, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
     }
     ta_free(olds);
-    for (size_t i = 0; rc == TACT_OK && i < len; i++)
+    for (size_t i = 0; rc == TACT_OK && i < walked; i++)
         if (list[i]->grad) {
             if (ta_grow((void **)&g->bw_walked, &g->bw_walked_cap, g->bw_nwalked + 1, sizeof *g->bw_walked) != TACT_OK)
                 rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
@@ -1160,6 +1164,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
      * fits the message limit): every part but the last one-way, in the
      * graph's stream; the last, with the targets, a request. */
     g->bw_nadded = 0;
+    uint64_t nparts = 0;
     msgpack_sbuffer nodes;
     msgpack_sbuffer_init(&nodes);
     for (size_t i = 0; rc == TACT_OK;) {
@@ -1169,8 +1174,10 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         msgpack_packer pk;
         msgpack_packer_init(&pk, &one, msgpack_sbuffer_write);
         size_t first = i;
-        while (rc == TACT_OK && i < len && (i == first || one.size < g->part_bytes))
-            if (s_bw_pack(list[i++], &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+        while (rc == TACT_OK && i < len && (i == first || one.size < g->part_bytes)) {
+            if (s_bw_pack(list[i], i < walked, &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
+            i++;
+        }
         msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
         if (rc == TACT_OK && (ta_recs_pack_header(&pk, i - first) || (one.size && msgpack_sbuffer_write(&nodes, one.data, one.size))))
             rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
@@ -1183,6 +1190,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         q.as.backward.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, i - first);
         q.as.backward.more = (uint64_t)!last;
         q.as.backward.next = 0;
+        q.as.backward.part = nparts++;
         if (!last) q.as.backward.targets = q.as.backward.ids = q.as.backward.olds = ta_u64s(NULL, 0);
         if (last) q.corr = ta_actor_new_corr(self);
         rc = ta_actor_send(self, g->w.autograd, &q);
@@ -1235,6 +1243,11 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             rc = ta_error_set(&err, TACT_EPROTO, "grads: op id %" PRIu64 " is outside the gradient engine's range", rec.id);
             break;
         }
+        /* Only what the rules make: computations, never data or writes. */
+        if (rec.op == TA_OP_EMPTY || rec.op == TA_OP_ASSIGN || rec.op == TA_OP_COPY || rec.op == TA_OP_CUSTOM || rec.flags) {
+            rc = ta_error_set(&err, TACT_EPROTO, "grads: op %" PRIu64 " is not a gradient op", rec.id);
+            break;
+        }
         if ((rc = s_add_op(g, &rec, &err)) == TACT_OK) {
             if (ta_grow((void **)&g->bw_added, &g->bw_added_cap, g->bw_nadded + 1, sizeof *g->bw_added) != TACT_OK)
                 rc = ta_error_set(&err, TACT_ENOMEM, "grads: out of memory");
@@ -1261,8 +1274,17 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     while (rc == TACT_OK && ta_u64s_next(&ui, &id)) {
         int chosen = 0;
         for (size_t i = 0; i < g->bw_nids && !chosen; i++) chosen = g->bw_ids[i] == id;
-        if (!chosen || !s_find(g, id)) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for or not made", id);
+        g_node_t *nd = chosen ? s_find(g, id) : NULL;
+        if (!nd || nd->mark == UINT64_MAX) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for, not made or listed twice", id);
+        else nd->mark = UINT64_MAX;
     }
+    /* A chosen id the answer does not list is nobody's: it goes. */
+    for (size_t i = 0; i < g->bw_nids; i++) {
+        g_node_t *nd = s_find(g, g->bw_ids[i]);
+        if (nd && nd->mark != UINT64_MAX) g->bw_ids[i] = 0;
+        else if (nd) nd->mark = 0;
+    }
+
     if (rc != TACT_OK) {
         s_bw_unhold(g, 0); /* the chosen ids too: the client makes none */
         ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
@@ -1333,6 +1355,9 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error
         if (m->as.op_batch.ops.type != TA_REC_NODE) return ta_error_set(err, TACT_EPROTO, "op batch: not NODE records");
         ta_recs_begin(&it, &m->as.op_batch.ops);
         while (ta_recs_next(&it, &rec)) {
+            /* The client's namespace: the gradient engine's ids start at
+             * 2^61 and the graph's own at 2^62. */
+            if (rec.id >= UINT64_C(1) << 61) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is outside the client's range", rec.id);
             /* The client computed every shape itself, so this is a bug or a
              * hostile peer: the ops before it stay, the rest is refused. */
             int rc = s_add_op(g, &rec, err);
@@ -1386,6 +1411,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             return ta_actor_fail(self, TACT_EPROTO, "graph: a GRADS nobody awaits");
         if (m->type == TA_MSG_GRADS) return s_grads(self, g, m);
         g->bw_awaited = 0;
+        s_bw_unhold(g, 0); /* ops of earlier parts of the answer go, the chosen ids too */
         char what[64], text[256];
         snprintf(what, sizeof what, "%.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "");
         snprintf(text, sizeof text, "%.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");

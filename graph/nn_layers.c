@@ -320,7 +320,7 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p) {
     if (!ctx || !path || !p) return TACT_EINVAL;
     int rc = TACT_OK;
     for (int i = 0; i < p->n && rc == TACT_OK; i++) {
-        tact_scope_begin(ctx);
+        if ((rc = tact_scope_begin(ctx)) != TACT_OK) break;
         tact_tensor *t = tact_load_safetensors(ctx, path, p->names[i]);
         tact_tensor *r = tact_status_of(t) == TACT_OK ? tact_assign(p->tensors[i], t) : t;
         if ((rc = tact_status_of(r)) != TACT_OK) {

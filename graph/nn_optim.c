@@ -153,6 +153,15 @@ int tact_optim_step_with(tact_optim *p, int nalso, tact_tensor *const *also) {
     if (!all) rc = TACT_ENOMEM;
     for (int i = 0; rc == TACT_OK && i < nalso; i++) all[na++] = also[i];
     int adam = p->o.kind != TACT_OPTIM_SGD;
+    /* Every gradient first: a step that fails changes nothing (an assign
+     * made before the failure would still run at the next realize). */
+    for (int i = 0; rc == TACT_OK && i < p->n; i++) {
+        tact_tensor *g = p->buffer[i] ? NULL : tact_grad(p->params[i]);
+        if (g && tact_status_of(g) != TACT_OK) {
+            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(g));
+            rc = tact_status_of(g);
+        }
+    }
     if (rc == TACT_OK && adam) {
         tact_assign(p->b1_t, tact_mul(p->b1_t, s_k(ctx, p->o.b1)));
         tact_assign(p->b2_t, tact_mul(p->b2_t, s_k(ctx, p->o.b2)));
@@ -197,7 +206,8 @@ void tact_optim_zero_grad(tact_optim *p) {
 
 int tact_optim_set_lr(tact_optim *p, double lr) {
     if (!p || !(lr >= 0)) return TACT_EINVAL;
-    tact_scope_begin(p->ctx);
+    int rc0 = tact_scope_begin(p->ctx);
+    if (rc0 != TACT_OK) return rc0;
     p->o.lr = lr;
     float v = (float)lr;
     tact_assign(p->lr, tact_from_data(p->ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &v));

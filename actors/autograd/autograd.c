@@ -67,6 +67,7 @@ typedef struct {
      * with more = 1) and its answer go in several GRADS (more = 1, the
      * graph asking for the next with next = 1), each within part_bytes. */
     int receiving;     /* parts came; the last is still to come */
+    uint64_t nparts;   /* parts of this backward so far */
     size_t *off;       /* each emitted record's end in out */
     size_t off_cap;
     size_t sent;       /* records of out already answered */
@@ -183,7 +184,7 @@ static a_val_t s_stride_back(a_state_t *a, const a_node_t *n, a_val_t g, a_val_t
         flips[k] = m < 0 ? -1 : 1;
         flip |= m < 0;
         if (am == 1) continue;
-        if (g.sh.ndim >= TA_MAX_DIMS) {
+        if (g.sh.ndim >= TA_MAX_DIMS || k >= g.sh.ndim) {
             a->rc = ta_error_set(&a->err, TACT_ESHAPE, "autograd: the gradient of a step over %d dims", g.sh.ndim);
             return g;
         }
@@ -354,6 +355,46 @@ static int s_check_args(a_state_t *a) {
             for (int k = 0; k < nd; k++)
                 if (!n->args[k] || n->args[k] < -(INT64_C(1) << 40) || n->args[k] > (INT64_C(1) << 40))
                     return ta_error_set(&a->err, TACT_EPROTO, "backward: bad stride");
+        /* The node's shape must follow from its source's, as the graph
+         * checked it: the rules index one by the other. */
+        a_val_t src0 = s_src(a, n, 0);
+        const ta_shape_t *in = &src0.sh;
+        ta_shape_t expect = *in;
+        int64_t pairs[TA_MAX_DIMS][2];
+        int order[TA_MAX_DIMS], norm[TA_MAX_DIMS], rc = TACT_OK;
+        switch (n->op) {
+        case TA_OP_SUM:
+        case TA_OP_RMAX:
+            if ((uint64_t)n->args[0] >> in->ndim) rc = TACT_ESHAPE;
+            for (int k = 0; k < in->ndim; k++)
+                if (n->args[0] >> k & 1) expect.d[k] = 1;
+            break;
+        case TA_OP_RESHAPE: rc = ta_shape_reshape(in, n->v.sh.ndim, n->v.sh.d, &expect, NULL); break;
+        case TA_OP_EXPAND: {
+            ta_shape_t al;
+            rc = n->v.sh.ndim == nd ? ta_shape_expand(in, nd, n->v.sh.d, &al, &expect, NULL) : TACT_ESHAPE;
+            break;
+        }
+        case TA_OP_PERMUTE:
+            for (int k = 0; k < nd; k++) order[k] = (int)n->args[k];
+            rc = ta_shape_permute(in, order, norm, &expect, NULL);
+            break;
+        case TA_OP_PAD:
+        case TA_OP_SHRINK:
+            for (int k = 0; k < nd; k++) pairs[k][0] = n->args[2 * k], pairs[k][1] = n->args[2 * k + 1];
+            rc = n->op == TA_OP_PAD ? ta_shape_pad(in, (const int64_t(*)[2])pairs, &expect, NULL) : ta_shape_shrink(in, (const int64_t(*)[2])pairs, &expect, NULL);
+            break;
+        case TA_OP_STRIDE:
+            for (int k = 0; k < nd; k++) {
+                int64_t m = n->args[k] < 0 ? -n->args[k] : n->args[k];
+                expect.d[k] = (in->d[k] + m - 1) / m;
+            }
+            break;
+        default: break; /* elementwise, CAST, CONTIGUOUS: the shape of the source (checked when read) */
+        }
+        if (rc != TACT_OK || !ta_shape_equal(&expect, &n->v.sh))
+            return ta_error_set(&a->err, TACT_EPROTO, "backward: node %" PRIu64 " (%s): its shape does not follow from its source", n->v.id,
+                                ta_op_name(n->op));
     }
     return TACT_OK;
 }
@@ -391,7 +432,14 @@ static int s_backward(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
         if (a->receiving || a->sent >= a->nout) return ta_actor_fail(self, TACT_EPROTO, "autograd: no answer is being sent");
         return s_answer(self, a, m);
     }
-    if (!a->receiving) { /* the first part of a backward */
+    /* Parts come numbered from 0: a first part starts afresh (whatever a
+     * sender that failed half-way left), a part out of turn is an error. */
+    if (b->part && (!a->receiving || b->part != a->nparts)) {
+        a->receiving = 0;
+        return ta_actor_fail(self, TACT_EPROTO, "autograd: part %" PRIu64 " of a backward out of turn", b->part);
+    }
+    a->nparts = b->part + 1;
+    if (!b->part) { /* the first part of a backward */
         a->n = 0;
         a->nout = 0;
         a->sent = 0;

@@ -340,3 +340,30 @@ Test(autograd_semantics, a_backward_in_parts_gives_the_same_bits) {
     }
     for (int i = 0; i < 15; i++) cr_expect(fabsf(a2[i] - b2[i]) <= 1e-5f * (1 + fabsf(a2[i])), "w2 [%d]: %.9g, %.9g", i, a2[i], b2[i]);
 }
+
+/* Review regressions.  The same forward built twice is two graphs (each
+ * backward goes through its own); an upstream gradient that itself needs
+ * a gradient is read as a value; x * 0 still gives x its zero gradient. */
+Test(autograd_semantics, graphs_built_twice_upstream_gradients_and_times_zero) {
+    tact_ctx *ctx = s_open();
+    float g[2];
+    tact_tensor *a = tact_set_requires_grad(s_vec(ctx, 2, (float[]){1, 2}), 1);
+    tact_tensor *l1 = tact_sum(tact_mul(a, a), -1, NULL, 0), *l2 = tact_sum(tact_mul(a, a), -1, NULL, 0);
+    cr_assert_eq(tact_backward(l1, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_backward(l2, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    s_read(tact_grad(a), g, 2);
+    cr_expect(g[0] == 4 && g[1] == 8, "two graphs: %g %g", g[0], g[1]);
+
+    tact_grad_clear(a);
+    tact_tensor *b = tact_set_requires_grad(s_vec(ctx, 2, (float[]){3, 5}), 1);
+    cr_assert_eq(tact_backward(tact_mul(a, a), tact_mul(b, tact_scalar(ctx, 2.0))), TACT_OK, "%s", tact_ctx_error(ctx));
+    s_read(tact_grad(a), g, 2);
+    cr_expect(g[0] == 12 && g[1] == 40, "upstream 2b: %g %g", g[0], g[1]);
+    cr_expect_neq(tact_status_of(tact_grad(b)), TACT_OK, "the upstream gradient is a value, not on the loss's path");
+
+    tact_tensor *w = tact_set_requires_grad(s_vec(ctx, 2, (float[]){7, 9}), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_add(tact_mul(a, a), tact_mul(w, tact_scalar(ctx, 0.0))), -1, NULL, 0), NULL), TACT_OK);
+    s_read(tact_grad(w), g, 2);
+    cr_expect(g[0] == 0 && g[1] == 0, "w * 0: %g %g", g[0], g[1]);
+    tact_ctx_close(&ctx);
+}

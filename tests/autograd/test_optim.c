@@ -185,3 +185,25 @@ Test(optim, learning_rate_schedules) {
     cr_expect_float_eq(tact_lr_step(0.1, 0.5, 35, 10), 0.0125, 1e-15);
     cr_expect_float_eq(tact_lr_step(0.1, 0.5, 35, 0), 0.1, 1e-15);
 }
+
+/* A step that fails (a parameter without a gradient) changes nothing: no
+ * assign of an earlier parameter runs later. */
+Test(optim, a_failed_step_changes_nothing) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *w0 = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){2}, (float[]){1, 2});
+    tact_tensor *w1 = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){2}, (float[]){3, 4});
+    tact_tensor *ps[2] = {w0, w1};
+    tact_optim *o;
+    tact_optim_options oo;
+    tact_optim_options_default(&oo, TACT_OPTIM_SGD);
+    oo.lr = 0.5;
+    cr_assert_eq(tact_optim_new(&o, ctx, &oo, 2, ps), TACT_OK);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(w0, w0), -1, NULL, 0), NULL), TACT_OK);
+    cr_expect_neq(tact_optim_step(o), TACT_OK, "w1 has no gradient");
+    float v[2];
+    cr_assert_eq(tact_read(w0, v, sizeof v), TACT_OK);
+    cr_expect(v[0] == 1 && v[1] == 2, "w0 after the failed step: %g %g", v[0], v[1]);
+    tact_optim_free(&o);
+    tact_ctx_close(&ctx);
+}
