@@ -124,11 +124,18 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
         ta_u64s_it_t it;
         uint64_t id;
         if (rc == TACT_OK) ta_u64s_begin(&it, &reply.as.grads.ids);
-        while (rc == TACT_OK && ta_u64s_next(&it, &id)) {
+        /* Every id of the answer is adopted or released, even after an
+         * allocation failed: the graph holds each for the client. */
+        int ok = rc == TACT_OK;
+        while (ok && ta_u64s_next(&it, &id)) {
             size_t i = 0;
-            while (i < s.n && fresh[i] != id) i++;
-            if (i == s.n) continue;
+            while (i < s.n && (fresh[i] != id || !s.owners[i])) i++;
+            if (i == s.n) {
+                tc_release_id(ctx, id);
+                continue;
+            }
             ti_tensor_t *t = s.owners[i];
+            s.owners[i] = NULL; /* an id listed twice is adopted once */
             if (t->grad) { /* the engine added the old gradient in: the handle moves to the sum */
                 tc_release_id(ctx, t->grad->id);
                 t->grad->id = id;

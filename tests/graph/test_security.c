@@ -334,3 +334,32 @@ Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never
     cr_assert_gt(enomem, 20, "the failures were really injected (%d)", enomem);
     cr_log_info("ran clean with %ld allocations allowed, after %d ENOMEM runs", n - 1, enomem);
 }
+
+/* The same for a backward (the client, the graph's walk and parts, the
+ * gradient engine, the ops it answers): every allocation failing in turn
+ * gives ENOMEM or the right gradient, never a crash, a hang or a leak. */
+Test(graph_security, an_allocation_failure_anywhere_in_a_backward_is_enomem, .timeout = 600) {
+    tact_set_allocator(s_failing_alloc, NULL);
+    int enomem = 0, clean = 0;
+    long n;
+    for (n = 0; n < 3000 && !clean; n += 3) {
+        tact_ctx *ctx = s_open_timeout(10000, 1);
+        float x[4] = {1, 2, 3, 4}, g[4];
+        tact_tensor *a = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){4}, x), 1);
+        tact_tensor *loss = tact_sum(tact_mul(a, a), -1, NULL, 0);
+        __atomic_store_n(&s_budget, n, __ATOMIC_SEQ_CST);
+        int rc = tact_backward(loss, NULL);
+        __atomic_store_n(&s_budget, -1, __ATOMIC_SEQ_CST);
+        cr_assert(rc == TACT_OK || rc == TACT_ENOMEM, "allocation %ld failing: %s (%s)", n, tact_status_name(rc), tact_ctx_error(ctx));
+        if (rc == TACT_ENOMEM) {
+            enomem++;
+        } else if (tact_read(tact_grad(a), g, sizeof g) == TACT_OK) {
+            for (int i = 0; i < 4; i++) cr_assert_eq(g[i], 2 * x[i], "allocation %ld: [%d] %g", n, i, g[i]);
+            clean = 1;
+        }
+        tact_ctx_close(&ctx);
+    }
+    tact_set_allocator(NULL, NULL);
+    cr_assert(clean, "the backward never ran clean within %ld allocations", n);
+    cr_assert_gt(enomem, 3, "the failures were really injected (%d)", enomem);
+}
