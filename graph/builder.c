@@ -379,9 +379,6 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     ta_op_class_t cls = ta_op_class(n->op);
     if (n->op == TA_OP_CONST || n->op == TA_OP_EMPTY) arity = 0;
     if (n->nsrc != arity) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): %d sources", n->id, ta_op_name(n->op), n->nsrc);
-    int64_t pairs[TA_MAX_DIMS][2];
-    int order[TA_MAX_DIMS], norm[TA_MAX_DIMS];
-    uint32_t mask;
     switch (cls) {
     case TA_OPC_UNARY:
     case TA_OPC_BINARY:
@@ -391,44 +388,8 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
             if (!ta_shape_equal(&src[i]->shape, &want)) rc = TACT_ESHAPE;
         break;
     case TA_OPC_REDUCE:
-        if (n->nargs != 1) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": reduce without axes", n->id);
-        want = src[0]->shape;
-        mask = (uint32_t)n->args[0];
-        if (mask >> want.ndim) rc = TACT_ESHAPE;
-        for (int k = 0; k < want.ndim; k++)
-            if (mask >> k & 1) want.d[k] = 1;
-        break;
     case TA_OPC_MOVEMENT:
-        switch (n->op) {
-        case TA_OP_RESHAPE: rc = ta_shape_reshape(&src[0]->shape, n->shape.ndim, n->shape.d, &want, err); break;
-        case TA_OP_EXPAND: {
-            ta_shape_t al;
-            rc = n->shape.ndim == src[0]->shape.ndim ? ta_shape_expand(&src[0]->shape, n->shape.ndim, n->shape.d, &al, &want, err)
-                                                     : TACT_ESHAPE;
-            break;
-        }
-        case TA_OP_PERMUTE:
-            if (n->nargs != src[0]->shape.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": permute order", n->id);
-            for (int k = 0; k < n->nargs; k++) order[k] = (int)n->args[k];
-            rc = ta_shape_permute(&src[0]->shape, order, norm, &want, err);
-            for (int k = 0; rc == TACT_OK && k < n->nargs; k++) n->args[k] = norm[k]; /* negative axes resolved */
-            break;
-        case TA_OP_PAD:
-        case TA_OP_SHRINK:
-            if (n->nargs != 2 * src[0]->shape.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": pad/shrink args", n->id);
-            for (int k = 0; k < src[0]->shape.ndim; k++) pairs[k][0] = n->args[2 * k], pairs[k][1] = n->args[2 * k + 1];
-            rc = n->op == TA_OP_PAD ? ta_shape_pad(&src[0]->shape, (const int64_t(*)[2])pairs, &want, err)
-                                    : ta_shape_shrink(&src[0]->shape, (const int64_t(*)[2])pairs, &want, err);
-            break;
-        default: /* STRIDE */
-            want = src[0]->shape;
-            if (n->nargs != want.ndim) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": stride args", n->id);
-            for (int k = 0; k < want.ndim; k++) {
-                int64_t m = n->args[k] < 0 ? -n->args[k] : n->args[k];
-                if (!m) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": stride 0", n->id);
-                want.d[k] = (want.d[k] + m - 1) / m;
-            }
-        }
+        rc = ta_shape_of_op(n->op, &src[0]->shape, n->nargs, n->args, &n->shape, &want, NULL);
         break;
     default: /* CONST, EMPTY, CONTIGUOUS */
         want = n->nsrc ? src[0]->shape : n->shape;
@@ -1209,15 +1170,20 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     return rc == TACT_OK ? TACT_OK : ta_actor_fail(self, rc, "%s", err.text);
 }
 
+/* True when id is one the client chose for a gradient of this backward. */
+static int s_bw_chosen(const g_state_t *g, uint64_t id) {
+    for (size_t i = 0; i < g->bw_nids; i++)
+        if (g->bw_ids[i] == id) return 1;
+    return 0;
+}
+
 /* Drops the nodes of ops the engine sent (all of them, or all but the
  * gradients the client asked for) that nobody holds. */
 static void s_bw_unhold(g_state_t *g, int keep_chosen) {
     uint64_t *frees = NULL;
     size_t nfrees = 0, frees_cap = 0;
     for (size_t k = 0; k < g->bw_nadded; k++) {
-        int held = 0;
-        for (size_t i = 0; keep_chosen && i < g->bw_nids && !held; i++) held = g->bw_ids[i] == g->bw_added[k];
-        g_node_t *nd = held ? NULL : s_find(g, g->bw_added[k]);
+        g_node_t *nd = keep_chosen && s_bw_chosen(g, g->bw_added[k]) ? NULL : s_find(g, g->bw_added[k]);
         if (!nd) continue;
         nd->client_ref = 0;
         s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
@@ -1237,9 +1203,7 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     g->bw_awaited = 0;
     ta_recs_begin(&it, &m->as.grads.ops);
     while (rc == TACT_OK && ta_recs_next(&it, &rec)) {
-        int chosen = 0;
-        for (size_t i = 0; i < g->bw_nids && !chosen; i++) chosen = g->bw_ids[i] == rec.id;
-        if (!chosen && (rec.id < UINT64_C(1) << 61 || rec.id >= UINT64_C(1) << 62)) {
+        if (!s_bw_chosen(g, rec.id) && (rec.id < UINT64_C(1) << 61 || rec.id >= UINT64_C(1) << 62)) {
             rc = ta_error_set(&err, TACT_EPROTO, "grads: op id %" PRIu64 " is outside the gradient engine's range", rec.id);
             break;
         }
@@ -1272,9 +1236,7 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     uint64_t id;
     ta_u64s_begin(&ui, &m->as.grads.ids);
     while (rc == TACT_OK && ta_u64s_next(&ui, &id)) {
-        int chosen = 0;
-        for (size_t i = 0; i < g->bw_nids && !chosen; i++) chosen = g->bw_ids[i] == id;
-        g_node_t *nd = chosen ? s_find(g, id) : NULL;
+        g_node_t *nd = s_bw_chosen(g, id) ? s_find(g, id) : NULL;
         if (!nd || nd->mark == UINT64_MAX) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for, not made or listed twice", id);
         else nd->mark = UINT64_MAX;
     }

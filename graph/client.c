@@ -882,6 +882,24 @@ int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     return rc != TACT_OK ? rc : wrc;
 }
 
+/* READ of tensor id: its need bytes into buf.  Returns the request's
+ * status (the graph refuses a tensor not realized contiguously), with
+ * ctx->error set on failure. */
+static int s_read_bytes(ti_ctx_t *ctx, uint64_t id, void *buf, size_t need) {
+    ta_msg_t req, reply;
+    ta_msg_init(&req, TA_MSG_READ);
+    ta_msg_init(&reply, TA_MSG_READY);
+    req.as.read.id = id;
+    int rc = s_request(ctx, &req, &reply);
+    if (rc == TACT_OK && (reply.type != TA_MSG_DATA || reply.bulk.len != need)) {
+        snprintf(ctx->error, sizeof ctx->error, "read: expected %zu bytes, got %zu", need, reply.bulk.len);
+        rc = TACT_EPROTO;
+    }
+    if (rc == TACT_OK && need) memcpy(buf, reply.bulk.ptr, need);
+    ta_msg_release(&reply);
+    return rc;
+}
+
 int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     if (!t) return TACT_EINVAL;
     if (t->status) return t->status;
@@ -899,15 +917,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     /* Realized already: one request, not a realize and then a read (a
      * training loop reads its loss every step). */
     if (t->realized && t->id) {
-        ta_msg_t req, reply;
-        ta_msg_init(&req, TA_MSG_READ);
-        ta_msg_init(&reply, TA_MSG_READY);
-        req.as.read.id = t->id;
-        int rc = s_request(ctx, &req, &reply);
-        int ok = rc == TACT_OK && reply.type == TA_MSG_DATA && reply.bulk.len == need;
-        if (ok && need) memcpy(buf, reply.bulk.ptr, need);
-        ta_msg_release(&reply);
-        if (ok) return TACT_OK;
+        if (s_read_bytes(ctx, t->id, buf, need) == TACT_OK) return TACT_OK;
         t->realized = 0; /* not there after all (a view, say): the long way */
         ctx->error[0] = '\0';
     }
@@ -916,18 +926,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     ti_tensor_t *c = ti_contiguous(t);
     int rc = ti_realize(ctx, 1, &c);
     if (rc != TACT_OK) return rc;
-    ta_msg_t req, reply;
-    ta_msg_init(&req, TA_MSG_READ);
-    ta_msg_init(&reply, TA_MSG_READY);
-    req.as.read.id = c->id;
-    rc = s_request(ctx, &req, &reply);
-    if (rc == TACT_OK && (reply.type != TA_MSG_DATA || reply.bulk.len != need)) {
-        snprintf(ctx->error, sizeof ctx->error, "read: expected %zu bytes, got %zu", need, reply.bulk.len);
-        rc = TACT_EPROTO;
-    }
-    if (rc == TACT_OK && need) memcpy(buf, reply.bulk.ptr, need);
-    ta_msg_release(&reply);
-    return rc;
+    return s_read_bytes(ctx, c->id, buf, need);
 }
 
 int ti_item(ti_tensor_t *t, double *out) {

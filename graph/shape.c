@@ -1,6 +1,8 @@
 /* shape.c - op validation and result shapes; the client and the graph builder call the same functions. */
 #include "shape.h"
 
+#include "ops.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -203,4 +205,45 @@ int ta_shape_reduce(const ta_shape_t *in, int naxes, const int *axes, const char
     *mask = m;
     *out = r;
     return TACT_OK;
+}
+
+int ta_shape_of_op(int op, const ta_shape_t *in, int nargs, int64_t *args, const ta_shape_t *to, ta_shape_t *out, ta_error_t *err) {
+    int64_t pairs[TA_MAX_DIMS][2];
+    int order[TA_MAX_DIMS], norm[TA_MAX_DIMS];
+    ta_shape_t al;
+    const char *name = ta_op_name((ta_op_t)op);
+    *out = *in;
+    switch (op) {
+    case TA_OP_SUM:
+    case TA_OP_RMAX:
+        if (nargs != 1 || (uint64_t)args[0] >> in->ndim) return ta_error_set(err, TACT_EINVAL, "%s: a reduce mask within %d dims", name, in->ndim);
+        for (int k = 0; k < in->ndim; k++)
+            if (args[0] >> k & 1) out->d[k] = 1;
+        return TACT_OK;
+    case TA_OP_RESHAPE: return ta_shape_reshape(in, to->ndim, to->d, out, err);
+    case TA_OP_EXPAND:
+        if (to->ndim != in->ndim) return ta_error_set(err, TACT_ESHAPE, "EXPAND: %d dims to %d", in->ndim, to->ndim);
+        return ta_shape_expand(in, to->ndim, to->d, &al, out, err);
+    case TA_OP_PERMUTE:
+        if (nargs != in->ndim) return ta_error_set(err, TACT_EINVAL, "PERMUTE: %d entries for %d dims", nargs, in->ndim);
+        for (int k = 0; k < nargs; k++) order[k] = (int)args[k];
+        if (ta_shape_permute(in, order, norm, out, err) != TACT_OK) return TACT_ESHAPE;
+        for (int k = 0; k < nargs; k++) args[k] = norm[k];
+        return TACT_OK;
+    case TA_OP_PAD:
+    case TA_OP_SHRINK:
+        if (nargs != 2 * in->ndim) return ta_error_set(err, TACT_EINVAL, "%s: %d args for %d dims", name, nargs, in->ndim);
+        for (int k = 0; k < in->ndim; k++) pairs[k][0] = args[2 * k], pairs[k][1] = args[2 * k + 1];
+        return op == TA_OP_PAD ? ta_shape_pad(in, (const int64_t(*)[2])pairs, out, err) : ta_shape_shrink(in, (const int64_t(*)[2])pairs, out, err);
+    case TA_OP_STRIDE:
+        if (nargs != in->ndim) return ta_error_set(err, TACT_EINVAL, "STRIDE: %d args for %d dims", nargs, in->ndim);
+        for (int k = 0; k < in->ndim; k++) {
+            if (!args[k] || args[k] < -(INT64_C(1) << 40) || args[k] > (INT64_C(1) << 40))
+                return ta_error_set(err, TACT_EINVAL, "STRIDE: step %" PRId64, args[k]);
+            int64_t m = args[k] < 0 ? -args[k] : args[k];
+            out->d[k] = (in->d[k] + m - 1) / m;
+        }
+        return TACT_OK;
+    default: return TACT_OK; /* elementwise, CAST, CONTIGUOUS: the source's shape */
+    }
 }

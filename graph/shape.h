@@ -45,4 +45,11 @@ int ta_shape_shrink(const ta_shape_t *in, const int64_t (*ranges)[2], ta_shape_t
 int ta_shape_reduce(const ta_shape_t *in, int naxes, const int *axes, const char *op, uint32_t *mask, ta_shape_t *out,
                     ta_error_t *err);
 
+/* The shape a reduce (mask in args[0]) or movement op makes of its source
+ * in, for the graph's checks and the gradient engine's alike: RESHAPE and
+ * EXPAND take their target from to (the op's own shape), PERMUTE's
+ * negative axes are resolved in args; any other op keeps in's shape.
+ * Returns TACT_OK, or TACT_EINVAL/TACT_ESHAPE for args that do not fit. */
+int ta_shape_of_op(int op, const ta_shape_t *in, int nargs, int64_t *args, const ta_shape_t *to, ta_shape_t *out, ta_error_t *err);
+
 #endif

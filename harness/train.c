@@ -170,6 +170,25 @@ static int s_evaluate(tact_ctx *ctx, const h_model_t *m, const h_data_t *test, d
 
 /* ------------------------------------------------------------- training */
 
+/* One training step on b images x (host floats) with labels y: forward,
+ * backward, the optimizer's update realized with the loss (and, when
+ * correct is not NULL, the count of right predictions), both read back.
+ * Returns TACT_OK or the error (its text in tact_ctx_error). */
+static int s_step(tact_ctx *ctx, const h_model_t *m, tact_optim *opt, int b, const float *x, const int32_t *y, double *loss, double *correct) {
+    tact_scope_begin(ctx);
+    tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){b}, y);
+    tact_tensor *logits = s_forward(m, s_input(ctx, m->cnn, b, x), 1);
+    tact_tensor *also[2] = {tact_sparse_categorical_crossentropy(logits, labels, -1, 0), NULL};
+    if (correct) also[1] = s_correct(tact_detach(logits), labels);
+    int r = tact_backward(also[0], NULL);
+    if (r == TACT_OK) r = tact_optim_step_with(opt, correct ? 2 : 1, also);
+    tact_optim_zero_grad(opt);
+    if (r == TACT_OK) r = tact_item(also[0], loss);
+    if (r == TACT_OK && correct) r = tact_item(also[1], correct);
+    tact_scope_end(ctx);
+    return r;
+}
+
 static uint64_t s_rand(uint64_t *s) {
     uint64_t x = *s;
     x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
@@ -247,19 +266,8 @@ static int s_train(const h_opts_t *o) {
                 fprintf(stderr, "\ntact train: %s\n", tact_ctx_error(ctx));
                 goto done;
             }
-            tact_scope_begin(ctx);
-            tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){o->batch}, y);
-            tact_tensor *logits = s_forward(&m, s_input(ctx, cnn, o->batch, x), 1);
-            tact_tensor *loss = tact_sparse_categorical_crossentropy(logits, labels, -1, 0);
-            tact_tensor *also[2] = {loss, s_correct(tact_detach(logits), labels)};
-            int r = tact_backward(loss, NULL);
-            if (r == TACT_OK) r = tact_optim_step_with(opt, 2, also);
-            tact_optim_zero_grad(opt);
             double lv = 0, cv = 0;
-            if (r == TACT_OK) r = tact_item(also[0], &lv);
-            if (r == TACT_OK) r = tact_item(also[1], &cv);
-            tact_scope_end(ctx);
-            if (r != TACT_OK) {
+            if (s_step(ctx, &m, opt, o->batch, x, y, &lv, &cv) != TACT_OK) {
                 fprintf(stderr, "\ntact train: step %" PRId64 ": %s\n", done_steps, tact_ctx_error(ctx));
                 goto done;
             }
@@ -437,15 +445,7 @@ static double s_bench_model(int cnn, int steps, int threads, double *first) {
     for (int s = 0; s < 3 + 3 * steps; s++) {
         if (s >= 3 && (s - 3) % steps == 0) t0 = h_now();
         double t = h_now(), lv;
-        tact_scope_begin(ctx);
-        tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){B}, y);
-        tact_tensor *loss = tact_sparse_categorical_crossentropy(s_forward(&m, s_input(ctx, cnn, B, x), 1), labels, -1, 0);
-        int r = tact_backward(loss, NULL);
-        if (r == TACT_OK) r = tact_optim_step_with(opt, 1, &loss);
-        tact_optim_zero_grad(opt);
-        if (r == TACT_OK) r = tact_item(loss, &lv);
-        tact_scope_end(ctx);
-        if (r != TACT_OK) {
+        if (s_step(ctx, &m, opt, B, x, y, &lv, NULL) != TACT_OK) {
             fprintf(stderr, "bench train: %s\n", tact_ctx_error(ctx));
             ms = -1;
             goto done;

@@ -331,69 +331,17 @@ static int s_read_nodes(a_state_t *a, const ta_backward_msg_t *b) {
     return TACT_OK;
 }
 
-/* Movement records carry the args the graph checked against their source:
- * one per dim (PERMUTE, STRIDE) or two (PAD, SHRINK). */
+/* A differentiable node's args and shape must follow from its source's,
+ * as the graph checked them (ta_shape_of_op, the graph's own check): the
+ * rules index one by the other. */
 static int s_check_args(a_state_t *a) {
     for (size_t i = 0; i < a->n; i++) {
         a_node_t *n = &a->nodes[i];
         if (!n->grad || !n->nsrc) continue;
-        int nd = s_src(a, n, 0).sh.ndim, want = -1;
-        if (n->op == TA_OP_PERMUTE || n->op == TA_OP_STRIDE) want = nd;
-        if (n->op == TA_OP_PAD || n->op == TA_OP_SHRINK) want = 2 * nd;
-        if (n->op == TA_OP_SUM || n->op == TA_OP_RMAX) want = 1;
-        if (n->op == TA_OP_EXPAND && n->v.sh.ndim != nd) want = nd;
-        if (want >= 0 && n->nargs != want)
-            return ta_error_set(&a->err, TACT_EPROTO, "backward: node %" PRIu64 " (%s): %d args", n->v.id, ta_op_name(n->op), n->nargs);
-        if (n->op == TA_OP_PERMUTE) {
-            uint32_t seen = 0;
-            for (int k = 0; k < nd; k++) {
-                if (n->args[k] < 0 || n->args[k] >= nd || (seen >> n->args[k] & 1)) return ta_error_set(&a->err, TACT_EPROTO, "backward: bad permute");
-                seen |= 1u << n->args[k];
-            }
-        }
-        if (n->op == TA_OP_STRIDE)
-            for (int k = 0; k < nd; k++)
-                if (!n->args[k] || n->args[k] < -(INT64_C(1) << 40) || n->args[k] > (INT64_C(1) << 40))
-                    return ta_error_set(&a->err, TACT_EPROTO, "backward: bad stride");
-        /* The node's shape must follow from its source's, as the graph
-         * checked it: the rules index one by the other. */
         a_val_t src0 = s_src(a, n, 0);
-        const ta_shape_t *in = &src0.sh;
-        ta_shape_t expect = *in;
-        int64_t pairs[TA_MAX_DIMS][2];
-        int order[TA_MAX_DIMS], norm[TA_MAX_DIMS], rc = TACT_OK;
-        switch (n->op) {
-        case TA_OP_SUM:
-        case TA_OP_RMAX:
-            if ((uint64_t)n->args[0] >> in->ndim) rc = TACT_ESHAPE;
-            for (int k = 0; k < in->ndim; k++)
-                if (n->args[0] >> k & 1) expect.d[k] = 1;
-            break;
-        case TA_OP_RESHAPE: rc = ta_shape_reshape(in, n->v.sh.ndim, n->v.sh.d, &expect, NULL); break;
-        case TA_OP_EXPAND: {
-            ta_shape_t al;
-            rc = n->v.sh.ndim == nd ? ta_shape_expand(in, nd, n->v.sh.d, &al, &expect, NULL) : TACT_ESHAPE;
-            break;
-        }
-        case TA_OP_PERMUTE:
-            for (int k = 0; k < nd; k++) order[k] = (int)n->args[k];
-            rc = ta_shape_permute(in, order, norm, &expect, NULL);
-            break;
-        case TA_OP_PAD:
-        case TA_OP_SHRINK:
-            for (int k = 0; k < nd; k++) pairs[k][0] = n->args[2 * k], pairs[k][1] = n->args[2 * k + 1];
-            rc = n->op == TA_OP_PAD ? ta_shape_pad(in, (const int64_t(*)[2])pairs, &expect, NULL) : ta_shape_shrink(in, (const int64_t(*)[2])pairs, &expect, NULL);
-            break;
-        case TA_OP_STRIDE:
-            for (int k = 0; k < nd; k++) {
-                int64_t m = n->args[k] < 0 ? -n->args[k] : n->args[k];
-                expect.d[k] = (in->d[k] + m - 1) / m;
-            }
-            break;
-        default: break; /* elementwise, CAST, CONTIGUOUS: the shape of the source (checked when read) */
-        }
-        if (rc != TACT_OK || !ta_shape_equal(&expect, &n->v.sh))
-            return ta_error_set(&a->err, TACT_EPROTO, "backward: node %" PRIu64 " (%s): its shape does not follow from its source", n->v.id,
+        ta_shape_t want;
+        if (ta_shape_of_op(n->op, &src0.sh, n->nargs, n->args, &n->v.sh, &want, NULL) != TACT_OK || !ta_shape_equal(&want, &n->v.sh))
+            return ta_error_set(&a->err, TACT_EPROTO, "backward: node %" PRIu64 " (%s): its args or shape do not follow from its source", n->v.id,
                                 ta_op_name(n->op));
     }
     return TACT_OK;

@@ -654,17 +654,17 @@ static int s_shared_work(s_graph_t *g) {
         if (covered[i] || !s_forcible(x) || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
         ta_op_class_t cls = ta_op_class(x->op);
         if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY) continue;
-        int kernels = 0, pre = 0, first = -1;
-        for (int u = x->uses; u >= 0 && kernels < 2; u = g->uses[u].next) {
+        /* Inlined (by the kernels' latest builds) into two kernels or more,
+         * and inside some reduce's loop. */
+        int two = 0, pre = 0, first = -1;
+        for (int u = x->uses; u >= 0 && !(two && pre); u = g->uses[u].next) {
             const s_use_t *us = &g->uses[u];
             if (us->gen != g->nodes[us->kernel].gen) continue;
             pre |= us->pre;
-            if (first < 0) first = us->kernel, kernels = 1;
-            else if (us->kernel != first) kernels = 2;
+            if (first < 0) first = us->kernel;
+            else two |= us->kernel != first;
         }
-        for (int u = x->uses; u >= 0 && !pre; u = g->uses[u].next)
-            pre = g->uses[u].gen == g->nodes[g->uses[u].kernel].gen && g->uses[u].pre;
-        if (kernels < 2 || !pre) continue;
+        if (!two || !pre) continue;
         memset(seen, 0, (size_t)g->n);
         if (s_inline_cost(g, i, S_SHARED_COST, seen, stack) < S_SHARED_COST) continue;
         x->rp = 1;

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "api"))
-from gen_api_golden import Rng, _conv  # noqa: E402  (xorshift64*, as tests/testutil.c's tu_rand; conv by the window layout)
+from gen_api_golden import Rng, _conv, idx_c  # noqa: E402  (xorshift64*, as tests/testutil.c's tu_rand; conv by the window layout)
 
 SEED = 0x6AD7
 OUT = os.path.join(HERE, "golden_grad.inc")
@@ -529,19 +529,6 @@ def pad(lst, k, fill=0):
     return list(lst) + [fill] * (k - len(lst))
 
 
-def idx_c(i):
-    if i is E:
-        return "TACT_ELLIPSIS"
-    if i is None:
-        return "TACT_NEWAXIS"
-    if isinstance(i, int):
-        return "TACT_AT(%d)" % i
-    if isinstance(i, list):
-        return "TACT_TENSOR(NULL)"
-    a, b, c = i.start, i.stop, i.step
-    return "((tact_index){TACT_IDX_SLICE, %d, %d, %d, %d, %d, %d, NULL})" % (a or 0, b or 0, c or 0, a is not None, b is not None, c is not None)
-
-
 def golden(case, rng):
     """Draws the inputs (again while they sit on a point without a derivative) and returns them with
     PyTorch's gradients."""
@@ -616,7 +603,7 @@ def main():
         fields.append('.kind = "%s"' % "".join({"l": "i", "t": "c"}.get(i.kind, i.kind) for i in case.ins))
         fields.append(".x = %s_x, .want = %s_g" % (tag, tag))
         if case.idx is not None:
-            fields.append(".nidx = %d, .idx = {%s}" % (len(case.idx), ", ".join(idx_c(i) for i in case.idx) or "TACT_ALL"))
+            fields.append(".nidx = %d, .idx = {%s}" % (len(case.idx), ", ".join(idx_c(i, []) for i in case.idx) or "TACT_ALL"))
         tables[case.family].append("    {%s}," % ", ".join(fields))
     for fam in FAMILIES:
         out += ["", "static const golden_grad_t golden_grad_%s[] = {" % fam] + tables[fam] + ["};"]

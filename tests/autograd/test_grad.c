@@ -326,7 +326,7 @@ static void s_mlp_grads(float *gw1, float *gw2) {
     tact_ctx_close(&ctx);
 }
 
-Test(autograd_semantics, a_backward_in_parts_gives_the_same_bits) {
+Test(autograd_semantics, a_backward_in_parts_gives_the_same_gradients) {
     float a1[30], a2[15], b1[30], b2[15];
     s_mlp_grads(a1, a2);
     setenv("TACT_TEST_PART_BYTES", "200", 1);
