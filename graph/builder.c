@@ -94,6 +94,7 @@ typedef struct {
     size_t bw_nwalked, bw_walked_cap;
     uint64_t *bw_ids;    /* the ids the client chose for the gradients */
     size_t bw_nids, bw_ids_cap;
+    ta_map_t bw_chosen;  /* the same ids, for lookups (an answer has an op per gradient op) */
     uint64_t *bw_added;  /* the engine's ops added so far (its answer may come in parts) */
     size_t bw_nadded, bw_added_cap;
     size_t part_bytes;   /* the most bytes of records a part (of a SCHEDULE or a BACKWARD) carries */
@@ -1089,6 +1090,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         return ta_actor_fail(self, TACT_EPROTO, "backward: %u targets, %u ids, %u old gradients, %u nodes", b->targets.n, b->ids.n, b->olds.n, b->nodes.n);
     uint64_t *olds = NULL;
     g->bw_nids = 0;
+    ta_map_clear(&g->bw_chosen);
     g->bw_nwalked = 0;
     if (ta_u64s_copy(&b->olds, &olds) != TACT_OK || ta_grow((void **)&g->bw_ids, &g->bw_ids_cap, b->ids.n + 1, sizeof *g->bw_ids) != TACT_OK) {
         ta_free(olds);
@@ -1103,6 +1105,10 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             return ta_actor_fail(self, TACT_EPROTO, "backward: gradient id %" PRIu64 " is taken or out of the client's range", id);
         }
         g->bw_ids[g->bw_nids++] = id;
+        if (ta_map_put(&g->bw_chosen, id, 1) != TACT_OK) {
+            ta_free(olds);
+            return ta_actor_fail(self, TACT_ENOMEM, "backward: out of memory");
+        }
     }
     g_node_t **list = NULL;
     size_t len = 0;
@@ -1171,11 +1177,7 @@ static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
 }
 
 /* True when id is one the client chose for a gradient of this backward. */
-static int s_bw_chosen(const g_state_t *g, uint64_t id) {
-    for (size_t i = 0; i < g->bw_nids; i++)
-        if (g->bw_ids[i] == id) return 1;
-    return 0;
-}
+static int s_bw_chosen(const g_state_t *g, uint64_t id) { return ta_map_get(&g->bw_chosen, id, NULL); }
 
 /* Drops the nodes of ops the engine sent (all of them, or all but the
  * gradients the client asked for) that nobody holds. */
@@ -1243,7 +1245,7 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     /* A chosen id the answer does not list is nobody's: it goes. */
     for (size_t i = 0; i < g->bw_nids; i++) {
         g_node_t *nd = s_find(g, g->bw_ids[i]);
-        if (nd && nd->mark != UINT64_MAX) g->bw_ids[i] = 0;
+        if (nd && nd->mark != UINT64_MAX) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
         else if (nd) nd->mark = 0;
     }
 
@@ -1303,6 +1305,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(g->bw_walked);
     ta_free(g->bw_ids);
     ta_free(g->bw_added);
+    ta_map_fini(&g->bw_chosen);
     ta_map_fini(&g->bufs);
     ta_free(g->cse);
     ta_free(g);
