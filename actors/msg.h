@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 5
+#define TA_PROTOCOL_VERSION 6
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -85,7 +85,8 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     X(ANODE, anode)    /* a node of a kernel AST (codegen/ast.h) */           \
     X(AST, ast)        /* a kernel AST */                                    \
     X(KERNEL, kernel)  /* a scheduled kernel (KERNELS) */                    \
-    X(STEP, step)      /* a plan step (PLAN) */
+    X(STEP, step)      /* a plan step (PLAN) */                              \
+    X(JOB, job)        /* a kernel to build (COMPILE) */
 
 #define TA_REC_FIELDS_VIEW(F, R)                                                                                 \
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, I64A, strides, TA_REC_MAX_DIMS) F(R, I64, offset) F(R, U64, has_mask) \
@@ -107,6 +108,7 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
     F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args)
+#define TA_REC_FIELDS_JOB(F, R) F(R, U64, index) F(R, U64, corr) F(R, MP, ast)
 
 typedef enum ta_rec_type {
 #define TA_REC_ENUM_(NAME, name) TA_REC_##NAME,
@@ -213,7 +215,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
  * payload structs, the codec, the names used by dumps and replay diffs) is
  * derived from these two tables, so a new message is one line in each.
  * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), U64S (an
- * array of unsigned integers, ta_u64s_t), NODES, KERNELS and STEPS (lists
+ * array of unsigned integers, ta_u64s_t), NODES, KERNELS, STEPS and JOBS (lists
  * of records, ta_recs_t, checked record by record), MP (one embedded
  * msgpack value, checked well formed on decode; a kernel AST, read with the
  * AST record by codegen/ast.c).
@@ -238,7 +240,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
     X(RELEASE, release)       /* client -> graph: tensors the program dropped */         \
     X(SCHEDULE, schedule)     /* graph -> scheduler: a subgraph to realize */            \
     X(KERNELS, kernels)       /* scheduler -> planner: kernels in dependency order */    \
-    X(COMPILE, compile)       /* planner -> compiler: build one kernel */                \
+    X(COMPILE, compile)       /* planner -> compiler: build kernels, in one go */        \
     X(PROGRAM, program)       /* compiler -> executor: a built kernel (reply to COMPILE) */ \
     X(SCHEDULED, scheduled)   /* scheduler -> graph: the nodes that will get buffers */  \
     X(PLAN, plan)             /* planner -> executor: kernels with buffers assigned */   \
@@ -270,7 +272,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_RELEASE(F, M) F(M, U64S, ids)
 #define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
 #define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps)
-#define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, index) F(M, U64, reply_to) F(M, MP, ast)
+#define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, JOBS, jobs)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align) F(M, U64, nargs)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
@@ -297,9 +299,11 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_FK_NODES TA_FK_RECS
 #define TA_FK_KERNELS TA_FK_RECS
 #define TA_FK_STEPS TA_FK_RECS
+#define TA_FK_JOBS TA_FK_RECS
 #define TA_RECOF_NODES TA_REC_NODE
 #define TA_RECOF_KERNELS TA_REC_KERNEL
 #define TA_RECOF_STEPS TA_REC_STEP
+#define TA_RECOF_JOBS TA_REC_JOB
 #define TA_RECOF_U64 (-1)
 #define TA_RECOF_I64 (-1)
 #define TA_RECOF_F64 (-1)
@@ -318,6 +322,7 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_CTYPE_NODES ta_recs_t
 #define TA_CTYPE_KERNELS ta_recs_t
 #define TA_CTYPE_STEPS ta_recs_t
+#define TA_CTYPE_JOBS ta_recs_t
 #define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
 /* Each payload struct starts with a placeholder so field-less messages are valid C. */
 #define TA_MSG_STRUCT_(NAME, name)             \

@@ -11,13 +11,16 @@
 #include "render.h"
 
 /*
- * COMPILE(realize, index, reply_to, ast) from the planner becomes
- * PROGRAM(realize, index, status, name, digest, text, align) with the
- * object's bytes, sent to reply_to (the executor) as the reply to the
- * COMPILE (same corr); on failure, the error (the kernel's name and the
- * compiler's message) is in text.  Several workers compile different
- * kernels at once; the executor awaits their programs in schedule order,
- * whatever order they arrive in.
+ * COMPILE(realize, reply_to, jobs) from the planner: each job (index, corr,
+ * ast) becomes PROGRAM(realize, index, status, name, digest, text, align,
+ * nargs) with the object's bytes, sent to reply_to (the executor) under
+ * the job's corr; on failure, the error (the kernel's name and the
+ * compiler's message) is in text.  The kernels of one COMPILE that are not
+ * in the memo are built together, one object per vector width: one run of
+ * the system compiler for several kernels (its start-up is most of a small
+ * kernel's time).  Several workers compile different kernels at once; the
+ * executor awaits their programs in schedule order, whatever order they
+ * arrive in.
  */
 
 enum { S_MEMO = 256 };
@@ -105,21 +108,203 @@ static int s_tick(void *ud) {
     return 0;
 }
 
-/* Renders and builds the kernel in s->ast (or finds it in the disk cache),
- * filling e with what PROGRAM carries. */
-static int s_build(s_state_t *s, s_memo_t *e, s_tick_t *tick, ta_error_t *err) {
-    char *src = NULL;
+/* One kernel of a COMPILE: its request, what PROGRAM will carry, and, while
+ * its batch is built, its source. */
+typedef struct {
+    uint64_t index, corr;
+    int rc;
+    ta_error_t err;
+    s_memo_t e;    /* e.obj is owned here only while the batch is built */
+    int nargs;
+    int same_as;   /* -1, or an earlier job of the batch with the same kernel */
+    char *src;     /* rendered, until built */
+    int width;     /* its vector width (1: none): one file per width */
+    int built;     /* e holds this job's answer */
+    int answered;
+} s_job_t;
+
+/* Makes the function of job j unique in its file: a second E_16 is E_16_1. */
+static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *err) {
+    int clash = 0;
+    for (int g = 0; g < ng && group[g] != j; g++) clash += strcmp(jobs[group[g]].e.name, jobs[j].e.name) == 0;
+    if (!clash) return TACT_OK;
+    char old[80], sym[64];
+    snprintf(old, sizeof old, "\nvoid %s(", jobs[j].e.name);
+    snprintf(sym, sizeof sym, "%.50s_%d", jobs[j].e.name, clash);
+    char *at = strstr(jobs[j].src, old);
+    size_t len = strlen(jobs[j].src), grow = strlen(sym) - strlen(jobs[j].e.name);
+    char *src = at ? ta_malloc(len + grow + 1) : NULL;
+    if (!src) return ta_error_set(err, at ? TACT_ENOMEM : TACT_EINVAL, "compiler: kernel %s: cannot rename its function", jobs[j].e.name);
+    size_t head = (size_t)(at - jobs[j].src) + 6; /* through "\nvoid " */
+    memcpy(src, jobs[j].src, head);
+    memcpy(src + head, sym, strlen(sym));
+    strcpy(src + head + strlen(sym), at + strlen(old) - 1);
+    ta_free(jobs[j].src);
+    jobs[j].src = src;
+    snprintf(jobs[j].e.name, sizeof jobs[j].e.name, "%s", sym);
+    return TACT_OK;
+}
+
+/* Builds the jobs in group (sources of one vector width) as one object, or
+ * finds it in the disk cache; every job of the group gets a copy.  When the
+ * file does not build, each job is built alone, so each error names its
+ * own kernel. */
+static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng, s_tick_t *tick) {
+    ta_error_t err = {0, ""};
+    int rc = TACT_OK;
+    for (int g = 0; g < ng && rc == TACT_OK; g++) rc = s_rename(jobs, group[g], group, ng, &err);
+    size_t len = 1;
+    for (int g = 0; g < ng; g++) len += strlen(jobs[group[g]].src);
+    char *src = rc == TACT_OK ? ta_malloc(len) : NULL;
+    if (rc == TACT_OK && !src) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
+    if (src) {
+        src[0] = '\0';
+        for (int g = 0, at = 0; g < ng; g++) {
+            strcpy(src + at, jobs[group[g]].src);
+            at += (int)strlen(jobs[group[g]].src);
+        }
+    }
+    s_job_t *first = &jobs[group[0]];
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
-    int rc = ta_render_c(&s->ast, &src, e->name, sizeof e->name, &e->align, err);
-    if (rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", src);
-    /* The object's bytes travel in the message, never its path. */
-    if (rc == TACT_OK) rc = ta_cc_build(s->w.cc, s->local.cache_dir, e->name, src, &prog, &e->obj, &e->len, e->digest, s->local.compile_limit_s, s_tick, tick, err);
-    /* Timings stay out of messages, so two runs log the same bytes. */
-    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) fprintf(stderr, "tact: compiled %s in %.1f ms\n", e->name, prog.compile_ms);
-    if (rc == TACT_OK && !prog.cached) ta_actor_count(tick->self, TA_STAT_JOBS, 1); /* tact_stats.compiles */
+    if (rc == TACT_OK)
+        rc = ta_cc_build(s->w.cc, s->local.cache_dir, first->e.name, src, &prog, &first->e.obj, &first->e.len, first->e.digest,
+                         s->local.compile_limit_s * ng, s_tick, tick, &err);
     ta_free(src);
-    return rc;
+    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) {
+        fprintf(stderr, "tact: compiled %s", first->e.name);
+        for (int g = 1; g < ng; g++) fprintf(stderr, ", %s", jobs[group[g]].e.name);
+        fprintf(stderr, " in %.1f ms\n", prog.compile_ms);
+    }
+    if (rc == TACT_OK && !prog.cached) ta_actor_count(tick->self, TA_STAT_JOBS, (uint64_t)ng); /* tact_stats.compiles */
+    if (rc != TACT_OK && ng > 1 && rc != TACT_ESTOPPED) {
+        for (int g = 0; g < ng; g++) s_build_group(s, jobs, &group[g], 1, tick);
+        return;
+    }
+    first->rc = rc;
+    first->err = err;
+    first->built = 1;
+    for (int g = 1; g < ng; g++) {
+        s_job_t *j = &jobs[group[g]];
+        j->rc = rc;
+        j->err = err;
+        j->built = 1;
+        if (rc != TACT_OK) continue;
+        j->e.len = first->e.len;
+        memcpy(j->e.digest, first->e.digest, sizeof j->e.digest);
+        if (!(j->e.obj = ta_malloc(first->e.len))) j->rc = ta_error_set(&j->err, TACT_ENOMEM, "compiler: out of memory");
+        else memcpy(j->e.obj, first->e.obj, first->e.len);
+    }
+}
+
+/* Decodes and renders job j, or finds its kernel in the memo or earlier in
+ * the batch. */
+static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) {
+    s_job_t *job = &jobs[j];
+    ta_mpr_t r;
+    ta_mpr_init(&r, ast.ptr, ast.len);
+    job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
+    if (job->rc != TACT_OK) return;
+    job->nargs = s->ast.nargs;
+    /* The fused ids differ between graphs computing the same kernel: they
+     * are neither in the key nor in the source. */
+    s->ast.nfused = 0;
+    msgpack_sbuffer_clear(&s->keybuf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &s->keybuf, msgpack_sbuffer_write);
+    if (ta_ast_pack(&s->ast, &pk) != 0) {
+        job->rc = ta_error_set(&job->err, TACT_ENOMEM, "compiler: out of memory");
+        return;
+    }
+    ta_cc_digest(s->keybuf.data, s->keybuf.size, job->e.key);
+    if (s_memo_find(s, job->e.key)) return;
+    for (int k = 0; k < j; k++)
+        if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && strcmp(jobs[k].e.key, job->e.key) == 0) {
+            job->same_as = k;
+            return;
+        }
+    job->rc = ta_render_c(&s->ast, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->err);
+    if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
+    if (job->rc == TACT_OK) job->width = ta_render_vector_width(job->src);
+}
+
+/* Sends job's PROGRAM: its memo entry's (or its failure). */
+static void s_answer(ta_actor_t *self, const s_job_t *job, const s_memo_t *hit, uint32_t dest, uint64_t realize) {
+    ta_msg_t out;
+    ta_msg_init(&out, TA_MSG_PROGRAM);
+    out.corr = job->corr;
+    out.as.program.realize = realize;
+    out.as.program.index = job->index;
+    out.as.program.status = hit ? TACT_OK : job->rc;
+    out.as.program.name = ta_bytes_str(hit ? hit->name : job->e.name);
+    out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
+    out.as.program.text = ta_bytes_str(hit ? "" : job->err.text);
+    out.as.program.align = (uint64_t)(hit ? hit->align : job->e.align);
+    out.as.program.nargs = hit ? (uint64_t)job->nargs : 0;
+    if (hit) { /* copied into the frame: the memo keeps its bytes */
+        out.bulk.ptr = hit->obj;
+        out.bulk.len = hit->len;
+    }
+    int src = ta_actor_send(self, dest, &out);
+    if (src != TACT_OK && src != TACT_ENOTFOUND) {
+        /* The executor awaits an answer: the failure, without the bytes. */
+        char text[300];
+        snprintf(text, sizeof text, "kernel %s: its program could not be sent: %s", hit ? hit->name : job->e.name, tact_strerror(src));
+        out.as.program.status = src;
+        out.as.program.digest = ta_bytes_str("");
+        out.as.program.text = ta_bytes_str(text);
+        out.bulk.ptr = NULL;
+        out.bulk.len = 0;
+        ta_actor_send(self, dest, &out);
+    }
+}
+
+enum { S_BATCH = 16 }; /* kernels built together at most (the planner sends no more) */
+
+/* Builds and answers a batch of jobs: memo hits as they are, the rest
+ * rendered and built in one object per vector width. */
+static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *jobs, const ta_bytes_t *asts, int n) {
+    s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, jobs[0].corr, {0, 0}};
+    clock_gettime(CLOCK_MONOTONIC, &tick.last);
+    for (int j = 0; j < n; j++) s_prepare(s, jobs, j, asts[j]);
+    int group[S_BATCH];
+    for (int j = 0; j < n; j++) {
+        if (!jobs[j].src || jobs[j].built) continue;
+        /* Scalar kernels go with the first vector width left, if any. */
+        int w = jobs[j].width, ng = 0;
+        for (int k = j; k < n && w == 1; k++)
+            if (jobs[k].src && !jobs[k].built) w = jobs[k].width;
+        for (int k = j; k < n; k++)
+            if (jobs[k].src && !jobs[k].built && (jobs[k].width == w || jobs[k].width == 1)) group[ng++] = k;
+        s_build_group(s, jobs, group, ng, &tick);
+    }
+    /* Memo hits first (their entries are the oldest: adding the new ones
+     * could replace them), then the new entries, then the rest. */
+    uint32_t dest = (uint32_t)m->as.compile.reply_to;
+    for (int j = 0; j < n; j++)
+        if (jobs[j].rc == TACT_OK && !jobs[j].src && jobs[j].same_as < 0) {
+            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key), dest, m->as.compile.realize);
+            jobs[j].answered = 1;
+        }
+    for (int j = 0; j < n; j++)
+        if (jobs[j].rc == TACT_OK && jobs[j].built) {
+            s_memo_add(s, &jobs[j].e); /* takes the object */
+            jobs[j].e.obj = NULL;
+        }
+    for (int j = 0; j < n; j++) {
+        s_job_t *job = &jobs[j];
+        if (!job->answered) {
+            if (job->rc == TACT_OK && job->same_as >= 0 && jobs[job->same_as].rc != TACT_OK) {
+                job->rc = jobs[job->same_as].rc;
+                job->err = jobs[job->same_as].err;
+            }
+            const s_memo_t *hit = job->rc == TACT_OK ? s_memo_find(s, job->e.key) : NULL;
+            if (job->rc == TACT_OK && !hit) job->rc = ta_error_set(&job->err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", job->e.name);
+            s_answer(self, job, hit, dest, m->as.compile.realize);
+        }
+        ta_free(job->e.obj);
+        ta_free(job->src);
+    }
 }
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
@@ -132,63 +317,30 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
     if (!m->as.compile.reply_to || m->as.compile.reply_to > UINT32_MAX)
         return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE names no port to reply to");
-    ta_error_t err = {0, ""};
-    ta_mpr_t r;
-    ta_mpr_init(&r, m->as.compile.ast.ptr, m->as.compile.ast.len);
-    s_memo_t e;
-    memset(&e, 0, sizeof e);
-    snprintf(e.name, sizeof e.name, "?");
-    e.align = 1;
-    int rc = ta_ast_unpack(&s->ast, &r, &err);
-    s_memo_t *hit = NULL;
-    if (rc == TACT_OK) {
-        int nfused = s->ast.nfused;
-        s->ast.nfused = 0;
-        msgpack_sbuffer_clear(&s->keybuf);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &s->keybuf, msgpack_sbuffer_write);
-        if (ta_ast_pack(&s->ast, &pk) != 0) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
-        s->ast.nfused = nfused;
-        ta_cc_digest(s->keybuf.data, s->keybuf.size, e.key);
-        if (rc == TACT_OK && !(hit = s_memo_find(s, e.key))) {
-            s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, m->corr, {0, 0}};
-            clock_gettime(CLOCK_MONOTONIC, &tick.last);
-            rc = s_build(s, &e, &tick, &err);
-            if (rc == TACT_OK) {
-                s_memo_add(s, &e);
-                if (!(hit = s_memo_find(s, e.key))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", e.name);
-            } else {
-                ta_free(e.obj);
-            }
+    /* A COMPILE of more kernels than a batch (the planner sends none) is
+     * built a batch at a time. */
+    s_job_t jobs[S_BATCH];
+    ta_bytes_t asts[S_BATCH];
+    ta_recs_it_t it;
+    ta_job_rec_t rec;
+    ta_recs_begin(&it, &m->as.compile.jobs);
+    int n = 0;
+    for (;;) {
+        int more = ta_recs_next(&it, &rec);
+        if (more) {
+            memset(&jobs[n], 0, sizeof jobs[n]);
+            jobs[n].index = rec.index;
+            jobs[n].corr = rec.corr;
+            jobs[n].same_as = -1;
+            snprintf(jobs[n].e.name, sizeof jobs[n].e.name, "?");
+            jobs[n].e.align = 1;
+            asts[n++] = rec.ast;
         }
-    }
-    ta_msg_t out;
-    ta_msg_init(&out, TA_MSG_PROGRAM);
-    out.corr = m->corr;
-    out.as.program.realize = m->as.compile.realize;
-    out.as.program.index = m->as.compile.index;
-    out.as.program.status = rc;
-    out.as.program.name = ta_bytes_str(hit ? hit->name : e.name);
-    out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
-    out.as.program.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
-    out.as.program.align = (uint64_t)(hit ? hit->align : e.align);
-    out.as.program.nargs = rc == TACT_OK ? (uint64_t)s->ast.nargs : 0;
-    if (hit) { /* copied into the frame: the memo keeps its bytes */
-        out.bulk.ptr = hit->obj;
-        out.bulk.len = hit->len;
-    }
-    uint32_t dest = (uint32_t)m->as.compile.reply_to;
-    int src = ta_actor_send(self, dest, &out);
-    if (src != TACT_OK && src != TACT_ENOTFOUND) {
-        /* The executor awaits an answer: the failure, without the bytes. */
-        char text[300];
-        snprintf(text, sizeof text, "kernel %s: its program could not be sent: %s", hit ? hit->name : e.name, tact_strerror(src));
-        out.as.program.status = src;
-        out.as.program.digest = ta_bytes_str("");
-        out.as.program.text = ta_bytes_str(text);
-        out.bulk.ptr = NULL;
-        out.bulk.len = 0;
-        ta_actor_send(self, dest, &out);
+        if (n && (n == S_BATCH || !more)) {
+            s_batch(self, s, m, jobs, asts, n);
+            n = 0;
+        }
+        if (!more) break;
     }
     return TACT_OK; /* an error goes to the executor, never to the planner, which waits for none */
 }

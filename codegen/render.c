@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
@@ -178,7 +179,9 @@ static void s_vector_prelude(s_str_t *o, int w) {
     char splat[400] = "static inline tact_vf tact_vsplat(float x) { return (tact_vf){x";
     for (int l = 1; l < w && l < 64; l++) strcat(splat, ",x");
     strcat(splat, "}; }\n");
+    /* Kernels of one width share a file (compiler.c): the helpers once. */
     s_put(o,
+          "#ifndef TACT_W\n"
           "typedef float tact_vf __attribute__((vector_size(%d)));\n"
           "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
           "typedef int32_t tact_vi __attribute__((vector_size(%d)));\n"
@@ -217,7 +220,8 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
           "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
           "  return h[0];\n"
-          "}\n",
+          "}\n"
+          "#endif\n",
           4 * w, 4 * w, 4 * w, w, splat);
 }
 
@@ -754,6 +758,11 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     }
     *src = o.p;
     return TACT_OK;
+}
+
+int ta_render_vector_width(const char *src) {
+    const char *at = strstr(src, "#define TACT_W ");
+    return at ? atoi(at + 15) : 1;
 }
 
 int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {

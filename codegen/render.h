@@ -31,6 +31,11 @@ struct ta_target;
 int ta_render_c_for(const ta_ast_t *a, const struct ta_target *t, char **src, char *name, size_t name_len, int64_t *align,
                     ta_error_t *err);
 
+/* The vector width a rendered kernel's source uses (1: none).  Sources of
+ * one width may be compiled together in one file: each defines its helpers
+ * only if no earlier one did; sources of different widths may not. */
+int ta_render_vector_width(const char *src);
+
 /* The source every kernel file starts with (types and helpers). */
 const char *ta_render_prelude(void);
 

@@ -12,10 +12,10 @@
 
 /*
  * KERNELS from the scheduler gives a schedule and its temporaries: buffers
- * no tensor needs after this realize.  Each kernel goes to a compiler as
- * COMPILE (round robin by kernel index, so the same program always splits
- * the same way) with a fresh corr and the executor as the port to reply
- * to, and the whole PLAN, naming each step's corr, goes to the executor
+ * no tensor needs after this realize.  Each kernel goes to a compiler
+ * (round robin by kernel index, so the same program always splits the same
+ * way), in a COMPILE of several, with a fresh corr each and the executor as
+ * the port to reply to, and the whole PLAN, naming each step's corr, goes to the executor
  * under the KERNELS' corr.  The executor awaits the PLAN where the graph's
  * RUN puts it, then each step's PROGRAM in order.  A PLAN always goes, with
  * a failure status when the kernels cannot be planned, so the executor
@@ -94,6 +94,44 @@ static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error
     }
     *out = ks;
     *nk = (int)n;
+    return TACT_OK;
+}
+
+/* A compiler builds the kernels of one COMPILE in one run of the system
+ * compiler (its start-up costs more than a small kernel), so each gets its
+ * kernels in batches: 4, then 8, then at most 16 (the executor can start on
+ * the first while the rest compile), and at most S_BATCH_BYTES of ASTs.
+ * The batches depend on the schedule alone, so the objects, which travel
+ * in PROGRAMs and the log, are the same in every run. */
+enum { S_BATCH_MAX = 16, S_BATCH_BYTES = 1 << 20 };
+
+static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, const s_kernel_t *ks, int nk, const uint64_t *corrs,
+                           ta_error_t *err) {
+    ta_job_rec_t jobs[S_BATCH_MAX];
+    for (int c = 0; c < s->w.ncompilers; c++) {
+        int n = 0, cap = 4;
+        size_t bytes = 0;
+        for (int q = c; q < nk; q += s->w.ncompilers) {
+            jobs[n].index = (uint64_t)q;
+            jobs[n].corr = corrs[q];
+            jobs[n].ast.ptr = ks[q].ast;
+            jobs[n].ast.len = ks[q].ast_len;
+            n++;
+            bytes += ks[q].ast_len;
+            if (n < cap && bytes < S_BATCH_BYTES && q + s->w.ncompilers < nk) continue;
+            ta_msg_t msg;
+            ta_msg_init(&msg, TA_MSG_COMPILE);
+            msg.corr = jobs[0].corr;
+            msg.as.compile.realize = realize;
+            msg.as.compile.reply_to = s->w.executor;
+            msg.as.compile.jobs = ta_recs(TA_REC_JOB, jobs, (size_t)n);
+            int rc = ta_actor_send(self, s->w.compiler[c], &msg);
+            if (rc != TACT_OK) return ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
+            n = 0;
+            bytes = 0;
+            cap = cap * 2 < S_BATCH_MAX ? cap * 2 : S_BATCH_MAX;
+        }
+    }
     return TACT_OK;
 }
 
@@ -185,18 +223,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbu
     if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
     /* Compiles first, so compilation overlaps the executor's other work;
      * each PROGRAM goes straight to the executor, which awaits it. */
-    for (int q = 0; q < nk && rc == TACT_OK; q++) {
-        ta_msg_t c;
-        ta_msg_init(&c, TA_MSG_COMPILE);
-        c.corr = corrs[q];
-        c.as.compile.realize = m->as.kernels.realize;
-        c.as.compile.index = (uint64_t)q;
-        c.as.compile.reply_to = s->w.executor;
-        c.as.compile.ast.ptr = ks[q].ast;
-        c.as.compile.ast.len = ks[q].ast_len;
-        rc = ta_actor_send(self, s->w.compiler[q % s->w.ncompilers], &c);
-        if (rc != TACT_OK) ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
-    }
+    if (rc == TACT_OK) rc = s_send_compiles(self, s, m->as.kernels.realize, ks, nk, corrs, err);
     *peak_out = peak;
     *unplanned_out = unplanned;
     ta_free(corrs);

@@ -279,6 +279,63 @@ Test(graph_pipeline, a_compile_failure_names_the_kernel_and_the_context_goes_on)
     tact_ctx_close(&ctx);
 }
 
+/* A compiler builds the kernels of one COMPILE in one file.  Three
+ * elementwise kernels over 6 elements are all named E_6: kernels 0 and 2
+ * share compiler 0's file, where the second becomes E_6_1.  A compiler
+ * that refuses any file with the log kernel in it fails that file: each
+ * of its kernels is then built alone, the error names the log kernel, and
+ * the others are right. */
+Test(graph_pipeline, kernels_built_together_keep_their_names_and_their_own_errors) {
+    char *dir = tu_tmpfile("batch"), cc[1400];
+    unlink(dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(cc, sizeof cc,
+             "sh -c 'for last; do :; done; [ \"$1\" = --version ] && exec cc \"$@\"; grep -q log2f \"$last\" && "
+             "{ echo no logs here; exit 1; }; exec cc \"$@\"' cc");
+    char cache[1300];
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    setenv("TACT_CACHE_DIR", cache, 1);
+    setenv("TACT_CC", cc, 1);
+    tact_ctx *ctx = s_open(0, NULL);
+    unsetenv("TACT_CC");
+    unsetenv("TACT_CACHE_DIR");
+    int64_t s[1] = {6};
+    float x[6] = {0.5f, 1, 2, 3, 4, 9};
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, s, x);
+    tact_tensor *t[3] = {tact_sqrt(a), tact_neg(a), tact_reciprocal(a)};
+    cr_assert_eq(tact_realize(ctx, 3, t), TACT_OK, "%s", tact_ctx_error(ctx));
+    float out[6];
+    for (int k = 0; k < 3; k++) {
+        cr_assert_eq(tact_read(t[k], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+        for (int i = 0; i < 6; i++) {
+            float want = k == 0 ? sqrtf(x[i]) : k == 1 ? -x[i] : 1.0f / x[i];
+            cr_assert_eq(out[i], want, "kernel %d element %d: %g, want %g", k, i, (double)out[i], (double)want);
+        }
+    }
+    /* Kernels 0 and 2 (compiler 0) build in one file with the log one. */
+    tact_tensor *u[3] = {tact_add(a, tact_scalar(ctx, 2.0)), tact_mul(a, a), tact_log2(a)};
+    int rc = tact_realize(ctx, 3, u);
+    cr_assert_eq(rc, TACT_ECOMPILE, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert(strstr(tact_ctx_error(ctx), "kernel E_6") && strstr(tact_ctx_error(ctx), "no logs here"), "%s", tact_ctx_error(ctx));
+    /* They were built alone after the file failed: nothing to compile. */
+    tact_stats st;
+    tact_ctx_stats(ctx, &st);
+    uint64_t compiles = st.compiles;
+    tact_tensor *v[2] = {u[0], u[1]};
+    cr_assert_eq(tact_realize(ctx, 2, v), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_stats(ctx, &st);
+    cr_assert_eq(st.compiles, compiles, "%llu kernels compiled again", (unsigned long long)(st.compiles - compiles));
+    cr_assert_eq(tact_read(u[0], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], x[i] + 2.0f);
+    cr_assert_eq(tact_read(u[1], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], x[i] * x[i]);
+    tact_ctx_close(&ctx);
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+}
+
 /* ---------------------------------------------------------- determinism */
 
 /* A small program with reduces and broadcasting; returns its bytes. */
