@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 6
+#define TA_PROTOCOL_VERSION 7
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -103,8 +103,8 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     F(R, U64, op) F(R, U64, dtype) F(R, U64A, srcs, 3) F(R, I64, buf) F(R, I64, view) F(R, U64, value) F(R, U64, arg)
 #define TA_REC_FIELDS_AST(F, R)                                                                                   \
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64, reduce_mask) F(R, U64A, buf_dtypes, 32) F(R, I64A, buf_sizes, 32) \
-    F(R, RECS, views, VSTACK) F(R, RECS, nodes, ANODE) F(R, U64S, fused)
-#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args)
+    F(R, RECS, views, VSTACK) F(R, RECS, nodes, ANODE)
+#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args) F(R, U64S, fused)
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
     F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args)

@@ -220,7 +220,6 @@ int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk) {
     for (int b = 0; b < a->nbufs; b++) r.buf_dtypes[b] = (uint64_t)a->buf_dtype[b], r.buf_sizes[b] = a->buf_size[b];
     r.views = ta_recs_raw(TA_REC_VSTACK, vb.data, vb.size, (size_t)a->nviews);
     r.nodes = ta_recs_raw(TA_REC_ANODE, nb.data, nb.size, (size_t)a->nnodes);
-    r.fused = ta_u64s(a->fused, (size_t)a->nfused);
     bad = bad || ta_rec_pack(TA_REC_AST, &r, pk);
     msgpack_sbuffer_destroy(&vb);
     msgpack_sbuffer_destroy(&nb);
@@ -249,8 +248,7 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
         a->buf_dtype[b] = (tact_dtype)rec.buf_dtypes[b];
         a->buf_size[b] = rec.buf_sizes[b];
     }
-    S_NEED(rec.views.n <= TA_AST_MAX_VIEWS && rec.nodes.n <= TA_AST_MAX_NODES && rec.fused.n <= TA_AST_MAX_NODES,
-           "at most 32 views, 256 nodes and 256 fused ids");
+    S_NEED(rec.views.n <= TA_AST_MAX_VIEWS && rec.nodes.n <= TA_AST_MAX_NODES, "at most 32 views and 256 nodes");
     ta_recs_it_t it;
     ta_vstack_rec_t st;
     a->nviews = 0;
@@ -278,11 +276,7 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
         a->nargs += node->arg;
     }
     S_NEED(a->nviews == (int)rec.views.n && a->nnodes == (int)rec.nodes.n, "every view and node");
-    uint64_t id;
-    ta_u64s_it_t ui;
-    a->nfused = 0;
-    ta_u64s_begin(&ui, &rec.fused);
-    while (ta_u64s_next(&ui, &id)) a->fused[a->nfused++] = id;
+    a->nfused = 0; /* they travel beside the AST (KERNEL.fused) */
 #undef S_NEED
     return ta_ast_check(a, err);
 }

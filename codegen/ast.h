@@ -89,8 +89,9 @@ ta_recs_t ta_vstack_recs(const ta_vstack_t *st, ta_view_rec_t *recs);
 int ta_vstack_from_recs(ta_vstack_t *st, const ta_recs_t *views);
 
 /* Appends a's encoding (an AST record) to pk.  Returns 0, or -1 on
- * allocation failure.  The record's last field is the fused ids, so an AST
- * packed with nfused 0 ends in the one byte of an empty list (0x90). */
+ * allocation failure.  The fused ids are not part of it: they name graph
+ * nodes, and travel beside it (KERNEL.fused), so the same kernel of two
+ * graphs has the same bytes. */
 int ta_ast_pack(const ta_ast_t *a, msgpack_packer *pk);
 /* Decodes one AST from r and checks it (ta_ast_check).  Returns TACT_OK or
  * TACT_EPROTO/TACT_EINVAL with the reason (and byte offset) in err. */

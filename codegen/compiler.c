@@ -25,13 +25,13 @@
 
 enum { S_MEMO = 256 };
 
-/* A kernel this worker built or found: its AST's digest (without the fused
- * ids, which differ between graphs computing the same kernel), and what
- * PROGRAM carries for it. */
+/* A kernel this worker built or found: the digest of its AST's bytes, and
+ * what PROGRAM carries for it. */
 typedef struct {
     char key[33];
     char name[64];
     int64_t align;
+    int nargs;
     uint8_t *obj;
     size_t len;
     char digest[33];
@@ -42,7 +42,6 @@ typedef struct {
     ta_stage_local_t local;
     int configured;
     ta_ast_t ast;
-    msgpack_sbuffer keybuf;
     s_memo_t *memo; /* S_MEMO entries, replaced oldest first: a kernel seen
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
@@ -51,7 +50,6 @@ typedef struct {
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "compiler: out of memory");
-    msgpack_sbuffer_init(&s->keybuf);
     ta_stage_local(arg, &s->local);
     ta_actor_set_state(self, s);
     return TACT_OK;
@@ -61,7 +59,6 @@ static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
     for (int i = 0; i < s->nmemo; i++) ta_free(s->memo[i].obj);
     ta_free(s->memo);
-    msgpack_sbuffer_destroy(&s->keybuf);
     ta_free(s);
 }
 
@@ -115,7 +112,6 @@ typedef struct {
     int rc;
     ta_error_t err;
     s_memo_t e;    /* e.obj is owned here only while the batch is built */
-    int nargs;
     int same_as;   /* -1, or an earlier job of the batch with the same kernel */
     char *src;     /* rendered, until built */
     int width;     /* its vector width (1: none): one file per width */
@@ -197,32 +193,23 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
     }
 }
 
-/* Decodes and renders job j, or finds its kernel in the memo or earlier in
- * the batch. */
+/* Finds job j's kernel in the memo or earlier in the batch (by the digest
+ * of its AST's bytes: a kernel seen again is not even decoded), or decodes
+ * and renders it. */
 static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) {
     s_job_t *job = &jobs[j];
-    ta_mpr_t r;
-    ta_mpr_init(&r, ast.ptr, ast.len);
-    job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
-    if (job->rc != TACT_OK) return;
-    job->nargs = s->ast.nargs;
-    /* The fused ids differ between graphs computing the same kernel: they
-     * are neither in the key nor in the source. */
-    s->ast.nfused = 0;
-    msgpack_sbuffer_clear(&s->keybuf);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, &s->keybuf, msgpack_sbuffer_write);
-    if (ta_ast_pack(&s->ast, &pk) != 0) {
-        job->rc = ta_error_set(&job->err, TACT_ENOMEM, "compiler: out of memory");
-        return;
-    }
-    ta_cc_digest(s->keybuf.data, s->keybuf.size, job->e.key);
+    ta_cc_digest(ast.ptr, ast.len, job->e.key);
     if (s_memo_find(s, job->e.key)) return;
     for (int k = 0; k < j; k++)
         if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && strcmp(jobs[k].e.key, job->e.key) == 0) {
             job->same_as = k;
             return;
         }
+    ta_mpr_t r;
+    ta_mpr_init(&r, ast.ptr, ast.len);
+    job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
+    if (job->rc != TACT_OK) return;
+    job->e.nargs = s->ast.nargs;
     job->rc = ta_render_c(&s->ast, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
     if (job->rc == TACT_OK) job->width = ta_render_vector_width(job->src);
@@ -240,7 +227,7 @@ static void s_answer(ta_actor_t *self, const s_job_t *job, const s_memo_t *hit, 
     out.as.program.digest = ta_bytes_str(hit ? hit->digest : "");
     out.as.program.text = ta_bytes_str(hit ? "" : job->err.text);
     out.as.program.align = (uint64_t)(hit ? hit->align : job->e.align);
-    out.as.program.nargs = hit ? (uint64_t)job->nargs : 0;
+    out.as.program.nargs = hit ? (uint64_t)hit->nargs : 0;
     if (hit) { /* copied into the frame: the memo keeps its bytes */
         out.bulk.ptr = hit->obj;
         out.bulk.len = hit->len;

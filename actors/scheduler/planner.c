@@ -5,6 +5,7 @@
 
 #include "ast.h"
 #include "dtype.h"
+#include "hash.h"
 #include "map.h"
 #include "mem.h"
 #include "mpread.h"
@@ -38,12 +39,66 @@ typedef struct {
     ta_u64s_t args; /* the argument values, in the KERNELS message */
 } s_kernel_t;
 
+/* What the planner needs of a kernel's AST, kept by the digest of its
+ * bytes: the same kernel comes every step, and decoding an AST costs more
+ * than planning it. */
+typedef struct {
+    uint64_t h[2];
+    int64_t numel;
+    uint64_t work;
+    int nbufs, nargs;
+    uint64_t bytes[TA_AST_MAX_BUFS];
+} s_head_t;
+
+enum { S_HEADS = 512 };
+
 typedef struct {
     ta_pipeline_t w;
     int configured;
+    s_head_t *heads; /* S_HEADS, replaced oldest first */
+    int nheads, next_head;
+    ta_map_t head_index; /* h[0] -> index in heads */
 } s_state_t;
 
-static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error_t *err) {
+/* The head of the AST in bytes: remembered, or decoded (and checked). */
+static int s_head(s_state_t *s, ta_ast_t *ast, const ta_bytes_t bytes, s_head_t *out, ta_error_t *err) {
+    uint64_t h[2], i;
+    ta_hash128(bytes.ptr, bytes.len, h);
+    if (ta_map_get(&s->head_index, h[0], &i) && s->heads[i].h[1] == h[1]) {
+        *out = s->heads[i];
+        return TACT_OK;
+    }
+    ta_mpr_t r;
+    ta_mpr_init(&r, bytes.ptr, bytes.len);
+    int rc = ta_ast_unpack(ast, &r, err);
+    if (rc != TACT_OK) return rc;
+    memset(out, 0, sizeof *out);
+    out->h[0] = h[0], out->h[1] = h[1];
+    out->numel = 1;
+    out->work = 1;
+    for (int d = 0; d < ast->ndim; d++) {
+        out->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
+        uint64_t dim = (uint64_t)ast->shape[d];
+        out->work = dim && out->work > UINT64_MAX / dim ? UINT64_MAX : out->work * dim;
+    }
+    out->nbufs = ast->nbufs;
+    out->nargs = ast->nargs;
+    for (int b = 0; b < ast->nbufs; b++) out->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
+    /* Remembered if there is room (a failed allocation only costs time). */
+    if (!s->heads && !(s->heads = ta_calloc(S_HEADS, sizeof *s->heads))) return TACT_OK;
+    s_head_t *slot = &s->heads[s->next_head];
+    if (s->nheads == S_HEADS) ta_map_del(&s->head_index, slot->h[0]);
+    if (ta_map_put(&s->head_index, h[0], (uint64_t)s->next_head) != TACT_OK) {
+        if (s->nheads == S_HEADS) slot->h[0] = slot->h[1] = 0; /* its index entry is gone */
+        return TACT_OK;
+    }
+    *slot = *out;
+    s->next_head = (s->next_head + 1) % S_HEADS;
+    if (s->nheads < S_HEADS) s->nheads++;
+    return TACT_OK;
+}
+
+static int s_parse(s_state_t *s, const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error_t *err) {
     uint32_t n = kernels->n;
     s_kernel_t *ks = ta_calloc(n ? n : 1, sizeof *ks);
     ta_ast_t *ast = ta_malloc(sizeof *ast);
@@ -57,32 +112,26 @@ static int s_parse(const ta_recs_t *kernels, s_kernel_t **out, int *nk, ta_error
             rc = ta_error_set(err, TACT_EPROTO, "planner: malformed kernel %u", q);
             break;
         }
-        ta_mpr_t r;
-        ta_mpr_init(&r, rec->ast.ptr, rec->ast.len);
-        if ((rc = ta_ast_unpack(ast, &r, err)) != TACT_OK) break;
+        s_head_t hd;
+        if ((rc = s_head(s, ast, rec->ast, &hd, err)) != TACT_OK) break;
         k->ast = rec->ast.ptr;
         k->ast_len = rec->ast.len;
-        k->numel = 1;
-        k->work = 1;
-        for (int d = 0; d < ast->ndim; d++) {
-            k->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
-            uint64_t dim = (uint64_t)ast->shape[d];
-            k->work = dim && k->work > UINT64_MAX / dim ? UINT64_MAX : k->work * dim;
-        }
-        if ((int)rec->n_bufs != ast->nbufs || rec->n_writes != rec->n_bufs) {
+        k->numel = hd.numel;
+        k->work = hd.work;
+        if ((int)rec->n_bufs != hd.nbufs || rec->n_writes != rec->n_bufs) {
             rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u buffer ids and %u flags for %d buffers", q, rec->n_bufs,
-                              rec->n_writes, ast->nbufs);
+                              rec->n_writes, hd.nbufs);
             break;
         }
-        if (rec->args.n != (uint32_t)ast->nargs) {
-            rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u argument values for %d arguments", q, rec->args.n, ast->nargs);
+        if (rec->args.n != (uint32_t)hd.nargs) {
+            rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u has %u argument values for %d arguments", q, rec->args.n, hd.nargs);
             break;
         }
         k->args = rec->args;
-        k->nbufs = ast->nbufs;
+        k->nbufs = hd.nbufs;
         for (int b = 0; b < k->nbufs; b++) {
             k->bufs[b] = rec->bufs[b];
-            k->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
+            k->bytes[b] = hd.bytes[b];
             k->writes[b] = (uint8_t)(rec->writes[b] & 3);
         }
     }
@@ -140,7 +189,7 @@ static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, con
 static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbuffer *sb, uint64_t *peak_out,
                   uint64_t *unplanned_out, ta_error_t *err) {
     s_kernel_t *ks = NULL;
-    int nk = 0, rc = s_parse(&m->as.kernels.kernels, &ks, &nk, err);
+    int nk = 0, rc = s_parse(s, &m->as.kernels.kernels, &ks, &nk, err);
     if (rc != TACT_OK) return rc;
     ta_u64s_it_t it;
     uint32_t nt = m->as.kernels.temps.n;
@@ -241,7 +290,12 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     return TACT_OK;
 }
 
-static void s_fini(ta_actor_t *self) { ta_free(ta_actor_state(self)); }
+static void s_fini(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    ta_free(s->heads);
+    ta_map_fini(&s->head_index);
+    ta_free(s);
+}
 
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);

@@ -700,14 +700,11 @@ static int s_result_add(s_result_t *res, s_kernel_t *k) {
     ta_ast_t *ast = k->ast;
     int nfused = ast->nfused;
     /* The AST without its fused ids, which alone name graph nodes. */
-    ast->nfused = 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &res->bytes, msgpack_sbuffer_write);
     kr->ast_off = res->bytes.size;
-    int bad = ta_ast_pack(ast, &pk);
-    ast->nfused = nfused;
-    if (bad) return -1;
-    kr->ast_len = res->bytes.size - kr->ast_off - 1; /* less the empty fused array */
+    if (ta_ast_pack(ast, &pk)) return -1;
+    kr->ast_len = res->bytes.size - kr->ast_off;
     kr->off = res->nints;
     kr->nfused = nfused;
     kr->nbufs = ast->nbufs;
@@ -857,15 +854,11 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
 }
 
 /* Packs the KERNELS list (KERNEL records) into kb and fills the SCHEDULED
- * and temporary id lists of res for graph g.  A cached AST is the AST
- * record's encoding up to its last field, the fused ids (ast.h), which are
- * appended here with this graph's ids. */
+ * and temporary id lists of res for graph g: the cached ASTs with this
+ * graph's buffer and fused ids. */
 static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpack_sbuffer *kb, uint64_t *ids, uint64_t *temps) {
-    msgpack_packer pk, apk;
-    msgpack_sbuffer ab;
-    msgpack_sbuffer_init(&ab);
+    msgpack_packer pk;
     msgpack_packer_init(&pk, kb, msgpack_sbuffer_write);
-    msgpack_packer_init(&apk, &ab, msgpack_sbuffer_write);
     ta_kernel_rec_t *k = ta_malloc(sizeof *k);
     uint64_t *fused = ta_malloc(sizeof *fused * TA_AST_MAX_NODES);
     int bad = !k || !fused || ta_recs_pack_header(&pk, (size_t)res->nk);
@@ -873,11 +866,9 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpac
         const struct s_kres *kr = &res->ks[q];
         const int *v = res->ints + kr->off;
         for (int i = 0; i < kr->nfused; i++) fused[i] = g->ids[v[perturb ? kr->nfused - 1 - i : i]];
-        ta_u64s_t f = ta_u64s(fused, (size_t)kr->nfused);
-        msgpack_sbuffer_clear(&ab);
-        bad = msgpack_sbuffer_write(&ab, res->bytes.data + kr->ast_off, kr->ast_len) || ta_u64s_pack(&f, &apk);
+        k->fused = ta_u64s(fused, (size_t)kr->nfused);
         v += kr->nfused;
-        k->ast = (ta_bytes_t){(const uint8_t *)ab.data, ab.size};
+        k->ast = (ta_bytes_t){(const uint8_t *)res->bytes.data + kr->ast_off, kr->ast_len};
         k->n_bufs = k->n_writes = (uint32_t)kr->nbufs;
         for (int b = 0; b < kr->nbufs; b++) k->bufs[b] = g->bufs[v[b]], k->writes[b] = (uint64_t)v[kr->nbufs + b];
         k->args = ta_u64s(res->args + kr->args_off, (size_t)kr->nargs);
@@ -885,7 +876,6 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpac
     }
     for (int i = 0; i < res->nkeep; i++) ids[i] = g->ids[res->ints[res->keep_off + (size_t)i]];
     for (int i = 0; i < res->ntemp; i++) temps[i] = g->ids[res->ints[res->temp_off + (size_t)i]];
-    msgpack_sbuffer_destroy(&ab);
     ta_free(k);
     ta_free(fused);
     return bad ? -1 : 0;

@@ -150,7 +150,7 @@ Test(graph_rerun, a_changed_scheduler_is_named_with_message_and_field) {
     int rc = ta_rerun(path, verdict, sizeof verdict);
     unsetenv("TACT_TEST_PERTURB");
     cr_assert_eq(rc, TACT_EMISMATCH, "%s", verdict);
-    cr_assert(strstr(verdict, "port scheduler") && strstr(verdict, "out KERNELS") && strstr(verdict, "payload.kernels[0].ast"), "%s", verdict);
+    cr_assert(strstr(verdict, "port scheduler") && strstr(verdict, "out KERNELS") && strstr(verdict, "payload.kernels[0].fused"), "%s", verdict);
     unlink(path);
     free(path);
 }
