@@ -1,10 +1,13 @@
 /* compiler.c - a compiler pool worker: renders a kernel AST as C, compiles it (or finds it cached), reports the program. */
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "ast.h"
 #include "cc.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
@@ -45,6 +48,7 @@ typedef struct {
     s_memo_t *memo; /* S_MEMO entries, replaced oldest first: a kernel seen
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
+    ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
 } s_state_t;
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -55,30 +59,67 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     return TACT_OK;
 }
 
+/* A kept object is counted: every PROGRAM that carries it holds it until
+ * the transport is done with its bytes (no copy per PROGRAM), and so does
+ * the memo. */
+typedef struct {
+    atomic_int refs;
+    size_t len;
+    _Alignas(16) uint8_t bytes[];
+} s_obj_t;
+
+static s_obj_t *s_obj_of(const void *bytes) { return (s_obj_t *)((uint8_t *)(uintptr_t)bytes - offsetof(s_obj_t, bytes)); }
+
+static void s_obj_release(void *bytes, void *owner) {
+    (void)owner;
+    s_obj_t *o = s_obj_of(bytes);
+    if (atomic_fetch_sub(&o->refs, 1) == 1) ta_free(o);
+}
+
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
-    for (int i = 0; i < s->nmemo; i++) ta_free(s->memo[i].obj);
+    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL);
     ta_free(s->memo);
+    ta_map_fini(&s->memo_index);
     ta_free(s);
 }
 
+/* The first 64 bits of a key's 32 hex digits. */
+static uint64_t s_key64(const char *key) {
+    uint64_t v = 0;
+    for (int i = 0; i < 16 && key[i]; i++) v = v << 4 | (uint64_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
+    return v;
+}
+
 static s_memo_t *s_memo_find(s_state_t *s, const char *key) {
-    for (int i = 0; i < s->nmemo; i++)
-        if (strcmp(s->memo[i].key, key) == 0) return &s->memo[i];
+    uint64_t i;
+    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0) return &s->memo[i];
     return NULL;
 }
 
-/* Keeps a built kernel (taking obj), replacing the oldest entry when full. */
+/* Keeps a built kernel (its object copied into a counted one; e->obj stays
+ * the caller's), replacing the oldest entry when full. */
 static void s_memo_add(s_state_t *s, const s_memo_t *e) {
-    if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) {
-        ta_free(e->obj);
+    if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) return;
+    s_obj_t *o = ta_malloc(sizeof *o + e->len);
+    if (!o) return;
+    atomic_init(&o->refs, 1);
+    o->len = e->len;
+    memcpy(o->bytes, e->obj, e->len);
+    s_memo_t *slot = &s->memo[s->next_memo];
+    if (s->nmemo == S_MEMO) {
+        ta_map_del(&s->memo_index, s_key64(slot->key));
+        s_obj_release(slot->obj, NULL);
+        s->nmemo--;
+    }
+    if (ta_map_put(&s->memo_index, s_key64(e->key), (uint64_t)s->next_memo) != TACT_OK) {
+        s_obj_release(o->bytes, NULL);
         return;
     }
-    s_memo_t *slot = &s->memo[s->next_memo];
-    if (s->nmemo == S_MEMO) ta_free(slot->obj);
     *slot = *e;
+    slot->obj = o->bytes;
     s->next_memo = (s->next_memo + 1) % S_MEMO;
-    if (s->nmemo < S_MEMO) s->nmemo++;
+    s->nmemo++;
 }
 
 /* While the system compiler runs: a heartbeat to whoever waits for the
@@ -228,9 +269,11 @@ static void s_answer(ta_actor_t *self, const s_job_t *job, const s_memo_t *hit, 
     out.as.program.text = ta_bytes_str(hit ? "" : job->err.text);
     out.as.program.align = (uint64_t)(hit ? hit->align : job->e.align);
     out.as.program.nargs = hit ? (uint64_t)hit->nargs : 0;
-    if (hit) { /* copied into the frame: the memo keeps its bytes */
+    if (hit) { /* the memo's bytes, held until the transport is done with them */
         out.bulk.ptr = hit->obj;
         out.bulk.len = hit->len;
+        out.bulk_free = s_obj_release;
+        atomic_fetch_add(&s_obj_of(hit->obj)->refs, 1);
     }
     int src = ta_actor_send(self, dest, &out);
     if (src != TACT_OK && src != TACT_ENOTFOUND) {
@@ -275,8 +318,7 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
         }
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == TACT_OK && jobs[j].built) {
-            s_memo_add(s, &jobs[j].e); /* takes the object */
-            jobs[j].e.obj = NULL;
+            s_memo_add(s, &jobs[j].e);
         }
     for (int j = 0; j < n; j++) {
         s_job_t *job = &jobs[j];
