@@ -35,24 +35,7 @@ struct ta_device {
     int slots;              /* workers this launch still takes */
     int busy;               /* workers still in this launch */
     int quit;
-    /* Freed buffers kept for the next allocation of their size, oldest
-     * first: a training step frees and allocates the same sizes every step,
-     * and fresh memory costs a page fault per page. */
-    struct {
-        void *raw;
-        size_t size;
-    } cache[64];
-    int ncache;
-    size_t cache_bytes, cache_limit;
 };
-
-/* A buffer is preceded by a 64-byte header holding its size. */
-enum { S_HEADER = 64 };
-#if defined(__SANITIZE_ADDRESS__)
-enum { S_CACHE = 0 }; /* a kept buffer would hide a use after free from ASan */
-#else
-enum { S_CACHE = 64 };
-#endif
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
 
@@ -101,7 +84,6 @@ static void s_close(ta_device_t **pd) {
     pthread_cond_destroy(&d->work);
     pthread_cond_destroy(&d->done);
     pthread_mutex_destroy(&d->lock);
-    for (int i = 0; i < d->ncache; i++) free(d->cache[i].raw);
     ta_free(d->workers);
     ta_free(d);
 }
@@ -118,9 +100,6 @@ static int s_open(ta_device_t **out, int threads, ta_error_t *err) {
         return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
     }
     d->nthreads = threads;
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    size_t ram = pages > 0 && page > 0 ? (size_t)pages * (size_t)page : (size_t)1 << 30;
-    d->cache_limit = ram / 16 < ((size_t)256 << 20) ? ram / 16 : (size_t)256 << 20;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
     pthread_cond_init(&d->done, NULL);
@@ -135,15 +114,8 @@ static int s_open(ta_device_t **out, int threads, ta_error_t *err) {
     return TACT_OK;
 }
 
-/* Drops the oldest kept buffer. */
-static void s_cache_drop(ta_device_t *d) {
-    free(d->cache[0].raw);
-    d->cache_bytes -= d->cache[0].size;
-    d->ncache--;
-    memmove(&d->cache[0], &d->cache[1], (size_t)d->ncache * sizeof d->cache[0]);
-}
-
 static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
+    (void)d;
     /* A buffer larger than the machine's memory is refused here: with
      * overcommit the allocation could succeed and the kernel writing it
      * would get the process killed instead of an error. */
@@ -151,42 +123,15 @@ static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
     if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages)
         return ta_error_set(err, TACT_ENOMEM, "CPU: a buffer of %zu bytes is larger than this machine's memory (%zu bytes)", bytes,
                             (size_t)pages * (size_t)page);
-    size_t size = (bytes + 63) / 64 * 64;
-    for (int i = d->ncache - 1; i >= 0; i--) /* the newest fit: its pages are warm */
-        if (d->cache[i].size == size) {
-            *buf = (char *)d->cache[i].raw + S_HEADER;
-            d->cache_bytes -= size;
-            d->ncache--;
-            memmove(&d->cache[i], &d->cache[i + 1], (size_t)(d->ncache - i) * sizeof d->cache[0]);
-            return TACT_OK;
-        }
     /* 64-byte aligned so vector loads of the first element are aligned. */
-    void *raw;
-    if (posix_memalign(&raw, 64, S_HEADER + (size ? size : 64)) != 0) {
-        while (d->ncache) s_cache_drop(d); /* what is kept goes back first */
-        if (posix_memalign(&raw, 64, S_HEADER + (size ? size : 64)) != 0)
-            return ta_error_set(err, TACT_ENOMEM, "CPU: cannot allocate a buffer of %zu bytes", bytes);
-    }
-    memcpy(raw, &size, sizeof size);
-    *buf = (char *)raw + S_HEADER;
+    if (posix_memalign(buf, 64, bytes ? bytes : 64) != 0)
+        return ta_error_set(err, TACT_ENOMEM, "CPU: cannot allocate a buffer of %zu bytes", bytes);
     return TACT_OK;
 }
 
 static void s_free(ta_device_t *d, void *buf) {
-    if (!buf) return;
-    void *raw = (char *)buf - S_HEADER;
-    size_t size;
-    memcpy(&size, raw, sizeof size);
-    if (!S_CACHE || size > d->cache_limit / 4) {
-        free(raw);
-        return;
-    }
-    if (d->ncache == S_CACHE) s_cache_drop(d);
-    d->cache[d->ncache].raw = raw;
-    d->cache[d->ncache].size = size;
-    d->ncache++;
-    d->cache_bytes += size;
-    while (d->cache_bytes > d->cache_limit) s_cache_drop(d);
+    (void)d;
+    free(buf);
 }
 
 static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, ta_error_t *err) {
