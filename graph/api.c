@@ -1,7 +1,9 @@
 /* api.c - the public tensor API (include/tact.h): checks every handle and the one-thread rule, then calls client.c. */
 #include <stdio.h>
+#include <string.h>
 
 #include "client_impl.h"
+#include "device.h"
 #include "dtype.h"
 #include "handle.h"
 #include "mem.h"
@@ -638,4 +640,25 @@ tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text) {
     tact_tensor *t = s_h(ti_error(ctx, code, text));
     ti_ctx_leave(ctx);
     return t;
+}
+
+/* ----------------------------------------------------------------- devices */
+
+int tact_devices(tact_device_info *out, int max) {
+    if (!out || max < 0) max = 0;
+    ta_device_info_t info[64];
+    int n = ta_device_list(info, max < 64 ? max : 64);
+    for (int i = 0; i < n && i < max && i < 64; i++) {
+        tact_device_info *o = &out[i];
+        memset(o, 0, sizeof *o);
+        snprintf(o->name, sizeof o->name, "%s", info[i].name);
+        snprintf(o->model, sizeof o->model, "%s", info[i].model);
+        snprintf(o->driver, sizeof o->driver, "%s", info[i].driver);
+        o->compute_units = info[i].compute_units;
+        o->memory = info[i].memory;
+        o->max_buffer = info[i].max_buffer;
+        o->max_group = info[i].max_group;
+        o->fp16 = info[i].fp16;
+    }
+    return n;
 }

@@ -48,6 +48,7 @@ static void s_usage(FILE *f) {
             "  bench runtime|pipeline|kernels|train [--quick]    measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
             "  replay FILE                                       run a recorded run again and check every stage\n"
+            "  devices                                           the devices present, with their limits\n"
             "  version\n");
 }
 
@@ -62,6 +63,16 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "log") == 0) return h_log(argc - 2, argv + 2);
     if (strcmp(cmd, "train") == 0) return h_train(argc - 2, argv + 2);
     if (strcmp(cmd, "eval") == 0) return h_eval(argc - 2, argv + 2);
+    if (strcmp(cmd, "devices") == 0) {
+        tact_device_info d[16];
+        int n = tact_devices(d, 16);
+        for (int i = 0; i < n && i < 16; i++)
+            printf("%-6s %s%s%s\n       %d compute units, %.1f GiB, largest buffer %.1f GiB, work groups up to %lld, fp16 %s\n", d[i].name,
+                   d[i].model, d[i].driver[0] ? " | " : "", d[i].driver, d[i].compute_units, (double)d[i].memory / (1u << 30),
+                   (double)d[i].max_buffer / (1u << 30), (long long)d[i].max_group, d[i].fp16 ? "yes" : "no");
+        printf("%d device%s (virtual CPU devices CPU:0..CPU:7 share the CPU)\n", n, n == 1 ? "" : "s");
+        return 0;
+    }
     if (strcmp(cmd, "replay") == 0) {
         if (argc != 3) {
             fprintf(stderr, "usage: tact replay FILE\n");

@@ -106,6 +106,30 @@ const char *tact_status_name(int status);
 /* Returns the library version as "MAJOR.MINOR.PATCH" (static storage). */
 const char *tact_version(void);
 
+/* ================================================================= devices */
+
+/* A device present on this machine, as `tact devices` lists it.  Names:
+ * "CPU" (and virtual devices "CPU:0".."CPU:7", each an executor with
+ * threads of its own on the one CPU), "CL:k" (the k-th OpenCL device over
+ * every platform, in the ICD loader's order; "CL" is CL:0). */
+typedef struct tact_device_info {
+    char name[16];       /* "CPU", "CL:0" */
+    char model[128];     /* the processor, or the OpenCL device's name */
+    char driver[128];    /* the OpenCL platform and driver version; "" for the CPU */
+    int compute_units;   /* cores, or OpenCL compute units */
+    uint64_t memory;     /* bytes */
+    uint64_t max_buffer; /* the largest buffer, in bytes */
+    int64_t max_group;   /* the largest OpenCL work group (CPU: 1) */
+    int fp16;            /* computes in half precision natively (OpenCL: cl_khr_fp16) */
+} tact_device_info;
+
+/* Describes the devices present into out (at most max entries; out may be
+ * NULL with max 0) and returns how many there are, which may be more than
+ * max.  Never fails: a device that cannot be described says why in its
+ * model.  Running on devices other than the CPU is not implemented yet:
+ * tact_options.devices accepts "CPU" only. */
+int tact_devices(tact_device_info *out, int max);
+
 /*
  * The allocator hook (as lua_Alloc): tact calls fn(ud, ptr, old_size, size)
  * for every allocation it makes itself.  size == 0 frees ptr and returns NULL;

@@ -1,10 +1,12 @@
 /* cpu.c - the CPU device: host memory, generated C compiled by the system compiler, a thread pool. */
 #include <pthread.h>
+#include <stdio.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cc.h"
 #include "device.h"
 #include "mem.h"
 
@@ -35,6 +37,13 @@ struct ta_device {
     int slots;              /* workers this launch still takes */
     int busy;               /* workers still in this launch */
     int quit;
+    /* The queue: the launch enqueued and not yet run (sync runs it). */
+    int pending;
+    const ta_program_t *pending_prog;
+    void *pending_bufs[64];
+    const uint64_t *pending_args;
+    int64_t pending_n, pending_align;
+    uint64_t pending_work;
 };
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
@@ -88,7 +97,32 @@ static void s_close(ta_device_t **pd) {
     ta_free(d);
 }
 
-static int s_open(ta_device_t **out, int threads, ta_error_t *err) {
+static int s_count(void) { return 1; }
+
+static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
+    if (index != 0) return ta_error_set(err, TACT_EDEVICE, "CPU: there is one CPU device, not %d", index + 1);
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "CPU");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (strncmp(line, "model name", 10) != 0 || !colon) continue;
+        snprintf(info->model, sizeof info->model, "%s", colon + 2 + strspn(colon + 2, " "));
+        info->model[strcspn(info->model, "\n")] = '\0';
+        break;
+    }
+    if (f) fclose(f);
+    long n = sysconf(_SC_NPROCESSORS_ONLN), pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    info->compute_units = n > 0 ? (int)n : 1;
+    info->memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+    info->max_buffer = info->memory;
+    info->max_group = 1;
+    return TACT_OK;
+}
+
+static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
+    (void)index; /* virtual CPU devices share the one CPU */
     *out = NULL;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -148,18 +182,28 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
     return TACT_OK;
 }
 
-static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name, ta_program_t *prog, ta_error_t *err) {
+static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name, void **prog, ta_error_t *err) {
     (void)d;
-    return ta_cc_load_bytes(obj, len, name, prog, err);
+    ta_program_t *p = ta_malloc(sizeof *p);
+    if (!p) return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
+    int rc = ta_cc_load_bytes(obj, len, name, p, err);
+    if (rc != TACT_OK) {
+        ta_free(p);
+        return rc;
+    }
+    *prog = p;
+    return TACT_OK;
 }
 
-static void s_unload(ta_device_t *d, ta_program_t *prog) {
+static void s_unload(ta_device_t *d, void *prog) {
     (void)d;
     ta_cc_unload(prog);
+    ta_free(prog);
 }
 
-static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
-                    uint64_t work, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+/* Runs a launch to its end on the pool (with tick: supervised). */
+static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align, uint64_t work,
+                 ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     if (n <= 0) return TACT_OK;
     /* Four chunks a thread, each at least S_MIN_CHUNK_WORK iterations: a
      * reduce's output is its whole reduce, so 256 sums of 65536 elements
@@ -210,7 +254,46 @@ static int s_launch(ta_device_t *d, const ta_program_t *prog, void **bufs, const
     return TACT_OK;
 }
 
+/* The queue holds one launch: a second runs the first at once. */
+static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t *err) {
+    if (l->nbufs < 0 || l->nbufs > 64) return ta_error_set(err, TACT_EDEVICE, "CPU: a launch of %d buffers", l->nbufs);
+    if (d->pending) {
+        d->pending = 0;
+        int rc = s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, NULL, NULL, err);
+        if (rc != TACT_OK) return rc;
+    }
+    d->pending_prog = prog;
+    memcpy(d->pending_bufs, l->bufs, sizeof *l->bufs * (size_t)l->nbufs);
+    d->pending_args = l->args;
+    d->pending_n = l->n;
+    d->pending_align = l->align;
+    d->pending_work = l->work;
+    d->pending = 1;
+    return TACT_OK;
+}
+
+static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+    if (!d->pending) return TACT_OK;
+    d->pending = 0;
+    return s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, tick, ud, err);
+}
+
 static int s_threads(const ta_device_t *d) { return d->nthreads; }
 
-const ta_device_ops_t ta_cpu_device = {"CPU",   s_open,   s_close,  s_alloc,  s_free,   s_copy_in,
-                                       s_copy_out, s_load, s_unload, s_launch, s_threads};
+const ta_device_ops_t ta_cpu_device = {
+    .kind = "CPU",
+    .host_memory = 1,
+    .count = s_count,
+    .describe = s_describe,
+    .open = s_open,
+    .close = s_close,
+    .alloc = s_alloc,
+    .free = s_free,
+    .copy_in = s_copy_in,
+    .copy_out = s_copy_out,
+    .load = s_load,
+    .unload = s_unload,
+    .launch = s_launch,
+    .sync = s_sync,
+    .threads = s_threads,
+};

@@ -1,45 +1,109 @@
-/* device.h - the small interface every device implements (DESIGN.md §5); one executor actor drives one device. */
+/* device.h - the small asynchronous interface every device implements (DESIGN.md §5); one executor actor drives one device. */
 #ifndef TACT_DEVICE_H
 #define TACT_DEVICE_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ast.h"
-#include "cc.h"
 #include "msg.h"
+
+/*
+ * A device is one kind's file behind this table (cpu.c, opencl.c).  Each
+ * open device has one in-order queue: copy_in and launch enqueue work and
+ * may return before it ran; sync waits for everything enqueued (the
+ * queue's marker: what was enqueued before it is done after it);
+ * copy_out returns with the bytes.  Errors are TACT_EDEVICE (the device
+ * refused or failed), TACT_ENOMEM, TACT_ECOMPILE (a program that does not
+ * build or load) or TACT_ESTOPPED, with err naming the cause.
+ *
+ * Buffers are the device's own (a host pointer on the CPU, a cl_mem on
+ * OpenCL): nothing but the device's own calls may touch them.  Programs
+ * are the bytes the compiler pool built for the device's kind: a shared
+ * object (CPU) or OpenCL C source (CL).  A kernel computes `align`
+ * consecutive outputs per work item, n / align items in all (the launch's
+ * global size); its arguments are its buffers, in order, then the values
+ * of its argument CONSTs (ta_ast_arg_word's encoding) and n:
+ *
+ *     CPU:  void NAME(int64_t start, int64_t end, void **bufs, const uint64_t *args)
+ *           computes outputs [start, end) (multiples of align)
+ *     CL:   __kernel void NAME(__global T0 *data0, ..., __global const ulong *args, long n)
+ *           work item i computes outputs [i * align, (i + 1) * align) if below n
+ */
 
 typedef struct ta_device ta_device_t;
 typedef int (*ta_device_tick_fn)(void *ud);
 
+/* What `tact devices` lists (tact_device_info in tact.h, field for field). */
+typedef struct ta_device_info {
+    char name[16];       /* "CPU", "CL:0" */
+    char model[128];     /* the processor, or the OpenCL device's name */
+    char driver[128];    /* the OpenCL platform and driver version; "" for the CPU */
+    int compute_units;   /* cores, or compute units */
+    uint64_t memory;     /* bytes */
+    uint64_t max_buffer; /* the largest buffer, in bytes */
+    int64_t max_group;   /* the largest work group (CPU: 1) */
+    int fp16;            /* computes in half precision natively (CL: cl_khr_fp16) */
+} ta_device_info_t;
+
+/* One kernel launch. */
+typedef struct ta_launch {
+    void **bufs; /* the kernel's buffers, in its order */
+    int nbufs;
+    const uint64_t *args; /* its argument values (must stay valid until sync) */
+    int nargs;
+    int64_t n;     /* outputs */
+    int64_t align; /* outputs per work item (n is a multiple) */
+    uint64_t work; /* iterations over all n: sizes the CPU's ranges */
+} ta_launch_t;
+
 typedef struct ta_device_ops {
-    const char *name; /* "CPU", "CL", "CUDA" */
-    /* Opens the device with threads workers (CPU: 0 = one per core).
-     * Returns TACT_OK or TACT_EDEVICE/TACT_ENOMEM with err filled. */
-    int (*open)(ta_device_t **out, int threads, ta_error_t *err);
+    const char *kind; /* "CPU", "CL" */
+    int host_memory;  /* a buffer is a host pointer the executor may read and write itself */
+    /* Devices of this kind present on this machine, and one's description. */
+    int (*count)(void);
+    int (*describe)(int index, ta_device_info_t *info, ta_error_t *err);
+    /* Opens device index (CPU: threads workers, 0 = one per core; the CPU
+     * has one device, which any number of executors may open). */
+    int (*open)(ta_device_t **out, int index, int threads, ta_error_t *err);
     void (*close)(ta_device_t **dev);
     /* Buffers: bytes may be 0 (a valid, empty buffer). */
     int (*alloc)(ta_device_t *dev, size_t bytes, void **buf, ta_error_t *err);
     void (*free)(ta_device_t *dev, void *buf);
+    /* host stays the caller's until sync. */
     int (*copy_in)(ta_device_t *dev, void *buf, const void *host, size_t bytes, ta_error_t *err);
+    /* Returns when the bytes are in host (after everything enqueued before). */
     int (*copy_out)(ta_device_t *dev, void *host, const void *buf, size_t bytes, ta_error_t *err);
-    /* Loads a program the compiler pool built, given as the bytes PROGRAM
-     * carries (CPU: a shared object). */
-    int (*load)(ta_device_t *dev, const void *obj, size_t len, const char *name, ta_program_t *prog, ta_error_t *err);
-    void (*unload)(ta_device_t *dev, ta_program_t *prog);
-    /* Runs prog over n output elements with bufs[b] as kernel buffer b and
-     * args its argument values (KERNEL.args), in ranges whose bounds are
-     * multiples of align (work: the kernel's iterations over all n, which
-     * sizes the ranges), and returns when it has
-     * finished.  With tick (long work), the launching thread only
-     * supervises and calls tick(ud) every 20 ms or so; when tick returns
-     * nonzero no further range is started, and once the running ones end
-     * the launch returns TACT_ESTOPPED. */
-    int (*launch)(ta_device_t *dev, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align,
-                  uint64_t work, ta_device_tick_fn tick, void *ud, ta_error_t *err);
+    /* Makes the program bytes runnable (CPU: loads the object; CL: builds
+     * the source, keeping the build log in the error); *prog is the
+     * device's handle for kernel `name` of it. */
+    int (*load)(ta_device_t *dev, const void *bytes, size_t len, const char *name, void **prog, ta_error_t *err);
+    void (*unload)(ta_device_t *dev, void *prog);
+    /* Enqueues one launch of prog. */
+    int (*launch)(ta_device_t *dev, void *prog, const ta_launch_t *l, ta_error_t *err);
+    /* Waits for everything enqueued.  With tick (long work) the waiting
+     * thread calls tick(ud) every 20 ms or so; when it returns nonzero,
+     * work not yet started is dropped, and once what runs has ended sync
+     * returns TACT_ESTOPPED. */
+    int (*sync)(ta_device_t *dev, ta_device_tick_fn tick, void *ud, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
 } ta_device_ops_t;
 
 extern const ta_device_ops_t ta_cpu_device;
+extern const ta_device_ops_t ta_cl_device;
+
+/*
+ * Device names: "CPU" or "CPU:k" (k < TA_MAX_CPU_DEVICES: virtual CPU
+ * devices, each an executor with threads of its own on the one CPU), "CL"
+ * (CL:0) or "CL:k" (the k-th OpenCL device over every platform, in the
+ * loader's order).  ta_device_find parses name and checks the device is
+ * present: TACT_OK with its kind's table and index, or TACT_EINVAL/
+ * TACT_EDEVICE with err saying what is wrong and what is present.
+ */
+enum { TA_MAX_CPU_DEVICES = 8 };
+int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err);
+
+/* Describes the devices present into out (at most max); returns how many
+ * there are (which may be more than max). */
+int ta_device_list(ta_device_info_t *out, int max);
 
 #endif

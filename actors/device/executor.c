@@ -4,6 +4,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ast.h"
+#include "cc.h"
 #include "device.h"
 #include "dtype.h"
 #include "map.h"
@@ -57,6 +59,14 @@ typedef struct {
     int failed;  /* its ERROR went out: the rest is consumed, not run */
 } s_run_t;
 
+/* A program the device made runnable, by the digest of its bytes and the
+ * kernel's name (a compiler's object may hold several kernels). */
+typedef struct {
+    char key[33];
+    char name[64];
+    void *prog;
+} s_prog_t;
+
 typedef struct {
     ta_pipeline_t w;
     ta_stage_local_t local;
@@ -70,7 +80,7 @@ typedef struct {
     uint64_t failed_corr; /* the realize (client corr) whose ERROR went out last: one answer each */
     uint64_t *failed;     /* buffers whose WRITE failed: plans reading them fail */
     size_t nfailed, failed_cap;
-    ta_program_t *loaded; /* every object loaded so far, by digest: loaded once */
+    s_prog_t *loaded; /* every program loaded so far: loaded once */
     size_t nloaded, loaded_cap;
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
@@ -124,10 +134,27 @@ static s_buf_t *s_buf_add(s_state_t *s, uint64_t id, void *ptr, uint64_t bytes, 
     return b;
 }
 
+/* Zeroes a buffer: in place in host memory, else by a copy of zeros. */
+static int s_zero(s_state_t *s, void *ptr, uint64_t bytes, ta_error_t *err) {
+    if (s->dev_ops->host_memory) {
+        memset(ptr, 0, bytes);
+        return TACT_OK;
+    }
+    void *zeros = ta_calloc(1, bytes ? bytes : 1);
+    if (!zeros) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    int rc = s->dev_ops->copy_in(s->dev, ptr, zeros, bytes, err);
+    if (rc == TACT_OK) rc = s->dev_ops->sync(s->dev, NULL, NULL, err);
+    ta_free(zeros);
+    return rc;
+}
+
 static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, ta_error_t *err) {
     void *ptr;
     if (s_alloc(s, bytes, &ptr, err) != TACT_OK) return NULL;
-    if (zero) memset(ptr, 0, bytes);
+    if (zero && s_zero(s, ptr, bytes, err) != TACT_OK) {
+        s_release_memory(s, ptr, bytes);
+        return NULL;
+    }
     return s_buf_add(s, id, ptr, bytes, err);
 }
 
@@ -146,11 +173,11 @@ static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
 
 /* --------------------------------------------------------------- programs */
 
-/* Loads an object once per digest, and returns the loaded program. */
-static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, ta_program_t *out, ta_error_t *err) {
+/* Loads kernel name of an object once, and returns the device's handle. */
+static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, void **out, ta_error_t *err) {
     for (size_t i = 0; i < s->nloaded; i++)
         if (strcmp(s->loaded[i].key, digest) == 0 && strcmp(s->loaded[i].name, name) == 0) {
-            *out = s->loaded[i];
+            *out = s->loaded[i].prog;
             return TACT_OK;
         }
     if (!obj.len) return ta_error_set(err, TACT_EPROTO, "executor: program %s: digest %s names no object this executor was sent", name, digest);
@@ -159,14 +186,15 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
     ta_cc_digest(obj.ptr, obj.len, want);
     if (strcmp(digest, want) != 0)
         return ta_error_set(err, TACT_EPROTO, "executor: program %s: its %zu bytes do not match digest %s", name, obj.len, digest);
-    int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, out, err);
-    if (rc != TACT_OK) return rc;
-    snprintf(out->key, sizeof out->key, "%s", digest);
-    if (ta_grow((void **)&s->loaded, &s->loaded_cap, s->nloaded + 1, sizeof *s->loaded) != TACT_OK) {
-        s->dev_ops->unload(s->dev, out);
+    if (ta_grow((void **)&s->loaded, &s->loaded_cap, s->nloaded + 1, sizeof *s->loaded) != TACT_OK)
         return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
-    }
-    s->loaded[s->nloaded++] = *out;
+    s_prog_t *p = &s->loaded[s->nloaded];
+    int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, &p->prog, err);
+    if (rc != TACT_OK) return rc;
+    snprintf(p->key, sizeof p->key, "%s", digest);
+    snprintf(p->name, sizeof p->name, "%s", name);
+    s->nloaded++;
+    *out = p->prog;
     return TACT_OK;
 }
 
@@ -312,7 +340,7 @@ static int s_tick(void *ud) {
 enum { S_LONG_BYTES = 4 << 20, S_LONG_WORK = 4 << 20 };
 
 /* Runs one step with its loaded program; returns TACT_OK or the error (err). */
-static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program_t *prog, int64_t align, ta_error_t *err) {
+static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, const char *name, int64_t align, ta_error_t *err) {
     for (int b = 1; b < st->nbufs; b++) {
         s_buf_t *in = s_buf(s, st->bufs[b]);
         if (!in) {
@@ -321,19 +349,19 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
             if (!(st->writes[b] & 2))
                 return ta_error_set(err, TACT_EDEVICE,
                                     "executor: kernel %s reads buffer %" PRIu64 ", which does not exist (the realize that computes it failed)",
-                                    prog->name, st->bufs[b]);
+                                    name, st->bufs[b]);
             if (!s_buf_new(s, st->bufs[b], st->bytes[b], 1, err)) return err->code;
         } else if (in->bytes < st->bytes[b]) {
             return ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, kernel %s reads %" PRIu64, in->id,
-                                in->bytes, prog->name, st->bytes[b]);
+                                in->bytes, name, st->bytes[b]);
         }
     }
     s_buf_t *out = s_buf(s, st->bufs[0]);
     if (out && out->bytes < st->bytes[0])
         return ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, kernel %s writes %" PRIu64, out->id,
-                            out->bytes, prog->name, st->bytes[0]);
+                            out->bytes, name, st->bytes[0]);
     if (st->numel % align)
-        return ta_error_set(err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", prog->name, (long long)align,
+        return ta_error_set(err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", name, (long long)align,
                             (long long)st->numel);
     if (!out) {
         s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
@@ -352,12 +380,14 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, const ta_program
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
     s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
-    if (s->dev_ops->launch(s->dev, prog, ptrs, st->args, st->numel, align, st->work, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err) != TACT_OK)
-        return err->code ? err->code : TACT_EDEVICE;
+    ta_launch_t l = {ptrs, st->nbufs, st->args, st->nargs, st->numel, align, st->work};
+    int rc = s->dev_ops->launch(s->dev, prog, &l, err);
+    if (rc == TACT_OK) rc = s->dev_ops->sync(s->dev, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err);
+    if (rc != TACT_OK) return err->code ? err->code : TACT_EDEVICE;
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
-        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", prog->name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
+        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
     }
     for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
     return TACT_OK;
@@ -369,8 +399,7 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     s_run_t *r = &s->run;
     s_step_t *st = &r->p->steps[r->next++];
     ta_error_t err = {0, ""};
-    ta_program_t prog;
-    memset(&prog, 0, sizeof prog);
+    void *prog = NULL;
     int rc = (int)m->as.program.status;
     char name[64];
     snprintf(name, sizeof name, "%.*s", (int)m->as.program.name.len, m->as.program.name.ptr ? (const char *)m->as.program.name.ptr : "");
@@ -390,7 +419,7 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     if (rc == TACT_OK && m->as.program.nargs != (uint64_t)st->nargs)
         rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", name,
                           m->as.program.nargs, st->nargs);
-    if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, &prog, align, &err);
+    if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, prog, name, align, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);
 }
@@ -402,7 +431,7 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     if (!s) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
     s->dev_ops = &ta_cpu_device;
     ta_stage_local(arg, &s->local);
-    int rc = s->dev_ops->open(&s->dev, s->local.cpu_threads, err);
+    int rc = s->dev_ops->open(&s->dev, 0, s->local.cpu_threads, err);
     if (rc != TACT_OK) {
         ta_free(s);
         return rc;
@@ -417,13 +446,18 @@ static void s_fini(ta_actor_t *self) {
     ta_map_fini(&s->buf_index);
     for (size_t i = 0; i < s->ncache; i++) s->dev_ops->free(s->dev, s->cache[i].ptr);
     ta_free(s->cache);
-    for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, &s->loaded[i]);
+    for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, s->loaded[i].prog);
     ta_free(s->loaded);
     s_plan_free(s->run.p);
     ta_free(s->bufs);
     ta_free(s->failed);
     if (s->dev) s->dev_ops->close(&s->dev);
     ta_free(s);
+}
+
+static void s_free_host(void *data, void *owner) {
+    (void)owner;
+    ta_free(data);
 }
 
 /* COPY_OUT: the buffer's bytes to the port that asked (everything the graph
@@ -441,9 +475,21 @@ static int s_copy_out(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     ta_msg_t d;
     ta_msg_init(&d, TA_MSG_DATA);
     d.corr = m->corr;
-    d.bulk.ptr = b->ptr;
     d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
     ta_error_t err;
+    if (s->dev_ops->host_memory) {
+        d.bulk.ptr = b->ptr; /* sent from where it is */
+    } else {
+        void *host = ta_malloc(d.bulk.len ? d.bulk.len : 1);
+        int rc = host ? s->dev_ops->copy_out(s->dev, host, b->ptr, d.bulk.len, &err) : ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
+        if (rc != TACT_OK) {
+            ta_free(host);
+            ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, rc, "COPY_OUT", err.text);
+            return TACT_OK;
+        }
+        d.bulk.ptr = host;
+        d.bulk_free = s_free_host;
+    }
     if (ta_port_send(ta_actor_port(self), (uint32_t)c->reply_to, &d, &err) != TACT_OK)
         ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, err.code, "COPY_OUT", err.text); /* e.g. too big to send */
     return TACT_OK;
@@ -539,7 +585,9 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
                 s->failed[s->nfailed++] = m->as.write.buf;
             return TACT_OK;
         }
-        if (s->dev_ops->copy_in(s->dev, b->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK)
+        /* The bulk is the message's: on the device before the handler returns. */
+        if (s->dev_ops->copy_in(s->dev, b->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK ||
+            s->dev_ops->sync(s->dev, NULL, NULL, &err) != TACT_OK)
             return ta_actor_fail(self, err.code, "%s", err.text);
         return TACT_OK;
     }

@@ -1,0 +1,68 @@
+/* devices.c - device names ("CPU", "CPU:2", "CL", "CL:1") and what this machine has. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device.h"
+
+static const ta_device_ops_t *const s_kinds[] = {&ta_cpu_device, &ta_cl_device};
+enum { S_NKINDS = sizeof s_kinds / sizeof *s_kinds };
+
+/* The names of the devices present, for error messages ("CPU, CL:0"). */
+static void s_present(char *out, size_t len) {
+    out[0] = '\0';
+    for (int k = 0; k < S_NKINDS; k++) {
+        int n = s_kinds[k]->count();
+        for (int i = 0; i < n; i++) {
+            size_t used = strlen(out);
+            if (k == 0) snprintf(out + used, len - used, "%sCPU (CPU:0..%d)", used ? ", " : "", TA_MAX_CPU_DEVICES - 1);
+            else snprintf(out + used, len - used, "%s%s:%d", used ? ", " : "", s_kinds[k]->kind, i);
+        }
+    }
+}
+
+int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err) {
+    if (!name || !*name) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k)");
+    const char *colon = strchr(name, ':');
+    size_t klen = colon ? (size_t)(colon - name) : strlen(name);
+    const ta_device_ops_t *kind = NULL;
+    for (int k = 0; k < S_NKINDS; k++)
+        if (strlen(s_kinds[k]->kind) == klen && strncmp(s_kinds[k]->kind, name, klen) == 0) kind = s_kinds[k];
+    if (!kind) {
+        if (klen == 4 && strncmp(name, "CUDA", 4) == 0)
+            return ta_error_set(err, TACT_EDEVICE, "device %s: CUDA devices are not supported by this build yet (devices are CPU, CPU:k, CL, CL:k)", name);
+        return ta_error_set(err, TACT_EINVAL, "device '%s': unknown kind (devices are CPU, CPU:k, CL, CL:k)", name);
+    }
+    long i = 0;
+    if (colon) {
+        char *end;
+        i = strtol(colon + 1, &end, 10);
+        if (end == colon + 1 || *end || i < 0 || i > 1 << 20)
+            return ta_error_set(err, TACT_EINVAL, "device '%s': the number after ':' must be 0 or more", name);
+    }
+    int present = kind == &ta_cpu_device ? (i < TA_MAX_CPU_DEVICES) : (i < kind->count());
+    if (!present) {
+        char have[400];
+        s_present(have, sizeof have);
+        return ta_error_set(err, TACT_EDEVICE, "no device %s on this machine (present: %s)", name, have);
+    }
+    *ops = kind;
+    *index = (int)i;
+    return TACT_OK;
+}
+
+int ta_device_list(ta_device_info_t *out, int max) {
+    int n = 0;
+    for (int k = 0; k < S_NKINDS; k++) {
+        int c = s_kinds[k]->count();
+        for (int i = 0; i < c; i++, n++) {
+            ta_error_t err;
+            if (n < max && s_kinds[k]->describe(i, &out[n], &err) != TACT_OK) {
+                memset(&out[n], 0, sizeof out[n]);
+                snprintf(out[n].name, sizeof out[n].name, "%s:%d", s_kinds[k]->kind, i);
+                snprintf(out[n].model, sizeof out[n].model, "(%s)", err.text);
+            }
+        }
+    }
+    return n;
+}

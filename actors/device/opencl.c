@@ -1,0 +1,312 @@
+/* opencl.c - the OpenCL device: every platform's devices through the ICD loader, one in-order queue each, programs built from OpenCL C. */
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "device.h"
+#include "mem.h"
+
+/*
+ * Devices are numbered over every platform, in the loader's order (CL:0
+ * is the first device of the first platform).  A device holds a context
+ * and one in-order command queue: copies in and launches are enqueued and
+ * return at once, sync waits for the queue, a copy out blocks.  A program
+ * is OpenCL C source, built for the device (correctly rounded division
+ * and square root where the device offers it, as the CPU computes them);
+ * a build failure is TACT_ECOMPILE with the start of the build log.
+ */
+
+struct ta_device {
+    cl_device_id id;
+    cl_context ctx;
+    cl_command_queue q;
+    cl_mem no_args; /* one ulong, the args of a kernel that has none */
+    uint64_t max_buffer;
+    int index;
+    int exact_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
+};
+
+typedef struct {
+    cl_program program;
+    cl_kernel kernel;
+    char name[64];
+} s_prog_t;
+
+/* The names of the errors a device may give. */
+static const char *s_cl_error(cl_int e) {
+    switch (e) {
+    case CL_DEVICE_NOT_FOUND: return "device not found";
+    case CL_DEVICE_NOT_AVAILABLE: return "device not available";
+    case CL_COMPILER_NOT_AVAILABLE: return "no compiler";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE: return "buffer allocation failed";
+    case CL_OUT_OF_RESOURCES: return "out of resources";
+    case CL_OUT_OF_HOST_MEMORY: return "out of host memory";
+    case CL_BUILD_PROGRAM_FAILURE: return "build failed";
+    case CL_INVALID_VALUE: return "invalid value";
+    case CL_INVALID_BUFFER_SIZE: return "invalid buffer size";
+    case CL_INVALID_KERNEL_NAME: return "no such kernel";
+    case CL_INVALID_KERNEL_ARGS: return "kernel arguments not set";
+    case CL_INVALID_ARG_INDEX: return "argument index out of range";
+    case CL_INVALID_ARG_SIZE: return "argument of the wrong size";
+    case CL_INVALID_WORK_GROUP_SIZE: return "invalid work group size";
+    case CL_INVALID_GLOBAL_WORK_SIZE: return "invalid global work size";
+    case CL_INVALID_MEM_OBJECT: return "invalid buffer";
+    case -1001: return "no OpenCL platform (no ICD installed)"; /* CL_PLATFORM_NOT_FOUND_KHR */
+    default: return "error";
+    }
+}
+
+static int s_fail(ta_error_t *err, int code, const char *what, cl_int e) {
+    return ta_error_set(err, code, "CL: %s: %s (%d)", what, s_cl_error(e), (int)e);
+}
+
+/* The device_ids of every platform, in order, into out (at most max);
+ * returns how many there are. */
+static int s_enumerate(cl_device_id *out, int max, cl_platform_id *platforms_of) {
+    cl_uint np = 0;
+    if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return 0;
+    cl_platform_id ps[16];
+    if (np > 16) np = 16;
+    if (clGetPlatformIDs(np, ps, NULL) != CL_SUCCESS) return 0;
+    int n = 0;
+    for (cl_uint p = 0; p < np; p++) {
+        cl_uint nd = 0;
+        if (clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS) continue;
+        cl_device_id ds[64];
+        if (nd > 64) nd = 64;
+        if (clGetDeviceIDs(ps[p], CL_DEVICE_TYPE_ALL, nd, ds, NULL) != CL_SUCCESS) continue;
+        for (cl_uint d = 0; d < nd; d++, n++)
+            if (n < max) {
+                out[n] = ds[d];
+                if (platforms_of) platforms_of[n] = ps[p];
+            }
+    }
+    return n;
+}
+
+static int s_count(void) { return s_enumerate(NULL, 0, NULL); }
+
+static int s_find(int index, cl_device_id *id, cl_platform_id *platform, ta_error_t *err) {
+    cl_device_id ds[64];
+    cl_platform_id ps[64];
+    int n = s_enumerate(ds, 64, ps);
+    if (index < 0 || index >= n || index >= 64)
+        return ta_error_set(err, TACT_EDEVICE, "CL:%d: no such OpenCL device (this machine has %d)", index, n);
+    *id = ds[index];
+    if (platform) *platform = ps[index];
+    return TACT_OK;
+}
+
+static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
+    cl_device_id id = NULL;
+    cl_platform_id platform = NULL;
+    int rc = s_find(index, &id, &platform, err);
+    if (rc != TACT_OK) return rc;
+    memset(info, 0, sizeof *info);
+    snprintf(info->name, sizeof info->name, "CL:%d", index);
+    char pname[128] = "", version[128] = "", ext[8192] = "";
+    cl_uint units = 0;
+    cl_ulong mem = 0, max_alloc = 0;
+    size_t group = 0;
+    clGetDeviceInfo(id, CL_DEVICE_NAME, sizeof info->model - 1, info->model, NULL);
+    clGetPlatformInfo(platform, CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+    clGetDeviceInfo(id, CL_DRIVER_VERSION, sizeof version - 1, version, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof units, &units, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof mem, &mem, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof group, &group, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+    snprintf(info->driver, sizeof info->driver, "%s %s", pname, version);
+    info->compute_units = (int)units;
+    info->memory = mem;
+    info->max_buffer = max_alloc;
+    info->max_group = (int64_t)group;
+    info->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+    return TACT_OK;
+}
+
+static void s_close(ta_device_t **pd) {
+    ta_device_t *d = *pd;
+    if (!d) return;
+    *pd = NULL;
+    if (d->q) clFinish(d->q), clReleaseCommandQueue(d->q);
+    if (d->no_args) clReleaseMemObject(d->no_args);
+    if (d->ctx) clReleaseContext(d->ctx);
+    ta_free(d);
+}
+
+static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
+    (void)threads;
+    *out = NULL;
+    ta_device_t *d = ta_calloc(1, sizeof *d);
+    if (!d) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
+    d->index = index;
+    int rc = s_find(index, &d->id, NULL, err);
+    cl_int e = CL_SUCCESS;
+    if (rc == TACT_OK && !(d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a context", e);
+    if (rc == TACT_OK && !(d->q = clCreateCommandQueue(d->ctx, d->id, 0, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a queue", e);
+    uint64_t zero = 0;
+    if (rc == TACT_OK && !(d->no_args = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &e)))
+        rc = s_fail(err, TACT_EDEVICE, "cannot create a buffer", e);
+    cl_ulong max_alloc = 0;
+    cl_device_fp_config fp = 0;
+    if (rc == TACT_OK) {
+        clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
+        clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+        d->max_buffer = max_alloc;
+        d->exact_div_sqrt = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+    }
+    if (rc != TACT_OK) {
+        s_close(&d);
+        return rc;
+    }
+    *out = d;
+    return TACT_OK;
+}
+
+static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
+    if (bytes > d->max_buffer)
+        return ta_error_set(err, TACT_ENOMEM, "CL:%d: a buffer of %zu bytes is larger than the device's largest (%llu bytes)", d->index, bytes,
+                            (unsigned long long)d->max_buffer);
+    cl_int e;
+    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &e);
+    if (!m) return s_fail(err, e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_HOST_MEMORY ? TACT_ENOMEM : TACT_EDEVICE, "cannot allocate a buffer", e);
+    *buf = m;
+    return TACT_OK;
+}
+
+static void s_free(ta_device_t *d, void *buf) {
+    (void)d;
+    if (buf) clReleaseMemObject(buf);
+}
+
+static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, ta_error_t *err) {
+    if (!bytes) return TACT_OK;
+    cl_int e = clEnqueueWriteBuffer(d->q, buf, CL_FALSE, 0, bytes, host, 0, NULL, NULL);
+    return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "cannot copy into a buffer", e);
+}
+
+static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes, ta_error_t *err) {
+    if (!bytes) return TACT_OK;
+    cl_int e = clEnqueueReadBuffer(d->q, (cl_mem)(uintptr_t)buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+    return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "cannot copy out of a buffer", e);
+}
+
+static void s_unload(ta_device_t *d, void *prog) {
+    (void)d;
+    s_prog_t *p = prog;
+    if (!p) return;
+    if (p->kernel) clReleaseKernel(p->kernel);
+    if (p->program) clReleaseProgram(p->program);
+    ta_free(p);
+}
+
+static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *name, void **prog, ta_error_t *err) {
+    s_prog_t *p = ta_calloc(1, sizeof *p);
+    if (!p) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
+    snprintf(p->name, sizeof p->name, "%s", name);
+    const char *src = bytes;
+    cl_int e;
+    p->program = clCreateProgramWithSource(d->ctx, 1, &src, &len, &e);
+    if (!p->program) {
+        s_unload(d, p);
+        return s_fail(err, TACT_ECOMPILE, "cannot create a program", e);
+    }
+    const char *opts = d->exact_div_sqrt ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
+    e = clBuildProgram(p->program, 1, &d->id, opts, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(p->program, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        for (char *c = log; *c; c++)
+            if (*c == '\n') *c = ' ';
+        ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s does not build: %s", d->index, name, log[0] ? log : s_cl_error(e));
+        s_unload(d, p);
+        return TACT_ECOMPILE;
+    }
+    p->kernel = clCreateKernel(p->program, name, &e);
+    if (!p->kernel) {
+        ta_error_set(err, TACT_ECOMPILE, "CL:%d: the program defines no kernel %s (%s)", d->index, name, s_cl_error(e));
+        s_unload(d, p);
+        return TACT_ECOMPILE;
+    }
+    *prog = p;
+    return TACT_OK;
+}
+
+static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t *err) {
+    s_prog_t *p = prog;
+    int64_t align = l->align < 1 ? 1 : l->align, items = l->n / align;
+    if (l->n <= 0) return TACT_OK;
+    if (l->n % align) return ta_error_set(err, TACT_EDEVICE, "CL: kernel %s: %lld outputs are not whole items of %lld", p->name, (long long)l->n, (long long)align);
+    cl_int e = CL_SUCCESS;
+    for (int b = 0; b < l->nbufs && e == CL_SUCCESS; b++) e = clSetKernelArg(p->kernel, (cl_uint)b, sizeof(cl_mem), &l->bufs[b]);
+    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot pass a buffer", e);
+    /* The argument values travel in a buffer of their own, released once
+     * enqueued (the queue holds it until the kernel ran). */
+    cl_mem args = d->no_args;
+    if (l->nargs > 0 && !(args = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof *l->args * (size_t)l->nargs,
+                                                (void *)(uintptr_t)l->args, &e)))
+        return s_fail(err, TACT_EDEVICE, "cannot pass the arguments", e);
+    cl_long n = (cl_long)l->n;
+    e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs, sizeof(cl_mem), &args);
+    if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs + 1, sizeof n, &n);
+    size_t global = (size_t)items;
+    if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    if (args != d->no_args) clReleaseMemObject(args);
+    if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot launch: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
+    return TACT_OK;
+}
+
+static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+    cl_int e;
+    if (!tick) {
+        e = clFinish(d->q);
+        return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "the queue failed", e);
+    }
+    cl_event marker;
+    e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &marker);
+    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot mark the queue", e);
+    clFlush(d->q);
+    int stopped = 0;
+    for (;;) {
+        cl_int status = CL_QUEUED;
+        e = clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
+        if (e != CL_SUCCESS || status == CL_COMPLETE || status < 0) {
+            if (e == CL_SUCCESS && status < 0) e = status;
+            break;
+        }
+        /* A kernel that runs cannot be stopped: the wait goes on, without
+         * further ticks, and reports the stop. */
+        if (!stopped && tick(ud)) stopped = 1;
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    clReleaseEvent(marker);
+    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "the queue failed", e);
+    return stopped ? ta_error_set(err, TACT_ESTOPPED, "CL:%d: stopped (the context is closing)", d->index) : TACT_OK;
+}
+
+static int s_threads(const ta_device_t *d) {
+    (void)d;
+    return 1;
+}
+
+const ta_device_ops_t ta_cl_device = {
+    .kind = "CL",
+    .host_memory = 0,
+    .count = s_count,
+    .describe = s_describe,
+    .open = s_open,
+    .close = s_close,
+    .alloc = s_alloc,
+    .free = s_free,
+    .copy_in = s_copy_in,
+    .copy_out = s_copy_out,
+    .load = s_load,
+    .unload = s_unload,
+    .launch = s_launch,
+    .sync = s_sync,
+    .threads = s_threads,
+};

@@ -1,0 +1,183 @@
+/* test_device.c - the device interface, the same checks on every device present (CPU, and CL on PoCL): copies, a launch with arguments, sentinels past the output, errors. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cc.h"
+#include "device.h"
+#include "mem.h"
+#include "tact.h"
+#include "testutil.h"
+
+/* out[i] = a[i] * s + b[i] for the n outputs, align 4 outputs per work
+ * item; s travels as a float's bits in args[0]. */
+static const char s_cpu_src[] =
+    "void k(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n"
+    "  float *o = bufs[0]; const float *a = bufs[1], *b = bufs[2];\n"
+    "  uint32_t w = (uint32_t)args[0]; float s; memcpy(&s, &w, 4);\n"
+    "  for (int64_t i = start; i < end; i++) o[i] = a[i] * s + b[i];\n"
+    "}\n";
+static const char s_cl_src[] =
+    "__kernel void k(__global float *o, __global const float *a, __global const float *b, __global const ulong *args, long n) {\n"
+    "  long i0 = (long)get_global_id(0) * 4;\n"
+    "  float s = as_float((uint)args[0]);\n"
+    "  for (long i = i0; i < i0 + 4 && i < n; i++) o[i] = a[i] * s + b[i];\n"
+    "}\n";
+
+/* The program bytes of the kernel above for a device kind (the CPU's built
+ * by the system compiler into a private cache folder). */
+static uint8_t *s_program(const ta_device_ops_t *ops, const char *name, const char *cpu_src, const char *cl_src, size_t *len) {
+    if (ops == &ta_cl_device) {
+        *len = strlen(cl_src);
+        uint8_t *p = malloc(*len);
+        memcpy(p, cl_src, *len);
+        return p;
+    }
+    char *dir = tu_tmpfile("devcache");
+    unlink(dir);
+    ta_program_t prog;
+    uint8_t *obj = NULL;
+    char digest[33];
+    ta_error_t err;
+    cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, cpu_src, &prog, &obj, len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+    uint8_t *p = malloc(*len);
+    memcpy(p, obj, *len);
+    ta_free(obj);
+    return p;
+}
+
+static void s_conformance(const ta_device_ops_t *ops, int index) {
+    enum { N = 1000, PAD = 64 };
+    const uint32_t sentinel = 0x7fc00badu; /* a NaN no kernel computes */
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ops->open(&dev, index, 2, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    void *o, *a, *b, *empty;
+    cr_assert_eq(ops->alloc(dev, (N + PAD) * 4, &o, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(dev, N * 4, &b, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(dev, 0, &empty, &err), TACT_OK, "a buffer of 0 bytes: %s", err.text);
+    static float ha[N], hb[N];
+    static uint32_t ho[N + PAD];
+    for (int i = 0; i < N; i++) ha[i] = (float)i * 0.5f, hb[i] = 1.0f - (float)i;
+    for (int i = 0; i < N + PAD; i++) ho[i] = sentinel;
+    cr_assert_eq(ops->copy_in(dev, a, ha, sizeof ha, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->copy_in(dev, b, hb, sizeof hb, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->copy_in(dev, o, ho, sizeof ho, &err), TACT_OK, "%s", err.text);
+    size_t len;
+    uint8_t *bytes = s_program(ops, "k", s_cpu_src, s_cl_src, &len);
+    void *prog;
+    cr_assert_eq(ops->load(dev, bytes, len, "k", &prog, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    float s = 3.0f;
+    uint32_t sw;
+    memcpy(&sw, &s, 4);
+    uint64_t args[1] = {sw};
+    void *bufs[3] = {o, a, b};
+    ta_launch_t l = {bufs, 3, args, 1, N, 4, N};
+    cr_assert_eq(ops->launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    ta_launch_t none = {bufs, 3, args, 1, 0, 4, 0};
+    cr_assert_eq(ops->launch(dev, prog, &none, &err), TACT_OK, "a launch over no outputs: %s", err.text);
+    cr_assert_eq(ops->sync(dev, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    memset(ho, 0, sizeof ho);
+    cr_assert_eq(ops->copy_out(dev, ho, o, sizeof ho, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < N; i++) {
+        float got;
+        memcpy(&got, &ho[i], 4);
+        double want = (double)ha[i] * 3.0 + (double)hb[i]; /* exact in float here */
+        cr_assert_eq((double)got, want, "%s:%d: output %d is %g, want %g", ops->kind, index, i, (double)got, want);
+    }
+    for (int i = N; i < N + PAD; i++) cr_assert_eq(ho[i], sentinel, "%s:%d: the kernel wrote past its output, at %d", ops->kind, index, i);
+    ops->unload(dev, prog);
+    free(bytes);
+    ops->free(dev, o), ops->free(dev, a), ops->free(dev, b), ops->free(dev, empty);
+    ops->close(&dev);
+    cr_assert_null(dev);
+}
+
+Test(device, the_cpu_device_copies_launches_and_stays_in_bounds) { s_conformance(&ta_cpu_device, 0); }
+
+Test(device, every_opencl_device_copies_launches_and_stays_in_bounds) {
+    int n = ta_cl_device.count();
+    if (!n) cr_skip_test("no OpenCL device (install pocl-opencl-icd)");
+    for (int i = 0; i < n; i++) s_conformance(&ta_cl_device, i);
+}
+
+Test(device, opencl_build_errors_carry_the_log_and_name_the_kernel) {
+    if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ta_cl_device.open(&dev, 0, 0, &err), TACT_OK, "%s", err.text);
+    void *prog = NULL;
+    const char *bad = "__kernel void k(__global float *o) { o[0] = undefined_thing; }";
+    cr_assert_eq(ta_cl_device.load(dev, bad, strlen(bad), "k", &prog, &err), TACT_ECOMPILE);
+    cr_assert(strstr(err.text, "kernel k does not build") && strstr(err.text, "undefined_thing"), "%s", err.text);
+    cr_assert_null(prog);
+    const char *good = "__kernel void k(__global float *o) { o[0] = 1.0f; }";
+    cr_assert_eq(ta_cl_device.load(dev, good, strlen(good), "other", &prog, &err), TACT_ECOMPILE);
+    cr_assert(strstr(err.text, "defines no kernel other"), "%s", err.text);
+    /* A buffer larger than the device's largest is refused before asking. */
+    void *big;
+    cr_assert_eq(ta_cl_device.alloc(dev, (size_t)1 << 62, &big, &err), TACT_ENOMEM);
+    cr_assert(strstr(err.text, "larger than the device's largest"), "%s", err.text);
+    ta_cl_device.close(&dev);
+}
+
+Test(device, names_are_parsed_and_absent_devices_are_clear_errors) {
+    const ta_device_ops_t *ops;
+    int index;
+    ta_error_t err;
+    cr_assert_eq(ta_device_find("CPU", &ops, &index, &err), TACT_OK, "%s", err.text);
+    cr_assert(ops == &ta_cpu_device && index == 0);
+    cr_assert_eq(ta_device_find("CPU:3", &ops, &index, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(index, 3);
+    cr_assert_eq(ta_device_find("CPU:8", &ops, &index, &err), TACT_EDEVICE);
+    cr_assert(strstr(err.text, "no device CPU:8") && strstr(err.text, "present: CPU"), "%s", err.text);
+    int ncl = ta_cl_device.count();
+    char name[32];
+    snprintf(name, sizeof name, "CL:%d", ncl);
+    cr_assert_eq(ta_device_find(name, &ops, &index, &err), TACT_EDEVICE);
+    cr_assert(strstr(err.text, "no device CL:") && strstr(err.text, "present:"), "%s", err.text);
+    if (ncl) {
+        cr_assert_eq(ta_device_find("CL", &ops, &index, &err), TACT_OK, "%s", err.text);
+        cr_assert(ops == &ta_cl_device && index == 0);
+    }
+    static const char *const bad[] = {"", "GPU", "CL:", "CL:x", "CL:-1", "CPU:1x", "cpu"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(ta_device_find(bad[i], &ops, &index, &err), TACT_EINVAL, "'%s' accepted", bad[i]);
+        cr_assert(strstr(err.text, "CPU, CPU:k, CL, CL:k") || strstr(err.text, "0 or more"), "'%s': %s", bad[i], err.text);
+    }
+    cr_assert_eq(ta_device_find(NULL, &ops, &index, &err), TACT_EINVAL);
+    cr_assert_eq(ta_device_find("CUDA:0", &ops, &index, &err), TACT_EDEVICE);
+    cr_assert(strstr(err.text, "not supported"), "%s", err.text);
+}
+
+Test(device, tact_devices_lists_the_cpu_first_and_each_opencl_device) {
+    int n = tact_devices(NULL, 0);
+    cr_assert_eq(n, 1 + ta_cl_device.count());
+    tact_device_info d[16];
+    memset(d, 0xff, sizeof d);
+    cr_assert_eq(tact_devices(d, 16), n);
+    cr_assert_str_eq(d[0].name, "CPU");
+    cr_assert_gt(d[0].compute_units, 0);
+    cr_assert_gt(d[0].memory, 0);
+    cr_assert_eq(d[0].max_group, 1);
+    for (int i = 1; i < n && i < 16; i++) {
+        char want[16];
+        snprintf(want, sizeof want, "CL:%d", i - 1);
+        cr_assert_str_eq(d[i].name, want);
+        cr_assert_gt(d[i].compute_units, 0, "%s", d[i].name);
+        cr_assert_gt(d[i].max_buffer, 0, "%s", d[i].name);
+        cr_assert(d[i].model[0] && d[i].driver[0], "%s", d[i].name);
+    }
+    /* A short array gets the first entries and the full count. */
+    tact_device_info one;
+    cr_assert_eq(tact_devices(&one, 1), n);
+    cr_assert_str_eq(one.name, "CPU");
+}
