@@ -19,6 +19,7 @@ void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers
     c->compilers = ta_u64s(compilers, (size_t)w->ncompilers);
     c->schedule_cache = w->schedule_cache;
     c->cc = ta_bytes_str(w->cc);
+    c->device = ta_bytes_str(w->device[0] ? w->device : "CPU");
 }
 
 void ta_stage_local(const void *arg, ta_stage_local_t *out) {
@@ -47,13 +48,15 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     ta_u64s_it_t it;
     if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
         s_port(c->planner, &n.planner) || s_port(c->executor, &n.executor) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
-        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc)
+        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc || c->device.len >= sizeof n.device)
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
     ta_u64s_begin(&it, &c->compilers);
     while (ta_u64s_next(&it, &id))
         if (s_port(id, &n.compiler[n.ncompilers++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
     n.schedule_cache = c->schedule_cache != 0;
     if (c->cc.len) memcpy(n.cc, c->cc.ptr, c->cc.len);
+    if (c->device.len) memcpy(n.device, c->device.ptr, c->device.len);
+    else snprintf(n.device, sizeof n.device, "CPU");
     uint32_t up = role == TA_ROLE_GRAPH       ? n.client
                   : role == TA_ROLE_SCHEDULER ? n.graph
                   : role == TA_ROLE_PLANNER   ? n.scheduler

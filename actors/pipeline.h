@@ -25,6 +25,7 @@ typedef struct ta_pipeline {
     int ncompilers;
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
     char cc[512];       /* the kernel compiler command (TACT_CC when the context opened): objects depend on it */
+    char device[16];    /* the device the executor runs on and the compilers build for ("CPU", "CL:0") */
 } ta_pipeline_t;
 
 /*
@@ -40,6 +41,7 @@ typedef struct ta_stage_local {
     int debug;           /* TACT_DEBUG */
     int compile_limit_s; /* a compile running longer is killed (TACT_COMPILE_LIMIT_S, default 300) */
     char cache_dir[900]; /* the kernel cache folder (TACT_CACHE_DIR when the context opened) */
+    int check_bounds;    /* guards around every buffer, checked after each kernel (TACT_CHECK_BOUNDS=1) */
 } ta_stage_local_t;
 
 /* Copies arg (a ta_stage_local_t, or NULL for the defaults) into *out. */

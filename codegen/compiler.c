@@ -7,6 +7,7 @@
 
 #include "ast.h"
 #include "cc.h"
+#include "lower.h"
 #include "map.h"
 #include "mem.h"
 #include "mpread.h"
@@ -49,6 +50,7 @@ typedef struct {
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
+    int opencl;          /* the device is OpenCL: programs are OpenCL C source, one kernel each */
 } s_state_t;
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -188,6 +190,24 @@ static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *
  * own kernel. */
 static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng, s_tick_t *tick) {
     ta_error_t err = {0, ""};
+    if (s->opencl) { /* the source is the program: the device builds it */
+        for (int g = 0; g < ng; g++) {
+            s_job_t *j = &jobs[group[g]];
+            const char *pre = ta_render_cl_prelude();
+            size_t pl = strlen(pre), sl = strlen(j->src);
+            j->built = 1;
+            if (!(j->e.obj = ta_malloc(pl + sl))) {
+                j->rc = ta_error_set(&j->err, TACT_ENOMEM, "compiler: out of memory");
+                continue;
+            }
+            memcpy(j->e.obj, pre, pl);
+            memcpy(j->e.obj + pl, j->src, sl);
+            j->e.len = pl + sl;
+            ta_cc_digest(j->e.obj, j->e.len, j->e.digest);
+            ta_actor_count(tick->self, TA_STAT_JOBS, 1); /* tact_stats.compiles */
+        }
+        return;
+    }
     int rc = TACT_OK;
     for (int g = 0; g < ng && rc == TACT_OK; g++) rc = s_rename(jobs, group[g], group, ng, &err);
     size_t len = 1;
@@ -251,7 +271,8 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) 
     job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
-    job->rc = ta_render_c(&s->ast, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->err);
+    ta_target_t target = s->opencl ? ta_target_cl() : ta_target_host();
+    job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
     if (job->rc == TACT_OK) job->width = ta_render_vector_width(job->src);
 }
@@ -340,6 +361,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_COMPILER);
+        s->opencl = strncmp(s->w.device, "CL", 2) == 0;
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (m->type != TA_MSG_COMPILE || !s->configured)

@@ -7,7 +7,7 @@
 #include "tact.h"
 
 ta_target_t ta_target_host(void) {
-    ta_target_t t = {0, 0};
+    ta_target_t t = {0, 0, 0};
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) t.vector_bytes = 64;
@@ -19,6 +19,11 @@ ta_target_t ta_target_host(void) {
 }
 
 /* ------------------------------------------------------- index expressions */
+
+ta_target_t ta_target_cl(void) {
+    ta_target_t t = {0, 1, 1};
+    return t;
+}
 
 int ta_lir_nlanes(const ta_lir_t *l) {
     int n = 1;

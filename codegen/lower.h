@@ -54,6 +54,7 @@ typedef struct {
 typedef struct ta_target {
     int vector_bytes;
     int fma;
+    int opencl; /* rendered as an OpenCL C kernel (render.c) */
 } ta_target_t;
 
 /* How a LOAD or STORE reads along the VECTOR axis. */
@@ -97,6 +98,8 @@ typedef struct ta_lir {
 /* The target of the machine this process runs on (kernels are built with
  * -march=native for it): AVX-512 gives 64-byte vectors, AVX 32, SSE 16. */
 ta_target_t ta_target_host(void);
+/* An OpenCL device: scalar code (no vector types), fma. */
+ta_target_t ta_target_cl(void);
 
 /* Lowers a checked AST for target t into *out.  Returns TACT_OK, or
  * TACT_ENOMEM with err filled. */

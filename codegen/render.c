@@ -13,79 +13,95 @@
 
 /* ------------------------------------------------------------ the prelude */
 
-static const char s_prelude[] =
-    "#include <stdint.h>\n"
-    "#include <string.h>\n"
-    "#include <math.h>\n"
-    "/* 16-bit floats: stored as bits, computed in float, rounded after every op.\n"
-    "   NaNs keep their bits both ways (arithmetic makes them quiet anyway), so\n"
-    "   a bitcast through a float register is exact. */\n"
-    "static inline float tact_h2f(uint16_t h) {\n"
-    "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n"
-    "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n"
-    "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n"
-    "  else if (!m) u = s;\n"
-    "  else { e = 113; while (!(m & 1024)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 1023) << 13); }\n"
-    "  float f; memcpy(&f, &u, 4); return f;\n"
+/* The helpers every kernel may use, in C that OpenCL C also reads (with
+ * the definitions of s_cl_prelude). */
+#define S_HELPERS \
+    "/* 16-bit floats: stored as bits, computed in float, rounded after every op.\n" \
+    "   NaNs keep their bits both ways (arithmetic makes them quiet anyway), so\n" \
+    "   a bitcast through a float register is exact. */\n" \
+    "static inline float tact_h2f(uint16_t h) {\n" \
+    "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n" \
+    "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n" \
+    "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n" \
+    "  else if (!m) u = s;\n" \
+    "  else { e = 113; while (!(m & 1024)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 1023) << 13); }\n" \
+    "  float f; memcpy(&f, &u, 4); return f;\n" \
+    "}\n" \
+    "static inline uint16_t tact_f2h(float f) {\n" \
+    "  uint32_t u; memcpy(&u, &f, 4);\n" \
+    "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n" \
+    "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n" \
+    "  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n" \
+    "  if (a < 0x38800000u) {\n" \
+    "    if (a < 0x33000000u) return (uint16_t)s;\n" \
+    "    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, sh = 126 - e;\n" \
+    "    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);\n" \
+    "    if (rem > hf || (rem == hf && (r & 1))) r++;\n" \
+    "    return (uint16_t)(s | r);\n" \
+    "  }\n" \
+    "  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fff;\n" \
+    "  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;\n" \
+    "  return (uint16_t)(s | h);\n" \
+    "}\n" \
+    "static inline float tact_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }\n" \
+    "static inline uint16_t tact_f2bf(float f) {\n" \
+    "  uint32_t u; memcpy(&u, &f, 4);\n" \
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | ((u >> 16) & 0x7f ? 0 : 0x40));\n" \
+    "  u += 0x7fffu + ((u >> 16) & 1); return (uint16_t)(u >> 16);\n" \
+    "}\n" \
+    "static inline float tact_rh(float x) { return tact_h2f(tact_f2h(x)); }\n" \
+    "/* A kernel argument: a float's value travels as a float64's bits. */\n" \
+    "static inline double tact_argf(uint64_t w) { double d; memcpy(&d, &w, 8); return d; }\n" \
+    "static inline float tact_rbf(float x) { return tact_bf2f(tact_f2bf(x)); }\n" \
+    "/* Integer division and modulo truncate toward zero; by zero they give 0. */\n" \
+    "static inline int64_t tact_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }\n" \
+    "static inline int64_t tact_imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n" \
+    "static inline uint64_t tact_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n" \
+    "static inline uint64_t tact_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n" \
+    "/* 2^x in float: 2^n times a degree-6 polynomial of f = x - n, |f| <= 1/2\n" \
+    "   (relative error 2e-9), evaluated with fma; within 1 ulp of 2^x over every\n" \
+    "   float (checked exhaustively), subnormal results rounded once.  The\n" \
+    "   vector version does the same operations lane by lane: the same bits. */\n" \
+    "#define TACT_EXP2_POLY(FMA, K, f) FMA(FMA(FMA(FMA(FMA(FMA(K(1.535336196e-04f), f, K(1.339887502e-03f)), f, K(9.618436918e-03f)), f, \\\n" \
+    "  K(5.550332367e-02f)), f, K(2.402264774e-01f)), f, K(6.931471825e-01f)), f, K(1.0f))\n" \
+    "#define TACT_EXP2_K(x) (x)\n" \
+    "static inline float tact_bitsf(int32_t i) { float f; memcpy(&f, &i, 4); return f; }\n" \
+    "static inline float tact_exp2f(float x) {\n" \
+    "  if (x != x) return x + x;\n" \
+    "  x = x > 129.0f ? 129.0f : x < -160.0f ? -160.0f : x;\n" \
+    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = TACT_EXP2_POLY(fmaf, TACT_EXP2_K, f);\n" \
+    "  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;\n" \
+    "  return p * tact_bitsf((k1 + 127) << 23) * tact_bitsf((k2 + 127) << 23);\n" \
+    "}\n" \
+    "/* max propagates NaN from either side. */\n" \
+    "static inline float tact_maxf(float a, float b) { return a != a || a > b ? a : b; }\n" \
+    "static inline double tact_maxd(double a, double b) { return a != a || a > b ? a : b; }\n" \
+    "/* float -> int: NaN gives 0, out of the int64 range saturates, then C truncation. */\n" \
+    "static inline int64_t tact_f2i(double x) {\n" \
+    "  return x != x ? 0 : x >= 9223372036854775807.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n" \
+    "}\n" \
+    "static inline uint64_t tact_f2u(double x) {\n" \
+    "  return x >= 0 && x < 18446744073709551616.0 ? (uint64_t)x : (uint64_t)tact_f2i(x);\n" \
     "}\n"
-    "static inline uint16_t tact_f2h(float f) {\n"
-    "  uint32_t u; memcpy(&u, &f, 4);\n"
-    "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n"
-    "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n"
-    "  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n"
-    "  if (a < 0x38800000u) {\n"
-    "    if (a < 0x33000000u) return (uint16_t)s;\n"
-    "    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, sh = 126 - e;\n"
-    "    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), half = 1u << (sh - 1);\n"
-    "    if (rem > half || (rem == half && (r & 1))) r++;\n"
-    "    return (uint16_t)(s | r);\n"
-    "  }\n"
-    "  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fff;\n"
-    "  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;\n"
-    "  return (uint16_t)(s | h);\n"
+
+static const char s_prelude[] = "#include <stdint.h>\n#include <string.h>\n#include <math.h>\n" S_HELPERS;
+
+/* OpenCL C: the C types, functions and macros the helpers and kernels use,
+ * from OpenCL's own (a float's value as float64 bits needs cl_khr_fp64). */
+static const char s_cl_prelude[] =
+    "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
+    "#pragma OPENCL FP_CONTRACT OFF\n" /* a*b+c is two roundings, as on the CPU (-ffp-contract=off) */
+    "typedef char int8_t; typedef uchar uint8_t; typedef short int16_t; typedef ushort uint16_t;\n"
+    "typedef int int32_t; typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;\n"
+    "#define INT64_MAX LONG_MAX\n#define INT64_MIN LONG_MIN\n"
+    "#define fmaf fma\n#define sqrtf sqrt\n#define log2f log2\n#define sinf sin\n#define truncf trunc\n#define fmodf fmod\n"
+    "static inline void tact_memcpy(void *d, const void *s, size_t n) {\n"
+    "  uchar *o = (uchar *)d; const uchar *i = (const uchar *)s; for (size_t k = 0; k < n; k++) o[k] = i[k];\n"
     "}\n"
-    "static inline float tact_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }\n"
-    "static inline uint16_t tact_f2bf(float f) {\n"
-    "  uint32_t u; memcpy(&u, &f, 4);\n"
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | ((u >> 16) & 0x7f ? 0 : 0x40));\n"
-    "  u += 0x7fffu + ((u >> 16) & 1); return (uint16_t)(u >> 16);\n"
-    "}\n"
-    "static inline float tact_rh(float x) { return tact_h2f(tact_f2h(x)); }\n"
-    "/* A kernel argument: a float's value travels as a float64's bits. */\n"
-    "static inline double tact_argf(uint64_t w) { double d; memcpy(&d, &w, 8); return d; }\n"
-    "static inline float tact_rbf(float x) { return tact_bf2f(tact_f2bf(x)); }\n"
-    "/* Integer division and modulo truncate toward zero; by zero they give 0. */\n"
-    "static inline int64_t tact_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }\n"
-    "static inline int64_t tact_imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
-    "static inline uint64_t tact_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n"
-    "static inline uint64_t tact_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n"
-    "/* 2^x in float: 2^n times a degree-6 polynomial of f = x - n, |f| <= 1/2\n"
-    "   (relative error 2e-9), evaluated with fma; within 1 ulp of 2^x over every\n"
-    "   float (checked exhaustively), subnormal results rounded once.  The\n"
-    "   vector version does the same operations lane by lane: the same bits. */\n"
-    "#define TACT_EXP2_POLY(FMA, K, f) FMA(FMA(FMA(FMA(FMA(FMA(K(1.535336196e-04f), f, K(1.339887502e-03f)), f, K(9.618436918e-03f)), f, \\\n"
-    "  K(5.550332367e-02f)), f, K(2.402264774e-01f)), f, K(6.931471825e-01f)), f, K(1.0f))\n"
-    "#define TACT_EXP2_K(x) (x)\n"
-    "static inline float tact_bitsf(int32_t i) { float f; memcpy(&f, &i, 4); return f; }\n"
-    "static inline float tact_exp2f(float x) {\n"
-    "  if (x != x) return x + x;\n"
-    "  x = x > 129.0f ? 129.0f : x < -160.0f ? -160.0f : x;\n"
-    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = TACT_EXP2_POLY(fmaf, TACT_EXP2_K, f);\n"
-    "  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;\n"
-    "  return p * tact_bitsf((k1 + 127) << 23) * tact_bitsf((k2 + 127) << 23);\n"
-    "}\n"
-    "/* max propagates NaN from either side. */\n"
-    "static inline float tact_maxf(float a, float b) { return a != a || a > b ? a : b; }\n"
-    "static inline double tact_maxd(double a, double b) { return a != a || a > b ? a : b; }\n"
-    "/* float -> int: NaN gives 0, out of the int64 range saturates, then C truncation. */\n"
-    "static inline int64_t tact_f2i(double x) {\n"
-    "  return x != x ? 0 : x >= 9223372036854775807.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n"
-    "}\n"
-    "static inline uint64_t tact_f2u(double x) {\n"
-    "  return x >= 0 && x < 18446744073709551616.0 ? (uint64_t)x : (uint64_t)tact_f2i(x);\n"
-    "}\n";
+    "#define memcpy tact_memcpy\n" S_HELPERS;
 
 const char *ta_render_prelude(void) { return s_prelude; }
+const char *ta_render_cl_prelude(void) { return s_cl_prelude; }
 
 /* ------------------------------------------------------- a string builder */
 
@@ -727,9 +743,16 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     for (int i = 0; i < a->nfused; i++) s_put(&o, " %" PRIu64, a->fused[i]);
     s_put(&o, "\n   %" PRId64 " output%s per work item", l->align, l->align == 1 ? "" : "s");
     for (int x = 1; x < l->naxes; x++) s_put(&o, "%s %s %s %" PRId64, x == 1 ? ";" : ",", s_kind_name(l->axes[x].kind), l->axes[x].name, l->axes[x].size);
-    s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
-    for (int b = 0; b < a->nbufs; b++)
-        s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
+    if (t->opencl) { /* device.h's OpenCL kernel ABI; a bool is a byte in memory */
+        s_put(&o, " */\n__kernel void %s(", name);
+        for (int b = 0; b < a->nbufs; b++)
+            s_put(&o, "__global %s%s *restrict data%d, ", b ? "const " : "", a->buf_dtype[b] == TACT_BOOL ? "uint8_t" : s_mem(a->buf_dtype[b]), b);
+        s_put(&o, "__global const ulong *restrict args, long n) {\n");
+    } else {
+        s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
+        for (int b = 0; b < a->nbufs; b++)
+            s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
+    }
     /* Scalars that are not structural come as arguments (the same program
      * serves every value). */
     if (!a->nargs) s_put(&o, "  (void)args;\n");
@@ -741,7 +764,9 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
         j++;
     }
-    if (l->align > 1)
+    if (t->opencl) /* a work item each */
+        s_put(&o, "  { int64_t gidx = (int64_t)get_global_id(0); if (gidx >= n/%" PRId64 ") return;\n", l->align);
+    else if (l->align > 1)
         s_put(&o, "  for (int64_t gidx = start/%" PRId64 "; gidx < end/%" PRId64 "; gidx++) {\n", l->align, l->align);
     else
         s_put(&o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");

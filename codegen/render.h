@@ -38,5 +38,8 @@ int ta_render_vector_width(const char *src);
 
 /* The source every kernel file starts with (types and helpers). */
 const char *ta_render_prelude(void);
+/* The same for OpenCL C: a CL program is this, then the kernel's source
+ * rendered for a target with opencl set (lower.h, ta_target_cl). */
+const char *ta_render_cl_prelude(void);
 
 #endif

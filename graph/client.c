@@ -10,6 +10,7 @@
 #include "cc.h"
 #include "client_core.h"
 #include "client_impl.h"
+#include "device.h"
 #include "dtype.h"
 #include "handle.h"
 #include "mem.h"
@@ -333,7 +334,7 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
 #define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
 #define S_INT(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_int64(&pk, v))
     int bad = msgpack_pack_map(&pk, 10) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
-              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", o->devices ? o->devices : "CPU") ||
+              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", w->device) ||
               S_INT("cpu_threads", o->cpu_threads) || S_INT("compile_workers", w->ncompilers) || S_INT("timeout_ms", timeout_ms) ||
               S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags()) || S_INT("schedule_cache", w->schedule_cache);
 #undef S_STR
@@ -366,9 +367,20 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         return TACT_EINVAL;
     }
     cfg.log_path = o.log_path;
-    if (o.devices && strcmp(o.devices, "CPU") != 0) {
-        snprintf(s_open_error, sizeof s_open_error, "devices '%s': only CPU is available in this build", o.devices);
+    /* One device for the whole context, for now: the option, else
+     * TACT_DEVICE, else the CPU. */
+    const char *device = o.devices ? o.devices : getenv("TACT_DEVICE");
+    if (!device || !*device) device = "CPU";
+    const ta_device_ops_t *dev_ops;
+    int dev_index;
+    ta_error_t dev_err;
+    if (strchr(device, ',')) {
+        snprintf(s_open_error, sizeof s_open_error, "devices '%s': one device per context for now", device);
         return TACT_EDEVICE;
+    }
+    if (ta_device_find(device, &dev_ops, &dev_index, &dev_err) != TACT_OK) {
+        snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", device, dev_err.text);
+        return dev_err.code;
     }
     if (o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS || o.cpu_threads < 0 || o.timeout_ms < 0) {
         snprintf(s_open_error, sizeof s_open_error, "options out of range (compile_workers 0..%d, cpu_threads >= 0)",
@@ -407,11 +419,15 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     const char *limit = getenv("TACT_COMPILE_LIMIT_S");
     local->compile_limit_s = limit && atoi(limit) > 0 ? atoi(limit) : 300;
     local->cpu_threads = o.cpu_threads;
+    const char *bounds = getenv("TACT_CHECK_BOUNDS");
+    local->check_bounds = bounds && atoi(bounds) > 0;
     ta_cc_cache_dir(local->cache_dir, sizeof local->cache_dir);
     if ((rc = ta_cc_check_dir(local->cache_dir, &err)) != TACT_OK) goto fail;
     w->schedule_cache = schedule_cache;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
+    snprintf(w->device, sizeof w->device, "%s:%d", dev_ops->kind, dev_index);
+    if (dev_ops == &ta_cpu_device) snprintf(w->device, sizeof w->device, "CPU"); /* the virtual ones come with several devices */
     /* The log's run header: what a replay needs to run the same pipeline. */
     msgpack_sbuffer header;
     msgpack_sbuffer_init(&header);
@@ -579,11 +595,7 @@ void ti_shape(const ti_tensor_t *t, int64_t *out) {
 }
 int64_t ti_numel(const ti_tensor_t *t) { return t ? ta_shape_numel(&t->shape) : 0; }
 tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT32; }
-const char *ti_device(const ti_tensor_t *t) {
-    if (!t) return "CPU";
-    (void)t;
-    return "CPU";
-}
+const char *ti_device(const ti_tensor_t *t) { return t && t->ctx ? t->ctx->wiring.device : "CPU"; }
 int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
 const char *ti_error_message(const ti_tensor_t *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
 const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }

@@ -126,8 +126,7 @@ typedef struct tact_device_info {
 /* Describes the devices present into out (at most max entries; out may be
  * NULL with max 0) and returns how many there are, which may be more than
  * max.  Never fails: a device that cannot be described says why in its
- * model.  Running on devices other than the CPU is not implemented yet:
- * tact_options.devices accepts "CPU" only. */
+ * model.  A context computes on one of them (tact_options.devices). */
 int tact_devices(tact_device_info *out, int max);
 
 /*
@@ -178,7 +177,11 @@ typedef struct tact_options {
      * refused), or "tcp-insecure" (plain tcp: any local process that finds
      * the port can send as anyone; for benchmarks and debugging only). */
     const char *transport;
-    const char *devices;   /* the devices to open; NULL or "CPU" (the only one so far) */
+    /* The device the context computes on: "CPU" or an OpenCL device, "CL"
+     * (CL:0) or "CL:k" (tact_devices lists them); NULL: $TACT_DEVICE, else
+     * "CPU".  One device per context for now; an absent one fails the open
+     * with the devices present in the message. */
+    const char *devices;
     int cpu_threads;       /* threads of the CPU device; 0: one per core */
     int compile_workers;   /* compiler pool size; 0: 2 */
     const char *log_path;  /* record every message to this file; NULL: off */
@@ -287,6 +290,7 @@ tact_dtype tact_dtype_of(const tact_tensor *t);
 /* The context t belongs to (NULL for the error tensors of no context:
  * a NULL or stale handle). */
 tact_ctx *tact_tensor_ctx(const tact_tensor *t);
+/* The device the tensor lives on: its context's ("CPU", "CL:0"). */
 const char *tact_device(const tact_tensor *t);
 /* The tensor's sticky status (TACT_OK unless it is an error tensor) and the
  * message of its first error ("" if none). */

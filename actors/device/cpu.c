@@ -37,6 +37,7 @@ struct ta_device {
     int slots;              /* workers this launch still takes */
     int busy;               /* workers still in this launch */
     int quit;
+    int guards;
     /* The queue: the launch enqueued and not yet run (sync runs it). */
     int pending;
     const ta_program_t *pending_prog;
@@ -121,7 +122,7 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     return TACT_OK;
 }
 
-static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
+static int s_open(ta_device_t **out, int index, int threads, int guards, ta_error_t *err) {
     (void)index; /* virtual CPU devices share the one CPU */
     *out = NULL;
     if (threads <= 0) {
@@ -134,6 +135,7 @@ static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
         return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
     }
     d->nthreads = threads;
+    d->guards = guards;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
     pthread_cond_init(&d->done, NULL);
@@ -149,7 +151,6 @@ static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
 }
 
 static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
-    (void)d;
     /* A buffer larger than the machine's memory is refused here: with
      * overcommit the allocation could succeed and the kernel writing it
      * would get the process killed instead of an error. */
@@ -157,15 +158,24 @@ static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
     if (pages > 0 && page > 0 && bytes / (size_t)page > (size_t)pages)
         return ta_error_set(err, TACT_ENOMEM, "CPU: a buffer of %zu bytes is larger than this machine's memory (%zu bytes)", bytes,
                             (size_t)pages * (size_t)page);
+    size_t guard = d->guards ? TA_GUARD_BYTES : 0;
     /* 64-byte aligned so vector loads of the first element are aligned. */
-    if (posix_memalign(buf, 64, bytes ? bytes : 64) != 0)
+    uint8_t *raw;
+    if (posix_memalign((void **)&raw, 64, (bytes ? bytes : 64) + 2 * guard) != 0)
         return ta_error_set(err, TACT_ENOMEM, "CPU: cannot allocate a buffer of %zu bytes", bytes);
+    for (size_t i = 0; i < guard; i++) raw[i] = raw[guard + bytes + i] = ta_guard_byte(i);
+    *buf = raw + guard;
     return TACT_OK;
 }
 
 static void s_free(ta_device_t *d, void *buf) {
-    (void)d;
-    free(buf);
+    if (buf) free((uint8_t *)buf - (d->guards ? TA_GUARD_BYTES : 0));
+}
+
+static int s_check_guards(ta_device_t *d, void *buf, size_t bytes, ta_error_t *err) {
+    if (!d->guards) return TACT_OK;
+    const uint8_t *b = buf;
+    return ta_guards_verify(b - TA_GUARD_BYTES, b + bytes, "CPU", err);
 }
 
 static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, ta_error_t *err) {
@@ -296,4 +306,5 @@ const ta_device_ops_t ta_cpu_device = {
     .launch = s_launch,
     .sync = s_sync,
     .threads = s_threads,
+    .check_guards = s_check_guards,
 };

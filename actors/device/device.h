@@ -63,8 +63,10 @@ typedef struct ta_device_ops {
     int (*count)(void);
     int (*describe)(int index, ta_device_info_t *info, ta_error_t *err);
     /* Opens device index (CPU: threads workers, 0 = one per core; the CPU
-     * has one device, which any number of executors may open). */
-    int (*open)(ta_device_t **out, int index, int threads, ta_error_t *err);
+     * has one device, which any number of executors may open).  With
+     * guards, every buffer has TA_GUARD_BYTES of a known pattern before
+     * and after it, which check_guards verifies (tests: TACT_CHECK_BOUNDS). */
+    int (*open)(ta_device_t **out, int index, int threads, int guards, ta_error_t *err);
     void (*close)(ta_device_t **dev);
     /* Buffers: bytes may be 0 (a valid, empty buffer). */
     int (*alloc)(ta_device_t *dev, size_t bytes, void **buf, ta_error_t *err);
@@ -86,7 +88,19 @@ typedef struct ta_device_ops {
      * returns TACT_ESTOPPED. */
     int (*sync)(ta_device_t *dev, ta_device_tick_fn tick, void *ud, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
+    /* With guards: TACT_OK if the guards of buf (of bytes) are intact,
+     * else TACT_EDEVICE saying which side was written and where. */
+    int (*check_guards)(ta_device_t *dev, void *buf, size_t bytes, ta_error_t *err);
 } ta_device_ops_t;
+
+enum { TA_GUARD_BYTES = 4096 };
+
+/* The guard pattern's byte at offset i of a guard. */
+static inline uint8_t ta_guard_byte(size_t i) { return (uint8_t)(i * 37 + 11); }
+
+/* Checks the two guards of a buffer given as host bytes (before: the
+ * TA_GUARD_BYTES before it, after: those after it). */
+int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *what, ta_error_t *err);
 
 extern const ta_device_ops_t ta_cpu_device;
 extern const ta_device_ops_t ta_cl_device;

@@ -51,6 +51,16 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     return TACT_OK;
 }
 
+int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *what, ta_error_t *err) {
+    for (size_t i = 0; i < TA_GUARD_BYTES; i++)
+        if (before[i] != ta_guard_byte(i))
+            return ta_error_set(err, TACT_EDEVICE, "%s: a kernel wrote %zu bytes before the start of a buffer", what, TA_GUARD_BYTES - i);
+    for (size_t i = TA_GUARD_BYTES; i-- > 0;)
+        if (after[i] != ta_guard_byte(i))
+            return ta_error_set(err, TACT_EDEVICE, "%s: a kernel wrote %zu bytes past the end of a buffer", what, i + 1);
+    return TACT_OK;
+}
+
 int ta_device_list(ta_device_info_t *out, int max) {
     int n = 0;
     for (int k = 0; k < S_NKINDS; k++) {

@@ -384,6 +384,13 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     int rc = s->dev_ops->launch(s->dev, prog, &l, err);
     if (rc == TACT_OK) rc = s->dev_ops->sync(s->dev, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err);
     if (rc != TACT_OK) return err->code ? err->code : TACT_EDEVICE;
+    /* TACT_CHECK_BOUNDS: nothing was written around any buffer it touched. */
+    for (int b = 0; b < st->nbufs && s->local.check_bounds; b++) {
+        s_buf_t *buf = s_buf(s, st->bufs[b]);
+        ta_error_t g;
+        if (buf && s->dev_ops->check_guards(s->dev, buf->ptr, buf->bytes, &g) != TACT_OK)
+            return ta_error_set(err, TACT_EDEVICE, "executor: kernel %s, buffer %" PRIu64 " (%" PRIu64 " bytes): %s", name, buf->id, buf->bytes, g.text);
+    }
     if (s->local.debug >= 2) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
@@ -429,14 +436,8 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
-    s->dev_ops = &ta_cpu_device;
     ta_stage_local(arg, &s->local);
-    int rc = s->dev_ops->open(&s->dev, 0, s->local.cpu_threads, err);
-    if (rc != TACT_OK) {
-        ta_free(s);
-        return rc;
-    }
-    ta_actor_set_state(self, s);
+    ta_actor_set_state(self, s); /* the device opens with CONFIG, which names it */
     return TACT_OK;
 }
 
@@ -539,6 +540,13 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     ta_error_t err = {0, ""};
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
+        int index;
+        if (rc == TACT_OK && (rc = ta_device_find(s->w.device, &s->dev_ops, &index, &err)) == TACT_OK)
+            rc = s->dev_ops->open(&s->dev, index, s->local.cpu_threads, s->local.check_bounds, &err);
+        if (rc != TACT_OK && err.code) {
+            s->configured = 0;
+            return ta_actor_fail(self, rc, "executor: %s", err.text);
+        }
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (!s->configured) return ta_actor_fail(self, TACT_EINVAL, "executor: %s before CONFIG", ta_msg_type_name(m->type));

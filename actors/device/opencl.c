@@ -26,6 +26,7 @@ struct ta_device {
     uint64_t max_buffer;
     int index;
     int exact_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
+    int guards;         /* a buffer is a sub-buffer of one with guards around it */
 };
 
 typedef struct {
@@ -137,12 +138,13 @@ static void s_close(ta_device_t **pd) {
     ta_free(d);
 }
 
-static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
+static int s_open(ta_device_t **out, int index, int threads, int guards, ta_error_t *err) {
     (void)threads;
     *out = NULL;
     ta_device_t *d = ta_calloc(1, sizeof *d);
     if (!d) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
     d->index = index;
+    d->guards = guards;
     int rc = s_find(index, &d->id, NULL, err);
     cl_int e = CL_SUCCESS;
     if (rc == TACT_OK && !(d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a context", e);
@@ -152,6 +154,12 @@ static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
         rc = s_fail(err, TACT_EDEVICE, "cannot create a buffer", e);
     cl_ulong max_alloc = 0;
     cl_device_fp_config fp = 0;
+    cl_uint base_align = 0;
+    if (rc == TACT_OK && guards) {
+        clGetDeviceInfo(d->id, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof base_align, &base_align, NULL);
+        if (base_align / 8 > TA_GUARD_BYTES || (base_align / 8 && TA_GUARD_BYTES % (base_align / 8)))
+            rc = ta_error_set(err, TACT_EDEVICE, "CL:%d: sub-buffers must start at multiples of %u bytes: no guards", index, base_align / 8);
+    }
     if (rc == TACT_OK) {
         clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
         clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
@@ -167,12 +175,25 @@ static int s_open(ta_device_t **out, int index, int threads, ta_error_t *err) {
 }
 
 static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
-    if (bytes > d->max_buffer)
+    size_t guard = d->guards ? TA_GUARD_BYTES : 0;
+    if (bytes > d->max_buffer - 2 * guard)
         return ta_error_set(err, TACT_ENOMEM, "CL:%d: a buffer of %zu bytes is larger than the device's largest (%llu bytes)", d->index, bytes,
                             (unsigned long long)d->max_buffer);
     cl_int e;
-    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, bytes ? bytes : 1, NULL, &e);
+    size_t size = (bytes ? bytes : 1) + 2 * guard;
+    cl_mem m = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
     if (!m) return s_fail(err, e == CL_MEM_OBJECT_ALLOCATION_FAILURE || e == CL_OUT_OF_HOST_MEMORY ? TACT_ENOMEM : TACT_EDEVICE, "cannot allocate a buffer", e);
+    if (guard) { /* the pattern before and after; the buffer is the region between */
+        uint8_t pattern[TA_GUARD_BYTES];
+        for (size_t i = 0; i < guard; i++) pattern[i] = ta_guard_byte(i);
+        e = clEnqueueWriteBuffer(d->q, m, CL_TRUE, 0, guard, pattern, 0, NULL, NULL);
+        if (e == CL_SUCCESS) e = clEnqueueWriteBuffer(d->q, m, CL_TRUE, size - guard, guard, pattern, 0, NULL, NULL);
+        cl_buffer_region region = {guard, bytes ? bytes : 1};
+        cl_mem inner = e == CL_SUCCESS ? clCreateSubBuffer(m, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &region, &e) : NULL;
+        clReleaseMemObject(m); /* the sub-buffer holds its parent */
+        if (!inner) return s_fail(err, TACT_EDEVICE, "cannot make a guarded buffer", e);
+        m = inner;
+    }
     *buf = m;
     return TACT_OK;
 }
@@ -180,6 +201,21 @@ static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
 static void s_free(ta_device_t *d, void *buf) {
     (void)d;
     if (buf) clReleaseMemObject(buf);
+}
+
+static int s_check_guards(ta_device_t *d, void *buf, size_t bytes, ta_error_t *err) {
+    if (!d->guards) return TACT_OK;
+    cl_mem parent = NULL;
+    cl_int e = clGetMemObjectInfo(buf, CL_MEM_ASSOCIATED_MEMOBJECT, sizeof parent, &parent, NULL);
+    if (e != CL_SUCCESS || !parent) return s_fail(err, TACT_EDEVICE, "a guarded buffer has no parent", e);
+    uint8_t before[TA_GUARD_BYTES], after[TA_GUARD_BYTES];
+    size_t end = TA_GUARD_BYTES + (bytes ? bytes : 1);
+    e = clEnqueueReadBuffer(d->q, parent, CL_TRUE, 0, sizeof before, before, 0, NULL, NULL);
+    if (e == CL_SUCCESS) e = clEnqueueReadBuffer(d->q, parent, CL_TRUE, end, sizeof after, after, 0, NULL, NULL);
+    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot read the guards", e);
+    char what[16];
+    snprintf(what, sizeof what, "CL:%d", d->index);
+    return ta_guards_verify(before, after, what, err);
 }
 
 static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, ta_error_t *err) {
@@ -309,4 +345,5 @@ const ta_device_ops_t ta_cl_device = {
     .launch = s_launch,
     .sync = s_sync,
     .threads = s_threads,
+    .check_guards = s_check_guards,
 };

@@ -355,7 +355,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     cr_assert_eq(n, 6, "%d kernels", n);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {64, 1}, none = {0, 0};
+    ta_target_t avx512 = {64, 1, 0}, none = {0, 0, 0};
     int found[6] = {0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
@@ -385,7 +385,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
              * a masked last one; 4 lanes without padding. */
             cr_assert(l.width == 8 && vdim == 1 && ups == 8 && l.pad >= 0 && l.pad_dim == 1 && l.pad_full == 4 && l.axes[l.pad].size == 5,
                       "width %d dim %d upcasts %lld pad %d", l.width, vdim, (long long)ups, l.pad);
-            ta_target_t avx = {16, 1};
+            ta_target_t avx = {16, 1, 0};
             cr_assert_eq(ta_lower(k, &avx, &l, &err), TACT_OK);
             cr_assert(l.width == 4 && l.pad < 0, "width %d pad %d", l.width, l.pad);
             found[1] = 1;

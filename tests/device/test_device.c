@@ -58,7 +58,7 @@ static void s_conformance(const ta_device_ops_t *ops, int index) {
     const uint32_t sentinel = 0x7fc00badu; /* a NaN no kernel computes */
     ta_error_t err = {0, ""};
     ta_device_t *dev;
-    cr_assert_eq(ops->open(&dev, index, 2, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    cr_assert_eq(ops->open(&dev, index, 2, 0, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
     void *o, *a, *b, *empty;
     cr_assert_eq(ops->alloc(dev, (N + PAD) * 4, &o, &err), TACT_OK, "%s", err.text);
     cr_assert_eq(ops->alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
@@ -109,11 +109,59 @@ Test(device, every_opencl_device_copies_launches_and_stays_in_bounds) {
     for (int i = 0; i < n; i++) s_conformance(&ta_cl_device, i);
 }
 
+/* The same kernel shifted by one output either way: it writes one float
+ * past the end, or before the start, of its output. */
+static void s_guards(const ta_device_ops_t *ops, int index) {
+    enum { N = 256 };
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ops->open(&dev, index, 1, 1, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    static const char *const shifts[] = {"i", "i + 1", "i - 1"};
+    for (int k = 0; k < 3; k++) {
+        char cpu[600], cl[600];
+        snprintf(cpu, sizeof cpu,
+                 "void k(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n"
+                 "  (void)args; float *o = bufs[0]; const float *a = bufs[1];\n"
+                 "  for (int64_t i = start; i < end; i++) o[%s] = a[i] + 1.0f;\n}\n", shifts[k]);
+        snprintf(cl, sizeof cl,
+                 "__kernel void k(__global float *o, __global const float *a, __global const ulong *args, long n) {\n"
+                 "  long i = (long)get_global_id(0); if (i < n) o[%s] = a[i] + 1.0f;\n}\n", shifts[k]);
+        void *o, *a, *prog;
+        cr_assert_eq(ops->alloc(dev, N * 4, &o, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ops->alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
+        static float ha[N];
+        for (int i = 0; i < N; i++) ha[i] = (float)i;
+        cr_assert_eq(ops->copy_in(dev, a, ha, sizeof ha, &err), TACT_OK, "%s", err.text);
+        size_t len;
+        uint8_t *bytes = s_program(ops, "k", cpu, cl, &len);
+        cr_assert_eq(ops->load(dev, bytes, len, "k", &prog, &err), TACT_OK, "%s", err.text);
+        void *bufs[2] = {o, a};
+        ta_launch_t l = {bufs, 2, NULL, 0, N, 1, N};
+        cr_assert_eq(ops->launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ops->sync(dev, NULL, NULL, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ops->check_guards(dev, a, N * 4, &err), TACT_OK, "%s:%d: an input's guards: %s", ops->kind, index, err.text);
+        int rc = ops->check_guards(dev, o, N * 4, &err);
+        if (k == 0) cr_assert_eq(rc, TACT_OK, "%s:%d: a kernel in bounds: %s", ops->kind, index, err.text);
+        else
+            cr_assert(rc == TACT_EDEVICE && strstr(err.text, k == 1 ? "wrote 4 bytes past the end" : "wrote 4 bytes before the start"),
+                      "%s:%d: o[%s]: %s", ops->kind, index, shifts[k], rc == TACT_OK ? "not seen" : err.text);
+        ops->unload(dev, prog);
+        free(bytes);
+        ops->free(dev, o), ops->free(dev, a);
+    }
+    ops->close(&dev);
+}
+
+Test(device, guards_catch_writes_past_either_end_on_every_device) {
+    s_guards(&ta_cpu_device, 0);
+    for (int i = 0; i < ta_cl_device.count(); i++) s_guards(&ta_cl_device, i);
+}
+
 Test(device, opencl_build_errors_carry_the_log_and_name_the_kernel) {
     if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
     ta_error_t err = {0, ""};
     ta_device_t *dev;
-    cr_assert_eq(ta_cl_device.open(&dev, 0, 0, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cl_device.open(&dev, 0, 0, 0, &err), TACT_OK, "%s", err.text);
     void *prog = NULL;
     const char *bad = "__kernel void k(__global float *o) { o[0] = undefined_thing; }";
     cr_assert_eq(ta_cl_device.load(dev, bad, strlen(bad), "k", &prog, &err), TACT_ECOMPILE);
@@ -180,4 +228,49 @@ Test(device, tact_devices_lists_the_cpu_first_and_each_opencl_device) {
     tact_device_info one;
     cr_assert_eq(tact_devices(&one, 1), n);
     cr_assert_str_eq(one.name, "CPU");
+}
+
+/* A context on the OpenCL device: tact_device names it, results match the
+ * CPU's within float tolerance and are bitwise the same run after run;
+ * absent devices and lists fail the open with what is present. */
+static void s_softmax_on(const char *device, float *out, int n) {
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = device;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s: %s", device, tact_last_open_error());
+    float x[64];
+    uint64_t rng = 7;
+    for (int i = 0; i < 64; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 8 - 4);
+    }
+    int64_t shape[2] = {4, 16};
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+    tact_tensor *y = tact_mul(tact_softmax(t, 1), tact_sum(t, -1, NULL, 0));
+    cr_assert_str_eq(tact_device(y), strcmp(device, "CL") == 0 ? "CL:0" : device);
+    cr_assert_eq(tact_read(y, out, sizeof(float) * (size_t)n), TACT_OK, "%s: %s", device, tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+}
+
+Test(device, a_context_on_opencl_computes_what_the_cpu_does) {
+    if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
+    float cpu[64], cl[64], again[64];
+    s_softmax_on("CPU", cpu, 64);
+    s_softmax_on("CL", cl, 64);
+    s_softmax_on("CL", again, 64);
+    for (int i = 0; i < 64; i++)
+        cr_assert(fabs((double)cl[i] - (double)cpu[i]) <= 1e-6 + 1e-5 * fabs((double)cpu[i]), "element %d: CL %g, CPU %g", i, (double)cl[i],
+                  (double)cpu[i]);
+    cr_assert(memcmp(cl, again, sizeof cl) == 0, "two runs on CL differ");
+    tact_options o;
+    tact_options_default(&o);
+    tact_ctx *ctx = NULL;
+    o.devices = "CL:99";
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EDEVICE);
+    cr_assert(strstr(tact_last_open_error(), "no device CL:99") && strstr(tact_last_open_error(), "CL:0"), "%s", tact_last_open_error());
+    o.devices = "CPU,CL";
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EDEVICE);
+    cr_assert(strstr(tact_last_open_error(), "one device per context"), "%s", tact_last_open_error());
+    cr_assert_null(ctx);
 }
