@@ -17,7 +17,7 @@ static int s_threads(void) {
     return n > 0 ? (int)n : 1;
 }
 
-static float *s_fill(size_t n, unsigned seed) {
+float *h_fill(size_t n, unsigned seed) {
     float *p = malloc(n * sizeof *p);
     uint32_t x = seed * 2654435761u + 1;
     for (size_t i = 0; p && i < n; i++) {
@@ -27,14 +27,12 @@ static float *s_fill(size_t n, unsigned seed) {
     return p;
 }
 
-/* Builds the measured expression from the inputs. */
-typedef tact_tensor *(*s_expr_fn)(tact_ctx *ctx, tact_tensor **in);
-
-/* The best time of reps realizes of expr over inputs uploaded once (the
- * first realize, which compiles, is not counted); -1 on failure. */
-static double s_tact(int nin, float **data, int64_t (*shapes)[2], const int *ndims, s_expr_fn expr, int reps) {
+double h_tact_best(const char *device, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_expr_fn expr, int reps) {
     tact_ctx *ctx;
-    if (tact_ctx_open(&ctx, NULL) != TACT_OK) {
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = device;
+    if (tact_ctx_open(&ctx, &o) != TACT_OK) {
         fprintf(stderr, "bench: %s\n", tact_last_open_error());
         return -1;
     }
@@ -60,7 +58,7 @@ static double s_tact(int nin, float **data, int64_t (*shapes)[2], const int *ndi
 
 typedef void (*s_sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *, int, float, float *, int);
 
-static tact_tensor *s_matmul(tact_ctx *ctx, tact_tensor **in) {
+tact_tensor *h_matmul(tact_ctx *ctx, tact_tensor **in) {
     (void)ctx;
     return tact_matmul(in[0], in[1]);
 }
@@ -68,11 +66,11 @@ static tact_tensor *s_matmul(tact_ctx *ctx, tact_tensor **in) {
 static char s_blas_name[64] = "OpenBLAS cblas_sgemm";
 
 static int s_mm(s_sgemm_fn sgemm, const char *name, int m, int k, int n, int reps) {
-    float *a = s_fill((size_t)m * k, 4), *b = s_fill((size_t)k * n, 5), *o = malloc((size_t)m * n * sizeof *o);
+    float *a = h_fill((size_t)m * k, 4), *b = h_fill((size_t)k * n, 5), *o = malloc((size_t)m * n * sizeof *o);
     float *data[2] = {a, b};
     int64_t shapes[2][2] = {{m, k}, {k, n}};
     int ndims[2] = {2, 2};
-    double t = s_tact(2, data, shapes, ndims, s_matmul, reps), blas = 1e30, flops = 2.0 * m * n * k;
+    double t = h_tact_best(NULL, 2, data, shapes, ndims, h_matmul, reps), blas = 1e30, flops = 2.0 * m * n * k;
     for (int r = 0; r <= reps; r++) {
         double t0 = h_now();
         sgemm(101, 111, 111, m, n, k, 1.0f, a, k, b, n, 0.0f, o, n); /* row major, no transposes */
@@ -160,13 +158,13 @@ static void s_run_cols(void *p) {
     s_omp_cols(a->o, a->x, a->rows, a->cols);
 }
 
-static int s_reduce(const char *name, int64_t rows, int64_t cols, s_expr_fn expr, void (*peer)(void *), int reps) {
-    float *x = s_fill((size_t)(rows * cols), 6), *o = malloc((size_t)(rows > cols ? rows : cols) * sizeof *o);
+static int s_reduce(const char *name, int64_t rows, int64_t cols, h_expr_fn expr, void (*peer)(void *), int reps) {
+    float *x = h_fill((size_t)(rows * cols), 6), *o = malloc((size_t)(rows > cols ? rows : cols) * sizeof *o);
     float *data[1] = {x};
     int64_t shapes[1][2] = {{rows, cols}};
     int ndims[1] = {rows == 1 ? 1 : 2};
     if (rows == 1) shapes[0][0] = cols;
-    double t = s_tact(1, data, shapes, ndims, expr, reps);
+    double t = h_tact_best(NULL, 1, data, shapes, ndims, expr, reps);
     s_args_t args = {o, x, NULL, NULL, rows, cols, 0};
     double p = s_best(reps, peer, &args), bytes = 4.0 * (double)(rows * cols);
     if (t > 0) h_line(name, bytes / t * 1e-9, "GB/s", "OpenMP C loop", bytes / p * 1e-9, p / t);
@@ -192,10 +190,10 @@ __attribute__((noinline)) static void s_omp_triad(void *p) {
 
 static int s_fma(int reps) {
     enum { N = 16 << 20 };
-    float *data[3] = {s_fill(N, 1), s_fill(N, 2), s_fill(N, 3)}, *o = malloc((size_t)N * sizeof *o);
+    float *data[3] = {h_fill(N, 1), h_fill(N, 2), h_fill(N, 3)}, *o = malloc((size_t)N * sizeof *o);
     int64_t shapes[3][2] = {{N}, {N}, {N}};
     int ndims[3] = {1, 1, 1};
-    double t = s_tact(3, data, shapes, ndims, s_fma_expr, reps);
+    double t = h_tact_best(NULL, 3, data, shapes, ndims, s_fma_expr, reps);
     s_args_t args = {o, data[0], data[1], data[2], 1, N, 0};
     double p = s_best(reps, s_omp_triad, &args), bytes = 4.0 * N * sizeof(float);
     if (t > 0) h_line("kernels.fma_16M", bytes / t * 1e-9, "GB/s", "OpenMP C triad", bytes / p * 1e-9, p / t);
@@ -256,11 +254,11 @@ static int s_python_softmax(int threads, double *secs, char *name, size_t len) {
 
 static int s_softmax_bench(int reps) {
     enum { R = 4096, C = 4096 };
-    float *x = s_fill((size_t)R * C, 7), *o = malloc((size_t)R * C * sizeof *o);
+    float *x = h_fill((size_t)R * C, 7), *o = malloc((size_t)R * C * sizeof *o);
     float *data[1] = {x};
     int64_t shapes[1][2] = {{R, C}};
     int ndims[1] = {2};
-    double t = s_tact(1, data, shapes, ndims, s_softmax, reps), p;
+    double t = h_tact_best(NULL, 1, data, shapes, ndims, s_softmax, reps), p;
     char peer[200];
     if (!s_python_softmax(s_threads(), &p, peer, sizeof peer)) {
         s_args_t args = {o, x, NULL, NULL, R, C, 0};

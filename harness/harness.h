@@ -26,4 +26,16 @@ int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg);
 /* Seconds on a monotonic clock. */
 double h_now(void);
 
+/* `bench devices`: the OpenCL device against the CPU device (bench_devices.c). */
+int h_bench_devices(int quick);
+/* From bench_kernels.c: n pseudo-random floats in [-0.5, 0.5) (malloc'd);
+ * the best time in seconds of reps realizes of expr over inputs uploaded
+ * once, in a context on device (NULL: the default), the first realize
+ * (which compiles) not counted, or -1 on failure; expr = a matmul. */
+#include "tact.h"
+float *h_fill(size_t n, unsigned seed);
+typedef tact_tensor *(*h_expr_fn)(tact_ctx *ctx, tact_tensor **in);
+double h_tact_best(const char *device, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_expr_fn expr, int reps);
+tact_tensor *h_matmul(tact_ctx *ctx, tact_tensor **in);
+
 #endif

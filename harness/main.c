@@ -45,7 +45,7 @@ static void s_usage(FILE *f) {
             "  train [--model mlp|cnn] [--epochs N] ...           train a classifier on Fashion-MNIST (tact train --help)\n"
             "  eval  MODEL.safetensors                           its test accuracy\n"
             "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
-            "  bench runtime|pipeline|kernels|train [--quick]    measurements with their peers (JSON lines)\n"
+            "  bench runtime|pipeline|kernels|train|devices [--quick]  measurements with their peers (JSON lines)\n"
             "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
             "  replay FILE                                       run a recorded run again and check every stage\n"
             "  devices                                           the devices present, with their limits\n"

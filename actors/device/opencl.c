@@ -1,6 +1,7 @@
 /* opencl.c - the OpenCL device: every platform's devices through the ICD loader, one in-order queue each, programs built from OpenCL C. */
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -288,11 +289,31 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     cl_long n = (cl_long)l->n;
     e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs, sizeof(cl_mem), &args);
     if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs + 1, sizeof n, &n);
-    size_t global = (size_t)items;
-    if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, NULL, 0, NULL, NULL);
+    /* Work groups of 64 items (the global size rounded up: the kernel
+     * returns for items past n / align); fewer when there are fewer. */
+    size_t local = items < 64 ? (size_t)items : 64, global = ((size_t)items + local - 1) / local * local;
+    if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
     if (args != d->no_args) clReleaseMemObject(args);
     if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot launch: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
     return TACT_OK;
+}
+
+/* The marker's completion, signalled from the driver's callback. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int done;
+    cl_int status;
+} s_wait_t;
+
+static void CL_CALLBACK s_marked(cl_event ev, cl_int status, void *ud) {
+    (void)ev;
+    s_wait_t *w = ud;
+    pthread_mutex_lock(&w->lock);
+    w->done = 1;
+    w->status = status;
+    pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->lock);
 }
 
 static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
@@ -301,26 +322,37 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
         e = clFinish(d->q);
         return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "the queue failed", e);
     }
+    /* A marker whose completion wakes this thread at once; between, a
+     * tick every 20 ms. */
+    s_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, CL_SUCCESS};
     cl_event marker;
     e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &marker);
+    if (e == CL_SUCCESS && (e = clSetEventCallback(marker, CL_COMPLETE, s_marked, &w)) != CL_SUCCESS) {
+        clFinish(d->q);
+        clReleaseEvent(marker);
+    }
     if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot mark the queue", e);
     clFlush(d->q);
     int stopped = 0;
-    for (;;) {
-        cl_int status = CL_QUEUED;
-        e = clGetEventInfo(marker, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL);
-        if (e != CL_SUCCESS || status == CL_COMPLETE || status < 0) {
-            if (e == CL_SUCCESS && status < 0) e = status;
-            break;
-        }
+    pthread_mutex_lock(&w.lock);
+    while (!w.done) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000 * 1000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&w.cond, &w.lock, &ts);
+        if (w.done || stopped) continue;
+        pthread_mutex_unlock(&w.lock);
         /* A kernel that runs cannot be stopped: the wait goes on, without
          * further ticks, and reports the stop. */
-        if (!stopped && tick(ud)) stopped = 1;
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
+        stopped = tick(ud) != 0;
+        pthread_mutex_lock(&w.lock);
     }
+    pthread_mutex_unlock(&w.lock);
     clReleaseEvent(marker);
-    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "the queue failed", e);
+    pthread_cond_destroy(&w.cond);
+    pthread_mutex_destroy(&w.lock);
+    if (w.status < 0) return s_fail(err, TACT_EDEVICE, "the queue failed", w.status);
     return stopped ? ta_error_set(err, TACT_ESTOPPED, "CL:%d: stopped (the context is closing)", d->index) : TACT_OK;
 }
 
