@@ -147,8 +147,12 @@ static void s_locate(const char *cc, const char *dir, const char *name, const ch
     snprintf(path, len, "%s/%s-%s.so", dir, name, key);
 }
 
-/* The digest file beside an object: <object path> with .sum for .so. */
-static void s_sum_path(const char *so, char *out, size_t len) { snprintf(out, len, "%.*s.sum", (int)(strlen(so) - 3), so); }
+/* The digest file beside a cached file: its path with .sum for its extension. */
+static void s_sum_path(const char *so, char *out, size_t len) {
+    const char *dot = strrchr(so, '.'), *slash = strrchr(so, '/');
+    size_t keep = dot && (!slash || dot > slash) ? (size_t)(dot - so) : strlen(so);
+    snprintf(out, len, "%.*s.sum", (int)keep, so);
+}
 
 /* Reads a cached object and its digest file; true when both are there and
  * agree.  A damaged or planted file is never loaded: it does not match. */
@@ -327,6 +331,31 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
         *obj_len = 0;
     }
     return rc;
+}
+
+int ta_cc_cache_get(const char *path, uint8_t **bytes, size_t *len) {
+    char digest[33];
+    *bytes = NULL;
+    *len = 0;
+    return s_cached(path, bytes, len, digest) ? TACT_OK : TACT_ENOTFOUND;
+}
+
+int ta_cc_cache_put(const char *dir, const char *path, const void *bytes, size_t len) {
+    if (s_mkdirs(dir) != 0) return TACT_EIO;
+    char tmpdir[1100], tmp[1200], digest[33];
+    snprintf(tmpdir, sizeof tmpdir, "%s/tmp-put-XXXXXX", dir);
+    if (!mkdtemp(tmpdir)) return TACT_EIO;
+    snprintf(tmp, sizeof tmp, "%s/k.bin", tmpdir);
+    FILE *f = fopen(tmp, "wb");
+    int ok = f && fwrite(bytes, 1, len, f) == len;
+    if (f && fclose(f) != 0) ok = 0;
+    ta_cc_digest(bytes, len, digest);
+    /* The file first, then its digest: a reader never sees a digest whose
+     * file is not complete. */
+    ok = ok && rename(tmp, path) == 0 && s_write_sum(path, digest, tmpdir) == 0;
+    unlink(tmp);
+    rmdir(tmpdir);
+    return ok ? TACT_OK : TACT_EIO;
 }
 
 int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err) {

@@ -61,6 +61,15 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
  * that the caller frees with ta_free.  Returns TACT_OK or TACT_EIO. */
 int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err);
 
+/* The cache's checked files for any bytes (the CL device keeps program
+ * binaries there): ta_cc_cache_get reads path when it and its digest file
+ * (path with .sum for its extension) exist and agree, giving TACT_OK and
+ * the bytes (ta_malloc'd); otherwise TACT_ENOTFOUND (a damaged or planted
+ * file is never used).  ta_cc_cache_put writes bytes to path (in dir)
+ * through a private temporary file, then its digest: TACT_OK or TACT_EIO. */
+int ta_cc_cache_get(const char *path, uint8_t **bytes, size_t *len);
+int ta_cc_cache_put(const char *dir, const char *path, const void *bytes, size_t len);
+
 /* The digest of an object's bytes (32 hex digits), which PROGRAM carries
  * beside them so a receiver can check what it is about to load. */
 void ta_cc_digest(const void *bytes, size_t len, char hex[33]);

@@ -122,8 +122,9 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     return TACT_OK;
 }
 
-static int s_open(ta_device_t **out, int index, int threads, int guards, ta_error_t *err) {
+static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, ta_error_t *err) {
     (void)index; /* virtual CPU devices share the one CPU */
+    int threads = opt->threads, guards = opt->guards;
     *out = NULL;
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);

@@ -33,6 +33,13 @@
 typedef struct ta_device ta_device_t;
 typedef int (*ta_device_tick_fn)(void *ud);
 
+/* How to open a device. */
+typedef struct ta_device_options {
+    int threads;           /* CPU: workers, 0 = one per core */
+    int guards;            /* every buffer gets TA_GUARD_BYTES of a known pattern before and after it (check_guards) */
+    const char *cache_dir; /* the private kernel cache folder (CL keeps program binaries there); NULL: none */
+} ta_device_options_t;
+
 /* What `tact devices` lists (tact_device_info in tact.h, field for field). */
 typedef struct ta_device_info {
     char name[16];       /* "CPU", "CL:0" */
@@ -62,11 +69,10 @@ typedef struct ta_device_ops {
     /* Devices of this kind present on this machine, and one's description. */
     int (*count)(void);
     int (*describe)(int index, ta_device_info_t *info, ta_error_t *err);
-    /* Opens device index (CPU: threads workers, 0 = one per core; the CPU
-     * has one device, which any number of executors may open).  With
-     * guards, every buffer has TA_GUARD_BYTES of a known pattern before
-     * and after it, which check_guards verifies (tests: TACT_CHECK_BOUNDS). */
-    int (*open)(ta_device_t **out, int index, int threads, int guards, ta_error_t *err);
+    /* Opens device index (the CPU has one device, which any number of
+     * executors may open).  With guards (tests: TACT_CHECK_BOUNDS),
+     * check_guards verifies them. */
+    int (*open)(ta_device_t **out, int index, const ta_device_options_t *opt, ta_error_t *err);
     void (*close)(ta_device_t **dev);
     /* Buffers: bytes may be 0 (a valid, empty buffer). */
     int (*alloc)(ta_device_t *dev, size_t bytes, void **buf, ta_error_t *err);
@@ -104,6 +110,8 @@ int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *wh
 
 extern const ta_device_ops_t ta_cpu_device;
 extern const ta_device_ops_t ta_cl_device;
+/* Programs the CL device loaded from its binary cache, in this process (tests). */
+int ta_cl_binary_hits(void);
 
 /*
  * Device names: "CPU" or "CPU:k" (k < TA_MAX_CPU_DEVICES: virtual CPU

@@ -541,8 +541,9 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
         int index;
-        if (rc == TACT_OK && (rc = ta_device_find(s->w.device, &s->dev_ops, &index, &err)) == TACT_OK)
-            rc = s->dev_ops->open(&s->dev, index, s->local.cpu_threads, s->local.check_bounds, &err);
+        if (rc == TACT_OK) rc = ta_device_find(s->w.device, &s->dev_ops, &index, &err);
+        ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
+        if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {
             s->configured = 0;
             return ta_actor_fail(self, rc, "executor: %s", err.text);

@@ -2,10 +2,12 @@
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
+#include "cc.h"
 #include "device.h"
 #include "mem.h"
 
@@ -28,7 +30,12 @@ struct ta_device {
     int index;
     int exact_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
     int guards;         /* a buffer is a sub-buffer of one with guards around it */
+    char cache_dir[900]; /* program binaries, by source, device and driver ("": none kept) */
+    char identity[400];  /* the device's name and driver version */
 };
+
+static atomic_int s_binary_hits;
+int ta_cl_binary_hits(void) { return atomic_load(&s_binary_hits); }
 
 typedef struct {
     cl_program program;
@@ -139,13 +146,14 @@ static void s_close(ta_device_t **pd) {
     ta_free(d);
 }
 
-static int s_open(ta_device_t **out, int index, int threads, int guards, ta_error_t *err) {
-    (void)threads;
+static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, ta_error_t *err) {
+    int guards = opt->guards;
     *out = NULL;
     ta_device_t *d = ta_calloc(1, sizeof *d);
     if (!d) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
     d->index = index;
     d->guards = guards;
+    if (opt->cache_dir) snprintf(d->cache_dir, sizeof d->cache_dir, "%s", opt->cache_dir);
     int rc = s_find(index, &d->id, NULL, err);
     cl_int e = CL_SUCCESS;
     if (rc == TACT_OK && !(d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a context", e);
@@ -166,6 +174,13 @@ static int s_open(ta_device_t **out, int index, int threads, int guards, ta_erro
         clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
         d->max_buffer = max_alloc;
         d->exact_div_sqrt = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
+        char name[128] = "", version[128] = "", platform[128] = "";
+        cl_platform_id pid = NULL;
+        clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
+        clGetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof version - 1, version, NULL);
+        clGetDeviceInfo(d->id, CL_DEVICE_PLATFORM, sizeof pid, &pid, NULL);
+        if (pid) clGetPlatformInfo(pid, CL_PLATFORM_VERSION, sizeof platform - 1, platform, NULL);
+        snprintf(d->identity, sizeof d->identity, "%s|%s|%s", name, version, platform);
     }
     if (rc != TACT_OK) {
         s_close(&d);
@@ -245,13 +260,43 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
     if (!p) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
     snprintf(p->name, sizeof p->name, "%s", name);
     const char *src = bytes;
+    const char *opts = d->exact_div_sqrt ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
     cl_int e;
+    /* A binary built before, for this source on this device and driver,
+     * with these options, in the private cache folder and checked against
+     * its digest; anything wrong with it and the source is built again. */
+    char path[1200] = "";
+    if (d->cache_dir[0] && strlen(name) < 64) {
+        char src_digest[33], key[33], ident[600];
+        ta_cc_digest(bytes, len, src_digest);
+        snprintf(ident, sizeof ident, "%s|%s|%s", d->identity, opts, src_digest);
+        ta_cc_digest(ident, strlen(ident), key);
+        snprintf(path, sizeof path, "%s/cl-%s-%s.bin", d->cache_dir, name, key);
+        uint8_t *bin;
+        size_t blen;
+        if (ta_cc_cache_get(path, &bin, &blen) == TACT_OK) {
+            const unsigned char *bp = bin;
+            cl_int status = CL_SUCCESS;
+            p->program = clCreateProgramWithBinary(d->ctx, 1, &d->id, &blen, &bp, &status, &e);
+            ta_free(bin);
+            if (p->program && (status != CL_SUCCESS || clBuildProgram(p->program, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS)) {
+                clReleaseProgram(p->program);
+                p->program = NULL;
+            }
+            if (p->program && (p->kernel = clCreateKernel(p->program, name, &e))) {
+                atomic_fetch_add(&s_binary_hits, 1);
+                *prog = p;
+                return TACT_OK;
+            }
+            if (p->program) clReleaseProgram(p->program);
+            p->program = NULL;
+        }
+    }
     p->program = clCreateProgramWithSource(d->ctx, 1, &src, &len, &e);
     if (!p->program) {
         s_unload(d, p);
         return s_fail(err, TACT_ECOMPILE, "cannot create a program", e);
     }
-    const char *opts = d->exact_div_sqrt ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
     e = clBuildProgram(p->program, 1, &d->id, opts, NULL, NULL);
     if (e != CL_SUCCESS) {
         char log[4096] = "";
@@ -267,6 +312,13 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
         ta_error_set(err, TACT_ECOMPILE, "CL:%d: the program defines no kernel %s (%s)", d->index, name, s_cl_error(e));
         s_unload(d, p);
         return TACT_ECOMPILE;
+    }
+    size_t blen = 0;
+    if (path[0] && clGetProgramInfo(p->program, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) == CL_SUCCESS && blen) {
+        unsigned char *bin = ta_malloc(blen);
+        if (bin && clGetProgramInfo(p->program, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+            ta_cc_cache_put(d->cache_dir, path, bin, blen); /* a cache that cannot be written only costs time */
+        ta_free(bin);
     }
     *prog = p;
     return TACT_OK;

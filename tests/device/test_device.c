@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cc.h"
@@ -58,7 +59,7 @@ static void s_conformance(const ta_device_ops_t *ops, int index) {
     const uint32_t sentinel = 0x7fc00badu; /* a NaN no kernel computes */
     ta_error_t err = {0, ""};
     ta_device_t *dev;
-    cr_assert_eq(ops->open(&dev, index, 2, 0, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    cr_assert_eq(ops->open(&dev, index, &(ta_device_options_t){2, 0, NULL}, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
     void *o, *a, *b, *empty;
     cr_assert_eq(ops->alloc(dev, (N + PAD) * 4, &o, &err), TACT_OK, "%s", err.text);
     cr_assert_eq(ops->alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
@@ -115,7 +116,7 @@ static void s_guards(const ta_device_ops_t *ops, int index) {
     enum { N = 256 };
     ta_error_t err = {0, ""};
     ta_device_t *dev;
-    cr_assert_eq(ops->open(&dev, index, 1, 1, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
+    cr_assert_eq(ops->open(&dev, index, &(ta_device_options_t){1, 1, NULL}, &err), TACT_OK, "%s:%d: %s", ops->kind, index, err.text);
     static const char *const shifts[] = {"i", "i + 1", "i - 1"};
     for (int k = 0; k < 3; k++) {
         char cpu[600], cl[600];
@@ -161,7 +162,7 @@ Test(device, opencl_build_errors_carry_the_log_and_name_the_kernel) {
     if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
     ta_error_t err = {0, ""};
     ta_device_t *dev;
-    cr_assert_eq(ta_cl_device.open(&dev, 0, 0, 0, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cl_device.open(&dev, 0, &(ta_device_options_t){0, 0, NULL}, &err), TACT_OK, "%s", err.text);
     void *prog = NULL;
     const char *bad = "__kernel void k(__global float *o) { o[0] = undefined_thing; }";
     cr_assert_eq(ta_cl_device.load(dev, bad, strlen(bad), "k", &prog, &err), TACT_ECOMPILE);
@@ -273,4 +274,63 @@ Test(device, a_context_on_opencl_computes_what_the_cpu_does) {
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EDEVICE);
     cr_assert(strstr(tact_last_open_error(), "one device per context"), "%s", tact_last_open_error());
     cr_assert_null(ctx);
+}
+
+/* The CL device keeps program binaries in the cache folder, checked by
+ * digest: a second load comes from the binary and runs; a damaged binary
+ * is built again from the source and replaced. */
+static void s_files(const char *dir, const char *suffix, int want) {
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "test $(ls '%s' | grep -c '%s$') -eq %d", dir, suffix, want);
+    cr_assert_eq(system(cmd), 0, "%s: want %d %s files", dir, want, suffix);
+}
+
+static void s_load_and_run(const char *dir, int want_hit) {
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ta_cl_device.open(&dev, 0, &(ta_device_options_t){0, 0, dir}, &err), TACT_OK, "%s", err.text);
+    int hits = ta_cl_binary_hits();
+    void *prog, *o, *a, *b;
+    cr_assert_eq(ta_cl_device.load(dev, s_cl_src, strlen(s_cl_src), "k", &prog, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cl_binary_hits() - hits, want_hit, "loaded %s", want_hit ? "from source" : "from the binary");
+    float ha[8], hb[8], ho[8];
+    for (int i = 0; i < 8; i++) ha[i] = (float)i, hb[i] = 0.5f;
+    cr_assert_eq(ta_cl_device.alloc(dev, sizeof ho, &o, &err), TACT_OK);
+    cr_assert_eq(ta_cl_device.alloc(dev, sizeof ha, &a, &err), TACT_OK);
+    cr_assert_eq(ta_cl_device.alloc(dev, sizeof hb, &b, &err), TACT_OK);
+    ta_cl_device.copy_in(dev, a, ha, sizeof ha, &err);
+    ta_cl_device.copy_in(dev, b, hb, sizeof hb, &err);
+    float s = 2.0f;
+    uint32_t sw;
+    memcpy(&sw, &s, 4);
+    uint64_t args[1] = {sw};
+    void *bufs[3] = {o, a, b};
+    ta_launch_t l = {bufs, 3, args, 1, 8, 4, 8};
+    cr_assert_eq(ta_cl_device.launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cl_device.copy_out(dev, ho, o, sizeof ho, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < 8; i++) cr_assert_eq(ho[i], (float)i * 2.0f + 0.5f, "output %d", i);
+    ta_cl_device.unload(dev, prog);
+    ta_cl_device.free(dev, o), ta_cl_device.free(dev, a), ta_cl_device.free(dev, b);
+    ta_cl_device.close(&dev);
+}
+
+Test(device, opencl_program_binaries_are_cached_and_checked) {
+    if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
+    char *dir = tu_tmpfile("clcache");
+    unlink(dir);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    s_load_and_run(dir, 0);
+    s_files(dir, ".bin", 1);
+    s_files(dir, ".sum", 1);
+    s_load_and_run(dir, 1);
+    /* A byte more: the digest no longer matches. */
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "printf x >> \"$(ls '%s'/*.bin)\"", dir);
+    cr_assert_eq(system(cmd), 0);
+    s_load_and_run(dir, 0);
+    s_load_and_run(dir, 1);
+    s_files(dir, ".bin", 1);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
 }
