@@ -39,6 +39,8 @@ typedef struct {
     uint8_t *obj;
     size_t len;
     char digest[33];
+    uint8_t *ast; /* the AST's bytes (memo entries only) */
+    size_t ast_len;
 } s_memo_t;
 
 typedef struct {
@@ -80,7 +82,7 @@ static void s_obj_release(void *bytes, void *owner) {
 
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
-    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL);
+    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast);
     ta_free(s->memo);
     ta_map_fini(&s->memo_index);
     ta_free(s);
@@ -93,18 +95,28 @@ static uint64_t s_key64(const char *key) {
     return v;
 }
 
-static s_memo_t *s_memo_find(s_state_t *s, const char *key) {
+/* The entry of a kernel by its AST's bytes: found by their digest, and
+ * taken only if the bytes are the same (a digest can be made to collide). */
+static s_memo_t *s_memo_find(s_state_t *s, const char *key, ta_bytes_t ast) {
     uint64_t i;
-    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0) return &s->memo[i];
+    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].ast_len == ast.len &&
+        memcmp(s->memo[i].ast, ast.ptr, ast.len) == 0)
+        return &s->memo[i];
     return NULL;
 }
 
-/* Keeps a built kernel (its object copied into a counted one; e->obj stays
- * the caller's), replacing the oldest entry when full. */
-static void s_memo_add(s_state_t *s, const s_memo_t *e) {
+/* Keeps a built kernel (its object copied into a counted one, its AST's
+ * bytes copied; e->obj stays the caller's), replacing the oldest entry
+ * when full. */
+static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
     if (!s->memo && !(s->memo = ta_calloc(S_MEMO, sizeof *s->memo))) return;
     s_obj_t *o = ta_malloc(sizeof *o + e->len);
-    if (!o) return;
+    uint8_t *ast_copy = ta_malloc(ast.len ? ast.len : 1);
+    if (!o || !ast_copy) {
+        ta_free(o), ta_free(ast_copy);
+        return;
+    }
+    memcpy(ast_copy, ast.ptr, ast.len);
     atomic_init(&o->refs, 1);
     o->len = e->len;
     memcpy(o->bytes, e->obj, e->len);
@@ -112,14 +124,18 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e) {
     if (s->nmemo == S_MEMO) {
         ta_map_del(&s->memo_index, s_key64(slot->key));
         s_obj_release(slot->obj, NULL);
+        ta_free(slot->ast);
         s->nmemo--;
     }
     if (ta_map_put(&s->memo_index, s_key64(e->key), (uint64_t)s->next_memo) != TACT_OK) {
         s_obj_release(o->bytes, NULL);
+        ta_free(ast_copy);
         return;
     }
     *slot = *e;
     slot->obj = o->bytes;
+    slot->ast = ast_copy;
+    slot->ast_len = ast.len;
     s->next_memo = (s->next_memo + 1) % S_MEMO;
     s->nmemo++;
 }
@@ -159,17 +175,29 @@ typedef struct {
     char *src;     /* rendered, until built */
     int width;     /* its vector width (1: none): one file per width */
     int built;     /* e holds this job's answer */
+    ta_bytes_t ast;
     int answered;
 } s_job_t;
 
 /* Makes the function of job j unique in its file: a second E_16 is E_16_1. */
+/* True when a kernel of the group other than j is named name (those
+ * before j have their final names). */
+static int s_taken(const s_job_t *jobs, int j, const int *group, int ng, const char *name) {
+    for (int g = 0; g < ng; g++)
+        if (group[g] != j && strcmp(jobs[group[g]].e.name, name) == 0) return 1;
+    return 0;
+}
+
 static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *err) {
     int clash = 0;
-    for (int g = 0; g < ng && group[g] != j; g++) clash += strcmp(jobs[group[g]].e.name, jobs[j].e.name) == 0;
+    for (int g = 0; g < ng && group[g] != j; g++) clash |= strcmp(jobs[group[g]].e.name, jobs[j].e.name) == 0;
     if (!clash) return TACT_OK;
     char old[80], sym[64];
     snprintf(old, sizeof old, "\nvoid %s(", jobs[j].e.name);
-    snprintf(sym, sizeof sym, "%.50s_%d", jobs[j].e.name, clash);
+    for (int k = 1;; k++) { /* the first suffix no kernel of the file has */
+        snprintf(sym, sizeof sym, "%.50s_%d", jobs[j].e.name, k);
+        if (!s_taken(jobs, j, group, ng, sym)) break;
+    }
     char *at = strstr(jobs[j].src, old);
     size_t len = strlen(jobs[j].src), grow = strlen(sym) - strlen(jobs[j].e.name);
     char *src = at ? ta_malloc(len + grow + 1) : NULL;
@@ -259,10 +287,11 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
  * and renders it. */
 static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) {
     s_job_t *job = &jobs[j];
+    job->ast = ast;
     ta_cc_digest(ast.ptr, ast.len, job->e.key);
-    if (s_memo_find(s, job->e.key)) return;
+    if (s_memo_find(s, job->e.key, ast)) return;
     for (int k = 0; k < j; k++)
-        if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && strcmp(jobs[k].e.key, job->e.key) == 0) {
+        if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && jobs[k].ast.len == ast.len && memcmp(jobs[k].ast.ptr, ast.ptr, ast.len) == 0) {
             job->same_as = k;
             return;
         }
@@ -318,6 +347,14 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
     s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, jobs[0].corr, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &tick.last);
     for (int j = 0; j < n; j++) s_prepare(s, jobs, j, asts[j]);
+    /* Kernels known already go out before anything is built (the executor
+     * may be waiting for one), and before new entries replace old ones. */
+    uint32_t dest = (uint32_t)m->as.compile.reply_to;
+    for (int j = 0; j < n; j++)
+        if (jobs[j].rc == TACT_OK && !jobs[j].src && jobs[j].same_as < 0) {
+            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key, asts[j]), dest, m->as.compile.realize);
+            jobs[j].answered = 1;
+        }
     int group[S_BATCH];
     for (int j = 0; j < n; j++) {
         if (!jobs[j].src || jobs[j].built) continue;
@@ -329,18 +366,8 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
             if (jobs[k].src && !jobs[k].built && (jobs[k].width == w || jobs[k].width == 1)) group[ng++] = k;
         s_build_group(s, jobs, group, ng, &tick);
     }
-    /* Memo hits first (their entries are the oldest: adding the new ones
-     * could replace them), then the new entries, then the rest. */
-    uint32_t dest = (uint32_t)m->as.compile.reply_to;
     for (int j = 0; j < n; j++)
-        if (jobs[j].rc == TACT_OK && !jobs[j].src && jobs[j].same_as < 0) {
-            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key), dest, m->as.compile.realize);
-            jobs[j].answered = 1;
-        }
-    for (int j = 0; j < n; j++)
-        if (jobs[j].rc == TACT_OK && jobs[j].built) {
-            s_memo_add(s, &jobs[j].e);
-        }
+        if (jobs[j].rc == TACT_OK && jobs[j].built) s_memo_add(s, &jobs[j].e, asts[j]);
     for (int j = 0; j < n; j++) {
         s_job_t *job = &jobs[j];
         if (!job->answered) {
@@ -348,7 +375,7 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
                 job->rc = jobs[job->same_as].rc;
                 job->err = jobs[job->same_as].err;
             }
-            const s_memo_t *hit = job->rc == TACT_OK ? s_memo_find(s, job->e.key) : NULL;
+            const s_memo_t *hit = job->rc == TACT_OK ? s_memo_find(s, job->e.key, asts[j]) : NULL;
             if (job->rc == TACT_OK && !hit) job->rc = ta_error_set(&job->err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", job->e.name);
             s_answer(self, job, hit, dest, m->as.compile.realize);
         }

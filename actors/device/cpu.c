@@ -139,7 +139,11 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     d->guards = guards;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
-    pthread_cond_init(&d->done, NULL);
+    pthread_condattr_t ca; /* timed waits on the monotonic clock: a clock step stops no heartbeat */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&d->done, &ca);
+    pthread_condattr_destroy(&ca);
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&d->workers[i], NULL, s_worker, d) != 0) {
             s_close(&d);
@@ -169,7 +173,11 @@ static int s_alloc(ta_device_t *d, size_t bytes, void **buf, ta_error_t *err) {
     return TACT_OK;
 }
 
+static int s_flush(ta_device_t *d, ta_error_t *err);
+
 static void s_free(ta_device_t *d, void *buf) {
+    ta_error_t err;
+    s_flush(d, &err); /* the queued launch may use it; its error surfaces at sync */
     if (buf) free((uint8_t *)buf - (d->guards ? TA_GUARD_BYTES : 0));
 }
 
@@ -179,18 +187,23 @@ static int s_check_guards(ta_device_t *d, void *buf, size_t bytes, ta_error_t *e
     return ta_guards_verify(b - TA_GUARD_BYTES, b + bytes, "CPU", err);
 }
 
+/* Copies come after what was queued before them (device.h). */
 static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, ta_error_t *err) {
-    (void)d;
-    (void)err;
-    if (bytes) memcpy(buf, host, bytes);
-    return TACT_OK;
+    int rc = s_flush(d, err);
+    if (rc == TACT_OK && bytes) memcpy(buf, host, bytes);
+    return rc;
+}
+
+static int s_zero(ta_device_t *d, void *buf, size_t bytes, ta_error_t *err) {
+    int rc = s_flush(d, err);
+    if (rc == TACT_OK && bytes) memset(buf, 0, bytes);
+    return rc;
 }
 
 static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes, ta_error_t *err) {
-    (void)d;
-    (void)err;
-    if (bytes) memcpy(host, buf, bytes);
-    return TACT_OK;
+    int rc = s_flush(d, err);
+    if (rc == TACT_OK && bytes) memcpy(host, buf, bytes);
+    return rc;
 }
 
 static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name, void **prog, ta_error_t *err) {
@@ -250,7 +263,7 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
             continue;
         }
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 20 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&d->done, &d->lock, &ts);
@@ -265,14 +278,18 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
     return TACT_OK;
 }
 
-/* The queue holds one launch: a second runs the first at once. */
+/* The queue holds one launch, run by sync (supervised when sync has a
+ * tick) or, unsupervised, by whatever is enqueued or copied after it. */
+static int s_flush(ta_device_t *d, ta_error_t *err) {
+    if (!d->pending) return TACT_OK;
+    d->pending = 0;
+    return s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, NULL, NULL, err);
+}
+
 static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t *err) {
     if (l->nbufs < 0 || l->nbufs > 64) return ta_error_set(err, TACT_EDEVICE, "CPU: a launch of %d buffers", l->nbufs);
-    if (d->pending) {
-        d->pending = 0;
-        int rc = s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, NULL, NULL, err);
-        if (rc != TACT_OK) return rc;
-    }
+    int rc = s_flush(d, err);
+    if (rc != TACT_OK) return rc;
     d->pending_prog = prog;
     memcpy(d->pending_bufs, l->bufs, sizeof *l->bufs * (size_t)l->nbufs);
     d->pending_args = l->args;
@@ -301,6 +318,7 @@ const ta_device_ops_t ta_cpu_device = {
     .alloc = s_alloc,
     .free = s_free,
     .copy_in = s_copy_in,
+    .zero = s_zero,
     .copy_out = s_copy_out,
     .load = s_load,
     .unload = s_unload,

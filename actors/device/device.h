@@ -79,6 +79,8 @@ typedef struct ta_device_ops {
     void (*free)(ta_device_t *dev, void *buf);
     /* host stays the caller's until sync. */
     int (*copy_in)(ta_device_t *dev, void *buf, const void *host, size_t bytes, ta_error_t *err);
+    /* Enqueues zeroing the buffer's first bytes. */
+    int (*zero)(ta_device_t *dev, void *buf, size_t bytes, ta_error_t *err);
     /* Returns when the bytes are in host (after everything enqueued before). */
     int (*copy_out)(ta_device_t *dev, void *host, const void *buf, size_t bytes, ta_error_t *err);
     /* Makes the program bytes runnable (CPU: loads the object; CL: builds

@@ -34,11 +34,11 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
         return ta_error_set(err, TACT_EINVAL, "device '%s': unknown kind (devices are CPU, CPU:k, CL, CL:k)", name);
     }
     long i = 0;
-    if (colon) {
-        char *end;
-        i = strtol(colon + 1, &end, 10);
-        if (end == colon + 1 || *end || i < 0 || i > 1 << 20)
-            return ta_error_set(err, TACT_EINVAL, "device '%s': the number after ':' must be 0 or more", name);
+    if (colon) { /* digits only: no sign, no space, no more than 7 */
+        const char *p = colon + 1;
+        size_t nd = strspn(p, "0123456789");
+        if (nd == 0 || nd > 7 || p[nd]) return ta_error_set(err, TACT_EINVAL, "device '%s': the number after ':' must be 0 or more", name);
+        i = strtol(p, NULL, 10);
     }
     int present = kind == &ta_cpu_device ? (i < TA_MAX_CPU_DEVICES) : (i < kind->count());
     if (!present) {

@@ -134,24 +134,10 @@ static s_buf_t *s_buf_add(s_state_t *s, uint64_t id, void *ptr, uint64_t bytes, 
     return b;
 }
 
-/* Zeroes a buffer: in place in host memory, else by a copy of zeros. */
-static int s_zero(s_state_t *s, void *ptr, uint64_t bytes, ta_error_t *err) {
-    if (s->dev_ops->host_memory) {
-        memset(ptr, 0, bytes);
-        return TACT_OK;
-    }
-    void *zeros = ta_calloc(1, bytes ? bytes : 1);
-    if (!zeros) return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
-    int rc = s->dev_ops->copy_in(s->dev, ptr, zeros, bytes, err);
-    if (rc == TACT_OK) rc = s->dev_ops->sync(s->dev, NULL, NULL, err);
-    ta_free(zeros);
-    return rc;
-}
-
 static s_buf_t *s_buf_new(s_state_t *s, uint64_t id, uint64_t bytes, int zero, ta_error_t *err) {
     void *ptr;
     if (s_alloc(s, bytes, &ptr, err) != TACT_OK) return NULL;
-    if (zero && s_zero(s, ptr, bytes, err) != TACT_OK) {
+    if (zero && s->dev_ops->zero(s->dev, ptr, bytes, err) != TACT_OK) {
         s_release_memory(s, ptr, bytes);
         return NULL;
     }

@@ -40,6 +40,7 @@ int ta_cl_binary_hits(void) { return atomic_load(&s_binary_hits); }
 typedef struct {
     cl_program program;
     cl_kernel kernel;
+    size_t group; /* the largest work group the kernel takes here */
     char name[64];
 } s_prog_t;
 
@@ -181,6 +182,11 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
         clGetDeviceInfo(d->id, CL_DEVICE_PLATFORM, sizeof pid, &pid, NULL);
         if (pid) clGetPlatformInfo(pid, CL_PLATFORM_VERSION, sizeof platform - 1, platform, NULL);
         snprintf(d->identity, sizeof d->identity, "%s|%s|%s", name, version, platform);
+        char ext[8192] = "";
+        clGetDeviceInfo(d->id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
+        if (!strstr(ext, "cl_khr_fp64")) /* kernel arguments and some helpers are float64 */
+            rc = ta_error_set(err, TACT_EDEVICE, "CL:%d (%s) has no double precision (cl_khr_fp64), which tact's OpenCL kernels need for now", index,
+                              name);
     }
     if (rc != TACT_OK) {
         s_close(&d);
@@ -240,6 +246,13 @@ static int s_copy_in(ta_device_t *d, void *buf, const void *host, size_t bytes, 
     return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "cannot copy into a buffer", e);
 }
 
+static int s_zero(ta_device_t *d, void *buf, size_t bytes, ta_error_t *err) {
+    if (!bytes) return TACT_OK;
+    cl_uchar zero = 0;
+    cl_int e = clEnqueueFillBuffer(d->q, buf, &zero, 1, 0, bytes, 0, NULL, NULL);
+    return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "cannot zero a buffer", e);
+}
+
 static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes, ta_error_t *err) {
     if (!bytes) return TACT_OK;
     cl_int e = clEnqueueReadBuffer(d->q, (cl_mem)(uintptr_t)buf, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
@@ -285,6 +298,7 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
             }
             if (p->program && (p->kernel = clCreateKernel(p->program, name, &e))) {
                 atomic_fetch_add(&s_binary_hits, 1);
+                clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->group, &p->group, NULL);
                 *prog = p;
                 return TACT_OK;
             }
@@ -320,6 +334,7 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
             ta_cc_cache_put(d->cache_dir, path, bin, blen); /* a cache that cannot be written only costs time */
         ta_free(bin);
     }
+    clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->group, &p->group, NULL);
     *prog = p;
     return TACT_OK;
 }
@@ -343,7 +358,9 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs + 1, sizeof n, &n);
     /* Work groups of 64 items (the global size rounded up: the kernel
      * returns for items past n / align); fewer when there are fewer. */
-    size_t local = items < 64 ? (size_t)items : 64, global = ((size_t)items + local - 1) / local * local;
+    size_t local = items < 64 ? (size_t)items : 64;
+    if (p->group && local > p->group) local = p->group;
+    size_t global = ((size_t)items + local - 1) / local * local;
     if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
     if (args != d->no_args) clReleaseMemObject(args);
     if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot launch: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
@@ -377,6 +394,11 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
     /* A marker whose completion wakes this thread at once; between, a
      * tick every 20 ms. */
     s_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, CL_SUCCESS};
+    pthread_condattr_t ca; /* timed waits on the monotonic clock: a clock step stops no heartbeat */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w.cond, &ca);
+    pthread_condattr_destroy(&ca);
     cl_event marker;
     e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &marker);
     if (e == CL_SUCCESS && (e = clSetEventCallback(marker, CL_COMPLETE, s_marked, &w)) != CL_SUCCESS) {
@@ -389,7 +411,7 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
     pthread_mutex_lock(&w.lock);
     while (!w.done) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 20 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
         pthread_cond_timedwait(&w.cond, &w.lock, &ts);
@@ -423,6 +445,7 @@ const ta_device_ops_t ta_cl_device = {
     .alloc = s_alloc,
     .free = s_free,
     .copy_in = s_copy_in,
+    .zero = s_zero,
     .copy_out = s_copy_out,
     .load = s_load,
     .unload = s_unload,

@@ -44,6 +44,8 @@ typedef struct {
  * than planning it. */
 typedef struct {
     uint64_t h[2];
+    uint8_t *ast; /* its bytes: a hit must have the same (a hash can be made to collide) */
+    size_t ast_len;
     int64_t numel;
     uint64_t work;
     int nbufs, nargs;
@@ -64,7 +66,8 @@ typedef struct {
 static int s_head(s_state_t *s, ta_ast_t *ast, const ta_bytes_t bytes, s_head_t *out, ta_error_t *err) {
     uint64_t h[2], i;
     ta_hash128(bytes.ptr, bytes.len, h);
-    if (ta_map_get(&s->head_index, h[0], &i) && s->heads[i].h[1] == h[1]) {
+    if (ta_map_get(&s->head_index, h[0], &i) && s->heads[i].h[1] == h[1] && s->heads[i].ast_len == bytes.len &&
+        memcmp(s->heads[i].ast, bytes.ptr, bytes.len) == 0) {
         *out = s->heads[i];
         return TACT_OK;
     }
@@ -86,13 +89,22 @@ static int s_head(s_state_t *s, ta_ast_t *ast, const ta_bytes_t bytes, s_head_t 
     for (int b = 0; b < ast->nbufs; b++) out->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);
     /* Remembered if there is room (a failed allocation only costs time). */
     if (!s->heads && !(s->heads = ta_calloc(S_HEADS, sizeof *s->heads))) return TACT_OK;
+    uint8_t *copy = ta_malloc(bytes.len ? bytes.len : 1);
+    if (!copy) return TACT_OK;
+    memcpy(copy, bytes.ptr, bytes.len);
     s_head_t *slot = &s->heads[s->next_head];
-    if (s->nheads == S_HEADS) ta_map_del(&s->head_index, slot->h[0]);
+    if (s->nheads == S_HEADS) {
+        ta_map_del(&s->head_index, slot->h[0]);
+        ta_free(slot->ast);
+        memset(slot, 0, sizeof *slot);
+    }
     if (ta_map_put(&s->head_index, h[0], (uint64_t)s->next_head) != TACT_OK) {
-        if (s->nheads == S_HEADS) slot->h[0] = slot->h[1] = 0; /* its index entry is gone */
+        ta_free(copy);
         return TACT_OK;
     }
     *slot = *out;
+    slot->ast = copy;
+    slot->ast_len = bytes.len;
     s->next_head = (s->next_head + 1) % S_HEADS;
     if (s->nheads < S_HEADS) s->nheads++;
     return TACT_OK;
@@ -292,6 +304,7 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
+    for (int i = 0; s->heads && i < S_HEADS; i++) ta_free(s->heads[i].ast);
     ta_free(s->heads);
     ta_map_fini(&s->head_index);
     ta_free(s);

@@ -95,6 +95,22 @@ static void s_conformance(const ta_device_ops_t *ops, int index) {
         cr_assert_eq((double)got, want, "%s:%d: output %d is %g, want %g", ops->kind, index, i, (double)got, want);
     }
     for (int i = N; i < N + PAD; i++) cr_assert_eq(ho[i], sentinel, "%s:%d: the kernel wrote past its output, at %d", ops->kind, index, i);
+    /* The queue's order: a copy in after a launch does not change what the
+     * launch reads, and a copy out after it sees what it wrote (no sync). */
+    s = -2.0f;
+    memcpy(&sw, &s, 4);
+    args[0] = sw;
+    cr_assert_eq(ops->launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    static float later[N];
+    for (int i = 0; i < N; i++) later[i] = 1e6f;
+    cr_assert_eq(ops->copy_in(dev, a, later, sizeof later, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->copy_out(dev, ho, o, sizeof ho, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < N; i++) {
+        float got;
+        memcpy(&got, &ho[i], 4);
+        cr_assert_eq((double)got, (double)ha[i] * -2.0 + (double)hb[i], "%s:%d: out of order at %d: %g", ops->kind, index, i, (double)got);
+    }
+    cr_assert_eq(ops->sync(dev, NULL, NULL, &err), TACT_OK, "%s", err.text);
     ops->unload(dev, prog);
     free(bytes);
     ops->free(dev, o), ops->free(dev, a), ops->free(dev, b), ops->free(dev, empty);
@@ -197,7 +213,7 @@ Test(device, names_are_parsed_and_absent_devices_are_clear_errors) {
         cr_assert_eq(ta_device_find("CL", &ops, &index, &err), TACT_OK, "%s", err.text);
         cr_assert(ops == &ta_cl_device && index == 0);
     }
-    static const char *const bad[] = {"", "GPU", "CL:", "CL:x", "CL:-1", "CPU:1x", "cpu"};
+    static const char *const bad[] = {"", "GPU", "CL:", "CL:x", "CL:-1", "CPU:1x", "cpu", "CPU: 3", "CPU:+3", "CL: 0", "CL:99999999999999999999"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         cr_assert_eq(ta_device_find(bad[i], &ops, &index, &err), TACT_EINVAL, "'%s' accepted", bad[i]);
         cr_assert(strstr(err.text, "CPU, CPU:k, CL, CL:k") || strstr(err.text, "0 or more"), "'%s': %s", bad[i], err.text);
