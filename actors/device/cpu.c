@@ -1,4 +1,5 @@
 /* cpu.c - the CPU device: host memory, generated C compiled by the system compiler, a thread pool. */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <time.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include "cc.h"
+#include "hash.h"
 #include "device.h"
 #include "mem.h"
 
@@ -38,6 +40,7 @@ struct ta_device {
     int busy;               /* workers still in this launch */
     int quit;
     int guards;
+    struct s_module *modules; /* every object loaded, once each */
     /* The queue: the launch enqueued and not yet run (sync runs it). */
     int pending;
     const ta_program_t *pending_prog;
@@ -206,23 +209,68 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
     return rc;
 }
 
+/* An object holds the kernels a compiler built together: it is loaded
+ * once, and each kernel of it is a handle on it. */
+typedef struct s_module {
+    uint64_t h[2];
+    size_t len;
+    ta_program_t prog; /* the loaded object */
+    int refs;
+    struct s_module *next;
+} s_module_t;
+
+typedef struct {
+    ta_program_t p; /* the module's, with this kernel's name and function */
+    s_module_t *m;
+} s_handle_t;
+
 static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name, void **prog, ta_error_t *err) {
-    (void)d;
-    ta_program_t *p = ta_malloc(sizeof *p);
-    if (!p) return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
-    int rc = ta_cc_load_bytes(obj, len, name, p, err);
-    if (rc != TACT_OK) {
-        ta_free(p);
-        return rc;
+    s_handle_t *h = ta_calloc(1, sizeof *h);
+    if (!h) return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
+    uint64_t hash[2];
+    ta_hash128(obj, len, hash);
+    s_module_t *m = d->modules;
+    while (m && (m->h[0] != hash[0] || m->h[1] != hash[1] || m->len != len)) m = m->next;
+    if (m) {
+        h->p = m->prog;
+        snprintf(h->p.name, sizeof h->p.name, "%s", name);
+        *(void **)&h->p.fn = dlsym(m->prog.dl, name);
+        if (!h->p.fn) {
+            ta_free(h);
+            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: its object defines no function %s", name, name);
+        }
+    } else {
+        if (!(m = ta_calloc(1, sizeof *m))) {
+            ta_free(h);
+            return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
+        }
+        int rc = ta_cc_load_bytes(obj, len, name, &m->prog, err);
+        if (rc != TACT_OK) {
+            ta_free(m), ta_free(h);
+            return rc;
+        }
+        m->h[0] = hash[0], m->h[1] = hash[1], m->len = len;
+        m->next = d->modules;
+        d->modules = m;
+        h->p = m->prog;
     }
-    *prog = p;
+    m->refs++;
+    h->m = m;
+    *prog = h;
     return TACT_OK;
 }
 
 static void s_unload(ta_device_t *d, void *prog) {
-    (void)d;
-    ta_cc_unload(prog);
-    ta_free(prog);
+    s_handle_t *h = prog;
+    if (!h) return;
+    if (--h->m->refs == 0) {
+        s_module_t **at = &d->modules;
+        while (*at != h->m) at = &(*at)->next;
+        *at = h->m->next;
+        ta_cc_unload(&h->m->prog);
+        ta_free(h->m);
+    }
+    ta_free(h);
 }
 
 /* Runs a launch to its end on the pool (with tick: supervised). */
@@ -290,7 +338,7 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     if (l->nbufs < 0 || l->nbufs > 64) return ta_error_set(err, TACT_EDEVICE, "CPU: a launch of %d buffers", l->nbufs);
     int rc = s_flush(d, err);
     if (rc != TACT_OK) return rc;
-    d->pending_prog = prog;
+    d->pending_prog = &((const s_handle_t *)prog)->p;
     memcpy(d->pending_bufs, l->bufs, sizeof *l->bufs * (size_t)l->nbufs);
     d->pending_args = l->args;
     d->pending_n = l->n;
