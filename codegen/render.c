@@ -257,6 +257,7 @@ typedef struct {
     int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
     int lane;                    /* the lane being emitted */
     int masked;                  /* emitting the padded dim's last tile */
+    int flat;                    /* OpenCL: the first LOOP axis is part of the grid (a work item per iteration) */
     int nalu, nval, depth;
 } s_ctx_t;
 
@@ -611,7 +612,8 @@ static int s_emit_level(s_ctx_t *c, int lv, int phase) {
 
 static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     s_indent(c);
-    s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
+    if (c->flat && ax == &c->l->axes[1]) s_put(c->out, "{ /* %s: the work item's */\n", ax->name);
+    else s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
     c->depth++;
 }
 
@@ -736,6 +738,12 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         }
     }
     *align = l->align;
+    /* On OpenCL an outer loop over outputs becomes work items: a work
+     * item computes align / size outputs (not contiguous ones: the launch
+     * only counts items), and many items keep a device busy. */
+    c.flat = t->opencl && l->naxes > 1 && l->axes[1].kind == TA_AXIS_LOOP && l->post_level >= 1;
+    int64_t per = c.flat ? l->axes[1].size : 1;
+    if (c.flat) *align = l->align / per;
 
     /* Vector helpers, then the kernel: what it fuses and how it is cut. */
     if (l->width > 1) s_vector_prelude(&o, l->width);
@@ -764,7 +772,10 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
         j++;
     }
-    if (t->opencl) /* a work item each */
+    if (t->opencl && c.flat)
+        s_put(&o, "  { int64_t w = (int64_t)get_global_id(0); if (w >= n/%" PRId64 ") return; int64_t gidx = w/%" PRId64 ", %s = w%%%" PRId64 ";\n",
+              *align, per, l->axes[1].name, per);
+    else if (t->opencl) /* a work item each */
         s_put(&o, "  { int64_t gidx = (int64_t)get_global_id(0); if (gidx >= n/%" PRId64 ") return;\n", l->align);
     else if (l->align > 1)
         s_put(&o, "  for (int64_t gidx = start/%" PRId64 "; gidx < end/%" PRId64 "; gidx++) {\n", l->align, l->align);

@@ -159,8 +159,10 @@ static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
 
 /* --------------------------------------------------------------- programs */
 
-/* Loads kernel name of an object once, and returns the device's handle. */
-static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, void **out, ta_error_t *err) {
+/* Loads kernel name of an object once, and returns the device's handle.
+ * A load may take long (an OpenCL build): the client waiting for the
+ * realize gets a heartbeat first. */
+static int s_load(ta_actor_t *self, s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, void **out, ta_error_t *err) {
     for (size_t i = 0; i < s->nloaded; i++)
         if (strcmp(s->loaded[i].key, digest) == 0 && strcmp(s->loaded[i].name, name) == 0) {
             *out = s->loaded[i].prog;
@@ -175,6 +177,7 @@ static int s_load(s_state_t *s, const ta_bytes_t obj, const char *digest, const 
     if (ta_grow((void **)&s->loaded, &s->loaded_cap, s->nloaded + 1, sizeof *s->loaded) != TACT_OK)
         return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
     s_prog_t *p = &s->loaded[s->nloaded];
+    if (!s->dev_ops->host_memory) ta_actor_progress(self, (uint32_t)s->run.reply_to, s->run.corr);
     int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, &p->prog, err);
     if (rc != TACT_OK) return rc;
     snprintf(p->key, sizeof p->key, "%s", digest);
@@ -401,7 +404,7 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         snprintf(digest, sizeof digest, "%.*s", (int)m->as.program.digest.len, (const char *)m->as.program.digest.ptr);
         /* The object travels in every PROGRAM and is loaded once per digest. */
         rc = m->as.program.digest.len != 32 ? ta_error_set(&err, TACT_EPROTO, "executor: program %s: its digest is not 32 characters", name)
-                                            : s_load(s, m->bulk, digest, name, &prog, &err);
+                                            : s_load(self, s, m->bulk, digest, name, &prog, &err);
     } else {
         if (rc > 0 || rc < -100) rc = TACT_ECOMPILE;
         ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
