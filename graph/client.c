@@ -574,9 +574,7 @@ int ti_scope_end(ti_ctx_t *ctx) {
     }
     ta_free(sc->items);
     ctx->nscopes--;
-    /* Releases travel with the next flush, or now once many piled up. */
-    int frc = ctx->nreleased >= S_BATCH_OPS ? s_flush(ctx, NULL) : TACT_OK;
-    if (rc == TACT_OK) rc = frc;
+    /* Releases travel with the next flush. */
     return rc;
 }
 
