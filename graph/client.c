@@ -254,13 +254,17 @@ static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc,
     return TACT_OK;
 }
 
-/* Sends the ops recorded, then the releases: a release always follows the
- * ops that read what it drops (ids are never used again, so no later op
- * names a released one), and an optimizer step of many assigns and scopes
- * goes in one OP_BATCH and one RELEASE. */
 static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
     int rc = TACT_OK;
-    if (ctx->nbatch) {
+    /* Releases first: the graph frees what they drop before new ops arrive. */
+    if (ctx->nreleased) {
+        ta_msg_t m;
+        ta_msg_init(&m, TA_MSG_RELEASE);
+        m.as.release.ids = ta_u64s(ctx->released, ctx->nreleased);
+        rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
+        ctx->nreleased = 0;
+    }
+    if (rc == TACT_OK && ctx->nbatch) {
         /* The array header goes in front of the records gathered so far. */
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
@@ -277,13 +281,6 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
         msgpack_sbuffer_destroy(&sb);
         msgpack_sbuffer_clear(&ctx->batch);
         ctx->nbatch = 0;
-    }
-    if (rc == TACT_OK && ctx->nreleased) {
-        ta_msg_t m;
-        ta_msg_init(&m, TA_MSG_RELEASE);
-        m.as.release.ids = ta_u64s(ctx->released, ctx->nreleased);
-        rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
-        ctx->nreleased = 0;
     }
     return rc;
 }
@@ -556,8 +553,9 @@ int ti_scope_end(ti_ctx_t *ctx) {
     if (!ctx) return TACT_EINVAL;
     if (ctx->nscopes <= 1) return TACT_EINVAL;
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
-    /* Their releases go out with the next flush, after the ops. */
-    int rc = TACT_OK;
+    /* The ops that made these tensors go out before their release does
+     * (the next flush sends releases ahead of newer ops). */
+    int rc = s_flush(ctx, NULL);
     for (size_t i = 0; i < sc->n; i++) {
         ti_tensor_t *t = sc->items[i];
         if (t->kept) {
@@ -730,6 +728,8 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     next.id = ctx->next_id++;
     const ti_tensor_t *src[2] = {target, value};
     if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL, 0) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
+    /* The assign goes out before the release of what it reads. */
+    s_flush(ctx, NULL);
     if (ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
         ctx->released[ctx->nreleased++] = target->id;
     target->id = next.id;
