@@ -101,13 +101,14 @@ ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
     a = tc_solid(a);
     b = tc_solid(b);
     int n1 = a->shape.ndim, n2 = b->shape.ndim, tail = n2 < 2 ? n2 : 2;
-    char sa[128], sb[128];
-    ta_shape_format(&a->shape, sa, sizeof sa);
-    ta_shape_format(&b->shape, sb, sizeof sb);
-    if (!n1 || !n2) return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: both need at least one dim", sa, sb);
-    if (a->shape.d[n1 - 1] != b->shape.d[n2 - tail])
+    if (!n1 || !n2 || a->shape.d[n1 - 1] != b->shape.d[n2 - tail]) {
+        char sa[128], sb[128];
+        ta_shape_format(&a->shape, sa, sizeof sa);
+        ta_shape_format(&b->shape, sb, sizeof sb);
+        if (!n1 || !n2) return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: both need at least one dim", sa, sb);
         return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: %" PRId64 " columns against %" PRId64 " rows", sa, sb,
-                       a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
+                        a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
+    }
     /* As the reference: x (..., [1,] k) times w (..., [1,] k, m) moved to
      * (..., m, k), multiplied with broadcasting and summed over k. */
     int ones = n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1;

@@ -71,20 +71,23 @@ int ta_shape_broadcast(const ta_shape_t *a, const ta_shape_t *b, const char *op,
     return TACT_OK;
 }
 
+/* The input's shape as text, made only for an error message (formatting
+ * it for every op cost more than the op's checks). */
+#define S_SI(in) (ta_shape_format((in), si, sizeof si), si)
+
 int ta_shape_reshape(const ta_shape_t *in, int ndim, const int64_t *dims, ta_shape_t *out, ta_error_t *err) {
     char si[128];
-    ta_shape_format(in, si, sizeof si);
     if (ndim < 0 || ndim > TA_MAX_DIMS) return ta_error_set(err, TACT_ESHAPE, "reshape: %d dims (at most %d)", ndim, TA_MAX_DIMS);
     int infer = -1;
     int64_t known = 1;
     ta_shape_t r = {ndim, {0}};
     for (int k = 0; k < ndim; k++) {
         if (dims[k] == -1) {
-            if (infer >= 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: more than one -1", si);
+            if (infer >= 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: more than one -1", S_SI(in));
             infer = k;
             continue;
         }
-        if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: dim %d is %" PRId64, si, k, dims[k]);
+        if (dims[k] < 0) return ta_error_set(err, TACT_ESHAPE, "reshape of %s: dim %d is %" PRId64, S_SI(in), k, dims[k]);
         r.d[k] = dims[k];
     }
     int64_t numel = ta_shape_numel(in);
@@ -95,14 +98,14 @@ int ta_shape_reshape(const ta_shape_t *in, int ndim, const int64_t *dims, ta_sha
         if (k != infer) known *= r.d[k];
     if (infer >= 0) {
         if (known == 0 || numel % known != 0)
-            return ta_error_set(err, TACT_ESHAPE, "reshape of %s: cannot infer the -1 dim", si);
+            return ta_error_set(err, TACT_ESHAPE, "reshape of %s: cannot infer the -1 dim", S_SI(in));
         r.d[infer] = numel / known;
         known *= r.d[infer];
     }
     if (known != numel) {
         char so[128];
         ta_shape_format(&r, so, sizeof so);
-        return ta_error_set(err, TACT_ESHAPE, "reshape of %s (%" PRId64 " elements) to %s (%" PRId64 " elements)", si, numel, so,
+        return ta_error_set(err, TACT_ESHAPE, "reshape of %s (%" PRId64 " elements) to %s (%" PRId64 " elements)", S_SI(in), numel, so,
                             known);
     }
     *out = r;
@@ -131,16 +134,15 @@ int ta_shape_permute(const ta_shape_t *in, const int *order, int *norm, ta_shape
 int ta_shape_expand(const ta_shape_t *in, int ndim, const int64_t *dims, ta_shape_t *aligned, ta_shape_t *out,
                     ta_error_t *err) {
     char si[128];
-    ta_shape_format(in, si, sizeof si);
     if (ndim < in->ndim || ndim > TA_MAX_DIMS)
-        return ta_error_set(err, TACT_ESHAPE, "expand of %s to %d dims", si, ndim);
+        return ta_error_set(err, TACT_ESHAPE, "expand of %s to %d dims", S_SI(in), ndim);
     ta_shape_t al = {ndim, {0}}, r = {ndim, {0}};
     for (int k = 0; k < ndim; k++) {
         int ki = k - (ndim - in->ndim);
         al.d[k] = ki >= 0 ? in->d[ki] : 1;
         int64_t want = dims[k] == -1 ? al.d[k] : dims[k];
         if (want < 0 || (al.d[k] != want && al.d[k] != 1))
-            return ta_error_set(err, TACT_ESHAPE, "expand of %s: dim %d cannot become %" PRId64 " (only size-1 dims expand)", si,
+            return ta_error_set(err, TACT_ESHAPE, "expand of %s: dim %d cannot become %" PRId64 " (only size-1 dims expand)", S_SI(in),
                                 k, dims[k]);
         r.d[k] = want;
     }
