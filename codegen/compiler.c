@@ -193,7 +193,8 @@ static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *
     for (int g = 0; g < ng && group[g] != j; g++) clash |= strcmp(jobs[group[g]].e.name, jobs[j].e.name) == 0;
     if (!clash) return TACT_OK;
     char old[80], sym[64];
-    snprintf(old, sizeof old, "\nvoid %s(", jobs[j].e.name);
+    snprintf(old, sizeof old, " void %s(", jobs[j].e.name); /* OpenCL's "__kernel void NAME(" */
+    if (!strstr(jobs[j].src, old)) snprintf(old, sizeof old, "\nvoid %s(", jobs[j].e.name);
     for (int k = 1;; k++) { /* the first suffix no kernel of the file has */
         snprintf(sym, sizeof sym, "%.50s_%d", jobs[j].e.name, k);
         if (!s_taken(jobs, j, group, ng, sym)) break;
@@ -202,7 +203,7 @@ static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *
     size_t len = strlen(jobs[j].src), grow = strlen(sym) - strlen(jobs[j].e.name);
     char *src = at ? ta_malloc(len + grow + 1) : NULL;
     if (!src) return ta_error_set(err, at ? TACT_ENOMEM : TACT_EINVAL, "compiler: kernel %s: cannot rename its function", jobs[j].e.name);
-    size_t head = (size_t)(at - jobs[j].src) + 6; /* through "\nvoid " */
+    size_t head = (size_t)(at - jobs[j].src) + 6; /* through "\nvoid " or " void " */
     memcpy(src, jobs[j].src, head);
     memcpy(src + head, sym, strlen(sym));
     strcpy(src + head + strlen(sym), at + strlen(old) - 1);
@@ -218,24 +219,6 @@ static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *
  * own kernel. */
 static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng, s_tick_t *tick) {
     ta_error_t err = {0, ""};
-    if (s->opencl) { /* the source is the program: the device builds it */
-        for (int g = 0; g < ng; g++) {
-            s_job_t *j = &jobs[group[g]];
-            const char *pre = ta_render_cl_prelude();
-            size_t pl = strlen(pre), sl = strlen(j->src);
-            j->built = 1;
-            if (!(j->e.obj = ta_malloc(pl + sl))) {
-                j->rc = ta_error_set(&j->err, TACT_ENOMEM, "compiler: out of memory");
-                continue;
-            }
-            memcpy(j->e.obj, pre, pl);
-            memcpy(j->e.obj + pl, j->src, sl);
-            j->e.len = pl + sl;
-            ta_cc_digest(j->e.obj, j->e.len, j->e.digest);
-            ta_actor_count(tick->self, TA_STAT_JOBS, 1); /* tact_stats.compiles */
-        }
-        return;
-    }
     int rc = TACT_OK;
     for (int g = 0; g < ng && rc == TACT_OK; g++) rc = s_rename(jobs, group[g], group, ng, &err);
     size_t len = 1;
@@ -252,11 +235,22 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
     s_job_t *first = &jobs[group[0]];
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
-    if (rc == TACT_OK)
+    if (rc == TACT_OK && s->opencl) { /* the source is the program: the device builds it */
+        const char *pre = ta_render_cl_prelude();
+        size_t pl = strlen(pre), sl = strlen(src);
+        if (!(first->e.obj = ta_malloc(pl + sl))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
+        if (rc == TACT_OK) {
+            memcpy(first->e.obj, pre, pl);
+            memcpy(first->e.obj + pl, src, sl);
+            first->e.len = pl + sl;
+            ta_cc_digest(first->e.obj, first->e.len, first->e.digest);
+        }
+    } else if (rc == TACT_OK) {
         rc = ta_cc_build(s->w.cc, s->local.cache_dir, first->e.name, src, &prog, &first->e.obj, &first->e.len, first->e.digest,
                          s->local.compile_limit_s * ng, s_tick, tick, &err);
+    }
     ta_free(src);
-    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached) {
+    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached && !s->opencl) {
         fprintf(stderr, "tact: compiled %s", first->e.name);
         for (int g = 1; g < ng; g++) fprintf(stderr, ", %s", jobs[group[g]].e.name);
         fprintf(stderr, " in %.1f ms\n", prog.compile_ms);

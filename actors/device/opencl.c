@@ -9,6 +9,7 @@
 
 #include "cc.h"
 #include "device.h"
+#include "hash.h"
 #include "mem.h"
 
 /*
@@ -32,13 +33,24 @@ struct ta_device {
     int guards;         /* a buffer is a sub-buffer of one with guards around it */
     char cache_dir[900]; /* program binaries, by source, device and driver ("": none kept) */
     char identity[400];  /* the device's name and driver version */
+    struct s_module *modules; /* the programs built, once each */
 };
 
 static atomic_int s_binary_hits;
 int ta_cl_binary_hits(void) { return atomic_load(&s_binary_hits); }
 
-typedef struct {
+/* A program (the kernels a compiler built together), built once per
+ * device however many of its kernels run; a kernel is a handle on it. */
+typedef struct s_module {
+    uint64_t h[2];
+    size_t len;
     cl_program program;
+    int refs;
+    struct s_module *next;
+} s_module_t;
+
+typedef struct {
+    struct s_module *module;
     cl_kernel kernel;
     size_t group; /* the largest work group the kernel takes here */
     char name[64];
@@ -142,6 +154,12 @@ static void s_close(ta_device_t **pd) {
     if (!d) return;
     *pd = NULL;
     if (d->q) clFinish(d->q), clReleaseCommandQueue(d->q);
+    while (d->modules) { /* programs whose kernels were not all unloaded */
+        struct s_module *m = d->modules;
+        d->modules = m->next;
+        clReleaseProgram(m->program);
+        ta_free(m);
+    }
     if (d->no_args) clReleaseMemObject(d->no_args);
     if (d->ctx) clReleaseContext(d->ctx);
     ta_free(d);
@@ -260,79 +278,111 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
 }
 
 static void s_unload(ta_device_t *d, void *prog) {
-    (void)d;
     s_prog_t *p = prog;
     if (!p) return;
     if (p->kernel) clReleaseKernel(p->kernel);
-    if (p->program) clReleaseProgram(p->program);
+    s_module_t *m = p->module;
+    if (m && --m->refs == 0) {
+        s_module_t **at = &d->modules;
+        while (*at != m) at = &(*at)->next;
+        *at = m->next;
+        clReleaseProgram(m->program);
+        ta_free(m);
+    }
     ta_free(p);
+}
+
+/* Builds a program from its binary in the cache folder, if one is there
+ * and builds; NULL otherwise. */
+static cl_program s_from_binary(ta_device_t *d, const char *path, const char *opts) {
+    uint8_t *bin;
+    size_t blen;
+    if (ta_cc_cache_get(path, &bin, &blen) != TACT_OK) return NULL;
+    const unsigned char *bp = bin;
+    cl_int status = CL_SUCCESS, e;
+    cl_program program = clCreateProgramWithBinary(d->ctx, 1, &d->id, &blen, &bp, &status, &e);
+    ta_free(bin);
+    if (program && (status != CL_SUCCESS || clBuildProgram(program, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS)) {
+        clReleaseProgram(program);
+        program = NULL;
+    }
+    return program;
+}
+
+/* Builds the program of source bytes: from the binary kept for this source
+ * on this device and driver with these options, in the private cache
+ * folder and checked against its digest, else from the source (then its
+ * binary is kept).  Anything wrong with a binary and the source is built. */
+static int s_build(ta_device_t *d, const void *bytes, size_t len, const char *name, cl_program *out, ta_error_t *err) {
+    const char *opts = d->exact_div_sqrt ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
+    char path[1200] = "";
+    if (d->cache_dir[0]) {
+        char src_digest[33], key[33], ident[600];
+        ta_cc_digest(bytes, len, src_digest);
+        snprintf(ident, sizeof ident, "%s|%s|%s", d->identity, opts, src_digest);
+        ta_cc_digest(ident, strlen(ident), key);
+        snprintf(path, sizeof path, "%s/cl-%s.bin", d->cache_dir, key);
+        if ((*out = s_from_binary(d, path, opts))) {
+            atomic_fetch_add(&s_binary_hits, 1);
+            return TACT_OK;
+        }
+    }
+    const char *src = bytes;
+    cl_int e;
+    cl_program program = clCreateProgramWithSource(d->ctx, 1, &src, &len, &e);
+    if (!program) return s_fail(err, TACT_ECOMPILE, "cannot create a program", e);
+    e = clBuildProgram(program, 1, &d->id, opts, NULL, NULL);
+    if (e != CL_SUCCESS) {
+        char log[4096] = "";
+        clGetProgramBuildInfo(program, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        for (char *c = log; *c; c++)
+            if (*c == '\n') *c = ' ';
+        clReleaseProgram(program);
+        return ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s does not build: %s", d->index, name, log[0] ? log : s_cl_error(e));
+    }
+    size_t blen = 0;
+    if (path[0] && clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) == CL_SUCCESS && blen) {
+        unsigned char *bin = ta_malloc(blen);
+        if (bin && clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+            ta_cc_cache_put(d->cache_dir, path, bin, blen); /* a cache that cannot be written only costs time */
+        ta_free(bin);
+    }
+    *out = program;
+    return TACT_OK;
 }
 
 static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *name, void **prog, ta_error_t *err) {
     s_prog_t *p = ta_calloc(1, sizeof *p);
     if (!p) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
     snprintf(p->name, sizeof p->name, "%s", name);
-    const char *src = bytes;
-    const char *opts = d->exact_div_sqrt ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2";
-    cl_int e;
-    /* A binary built before, for this source on this device and driver,
-     * with these options, in the private cache folder and checked against
-     * its digest; anything wrong with it and the source is built again. */
-    char path[1200] = "";
-    if (d->cache_dir[0] && strlen(name) < 64) {
-        char src_digest[33], key[33], ident[600];
-        ta_cc_digest(bytes, len, src_digest);
-        snprintf(ident, sizeof ident, "%s|%s|%s", d->identity, opts, src_digest);
-        ta_cc_digest(ident, strlen(ident), key);
-        snprintf(path, sizeof path, "%s/cl-%s-%s.bin", d->cache_dir, name, key);
-        uint8_t *bin;
-        size_t blen;
-        if (ta_cc_cache_get(path, &bin, &blen) == TACT_OK) {
-            const unsigned char *bp = bin;
-            cl_int status = CL_SUCCESS;
-            p->program = clCreateProgramWithBinary(d->ctx, 1, &d->id, &blen, &bp, &status, &e);
-            ta_free(bin);
-            if (p->program && (status != CL_SUCCESS || clBuildProgram(p->program, 1, &d->id, opts, NULL, NULL) != CL_SUCCESS)) {
-                clReleaseProgram(p->program);
-                p->program = NULL;
-            }
-            if (p->program && (p->kernel = clCreateKernel(p->program, name, &e))) {
-                atomic_fetch_add(&s_binary_hits, 1);
-                clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->group, &p->group, NULL);
-                *prog = p;
-                return TACT_OK;
-            }
-            if (p->program) clReleaseProgram(p->program);
-            p->program = NULL;
+    uint64_t h[2];
+    ta_hash128(bytes, len, h);
+    s_module_t *m = d->modules;
+    while (m && (m->h[0] != h[0] || m->h[1] != h[1] || m->len != len)) m = m->next;
+    if (!m) {
+        cl_program program;
+        int rc = s_build(d, bytes, len, name, &program, err);
+        if (rc != TACT_OK) {
+            ta_free(p);
+            return rc;
         }
+        if (!(m = ta_calloc(1, sizeof *m))) {
+            clReleaseProgram(program);
+            ta_free(p);
+            return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
+        }
+        m->h[0] = h[0], m->h[1] = h[1], m->len = len, m->program = program;
+        m->next = d->modules;
+        d->modules = m;
     }
-    p->program = clCreateProgramWithSource(d->ctx, 1, &src, &len, &e);
-    if (!p->program) {
-        s_unload(d, p);
-        return s_fail(err, TACT_ECOMPILE, "cannot create a program", e);
-    }
-    e = clBuildProgram(p->program, 1, &d->id, opts, NULL, NULL);
-    if (e != CL_SUCCESS) {
-        char log[4096] = "";
-        clGetProgramBuildInfo(p->program, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
-        for (char *c = log; *c; c++)
-            if (*c == '\n') *c = ' ';
-        ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s does not build: %s", d->index, name, log[0] ? log : s_cl_error(e));
-        s_unload(d, p);
-        return TACT_ECOMPILE;
-    }
-    p->kernel = clCreateKernel(p->program, name, &e);
+    m->refs++;
+    p->module = m;
+    cl_int e;
+    p->kernel = clCreateKernel(m->program, name, &e);
     if (!p->kernel) {
         ta_error_set(err, TACT_ECOMPILE, "CL:%d: the program defines no kernel %s (%s)", d->index, name, s_cl_error(e));
         s_unload(d, p);
         return TACT_ECOMPILE;
-    }
-    size_t blen = 0;
-    if (path[0] && clGetProgramInfo(p->program, CL_PROGRAM_BINARY_SIZES, sizeof blen, &blen, NULL) == CL_SUCCESS && blen) {
-        unsigned char *bin = ta_malloc(blen);
-        if (bin && clGetProgramInfo(p->program, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-            ta_cc_cache_put(d->cache_dir, path, bin, blen); /* a cache that cannot be written only costs time */
-        ta_free(bin);
     }
     clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->group, &p->group, NULL);
     *prog = p;
