@@ -55,6 +55,12 @@ typedef struct g_node {
     int sealed;      /* its buffer is final (the realize that gave it was waited for and did not fail) */
 } g_node_t;
 
+/* A slot of the node map: the id (0: empty) and its node. */
+typedef struct {
+    uint64_t id;
+    g_node_t *n;
+} g_slot_t;
+
 /* Common subexpressions: the hash of an op's content -> a live node with it. */
 typedef struct {
     uint64_t hash, id; /* id 0: empty slot */
@@ -69,7 +75,7 @@ typedef struct {
 typedef struct {
     ta_pipeline_t w;
     int configured;
-    g_node_t **slots; /* open addressing by id */
+    g_slot_t *slots; /* open addressing by id (the id beside the node: a probe reads no node) */
     size_t cap, count;
     g_cse_t *cse;
     size_t cse_cap, cse_count;
@@ -109,19 +115,19 @@ typedef struct {
 
 static size_t s_slot(const g_state_t *g, uint64_t id) {
     size_t i = (size_t)(id * 0x9E3779B97F4A7C15ull) & (g->cap - 1);
-    while (g->slots[i] && g->slots[i]->id != id) i = (i + 1) & (g->cap - 1);
+    while (g->slots[i].id && g->slots[i].id != id) i = (i + 1) & (g->cap - 1);
     return i;
 }
 
 static g_node_t *s_find(const g_state_t *g, uint64_t id) {
-    if (!g->cap) return NULL;
-    return g->slots[s_slot(g, id)];
+    if (!g->cap || !id) return NULL;
+    return g->slots[s_slot(g, id)].n;
 }
 
 static int s_insert(g_state_t *g, g_node_t *n) {
     if ((g->count + 1) * 2 > g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 1024;
-        g_node_t **old = g->slots;
+        g_slot_t *old = g->slots;
         size_t oldcap = g->cap;
         g->slots = ta_calloc(cap, sizeof *g->slots);
         if (!g->slots) {
@@ -130,10 +136,10 @@ static int s_insert(g_state_t *g, g_node_t *n) {
         }
         g->cap = cap;
         for (size_t i = 0; i < oldcap; i++)
-            if (old[i]) g->slots[s_slot(g, old[i]->id)] = old[i];
+            if (old[i].id) g->slots[s_slot(g, old[i].id)] = old[i];
         ta_free(old);
     }
-    g->slots[s_slot(g, n->id)] = n;
+    g->slots[s_slot(g, n->id)] = (g_slot_t){n->id, n};
     g->count++;
     return TACT_OK;
 }
@@ -141,13 +147,13 @@ static int s_insert(g_state_t *g, g_node_t *n) {
 /* Removes id, re-placing the entries after it (linear probing deletion). */
 static void s_remove(g_state_t *g, uint64_t id) {
     size_t i = s_slot(g, id);
-    if (!g->slots[i]) return;
-    g->slots[i] = NULL;
+    if (!g->slots[i].id) return;
+    g->slots[i] = (g_slot_t){0, NULL};
     g->count--;
-    for (size_t j = (i + 1) & (g->cap - 1); g->slots[j]; j = (j + 1) & (g->cap - 1)) {
-        g_node_t *n = g->slots[j];
-        g->slots[j] = NULL;
-        g->slots[s_slot(g, n->id)] = n;
+    for (size_t j = (i + 1) & (g->cap - 1); g->slots[j].id; j = (j + 1) & (g->cap - 1)) {
+        g_slot_t e = g->slots[j];
+        g->slots[j] = (g_slot_t){0, NULL};
+        g->slots[s_slot(g, e.id)] = e;
     }
 }
 
@@ -1298,7 +1304,7 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 static void s_fini(ta_actor_t *self) {
     g_state_t *g = ta_actor_state(self);
     for (size_t i = 0; i < g->cap; i++)
-        if (g->slots[i]) s_node_free(g->slots[i]);
+        if (g->slots[i].id) s_node_free(g->slots[i].n);
     ta_free(g->slots);
     ta_free(g->given);
     ta_free(g->targets);
