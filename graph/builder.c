@@ -594,21 +594,26 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         (tmp.op == TA_OP_CONTIGUOUS && !s0->is_view)) {
         /* A view: movement folded into the source's stack.  contiguous()
          * of something already laid out contiguously is a view too. */
-        ta_vstack_t st;
-        s_view_of(s0, &st);
-        if (cls == TA_OPC_MOVEMENT && s_apply(nd, &st) != 0) {
+        ta_vstack_t *st = ta_malloc(sizeof *st); /* built in place: a stack is 3 KiB */
+        if (!st) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+        s_view_of(s0, st);
+        if (cls == TA_OPC_MOVEMENT && s_apply(nd, st) != 0) {
             /* Too many stacked views: the movement applies to a copy. */
             g_node_t *c = s_internal_copy(g, s0);
-            if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
-            s_find(g, nd->src[0])->children--;
-            nd->src[0] = c->id;
-            c->children++;
-            s0 = c;
-            s_view_of(s0, &st);
-            if (s_apply(nd, &st) != 0) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": cannot apply %s", id, ta_op_name(nd->op));
+            if (c) {
+                s_find(g, nd->src[0])->children--;
+                nd->src[0] = c->id;
+                c->children++;
+                s0 = c;
+                s_view_of(s0, st);
+            }
+            if (!c || s_apply(nd, st) != 0) {
+                ta_free(st);
+                return c ? ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": cannot apply %s", id, ta_op_name(nd->op))
+                         : ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+            }
         }
-        if (!(nd->st = ta_malloc(sizeof st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
-        *nd->st = st;
+        nd->st = st;
         nd->is_view = 1;
         nd->base = s0->is_view ? s0->base : s0->id;
         nd->buf = nd->base;
