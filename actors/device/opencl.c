@@ -34,6 +34,7 @@ struct ta_device {
     char cache_dir[900]; /* program binaries, by source, device and driver ("": none kept) */
     char identity[400];  /* the device's name and driver version */
     struct s_module *modules; /* the programs built, once each */
+    int lost;                 /* a stopped wait gave up: the device is not waited for again */
 };
 
 static atomic_int s_binary_hits;
@@ -153,7 +154,8 @@ static void s_close(ta_device_t **pd) {
     ta_device_t *d = *pd;
     if (!d) return;
     *pd = NULL;
-    if (d->q) clFinish(d->q), clReleaseCommandQueue(d->q);
+    if (d->q && !d->lost) clFinish(d->q);
+    if (d->q) clReleaseCommandQueue(d->q);
     while (d->modules) { /* programs whose kernels were not all unloaded */
         struct s_module *m = d->modules;
         d->modules = m->next;
@@ -417,13 +419,25 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     return TACT_OK;
 }
 
-/* The marker's completion, signalled from the driver's callback. */
+/* The marker's completion, signalled from the driver's callback.  Held by
+ * the waiting thread and the callback: a wait that gives up leaves it to
+ * the callback, which may come later or never. */
 typedef struct {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    int done;
+    int done, refs;
     cl_int status;
 } s_wait_t;
+
+static void s_wait_release(s_wait_t *w) {
+    pthread_mutex_lock(&w->lock);
+    int last = --w->refs == 0;
+    pthread_mutex_unlock(&w->lock);
+    if (!last) return;
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->lock);
+    ta_free(w);
+}
 
 static void CL_CALLBACK s_marked(cl_event ev, cl_int status, void *ud) {
     (void)ev;
@@ -433,50 +447,70 @@ static void CL_CALLBACK s_marked(cl_event ev, cl_int status, void *ud) {
     w->status = status;
     pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->lock);
+    s_wait_release(w);
 }
+
+enum { S_STOP_GRACE_MS = 10000 }; /* after a stop, how long a running kernel may take to end */
 
 static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     cl_int e;
+    if (d->lost) return ta_error_set(err, TACT_EDEVICE, "CL:%d: the device did not finish earlier work; it may be lost", d->index);
     if (!tick) {
         e = clFinish(d->q);
         return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "the queue failed", e);
     }
     /* A marker whose completion wakes this thread at once; between, a
      * tick every 20 ms. */
-    s_wait_t w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, CL_SUCCESS};
+    s_wait_t *w = ta_calloc(1, sizeof *w);
+    if (!w) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
+    pthread_mutex_init(&w->lock, NULL);
     pthread_condattr_t ca; /* timed waits on the monotonic clock: a clock step stops no heartbeat */
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cond, &ca);
+    pthread_cond_init(&w->cond, &ca);
     pthread_condattr_destroy(&ca);
+    w->refs = 2;
     cl_event marker;
     e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &marker);
-    if (e == CL_SUCCESS && (e = clSetEventCallback(marker, CL_COMPLETE, s_marked, &w)) != CL_SUCCESS) {
+    if (e == CL_SUCCESS && (e = clSetEventCallback(marker, CL_COMPLETE, s_marked, w)) != CL_SUCCESS) clReleaseEvent(marker);
+    if (e != CL_SUCCESS) {
+        w->refs = 1; /* no callback will come */
+        s_wait_release(w);
         clFinish(d->q);
-        clReleaseEvent(marker);
+        return s_fail(err, TACT_EDEVICE, "cannot mark the queue", e);
     }
-    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot mark the queue", e);
     clFlush(d->q);
-    int stopped = 0;
-    pthread_mutex_lock(&w.lock);
-    while (!w.done) {
+    int stopped = 0, gave_up = 0;
+    struct timespec since;
+    pthread_mutex_lock(&w->lock);
+    while (!w->done && !gave_up) {
         struct timespec ts;
         clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 20 * 1000 * 1000;
         if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&w.cond, &w.lock, &ts);
-        if (w.done || stopped) continue;
-        pthread_mutex_unlock(&w.lock);
-        /* A kernel that runs cannot be stopped: the wait goes on, without
-         * further ticks, and reports the stop. */
+        pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+        if (w->done) continue;
+        if (stopped) { /* a kernel that runs cannot be stopped: it gets a grace period */
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            gave_up = (ts.tv_sec - since.tv_sec) * 1000 + (ts.tv_nsec - since.tv_nsec) / 1000000 > S_STOP_GRACE_MS;
+            continue;
+        }
+        pthread_mutex_unlock(&w->lock);
         stopped = tick(ud) != 0;
-        pthread_mutex_lock(&w.lock);
+        if (stopped) clock_gettime(CLOCK_MONOTONIC, &since);
+        pthread_mutex_lock(&w->lock);
     }
-    pthread_mutex_unlock(&w.lock);
+    cl_int status = w->status;
+    int done = w->done;
+    pthread_mutex_unlock(&w->lock);
     clReleaseEvent(marker);
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.lock);
-    if (w.status < 0) return s_fail(err, TACT_EDEVICE, "the queue failed", w.status);
+    s_wait_release(w);
+    if (!done) {
+        d->lost = 1; /* nothing more is asked of it, not even to finish at close */
+        return ta_error_set(err, TACT_EDEVICE, "CL:%d: stopped, and the device did not finish its work within %d s; it may be lost", d->index,
+                            S_STOP_GRACE_MS / 1000);
+    }
+    if (status < 0) return s_fail(err, TACT_EDEVICE, "the queue failed", status);
     return stopped ? ta_error_set(err, TACT_ESTOPPED, "CL:%d: stopped (the context is closing)", d->index) : TACT_OK;
 }
 

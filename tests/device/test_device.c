@@ -350,3 +350,38 @@ Test(device, opencl_program_binaries_are_cached_and_checked) {
     cr_assert_eq(system(cmd), 0);
     free(dir);
 }
+
+/* A stop asked for during a long kernel: the kernel cannot be interrupted,
+ * so sync waits for it (within a grace period) and reports the stop. */
+static int s_stop_at_once(void *ud) {
+    ++*(int *)ud;
+    return 1;
+}
+
+Test(device, a_stop_during_an_opencl_kernel_is_reported_once_it_ends) {
+    if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ta_cl_device.open(&dev, 0, &(ta_device_options_t){0, 0, NULL}, &err), TACT_OK, "%s", err.text);
+    const char *src =
+        "__kernel void busy(__global float *o, __global const ulong *args, long n) {\n"
+        "  float x = 1.0f; for (long i = 0; i < 30000000; i++) x = fma(x, 0.999999f, 1e-7f);\n"
+        "  o[get_global_id(0)] = x;\n}\n";
+    void *prog, *o;
+    cr_assert_eq(ta_cl_device.load(dev, src, strlen(src), "busy", &prog, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cl_device.alloc(dev, 4 * 4, &o, &err), TACT_OK, "%s", err.text);
+    void *bufs[1] = {o};
+    ta_launch_t l = {bufs, 1, NULL, 0, 4, 1, 4};
+    cr_assert_eq(ta_cl_device.launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    int ticks = 0;
+    int rc = ta_cl_device.sync(dev, s_stop_at_once, &ticks, &err);
+    cr_assert(rc == TACT_ESTOPPED || (rc == TACT_OK && ticks == 0), "got %s: %s", tact_status_name(rc), err.text);
+    if (rc == TACT_ESTOPPED) cr_assert(strstr(err.text, "stopped") && ticks == 1, "%s (%d ticks)", err.text, ticks);
+    /* The device is usable after: the kernel ended within the grace period. */
+    float out[4];
+    cr_assert_eq(ta_cl_device.copy_out(dev, out, o, sizeof out, &err), TACT_OK, "%s", err.text);
+    cr_assert(out[0] > 0.0f);
+    ta_cl_device.unload(dev, prog);
+    ta_cl_device.free(dev, o);
+    ta_cl_device.close(&dev);
+}
