@@ -20,14 +20,15 @@
  * OpenCL): nothing but the device's own calls may touch them.  Programs
  * are the bytes the compiler pool built for the device's kind: a shared
  * object (CPU) or OpenCL C source (CL).  A kernel computes `align`
- * consecutive outputs per work item, n / align items in all (the launch's
- * global size); its arguments are its buffers, in order, then the values
- * of its argument CONSTs (ta_ast_arg_word's encoding) and n:
+ * outputs per work item, n / align items in all (the launch's global
+ * size); its arguments are its buffers, in order, then the values of its
+ * argument CONSTs (ta_ast_arg_word's encoding) and n:
  *
  *     CPU:  void NAME(int64_t start, int64_t end, void **bufs, const uint64_t *args)
  *           computes outputs [start, end) (multiples of align)
  *     CL:   __kernel void NAME(__global T0 *data0, ..., __global const ulong *args, long n)
- *           work item i computes outputs [i * align, (i + 1) * align) if below n
+ *           work item i (below n / align) computes align outputs: on the CPU
+ *           consecutive ones; on CL the kernel decodes which from i
  */
 
 typedef struct ta_device ta_device_t;
