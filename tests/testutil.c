@@ -106,3 +106,14 @@ static void s_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng, int depth
 
 void tu_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng) { s_rec_random(type, rec, rng, 0); }
 ta_recs_t tu_recs_random(ta_rec_type_t type, uint64_t *rng) { return s_recs_random(type, rng, 0); }
+
+void tu_window(const int64_t *p, tact_window *w) {
+    tact_window_default(w);
+    w->groups = (int)p[0];
+    w->stride[0] = p[1], w->stride[1] = p[2];
+    w->dilation[0] = p[3], w->dilation[1] = p[4];
+    w->npad = (int)p[5];
+    for (int i = 0; i < 4; i++) w->padding[i] = p[6 + i];
+    w->count_include_pad = (int)p[10];
+    w->kernel[0] = p[11], w->kernel[1] = p[12];
+}

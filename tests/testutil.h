@@ -29,4 +29,10 @@ void tu_rec_reset(void);
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 
+/* The window of the golden files' int parameters p (gen_api_golden.py's
+ * layout): groups, stride (2), dilation (2), npad, padding (4),
+ * count_include_pad, kernel (2). */
+#include "tact.h"
+void tu_window(const int64_t *p, tact_window *w);
+
 #endif

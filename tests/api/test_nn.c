@@ -13,23 +13,11 @@
 
 #include "golden_nn.inc"
 
-/* p: groups, stride (2), dilation (2), npad, padding (4), count_include_pad, kernel (2), bias. */
-static void s_window(const int64_t *p, tact_window *w) {
-    tact_window_default(w);
-    w->groups = (int)p[0];
-    w->stride[0] = p[1], w->stride[1] = p[2];
-    w->dilation[0] = p[3], w->dilation[1] = p[4];
-    w->npad = (int)p[5];
-    for (int i = 0; i < 4; i++) w->padding[i] = p[6 + i];
-    w->count_include_pad = (int)p[10];
-    w->kernel[0] = p[11], w->kernel[1] = p[12];
-}
-
 static tact_ctx *s_ctx; /* the test's context, for scalars */
 
 static tact_tensor *s_apply(const golden_nn_t *g, tact_tensor **in) {
     tact_window w;
-    s_window(g->p, &w);
+    tu_window(g->p, &w); /* then p[13]: bias, p[14..15]: output_padding */
     const char *f = g->fn;
     if (!strcmp(f, "conv2d") || !strcmp(f, "conv1d") || !strcmp(f, "conv3d")) return tact_conv2d(in[0], in[1], g->p[13] ? in[2] : NULL, &w);
     if (!strcmp(f, "max_pool1d") || !strcmp(f, "avg_pool1d")) {

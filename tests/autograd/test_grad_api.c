@@ -20,17 +20,9 @@ static tact_ctx *s_ctx; /* the test's context, for scalars */
 
 static tact_tensor *s_num(double v) { return tact_scalar(s_ctx, v); }
 
-/* p: groups, stride (2), dilation (2), npad, padding (4), count_include_pad, kernel (2), bias, output_padding (2),
- * spatial dims (0: the default). */
+/* tu_window's p, then bias, output_padding (2), spatial dims (0: the default). */
 static void s_window(const int64_t *p, tact_window *w) {
-    tact_window_default(w);
-    w->groups = (int)p[0];
-    w->stride[0] = p[1], w->stride[1] = p[2];
-    w->dilation[0] = p[3], w->dilation[1] = p[4];
-    w->npad = (int)p[5];
-    for (int i = 0; i < 4; i++) w->padding[i] = p[6 + i];
-    w->count_include_pad = (int)p[10];
-    w->kernel[0] = p[11], w->kernel[1] = p[12];
+    tu_window(p, w);
     w->output_padding[0] = p[14], w->output_padding[1] = p[15];
     if (p[16]) w->ndims = (int)p[16];
 }
