@@ -142,11 +142,7 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     d->guards = guards;
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
-    pthread_condattr_t ca; /* timed waits on the monotonic clock: a clock step stops no heartbeat */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->done, &ca);
-    pthread_condattr_destroy(&ca);
+    ta_cond_init_monotonic(&d->done);
     for (int i = 0; i < threads; i++) {
         if (pthread_create(&d->workers[i], NULL, s_worker, d) != 0) {
             s_close(&d);
@@ -310,11 +306,7 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
             pthread_cond_wait(&d->done, &d->lock);
             continue;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 20 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&d->done, &d->lock, &ts);
+        ta_cond_wait_ms(&d->done, &d->lock, 20);
         if (!d->busy || stopped) continue;
         pthread_mutex_unlock(&d->lock);
         stopped = tick(ud) != 0;

@@ -102,6 +102,12 @@ typedef struct ta_device_ops {
     int (*check_guards)(ta_device_t *dev, void *buf, size_t bytes, ta_error_t *err);
 } ta_device_ops_t;
 
+/* A condition variable whose timed waits use the monotonic clock (a clock
+ * step stops no heartbeat), and a wait of at most ms milliseconds on it. */
+#include <pthread.h>
+void ta_cond_init_monotonic(pthread_cond_t *c);
+void ta_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, int ms);
+
 enum { TA_GUARD_BYTES = 4096 };
 
 /* The guard pattern's byte at offset i of a guard. */

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "device.h"
 
@@ -49,6 +50,23 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     *ops = kind;
     *index = (int)i;
     return TACT_OK;
+}
+
+void ta_cond_init_monotonic(pthread_cond_t *c) {
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void ta_cond_wait_ms(pthread_cond_t *c, pthread_mutex_t *m, int ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += (long)ms * 1000 * 1000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    pthread_cond_timedwait(c, m, &ts);
 }
 
 int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *what, ta_error_t *err) {

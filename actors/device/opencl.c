@@ -464,11 +464,7 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
     s_wait_t *w = ta_calloc(1, sizeof *w);
     if (!w) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
     pthread_mutex_init(&w->lock, NULL);
-    pthread_condattr_t ca; /* timed waits on the monotonic clock: a clock step stops no heartbeat */
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    ta_cond_init_monotonic(&w->cond);
     w->refs = 2;
     cl_event marker;
     e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &marker);
@@ -484,13 +480,10 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
     struct timespec since;
     pthread_mutex_lock(&w->lock);
     while (!w->done && !gave_up) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += 20 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
-        pthread_cond_timedwait(&w->cond, &w->lock, &ts);
+        ta_cond_wait_ms(&w->cond, &w->lock, 20);
         if (w->done) continue;
         if (stopped) { /* a kernel that runs cannot be stopped: it gets a grace period */
+            struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
             gave_up = (ts.tv_sec - since.tv_sec) * 1000 + (ts.tv_nsec - since.tv_nsec) / 1000000 > S_STOP_GRACE_MS;
             continue;
