@@ -8,6 +8,7 @@
 #include "cc.h"
 #include "device.h"
 #include "dtype.h"
+#include "hash.h"
 #include "map.h"
 #include "mem.h"
 #include "mpread.h"
@@ -82,6 +83,7 @@ typedef struct {
     size_t nfailed, failed_cap;
     s_prog_t *loaded; /* every program loaded so far: loaded once */
     size_t nloaded, loaded_cap;
+    ta_map_t loaded_index; /* s_prog_key(digest, name) -> index in loaded (a step per kernel looks it up) */
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
     uint64_t cached_bytes;
@@ -162,12 +164,20 @@ static void s_buf_drop(s_state_t *s, uint64_t id, int keep_memory) {
 /* Loads kernel name of an object once, and returns the device's handle.
  * A load may take long (an OpenCL build): the client waiting for the
  * realize gets a heartbeat first. */
+static uint64_t s_prog_key(const char *digest, const char *name) {
+    char both[33 + 64];
+    uint64_t h[2];
+    int n = snprintf(both, sizeof both, "%s %s", digest, name);
+    ta_hash128(both, (size_t)n < sizeof both ? (size_t)n : sizeof both - 1, h);
+    return h[0];
+}
+
 static int s_load(ta_actor_t *self, s_state_t *s, const ta_bytes_t obj, const char *digest, const char *name, void **out, ta_error_t *err) {
-    for (size_t i = 0; i < s->nloaded; i++)
-        if (strcmp(s->loaded[i].key, digest) == 0 && strcmp(s->loaded[i].name, name) == 0) {
-            *out = s->loaded[i].prog;
-            return TACT_OK;
-        }
+    uint64_t key = s_prog_key(digest, name), i;
+    if (ta_map_get(&s->loaded_index, key, &i) && strcmp(s->loaded[i].key, digest) == 0 && strcmp(s->loaded[i].name, name) == 0) {
+        *out = s->loaded[i].prog;
+        return TACT_OK;
+    }
     if (!obj.len) return ta_error_set(err, TACT_EPROTO, "executor: program %s: digest %s names no object this executor was sent", name, digest);
     /* What is loaded is exactly what the compiler sent. */
     char want[33];
@@ -180,6 +190,10 @@ static int s_load(ta_actor_t *self, s_state_t *s, const ta_bytes_t obj, const ch
     if (!s->dev_ops->host_memory) ta_actor_progress(self, (uint32_t)s->run.reply_to, s->run.corr);
     int rc = s->dev_ops->load(s->dev, obj.ptr, obj.len, name, &p->prog, err);
     if (rc != TACT_OK) return rc;
+    if (ta_map_put(&s->loaded_index, key, s->nloaded) != TACT_OK) {
+        s->dev_ops->unload(s->dev, p->prog);
+        return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    }
     snprintf(p->key, sizeof p->key, "%s", digest);
     snprintf(p->name, sizeof p->name, "%s", name);
     s->nloaded++;
@@ -438,6 +452,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(s->cache);
     for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, s->loaded[i].prog);
     ta_free(s->loaded);
+    ta_map_fini(&s->loaded_index);
     s_plan_free(s->run.p);
     ta_free(s->bufs);
     ta_free(s->failed);
