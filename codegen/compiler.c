@@ -295,9 +295,8 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) 
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
     ta_target_t target = s->opencl ? ta_target_cl() : ta_target_host();
-    job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->err);
+    job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
-    if (job->rc == TACT_OK) job->width = ta_render_vector_width(job->src);
 }
 
 /* Sends job's PROGRAM: its memo entry's (or its failure). */

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "lower.h"
@@ -702,7 +701,8 @@ static const char *s_kind_name(ta_axis_kind_t k) {
     return n[k];
 }
 
-int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
+int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *name, size_t name_len, int64_t *align, int *width,
+                    ta_error_t *err) {
     *src = NULL;
     int rc = ta_ast_check(a, err);
     if (rc != TACT_OK) return rc;
@@ -738,6 +738,7 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         }
     }
     *align = l->align;
+    if (width) *width = l->width > 1 ? l->width : 1;
     /* On OpenCL an outer loop over outputs becomes work items: a work
      * item computes align / size outputs (not contiguous ones: the launch
      * only counts items), and many items keep a device busy. */
@@ -796,12 +797,7 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     return TACT_OK;
 }
 
-int ta_render_vector_width(const char *src) {
-    const char *at = strstr(src, "#define TACT_W ");
-    return at ? atoi(at + 15) : 1;
-}
-
 int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err) {
     ta_target_t t = ta_target_host();
-    return ta_render_c_for(a, &t, src, name, name_len, align, err);
+    return ta_render_c_for(a, &t, src, name, name_len, align, NULL, err);
 }

@@ -26,15 +26,14 @@
  * tiles of outputs needs whole tiles).  Returns TACT_OK, TACT_EINVAL for a
  * malformed AST or TACT_ENOMEM, with err filled. */
 int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err);
-/* The same for a given target (ta_render_c lowers for this machine). */
+/* The same for a given target (ta_render_c lowers for this machine), with
+ * the vector width the source uses into *width (1: none; width may be
+ * NULL).  Sources of one width may be compiled together in one file: each
+ * defines its helpers only if no earlier one did; sources of different
+ * widths may not. */
 struct ta_target;
-int ta_render_c_for(const ta_ast_t *a, const struct ta_target *t, char **src, char *name, size_t name_len, int64_t *align,
+int ta_render_c_for(const ta_ast_t *a, const struct ta_target *t, char **src, char *name, size_t name_len, int64_t *align, int *width,
                     ta_error_t *err);
-
-/* The vector width a rendered kernel's source uses (1: none).  Sources of
- * one width may be compiled together in one file: each defines its helpers
- * only if no earlier one did; sources of different widths may not. */
-int ta_render_vector_width(const char *src);
 
 /* The source every kernel file starts with (types and helpers). */
 const char *ta_render_prelude(void);
