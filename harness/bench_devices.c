@@ -19,8 +19,7 @@ int h_bench_devices(int quick) {
         fprintf(stderr, "bench devices: no OpenCL device (install pocl-opencl-icd)\n");
         return 1;
     }
-    char peer[64];
-    snprintf(peer, sizeof peer, "tact CPU device");
+    const char *peer = "tact CPU device";
     int reps = quick ? 2 : 5, ok = 1;
     /* x*y+z over 4M floats: 64 MiB of traffic a run. */
     enum { E = 4 << 20 };

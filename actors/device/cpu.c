@@ -122,6 +122,7 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     info->memory = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
     info->max_buffer = info->memory;
     info->max_group = 1;
+    info->fp64 = 1;
     return TACT_OK;
 }
 

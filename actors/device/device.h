@@ -51,6 +51,7 @@ typedef struct ta_device_info {
     uint64_t max_buffer; /* the largest buffer, in bytes */
     int64_t max_group;   /* the largest work group (CPU: 1) */
     int fp16;            /* computes in half precision natively (CL: cl_khr_fp16) */
+    int fp64;            /* computes in double precision (CL: cl_khr_fp64) */
 } ta_device_info_t;
 
 /* One kernel launch. */

@@ -147,6 +147,7 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     info->max_buffer = max_alloc;
     info->max_group = (int64_t)group;
     info->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
+    info->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
     return TACT_OK;
 }
 
@@ -175,14 +176,18 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     d->index = index;
     d->guards = guards;
     if (opt->cache_dir) snprintf(d->cache_dir, sizeof d->cache_dir, "%s", opt->cache_dir);
-    int rc = s_find(index, &d->id, NULL, err);
+    ta_device_info_t info;
+    int rc = s_describe(index, &info, err);
+    if (rc == TACT_OK) rc = s_find(index, &d->id, NULL, err);
+    if (rc == TACT_OK && !info.fp64) /* kernel arguments and some helpers are float64 */
+        rc = ta_error_set(err, TACT_EDEVICE, "CL:%d (%s) has no double precision (cl_khr_fp64), which tact's OpenCL kernels need for now", index,
+                          info.model);
     cl_int e = CL_SUCCESS;
     if (rc == TACT_OK && !(d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a context", e);
     if (rc == TACT_OK && !(d->q = clCreateCommandQueue(d->ctx, d->id, 0, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a queue", e);
     uint64_t zero = 0;
     if (rc == TACT_OK && !(d->no_args = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &e)))
         rc = s_fail(err, TACT_EDEVICE, "cannot create a buffer", e);
-    cl_ulong max_alloc = 0;
     cl_device_fp_config fp = 0;
     cl_uint base_align = 0;
     if (rc == TACT_OK && guards) {
@@ -191,22 +196,10 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
             rc = ta_error_set(err, TACT_EDEVICE, "CL:%d: sub-buffers must start at multiples of %u bytes: no guards", index, base_align / 8);
     }
     if (rc == TACT_OK) {
-        clGetDeviceInfo(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL);
         clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
-        d->max_buffer = max_alloc;
+        d->max_buffer = info.max_buffer;
         d->exact_div_sqrt = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-        char name[128] = "", version[128] = "", platform[128] = "";
-        cl_platform_id pid = NULL;
-        clGetDeviceInfo(d->id, CL_DEVICE_NAME, sizeof name - 1, name, NULL);
-        clGetDeviceInfo(d->id, CL_DRIVER_VERSION, sizeof version - 1, version, NULL);
-        clGetDeviceInfo(d->id, CL_DEVICE_PLATFORM, sizeof pid, &pid, NULL);
-        if (pid) clGetPlatformInfo(pid, CL_PLATFORM_VERSION, sizeof platform - 1, platform, NULL);
-        snprintf(d->identity, sizeof d->identity, "%s|%s|%s", name, version, platform);
-        char ext[8192] = "";
-        clGetDeviceInfo(d->id, CL_DEVICE_EXTENSIONS, sizeof ext - 1, ext, NULL);
-        if (!strstr(ext, "cl_khr_fp64")) /* kernel arguments and some helpers are float64 */
-            rc = ta_error_set(err, TACT_EDEVICE, "CL:%d (%s) has no double precision (cl_khr_fp64), which tact's OpenCL kernels need for now", index,
-                              name);
+        snprintf(d->identity, sizeof d->identity, "%s|%s", info.model, info.driver); /* the driver: the platform and its version */
     }
     if (rc != TACT_OK) {
         s_close(&d);
