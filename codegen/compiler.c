@@ -1,4 +1,4 @@
-/* compiler.c - a compiler pool worker: renders a kernel AST as C, compiles it (or finds it cached), reports the program. */
+/* compiler.c - a compiler pool worker: renders kernel ASTs as C (or OpenCL C), compiles them (or finds them cached), reports the programs. */
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -52,7 +52,7 @@ typedef struct {
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
-    int opencl;          /* the device is OpenCL: programs are OpenCL C source, one kernel each */
+    int opencl;          /* the device is OpenCL: a program is OpenCL C source, which the device builds */
 } s_state_t;
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -279,9 +279,9 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
 /* Finds job j's kernel in the memo or earlier in the batch (by the digest
  * of its AST's bytes: a kernel seen again is not even decoded), or decodes
  * and renders it. */
-static void s_prepare(s_state_t *s, s_job_t *jobs, int j, const ta_bytes_t ast) {
+static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     s_job_t *job = &jobs[j];
-    job->ast = ast;
+    const ta_bytes_t ast = job->ast;
     ta_cc_digest(ast.ptr, ast.len, job->e.key);
     if (s_memo_find(s, job->e.key, ast)) return;
     for (int k = 0; k < j; k++)
@@ -336,16 +336,16 @@ enum { S_BATCH = 16 }; /* kernels built together at most (the planner sends no m
 
 /* Builds and answers a batch of jobs: memo hits as they are, the rest
  * rendered and built in one object per vector width. */
-static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *jobs, const ta_bytes_t *asts, int n) {
+static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *jobs, int n) {
     s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, jobs[0].corr, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &tick.last);
-    for (int j = 0; j < n; j++) s_prepare(s, jobs, j, asts[j]);
+    for (int j = 0; j < n; j++) s_prepare(s, jobs, j);
     /* Kernels known already go out before anything is built (the executor
      * may be waiting for one), and before new entries replace old ones. */
     uint32_t dest = (uint32_t)m->as.compile.reply_to;
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == TACT_OK && !jobs[j].src && jobs[j].same_as < 0) {
-            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key, asts[j]), dest, m->as.compile.realize);
+            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key, jobs[j].ast), dest, m->as.compile.realize);
             jobs[j].answered = 1;
         }
     int group[S_BATCH];
@@ -360,7 +360,7 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
         s_build_group(s, jobs, group, ng, &tick);
     }
     for (int j = 0; j < n; j++)
-        if (jobs[j].rc == TACT_OK && jobs[j].built) s_memo_add(s, &jobs[j].e, asts[j]);
+        if (jobs[j].rc == TACT_OK && jobs[j].built) s_memo_add(s, &jobs[j].e, jobs[j].ast);
     for (int j = 0; j < n; j++) {
         s_job_t *job = &jobs[j];
         if (!job->answered) {
@@ -368,7 +368,7 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
                 job->rc = jobs[job->same_as].rc;
                 job->err = jobs[job->same_as].err;
             }
-            const s_memo_t *hit = job->rc == TACT_OK ? s_memo_find(s, job->e.key, asts[j]) : NULL;
+            const s_memo_t *hit = job->rc == TACT_OK ? s_memo_find(s, job->e.key, job->ast) : NULL;
             if (job->rc == TACT_OK && !hit) job->rc = ta_error_set(&job->err, TACT_ENOMEM, "compiler: out of memory keeping kernel %s", job->e.name);
             s_answer(self, job, hit, dest, m->as.compile.realize);
         }
@@ -391,7 +391,6 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     /* A COMPILE of more kernels than a batch (the planner sends none) is
      * built a batch at a time. */
     s_job_t jobs[S_BATCH];
-    ta_bytes_t asts[S_BATCH];
     ta_recs_it_t it;
     ta_job_rec_t rec;
     ta_recs_begin(&it, &m->as.compile.jobs);
@@ -405,10 +404,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             jobs[n].same_as = -1;
             snprintf(jobs[n].e.name, sizeof jobs[n].e.name, "?");
             jobs[n].e.align = 1;
-            asts[n++] = rec.ast;
+            jobs[n++].ast = rec.ast;
         }
         if (n && (n == S_BATCH || !more)) {
-            s_batch(self, s, m, jobs, asts, n);
+            s_batch(self, s, m, jobs, n);
             n = 0;
         }
         if (!more) break;
