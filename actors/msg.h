@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 8
+#define TA_PROTOCOL_VERSION 9
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -104,10 +104,11 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
 #define TA_REC_FIELDS_AST(F, R)                                                                                   \
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, U64, reduce_mask) F(R, U64A, buf_dtypes, 32) F(R, I64A, buf_sizes, 32) \
     F(R, RECS, views, VSTACK) F(R, RECS, nodes, ANODE)
-#define TA_REC_FIELDS_KERNEL(F, R) F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args) F(R, U64S, fused)
+#define TA_REC_FIELDS_KERNEL(F, R) \
+    F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args) F(R, U64S, fused) F(R, U64, device) F(R, U64, copy)
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
-    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args)
+    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args) F(R, U64, copy) F(R, U64, peer)
 #define TA_REC_FIELDS_JOB(F, R) F(R, U64, index) F(R, U64, corr) F(R, MP, ast)
 
 typedef enum ta_rec_type {
@@ -262,8 +263,8 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_TOTAL(F, M) F(M, U64, count) F(M, F64, sum) F(M, BIN, digest)
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
-    F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64, executor) \
-    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, STR, device)
+    F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64S, executors) \
+    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, STR, devices)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes)
@@ -277,7 +278,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
 #define TA_FIELDS_RUN(F, M) \
-    F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, U64, kernels_before) F(M, I64, status) F(M, STR, what) F(M, STR, text)
+    F(M, U64, realize) F(M, U64, plan) F(M, U64, reply_to) F(M, U64, final) F(M, I64, status) F(M, STR, what) F(M, STR, text)
 #define TA_FIELDS_COPY_OUT(F, M) F(M, U64, buf) F(M, U64, bytes) F(M, U64, reply_to)
 #define TA_FIELDS_FREE(F, M) F(M, U64S, bufs)
 #define TA_FIELDS_PROGRESS(F, M)

@@ -6,20 +6,27 @@
 
 #include "cc.h"
 
-void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers) {
+void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers, uint64_t *executors, char *devices, size_t devices_size) {
     ta_msg_init(m, TA_MSG_CONFIG);
     ta_config_msg_t *c = &m->as.config;
     c->client = w->client;
     c->graph = w->graph;
     c->scheduler = w->scheduler;
     c->planner = w->planner;
-    c->executor = w->executor;
+    size_t used = 0;
+    devices[0] = '\0';
+    for (int i = 0; i < w->ndevices; i++) {
+        executors[i] = w->executor[i];
+        int n = snprintf(devices + used, devices_size - used, "%s%s", i ? "," : "", w->device[i]);
+        if (n > 0 && (size_t)n < devices_size - used) used += (size_t)n;
+    }
+    c->executors = ta_u64s(executors, (size_t)w->ndevices);
     c->autograd = w->autograd;
     for (int i = 0; i < w->ncompilers; i++) compilers[i] = w->compiler[i];
     c->compilers = ta_u64s(compilers, (size_t)w->ncompilers);
     c->schedule_cache = w->schedule_cache;
     c->cc = ta_bytes_str(w->cc);
-    c->device = ta_bytes_str(w->device[0] ? w->device : "CPU");
+    c->devices = ta_bytes_str(devices);
 }
 
 void ta_stage_local(const void *arg, ta_stage_local_t *out) {
@@ -31,6 +38,27 @@ void ta_stage_local(const void *arg, ta_stage_local_t *out) {
     out->cpu_threads = 1;
     out->compile_limit_s = 300;
     ta_cc_cache_dir(out->cache_dir, sizeof out->cache_dir);
+}
+
+int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port) {
+    for (int i = 0; i < w->ndevices; i++)
+        if (w->executor[i] == port) return i;
+    return -1;
+}
+
+/* Splits CONFIG's device list (names joined by commas) into n->device, one
+ * per executor; -1 when the counts differ or a name is empty or long. */
+static int s_devices(const ta_bytes_t list, ta_pipeline_t *n) {
+    size_t at = 0;
+    for (int i = 0; i < n->ndevices; i++) {
+        size_t end = at;
+        while (end < list.len && list.ptr[end] != ',') end++;
+        if (end == at || end - at >= sizeof n->device[i]) return -1;
+        memcpy(n->device[i], list.ptr + at, end - at);
+        n->device[i][end - at] = '\0';
+        at = end + 1;
+    }
+    return at == list.len + 1 ? 0 : -1;
 }
 
 static int s_port(uint64_t v, uint32_t *out) {
@@ -47,16 +75,22 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     uint64_t id;
     ta_u64s_it_t it;
     if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
-        s_port(c->planner, &n.planner) || s_port(c->executor, &n.executor) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
-        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc || c->device.len >= sizeof n.device)
+        s_port(c->planner, &n.planner) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
+        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc || c->executors.n < 1 || c->executors.n > TA_MAX_DEVICES)
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
+    ta_u64s_begin(&it, &c->executors);
+    while (ta_u64s_next(&it, &id))
+        if (s_port(id, &n.executor[n.ndevices++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names executor port 0", ta_actor_name(self));
+    if (s_devices(c->devices, &n) != 0)
+        return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG's devices do not name one device per executor", ta_actor_name(self));
     ta_u64s_begin(&it, &c->compilers);
     while (ta_u64s_next(&it, &id))
         if (s_port(id, &n.compiler[n.ncompilers++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
     n.schedule_cache = c->schedule_cache != 0;
     if (c->cc.len) memcpy(n.cc, c->cc.ptr, c->cc.len);
-    if (c->device.len) memcpy(n.device, c->device.ptr, c->device.len);
-    else snprintf(n.device, sizeof n.device, "CPU");
+    n.self_device = role == TA_ROLE_EXECUTOR ? ta_pipeline_device_of(&n, ta_actor_id(self)) : -1;
+    if (role == TA_ROLE_EXECUTOR && n.self_device < 0)
+        return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG does not list this executor", ta_actor_name(self));
     uint32_t up = role == TA_ROLE_GRAPH       ? n.client
                   : role == TA_ROLE_SCHEDULER ? n.graph
                   : role == TA_ROLE_PLANNER   ? n.scheduler

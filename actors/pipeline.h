@@ -7,6 +7,7 @@
 #include "actor.h"
 
 #define TA_MAX_COMPILERS 8
+#define TA_MAX_DEVICES 8
 
 /*
  * The wiring and settings of a context's pipeline.  The client fills it
@@ -19,14 +20,22 @@ typedef struct ta_pipeline {
     uint32_t graph;
     uint32_t scheduler;
     uint32_t planner;
-    uint32_t executor;
+    uint32_t executor[TA_MAX_DEVICES]; /* one per device, in the order of devices */
+    int ndevices;
     uint32_t autograd;
     uint32_t compiler[TA_MAX_COMPILERS];
     int ncompilers;
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
     char cc[512];       /* the kernel compiler command (TACT_CC when the context opened): objects depend on it */
-    char device[16];    /* the device the executor runs on and the compilers build for ("CPU", "CL:0") */
+    /* The devices, by index (a node's NODE.device): the first is the
+     * context's default; executor[i] runs device[i] ("CPU", "CPU:1",
+     * "CL:0") and the compilers build for its kind. */
+    char device[TA_MAX_DEVICES][16];
+    int self_device; /* an executor's own index; -1 in other stages */
 } ta_pipeline_t;
+
+/* The index of the executor whose port is port, or -1. */
+int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port);
 
 /*
  * What a stage takes from the process it runs in rather than from CONFIG:
@@ -59,9 +68,10 @@ typedef enum ta_role {
     TA_ROLE_AUTOGRAD,  /* upstream: the graph */
 } ta_role_t;
 
-/* Fills the CONFIG message m from w; compilers (TA_MAX_COMPILERS entries)
- * holds the array m borrows. */
-void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers);
+/* Fills the CONFIG message m from w; compilers (TA_MAX_COMPILERS entries),
+ * executors (TA_MAX_DEVICES) and devices (the names joined by commas) hold
+ * what m borrows. */
+void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers, uint64_t *executors, char *devices, size_t devices_size);
 
 /*
  * From a stage's handler, on CONFIG: checks m, copies it into *w and makes

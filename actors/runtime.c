@@ -820,10 +820,14 @@ int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply,
     return rc;
 }
 
-static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
+static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
 
 int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
-    return s_port_wait(p, corr, reply, timeout_ms, 1, err);
+    return s_port_wait(p, corr, 0, reply, timeout_ms, 1, err);
+}
+
+int ta_port_wait_from(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
+    return s_port_wait(p, corr, from, reply, timeout_ms, extend, err);
 }
 
 void ta_port_forget(ta_port_t *p, uint64_t upto) {
@@ -844,15 +848,15 @@ void ta_port_forget(ta_port_t *p, uint64_t upto) {
 }
 
 int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
-    return s_port_wait(p, corr, reply, timeout_ms, 0, err);
+    return s_port_wait(p, corr, 0, reply, timeout_ms, 0, err);
 }
 
-static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
+static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
     if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
     int rc;
     /* A reply that came while the port waited for another one was kept. */
     for (s_deferred_t **pd = &p->deferred, *prev = NULL; *pd; prev = *pd, pd = &(*pd)->next) {
-        if ((*pd)->msg.corr != corr) continue;
+        if ((*pd)->msg.corr != corr || (from && (*pd)->msg.sender != from)) continue;
         s_deferred_t *d = *pd;
         *pd = d->next;
         if (p->deferred_tail == d) p->deferred_tail = prev;
@@ -881,7 +885,7 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout
             ta_msg_release(reply);
             continue;
         }
-        if (reply->corr == corr) break;
+        if (reply->corr == corr && (!from || reply->sender == from)) break;
         s_deferred_t *d = ta_malloc(sizeof *d);
         if (!d) {
             ta_msg_release(reply);

@@ -168,6 +168,11 @@ void ta_port_forget(ta_port_t *p, uint64_t upto);
  * heartbeats or not (closing does not wait for long work). */
 int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
 
+/* ta_port_wait (extend 1) or ta_port_wait_within (extend 0) for the
+ * message carrying corr from port from: several ports answering one
+ * request (a realize on several executors) are taken in a fixed order. */
+int ta_port_wait_from(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
+
 /* For actors: the mailbox socket (to poll), a receive that does not record,
  * and the recording of a message when it is processed. */
 void *ta_port_mailbox(ta_port_t *p);

@@ -29,10 +29,11 @@
 
 enum { S_MEMO = 256 };
 
-/* A kernel this worker built or found: the digest of its AST's bytes, and
- * what PROGRAM carries for it. */
+/* A kernel this worker built or found: the digest of its AST's bytes and
+ * target, and what PROGRAM carries for it. */
 typedef struct {
     char key[33];
+    int opencl; /* built for an OpenCL device */
     char name[64];
     int64_t align;
     int nargs;
@@ -52,7 +53,7 @@ typedef struct {
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
-    int opencl;          /* the device is OpenCL: a program is OpenCL C source, which the device builds */
+    int opencl;          /* the COMPILE's device is OpenCL: a program is OpenCL C source, which the device builds */
 } s_state_t;
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -99,7 +100,8 @@ static uint64_t s_key64(const char *key) {
  * taken only if the bytes are the same (a digest can be made to collide). */
 static s_memo_t *s_memo_find(s_state_t *s, const char *key, ta_bytes_t ast) {
     uint64_t i;
-    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].ast_len == ast.len &&
+    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].opencl == s->opencl &&
+        s->memo[i].ast_len == ast.len &&
         memcmp(s->memo[i].ast, ast.ptr, ast.len) == 0)
         return &s->memo[i];
     return NULL;
@@ -133,6 +135,7 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
         return;
     }
     *slot = *e;
+    slot->opencl = s->opencl;
     slot->obj = o->bytes;
     slot->ast = ast_copy;
     slot->ast_len = ast.len;
@@ -283,6 +286,11 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     s_job_t *job = &jobs[j];
     const ta_bytes_t ast = job->ast;
     ta_cc_digest(ast.ptr, ast.len, job->e.key);
+    if (s->opencl) { /* another target, another key */
+        char both[40];
+        snprintf(both, sizeof both, "%s CL", job->e.key);
+        ta_cc_digest(both, strlen(both), job->e.key);
+    }
     if (s_memo_find(s, job->e.key, ast)) return;
     for (int k = 0; k < j; k++)
         if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && jobs[k].ast.len == ast.len && memcmp(jobs[k].ast.ptr, ast.ptr, ast.len) == 0) {
@@ -381,13 +389,14 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_COMPILER);
-        s->opencl = strncmp(s->w.device, "CL", 2) == 0;
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (m->type != TA_MSG_COMPILE || !s->configured)
         return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
-    if (!m->as.compile.reply_to || m->as.compile.reply_to > UINT32_MAX)
-        return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE names no port to reply to");
+    /* The kernels are built for the device of the executor they go to. */
+    int device = m->as.compile.reply_to <= UINT32_MAX ? ta_pipeline_device_of(&s->w, (uint32_t)m->as.compile.reply_to) : -1;
+    if (device < 0) return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE replies to a port that is no executor");
+    s->opencl = strncmp(s->w.device[device], "CL", 2) == 0;
     /* A COMPILE of more kernels than a batch (the planner sends none) is
      * built a batch at a time. */
     s_job_t jobs[S_BATCH];

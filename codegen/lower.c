@@ -390,7 +390,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 break;
             }
             slots = ta_sym_slots(pos) | ta_sym_slots(valid);
-            ln->padded = l->pad >= 0 && (slots >> l->pad & 1);
+            /* Through any axis over the padded dim: its loop, an upcast or
+             * the vector.  (A loop of one tile has no index of its own.) */
+            ln->padded = 0;
+            for (int x = 0; x < l->naxes && l->pad >= 0; x++)
+                if (l->axes[x].dim == l->pad_dim && !l->axes[x].reduce && (slots >> x & 1)) ln->padded = 1;
             if (l->vector >= 0 && n->op != TA_OP_CONST) {
                 int64_t k;
                 int linear = !(ta_sym_slots(valid) >> l->vector & 1) && ta_sym_linear(pos, l->vector, &k);

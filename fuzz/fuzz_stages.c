@@ -1,6 +1,7 @@
 /* fuzz_stages.c - libFuzzer target: the pipeline's stages (graph, scheduler, planner, executor, gradient engine) fed arbitrary messages. */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "pipeline.h"
 #include "replay.h"
@@ -24,17 +25,22 @@ static int s_capture(void *ud, const ta_msg_t *m) {
 
 static void s_restart(void) {
     for (int i = 0; i < S_NSTAGES; i++) ta_stage_destroy(&s_stages[i]);
-    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = 7, .autograd = 8, .ncompilers = 2,
-                               .schedule_cache = 1};
+    /* Two devices, so records naming device 1 and copies between them are
+     * taken too (the second executor, port 9, is not started). */
+    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = {7, 9}, .ndevices = 2, .autograd = 8,
+                               .ncompilers = 2, .schedule_cache = 1};
     s_wiring.compiler[0] = 5, s_wiring.compiler[1] = 6;
+    snprintf(s_wiring.device[0], sizeof s_wiring.device[0], "CPU");
+    snprintf(s_wiring.device[1], sizeof s_wiring.device[1], "CPU:1");
     for (int i = 0; i < S_NSTAGES; i++) {
         ta_error_t err;
         s_stages[i] = ta_stage_new(s_ops[i], NULL, s_ids[i], s_capture, NULL, &err);
         if (!s_stages[i]) __builtin_trap();
         /* Configured as a context configures them, so inputs reach their work. */
         ta_msg_t cfg;
-        uint64_t compilers[TA_MAX_COMPILERS];
-        ta_pipeline_to_msg(&s_wiring, &cfg, compilers);
+        uint64_t compilers[TA_MAX_COMPILERS], executors[TA_MAX_DEVICES];
+        char devices[TA_MAX_DEVICES * 17];
+        ta_pipeline_to_msg(&s_wiring, &cfg, compilers, executors, devices, sizeof devices);
         cfg.sender = 1;
         /* A stage that refuses its CONFIG would refuse every input: the
          * fuzzer would test nothing. */

@@ -53,6 +53,7 @@ typedef struct g_node {
     int grad;        /* differentiable: the client's record had flags bit 0 (its result requires a gradient) */
     int consumed;    /* a backward went through it (a second one is refused) */
     int sealed;      /* its buffer is final (the realize that gave it was waited for and did not fail) */
+    int device;      /* the index of its device (NODE.device): where its buffer is, or its kernel runs */
 } g_node_t;
 
 /* A slot of the node map: the id (0: empty) and its node. */
@@ -88,7 +89,6 @@ typedef struct {
     uint64_t realize;         /* the client's number for it, or 0 */
     uint64_t corr, reply_to;  /* the client's REALIZE */
     uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
-    uint64_t kernels_before;  /* kernels of its earlier parts */
     uint64_t *targets;        /* its tensors */
     size_t ntargets, targets_cap;
     g_given_t *given;         /* by realize, oldest first */
@@ -176,6 +176,7 @@ static uint64_t s_content_hash(const g_node_t *n) {
     S_MIX(n->nargs);
     for (int i = 0; i < n->nargs; i++) S_MIX(n->args[i]);
     S_MIX(n->grad);
+    S_MIX(n->device);
 #undef S_MIX
     /* A finalizer (splitmix64's): the table indexes by the low bits, which
      * the multiplications above leave poorly mixed for ids that differ by
@@ -199,7 +200,7 @@ static g_node_t *s_cse_find(g_state_t *g, const g_node_t *n) {
     g_cse_t *e = &g->cse[s_cse_slot(g, n->hash)];
     g_node_t *m = e->id ? s_find(g, e->id) : NULL;
     if (!m || m->op != n->op || m->dtype != n->dtype || !ta_shape_equal(&m->shape, &n->shape) || m->nsrc != n->nsrc ||
-        m->nargs != n->nargs || m->grad != n->grad)
+        m->nargs != n->nargs || m->grad != n->grad || m->device != n->device)
         return NULL;
     for (int i = 0; i < n->nsrc; i++)
         if (m->src[i] != n->src[i]) return NULL;
@@ -245,10 +246,16 @@ static void s_cse_remove(g_state_t *g, const g_node_t *n) {
  * after every RUN the graph sent before, so no plan in flight loses one. */
 static int s_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) {
     if (!n) return TACT_OK;
-    ta_msg_t m;
-    ta_msg_init(&m, TA_MSG_FREE);
-    m.as.free.bufs = ta_u64s(ids, n);
-    return ta_actor_send(self, g->w.executor, &m);
+    /* Every executor hears (each frees those it holds): a dropped buffer's
+     * node may be gone already, and with it which device had it. */
+    for (int d = 0; d < g->w.ndevices; d++) {
+        ta_msg_t m;
+        ta_msg_init(&m, TA_MSG_FREE);
+        m.as.free.bufs = ta_u64s(ids, n);
+        int rc = ta_actor_send(self, g->w.executor[d], &m);
+        if (rc != TACT_OK) return rc;
+    }
+    return TACT_OK;
 }
 
 /* Counts one more base naming buf; TACT_ENOMEM leaves the count as it was. */
@@ -386,6 +393,8 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     ta_op_class_t cls = ta_op_class(n->op);
     if (n->op == TA_OP_CONST || n->op == TA_OP_EMPTY) arity = 0;
     if (n->nsrc != arity) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): %d sources", n->id, ta_op_name(n->op), n->nsrc);
+    if (n->op == TA_OP_COPY && (src[0]->dtype != n->dtype || src[0]->device == n->device))
+        return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (COPY): a copy goes to another device, with its source's dtype", n->id);
     switch (cls) {
     case TA_OPC_UNARY:
     case TA_OPC_BINARY:
@@ -504,6 +513,7 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
     c->src[0] = src->id;
     c->buf = c->id;
     c->grad = 1; /* a copy passes a gradient on */
+    c->device = src->device;
     if (s_buf_hold(g, c->buf) != TACT_OK) {
         s_remove(g, c->id);
         s_node_free(c);
@@ -517,7 +527,7 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
 static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     uint64_t id = r->id;
     if (r->op >= TA_OP__COUNT || !ta_dtype_valid((int)r->dtype) || r->base || r->st.n || (r->flags & ~(uint64_t)TA_NODE_GRAD) ||
-        r->bufref || r->device)
+        r->bufref || r->device >= (uint64_t)g->w.ndevices)
         return ta_error_set(err, TACT_EPROTO, "op batch: op %" PRIu64 ": malformed record", id);
     if (!id || s_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
     g_node_t tmp;
@@ -532,6 +542,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     tmp.nargs = (int)r->n_args;
     memcpy(tmp.args, r->args, sizeof *tmp.args * r->n_args);
     tmp.grad = (r->flags & TA_NODE_GRAD) != 0;
+    tmp.device = (int)r->device;
     /* A source that duplicates another node is read as that node, so
      * chains of duplicates are found duplicate too. */
     for (int i = 0; i < tmp.nsrc; i++) {
@@ -539,7 +550,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         if (sn && sn->alias && !sn->grad) tmp.src[i] = sn->alias; /* a differentiable alias stays on the path (it may be a target) */
     }
     ta_op_class_t cls = ta_op_class(tmp.op);
-    if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_COPY || tmp.op == TA_OP_CUSTOM)
+    if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_CUSTOM)
         return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": %s is not supported yet", id, ta_op_name(tmp.op));
     int rc = s_validate(g, &tmp, err);
     if (rc != TACT_OK) return rc;
@@ -567,7 +578,9 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
      * holds new data, ASSIGN, or CONTIGUOUS, the user's way to a buffer of
      * one's own). */
     g_node_t *same = NULL;
-    if (tmp.op != TA_OP_ASSIGN) s_fold(g, &tmp, &same);
+    if (tmp.op != TA_OP_ASSIGN && tmp.op != TA_OP_COPY) s_fold(g, &tmp, &same);
+    /* A node stays on its device: no folding into a node of another. */
+    if (same && s_find(g, same->is_view ? same->base : same->id)->device != tmp.device) same = NULL;
     /* A differentiable op is never shared: a backward consumes what it
      * goes through, and a graph built again must be new (as in the
      * reference, where each op is a Function of its own). */
@@ -590,8 +603,9 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     nd->buffer = nd->writes; /* the client's bytes are on their way to the executor */
     for (int i = 0; i < nd->nsrc; i++) s_ref(g, nd->src[i]);
     g_node_t *s0 = nd->nsrc ? s_find(g, nd->src[0]) : NULL;
-    if (cls == TA_OPC_MOVEMENT || (tmp.op == TA_OP_CONTIGUOUS && s0->is_view && ta_vstack_contiguous(s0->st)) ||
-        (tmp.op == TA_OP_CONTIGUOUS && !s0->is_view)) {
+    int same_device = s0 && s_find(g, s0->is_view ? s0->base : s0->id)->device == nd->device;
+    if (cls == TA_OPC_MOVEMENT || (tmp.op == TA_OP_CONTIGUOUS && same_device && s0->is_view && ta_vstack_contiguous(s0->st)) ||
+        (tmp.op == TA_OP_CONTIGUOUS && same_device && !s0->is_view)) {
         /* A view: movement folded into the source's stack.  contiguous()
          * of something already laid out contiguously is a view too. */
         ta_vstack_t *st = ta_malloc(sizeof *st); /* built in place: a stack is 3 KiB */
@@ -617,6 +631,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         nd->is_view = 1;
         nd->base = s0->is_view ? s0->base : s0->id;
         nd->buf = nd->base;
+        nd->device = s_find(g, nd->base)->device; /* a view is where its base is */
         s_ref(g, nd->base);
     }
     /* A base not counted would free its buffer early: the op is refused. */
@@ -729,6 +744,7 @@ static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, ta_node
     for (uint32_t i = 0; i < r->n_srcs; i++) r->srcs[i] = s_find(g, n->src[i])->pos;
     r->n_args = (uint32_t)n->nargs;
     memcpy(r->args, n->args, sizeof *r->args * r->n_args);
+    r->device = (uint64_t)n->device;
     r->base = n->is_view ? s_find(g, n->base)->pos : n->pos;
     if (n->is_view) r->st = ta_vstack_recs(n->st, views);
     int keep = n->client_ref || n->children > n->internal;
@@ -850,7 +866,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
 }
 
 static void s_end_realize(g_state_t *g) {
-    g->realize = g->corr = g->awaited = g->kernels_before = 0;
+    g->realize = g->corr = g->awaited = 0;
     g->ntargets = 0;
 }
 
@@ -865,8 +881,12 @@ static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) 
     r.as.run.plan = plan;
     r.as.run.reply_to = g->reply_to;
     r.as.run.final = (uint64_t)final;
-    r.as.run.kernels_before = g->kernels_before;
-    return ta_actor_send(self, g->w.executor, &r);
+    /* Every executor runs its share of the part and answers the client. */
+    for (int d = 0; d < g->w.ndevices; d++) {
+        int rc = ta_actor_send(self, g->w.executor[d], &r);
+        if (rc != TACT_OK) return rc;
+    }
+    return TACT_OK;
 }
 
 /* The realize failed here (its next part could not be scheduled): the
@@ -879,12 +899,12 @@ static void s_fail_realize(ta_actor_t *self, g_state_t *g, int code, const char 
     r.as.run.realize = g->realize;
     r.as.run.reply_to = g->reply_to;
     r.as.run.final = 1;
-    r.as.run.kernels_before = g->kernels_before;
     r.as.run.status = code < 0 ? code : TACT_EACTOR;
     r.as.run.what = ta_bytes_str(what);
     r.as.run.text = ta_bytes_str(text);
-    if (ta_actor_send(self, g->w.executor, &r) != TACT_OK) /* then the client hears it straight */
-        ta_actor_send_error(self, (uint32_t)g->reply_to, g->corr, code, what, text);
+    /* Each executor answers (a send that fails broke the pipeline, which
+     * the client's wait notices). */
+    for (int d = 0; d < g->w.ndevices; d++) ta_actor_send(self, g->w.executor[d], &r);
     s_end_realize(g);
 }
 
@@ -956,7 +976,6 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     g->realize = rq->realize;
     g->corr = m->corr;
     g->reply_to = m->sender;
-    g->kernels_before = 0;
     int rc = needed ? s_schedule_next(self, g) : s_send_run(self, g, 0, 1);
     if (!needed || rc != TACT_OK) s_end_realize(g);
     if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
@@ -983,7 +1002,6 @@ static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     }
     int more = s_targets_pending(g);
     int rc = s_send_run(self, g, m->corr, !more);
-    g->kernels_before += m->as.scheduled.kernels;
     if (rc == TACT_OK && more) rc = s_schedule_next(self, g);
     if (rc != TACT_OK) s_fail_realize(self, g, rc, "SCHEDULE", rc == TACT_ENOMEM ? "graph: out of memory" : tact_strerror(rc));
     else if (!more) s_end_realize(g);
@@ -1004,7 +1022,7 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     c.as.copy_out.buf = b->buf;
     c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
     c.as.copy_out.reply_to = m->sender;
-    return ta_actor_send(self, g->w.executor, &c);
+    return ta_actor_send(self, g->w.executor[b->device], &c);
 }
 
 /* --------------------------------------------------------------- backward */
@@ -1367,7 +1385,7 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error
         ta_msg_init(&w, TA_MSG_WRITE);
         w.as.write.buf = m->as.write.buf;
         w.bulk = m->bulk;
-        int rc = ta_actor_send(self, g->w.executor, &w);
+        int rc = ta_actor_send(self, g->w.executor[nd->device], &w);
         return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "write: cannot send the bytes to the executor");
     }
     }

@@ -38,7 +38,7 @@ struct ti_ctx {
     ta_port_t *port;
     ta_pipeline_t wiring;
     ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
-    ta_actor_t *graph, *scheduler, *planner, *executor, *autograd, *compilers[TA_MAX_COMPILERS];
+    ta_actor_t *graph, *scheduler, *planner, *executors[TA_MAX_DEVICES], *autograd, *compilers[TA_MAX_COMPILERS];
     int timeout_ms;
     uint64_t next_id;
     s_scope_t *scopes;
@@ -210,6 +210,7 @@ ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
     t->shape = *shape;
     t->message = NULL;
     t->requires_grad = -1;
+    t->device = -1;
     ti_tensor_t *owned = s_own(ctx, t);
     return owned ? owned : tc_error(ctx, TACT_ENOMEM, "out of memory for a tensor");
 }
@@ -247,6 +248,7 @@ static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc,
     for (int i = 0; i < nsrc; i++) r.srcs[i] = srcs[i]->id;
     r.n_args = (uint32_t)nargs;
     if (nargs) memcpy(r.args, args, sizeof *r.args * (size_t)nargs);
+    r.device = out->device > 0 ? (uint64_t)out->device : 0;
     msgpack_packer pk;
     msgpack_packer_init(&pk, &ctx->batch, msgpack_sbuffer_write);
     if (ta_rec_pack(TA_REC_NODE, &r, &pk) != 0) return TACT_ENOMEM;
@@ -288,6 +290,29 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
 ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args,
                              int grad) {
     if (out->status) return out;
+    /* An op runs where its sources live (a COPY's device is its own); all
+     * of them on one device, but for those made of constants only. */
+    if (op == TA_OP_EMPTY && out->device < 0) out->device = 0;
+    for (int i = 0; i < nsrc && op != TA_OP_COPY; i++) {
+        if (srcs[i]->device < 0 || srcs[i]->device == out->device) continue;
+        if (out->device < 0) {
+            out->device = srcs[i]->device;
+            continue;
+        }
+        const ta_pipeline_t *w = &out->ctx->wiring;
+        out->status = TACT_EDEVICE;
+        char text[200];
+        snprintf(text, sizeof text, "%s: its sources are on two devices, %s and %s (move one with tact_to first)", ta_op_name(op),
+                 w->device[out->device], w->device[srcs[i]->device]);
+        out->message = ta_strdup(text);
+        return out;
+    }
+    /* Constants stay deviceless through elementwise and movement ops,
+     * which fuse into whatever reads them; anything that gets a buffer of
+     * its own (a reduce, a contiguous copy) is made on the first device. */
+    ta_op_class_t cls = ta_op_class(op);
+    if (out->device < 0 && op != TA_OP_CONST && cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && cls != TA_OPC_MOVEMENT)
+        out->device = 0;
     if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args, grad) != TACT_OK) {
         out->status = TACT_ENOMEM;
         out->message = ta_strdup("out of memory recording an op");
@@ -318,10 +343,10 @@ ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *
  * mailbox waits for room until the timeout). */
 static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     ta_error_t err;
-    ta_actor_t **all[5 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
+    ta_actor_t **all[4 + TA_MAX_COMPILERS + TA_MAX_DEVICES] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
     size_t n = 3;
     for (int i = 0; i < TA_MAX_COMPILERS; i++) all[n++] = &ctx->compilers[i];
-    all[n++] = &ctx->executor;
+    for (int i = 0; i < TA_MAX_DEVICES; i++) all[n++] = &ctx->executors[i];
     all[n++] = &ctx->autograd;
     for (size_t i = 0; i < n; i++)
         if (ta_actor_stop(all[i], &err) != TACT_OK && first && !first->code) *first = err;
@@ -329,12 +354,14 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
 static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeout_ms, msgpack_sbuffer *sb) {
+    char devices[TA_MAX_DEVICES * 17] = "";
+    for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(devices + used, sizeof devices - (size_t)used, "%s%s", i ? "," : "", w->device[i]);
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 #define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
 #define S_INT(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_int64(&pk, v))
     int bad = msgpack_pack_map(&pk, 10) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
-              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", w->device) ||
+              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", devices) ||
               S_INT("cpu_threads", o->cpu_threads) || S_INT("compile_workers", w->ncompilers) || S_INT("timeout_ms", timeout_ms) ||
               S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags()) || S_INT("schedule_cache", w->schedule_cache);
 #undef S_STR
@@ -345,6 +372,43 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
 int ti_ctx_open(ti_ctx_t **out, const tact_options *opts) {
     const char *sc = getenv("TACT_SCHEDULE_CACHE");
     return ti_ctx_open_as(out, opts, ta_cc_compiler(), !(sc && strcmp(sc, "0") == 0));
+}
+
+/* Splits the device list ("CPU", "CPU:0,CPU:1", "CPU,CL") into canonical
+ * names ("CPU" for the CPU's device 0, "CL:k" for OpenCL).  Returns TACT_OK,
+ * or the error's code with s_open_error set and *n the code as well. */
+static int s_parse_devices(const char *list, char (*names)[16], int *n) {
+    *n = 0;
+    const char *p = list;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char name[32];
+        const ta_device_ops_t *ops;
+        int index;
+        ta_error_t err;
+        int rc = len >= sizeof name ? ta_error_set(&err, TACT_EINVAL, "device name '%.*s...' is too long", 20, p) : TACT_OK;
+        if (rc == TACT_OK) {
+            memcpy(name, p, len);
+            name[len] = '\0';
+            rc = ta_device_find(name, &ops, &index, &err);
+        }
+        if (rc == TACT_OK && *n == TA_MAX_DEVICES) rc = ta_error_set(&err, TACT_EINVAL, "more than %d devices", TA_MAX_DEVICES);
+        if (rc == TACT_OK) {
+            if (ops == &ta_cpu_device && index == 0) snprintf(names[*n], 16, "CPU");
+            else snprintf(names[*n], 16, "%s:%d", ops->kind, index);
+            for (int i = 0; i < *n; i++)
+                if (strcmp(names[i], names[*n]) == 0) rc = ta_error_set(&err, TACT_EINVAL, "%s is listed twice", names[i]);
+        }
+        if (rc != TACT_OK) {
+            snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", list, err.text);
+            *n = rc;
+            return rc;
+        }
+        (*n)++;
+        if (!end) return TACT_OK;
+        p = end + 1;
+    }
 }
 
 int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int schedule_cache) {
@@ -367,21 +431,12 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         return TACT_EINVAL;
     }
     cfg.log_path = o.log_path;
-    /* One device for the whole context, for now: the option, else
-     * TACT_DEVICE, else the CPU. */
-    const char *device = o.devices ? o.devices : getenv("TACT_DEVICE");
-    if (!device || !*device) device = "CPU";
-    const ta_device_ops_t *dev_ops;
-    int dev_index;
-    ta_error_t dev_err;
-    if (strchr(device, ',')) {
-        snprintf(s_open_error, sizeof s_open_error, "devices '%s': one device per context for now", device);
-        return TACT_EDEVICE;
-    }
-    if (ta_device_find(device, &dev_ops, &dev_index, &dev_err) != TACT_OK) {
-        snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", device, dev_err.text);
-        return dev_err.code;
-    }
+    /* The devices: the option, else TACT_DEVICE, else the CPU. */
+    const char *devices = o.devices ? o.devices : getenv("TACT_DEVICE");
+    if (!devices || !*devices) devices = "CPU";
+    char names[TA_MAX_DEVICES][16];
+    int ndevices = 0;
+    if (s_parse_devices(devices, names, &ndevices) != TACT_OK) return ndevices;
     if (o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS || o.cpu_threads < 0 || o.timeout_ms < 0) {
         snprintf(s_open_error, sizeof s_open_error, "options out of range (compile_workers 0..%d, cpu_threads >= 0)",
                  TA_MAX_COMPILERS);
@@ -426,8 +481,9 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     w->schedule_cache = schedule_cache;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
-    snprintf(w->device, sizeof w->device, "%s:%d", dev_ops->kind, dev_index);
-    if (dev_ops == &ta_cpu_device) snprintf(w->device, sizeof w->device, "CPU"); /* the virtual ones come with several devices */
+    w->ndevices = ndevices;
+    memcpy(w->device, names, sizeof names);
+    w->self_device = -1;
     /* The log's run header: what a replay needs to run the same pipeline. */
     msgpack_sbuffer header;
     msgpack_sbuffer_init(&header);
@@ -452,21 +508,24 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, local, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
         w->compiler[i] = ta_actor_id(ctx->compilers[i]);
     }
-    if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executor, &err)) != TACT_OK) goto fail;
-    w->executor = ta_actor_id(ctx->executor);
+    for (int i = 0; i < w->ndevices; i++) {
+        if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executors[i], &err)) != TACT_OK) goto fail;
+        w->executor[i] = ta_actor_id(ctx->executors[i]);
+    }
     if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
     w->autograd = ta_actor_id(ctx->autograd);
     /* Every stage learns the wiring from CONFIG (and its upstream from it)
      * before any work is sent: each is a request, answered in turn. */
-    uint32_t stages[5 + TA_MAX_COMPILERS] = {w->graph, w->scheduler, w->planner};
+    uint32_t stages[4 + TA_MAX_COMPILERS + TA_MAX_DEVICES] = {w->graph, w->scheduler, w->planner};
     int nstages = 3;
     for (int i = 0; i < w->ncompilers; i++) stages[nstages++] = w->compiler[i];
-    stages[nstages++] = w->executor;
+    for (int i = 0; i < w->ndevices; i++) stages[nstages++] = w->executor[i];
     stages[nstages++] = w->autograd;
     for (int i = 0; i < nstages; i++) {
         ta_msg_t cfg, reply;
-        uint64_t compilers[TA_MAX_COMPILERS];
-        ta_pipeline_to_msg(w, &cfg, compilers);
+        uint64_t compilers[TA_MAX_COMPILERS], executors[TA_MAX_DEVICES];
+        char list[TA_MAX_DEVICES * 17];
+        ta_pipeline_to_msg(w, &cfg, compilers, executors, list, sizeof list);
         ta_msg_init(&reply, TA_MSG_READY);
         rc = ta_port_request(ctx->port, stages[i], &cfg, &reply, ctx->timeout_ms, &err);
         ta_msg_release(&reply);
@@ -595,7 +654,10 @@ void ti_shape(const ti_tensor_t *t, int64_t *out) {
 }
 int64_t ti_numel(const ti_tensor_t *t) { return t ? ta_shape_numel(&t->shape) : 0; }
 tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT32; }
-const char *ti_device(const ti_tensor_t *t) { return t && t->ctx ? t->ctx->wiring.device : "CPU"; }
+const char *ti_device(const ti_tensor_t *t) {
+    if (!t || !t->ctx) return "CPU";
+    return t->ctx->wiring.device[t->device > 0 ? t->device : 0];
+}
 int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
 const char *ti_error_message(const ti_tensor_t *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
 const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
@@ -702,6 +764,40 @@ ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
     return x->status ? x : tc_unary(x, TA_OP_CONTIGUOUS, x->dtype);
 }
 
+ti_tensor_t *ti_to(ti_tensor_t *x, const char *device) {
+    if (!x) return &s_null_arg;
+    x = tc_solid(x);
+    if (x->status) return x;
+    ti_ctx_t *ctx = x->ctx;
+    const ta_pipeline_t *w = &ctx->wiring;
+    if (!device) return tc_error(ctx, TACT_EINVAL, "to: device is NULL");
+    /* The name as the context lists it ("CPU:0" is "CPU", "CL" is "CL:0"). */
+    const ta_device_ops_t *ops;
+    int index, at = -1;
+    ta_error_t err;
+    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return tc_error(ctx, err.code, "to: %s", err.text);
+    char name[32];
+    if (ops == &ta_cpu_device && index == 0) snprintf(name, sizeof name, "CPU");
+    else snprintf(name, sizeof name, "%s:%d", ops->kind, index);
+    for (int i = 0; i < w->ndevices; i++)
+        if (strcmp(w->device[i], name) == 0) at = i;
+    if (at < 0) {
+        char list[TA_MAX_DEVICES * 17] = "";
+        for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "", w->device[i]);
+        return tc_error(ctx, TACT_EDEVICE, "to: %s is not one of this context's devices (%s; tact_options.devices)", device, list);
+    }
+    if (x->device == at) return x;
+    ti_tensor_t *out = tc_new(ctx, x->dtype, &x->shape);
+    if (out->status) return out;
+    out->device = at;
+    /* Constants alone are computed where they are wanted; anything else
+     * is made contiguous where it is, then copied as a whole buffer. */
+    if (x->device < 0) return tc_emit(out, TA_OP_CONTIGUOUS, 1, (const ti_tensor_t *const[]){x}, 0, NULL);
+    ti_tensor_t *src = ti_contiguous(x);
+    if (src->status) return src;
+    return tc_emit(out, TA_OP_COPY, 1, (const ti_tensor_t *const[]){src}, 0, NULL);
+}
+
 ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     ti_tensor_t *e = tc_any_error(2, (ti_tensor_t *[]){target, value});
     if (e) return e;
@@ -712,6 +808,8 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     if (value->weak) value = tc_materialize(value, target->dtype);
     if (value->dtype != target->dtype)
         return tc_error(ctx, TACT_EDTYPE, "assign: value is %s, target is %s", ta_dtype_name(value->dtype), ta_dtype_name(target->dtype));
+    if (value->device >= 0 && value->device != (target->device > 0 ? target->device : 0))
+        return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s (move it with tact_to first)", ti_device(value), ti_device(target));
     ta_shape_t out;
     ta_error_t err;
     if (ta_shape_broadcast(&value->shape, &target->shape, "assign", &out, &err) != TACT_OK || !ta_shape_equal(&out, &target->shape)) {
@@ -745,21 +843,38 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
  * hears of the failed ones with the next REALIZE. */
 static int s_wait(ti_ctx_t *ctx, int closing) {
     int first = TACT_OK;
+    const ta_pipeline_t *w = &ctx->wiring;
     for (size_t i = 0; i < ctx->ninflight; i++) {
-        ta_msg_t reply;
+        /* Every executor answers each realize, in the order of the devices. */
+        int rc = TACT_OK;
         ta_error_t err = {0, ""};
-        ta_msg_init(&reply, TA_MSG_READY);
-        int rc = closing ? ta_port_wait_within(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err)
-                         : ta_port_wait(ctx->port, ctx->inflight[i].corr, &reply, ctx->timeout_ms, &err);
-        if (rc == TACT_ETIMEDOUT && closing)
-            ta_error_set(&err, rc, "close: realize %" PRIu64 " was still running after %d ms; stopped", ctx->inflight[i].realize, ctx->timeout_ms);
-        else if (rc == TACT_ETIMEDOUT)
-            ta_error_set(&err, rc, "no answer to realize %" PRIu64 ", and no sign of work on it, within %d ms", ctx->inflight[i].realize, ctx->timeout_ms);
-        if (rc == TACT_OK && reply.type == TA_MSG_DONE && reply.as.done.kernels) {
-            ctx->stats.planned_peak_bytes = reply.as.done.planned_peak;
-            ctx->stats.unplanned_bytes = reply.as.done.unplanned;
-            ctx->stats.device_bytes = reply.as.done.device_bytes;
-            ctx->stats.kernels = reply.as.done.kernels;
+        tact_stats sum;
+        memset(&sum, 0, sizeof sum);
+        for (int d = 0; d < w->ndevices; d++) {
+            ta_msg_t reply;
+            ta_error_t e = {0, ""};
+            ta_msg_init(&reply, TA_MSG_READY);
+            int r = ta_port_wait_from(ctx->port, ctx->inflight[i].corr, w->executor[d], &reply, ctx->timeout_ms, !closing, &e);
+            if (r == TACT_ETIMEDOUT && closing)
+                ta_error_set(&e, r, "close: realize %" PRIu64 " was still running after %d ms; stopped", ctx->inflight[i].realize, ctx->timeout_ms);
+            else if (r == TACT_ETIMEDOUT)
+                ta_error_set(&e, r, "no answer to realize %" PRIu64 ", and no sign of work on it, within %d ms", ctx->inflight[i].realize,
+                             ctx->timeout_ms);
+            if (r == TACT_OK && reply.type == TA_MSG_DONE) {
+                sum.planned_peak_bytes += reply.as.done.planned_peak;
+                sum.unplanned_bytes += reply.as.done.unplanned;
+                sum.device_bytes += reply.as.done.device_bytes;
+                sum.kernels += reply.as.done.kernels;
+            }
+            if (r != TACT_OK && rc == TACT_OK) rc = r, err = e;
+            ta_msg_release(&reply);
+            if (r == TACT_ETIMEDOUT) break; /* the others are not waited for as long again */
+        }
+        if (rc == TACT_OK && sum.kernels) {
+            ctx->stats.planned_peak_bytes = sum.planned_peak_bytes;
+            ctx->stats.unplanned_bytes = sum.unplanned_bytes;
+            ctx->stats.device_bytes = sum.device_bytes;
+            ctx->stats.kernels = sum.kernels;
             ctx->stats.realizes++;
         } else if (rc == TACT_OK) {
             ctx->stats.kernels = 0;
@@ -773,7 +888,6 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
             }
         }
         ctx->settled = ctx->inflight[i].realize;
-        ta_msg_release(&reply);
     }
     /* Answers that come after their wait gave up are dropped, not kept. */
     if (ctx->ninflight) ta_port_forget(ctx->port, ctx->inflight[ctx->ninflight - 1].corr);

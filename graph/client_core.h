@@ -39,6 +39,10 @@ struct ti_tensor {
      * for its bytes at once (the graph refuses if they are not there, and
      * the read realizes first after all). */
     int realized;
+    /* The device index it lives on (the context's device list), or -1 for
+     * a tensor made of constants only, which joins whatever device it
+     * meets and is computed on the first device when realized alone. */
+    int device;
 };
 
 /* Shared by client.c and the files of the primitive ops (client_create.c,

@@ -64,7 +64,7 @@ static int s_drive(tact_ctx *ctx, const ta_log_stream_info_t *client, ta_error_t
         int rc;
         if (rec->dir == TA_LOG_IN) {
             ta_msg_init(&reply, TA_MSG_EOS);
-            rc = m.corr ? ta_port_wait(port, m.corr, &reply, ta_ctx_timeout_ms(ctx), &e) : ta_port_recv(port, &reply, ta_ctx_timeout_ms(ctx), &e);
+            rc = m.corr ? ta_port_wait_from(port, m.corr, m.sender, &reply, ta_ctx_timeout_ms(ctx), 1, &e) : ta_port_recv(port, &reply, ta_ctx_timeout_ms(ctx), &e);
             if (rc != TACT_OK && reply.type == TA_MSG_ERROR) rc = TACT_OK; /* a recorded failure, replayed */
             ta_msg_release(&reply);
             if (rc != TACT_OK) return ta_error_set(err, rc, "replay: client record %zu (%s): %s", k, ta_msg_type_name(m.type), e.text);

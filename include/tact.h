@@ -177,12 +177,16 @@ typedef struct tact_options {
      * refused), or "tcp-insecure" (plain tcp: any local process that finds
      * the port can send as anyone; for benchmarks and debugging only). */
     const char *transport;
-    /* The device the context computes on: "CPU" or an OpenCL device, "CL"
-     * (CL:0) or "CL:k" (tact_devices lists them); NULL: $TACT_DEVICE, else
-     * "CPU".  One device per context for now; an absent one fails the open
-     * with the devices present in the message. */
+    /* The devices the context computes on, separated by commas: "CPU",
+     * virtual CPU devices "CPU:1".."CPU:7" (each its own executor with
+     * cpu_threads threads; "CPU:0" is "CPU"), OpenCL devices "CL" (CL:0)
+     * or "CL:k" (tact_devices lists them), at most 8: "CPU,CPU:1",
+     * "CPU,CL".  The first is where new tensors are made; each has its own
+     * executor, and they run at the same time.  NULL: $TACT_DEVICE, else
+     * "CPU".  An absent or repeated device fails the open, naming the
+     * devices present. */
     const char *devices;
-    int cpu_threads;       /* threads of the CPU device; 0: one per core */
+    int cpu_threads;       /* threads of each CPU device; 0: one per core */
     int compile_workers;   /* compiler pool size; 0: 2 */
     const char *log_path;  /* record every message to this file; NULL: off */
     /* How long any wait lasts without a sign of life: a stage that works
@@ -290,7 +294,11 @@ tact_dtype tact_dtype_of(const tact_tensor *t);
 /* The context t belongs to (NULL for the error tensors of no context:
  * a NULL or stale handle). */
 tact_ctx *tact_tensor_ctx(const tact_tensor *t);
-/* The device the tensor lives on: its context's ("CPU", "CL:0"). */
+/* The device the tensor lives on, as the context lists it ("CPU",
+ * "CPU:1", "CL:0"; tact_options.devices).  Creation ops put tensors on the
+ * context's first device; an op runs on its sources' device (constants
+ * join whichever device they meet), and sources on two devices give an
+ * error tensor (TACT_EDEVICE) naming both. */
 const char *tact_device(const tact_tensor *t);
 /* The tensor's sticky status (TACT_OK unless it is an error tensor) and the
  * message of its first error ("" if none). */
@@ -646,6 +654,13 @@ tact_tensor *tact_setitem(tact_tensor *x, int n, const tact_index *idx, tact_ten
 
 /* A contiguous copy (or x itself once it is realized and contiguous). */
 tact_tensor *tact_contiguous(tact_tensor *x);
+
+/* x on device (one of the context's devices: "CPU", "CPU:1", "CL:0"; "CL"
+ * is "CL:0"), or x itself if it is there already.  The copy is a step of
+ * the realize like a kernel: it waits only for x, and what reads it waits
+ * only for the copy.  A device the context does not have is an error
+ * tensor (TACT_EDEVICE). */
+tact_tensor *tact_to(tact_tensor *x, const char *device);
 
 /*
  * Writes value into target's buffer when next realized, and returns target,

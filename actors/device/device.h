@@ -123,6 +123,11 @@ extern const ta_device_ops_t ta_cl_device;
 /* Programs the CL device loaded from its binary cache, in this process (tests). */
 int ta_cl_binary_hits(void);
 
+/* The most executors of this process seen running a kernel at the same
+ * moment (from a launch to its sync), since the last reset; reset 1 sets
+ * it back to 0 after reading.  For tests that devices run in parallel. */
+int ta_executor_busy_peak(int reset);
+
 /*
  * Device names: "CPU" or "CPU:k" (k < TA_MAX_CPU_DEVICES: virtual CPU
  * devices, each an executor with threads of its own on the one CPU), "CL"

@@ -1,5 +1,6 @@
 /* executor.c - a device executor actor: buffers, programs and plans, run as their inputs become ready (dataflow). */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -43,6 +44,8 @@ typedef struct {
     uint64_t *frees;
     uint64_t *args; /* the kernel's argument values */
     int nargs;
+    int copy;      /* 0 a kernel, 1 send buffer bufs[0] to peer, 2 receive bufs[0] from peer (under corr program) */
+    uint32_t peer; /* the other executor of a copy */
 } s_step_t;
 
 typedef struct {
@@ -54,10 +57,11 @@ typedef struct {
 /* The realize being run: what its RUN said, and how far it got. */
 typedef struct {
     int active;
-    uint64_t realize, plan, reply_to, corr, final, kernels_before;
+    uint64_t realize, plan, reply_to, corr, final;
     s_plan_t *p; /* NULL until its PLAN came */
-    int next;    /* the step whose PROGRAM is awaited */
+    int next;    /* the step whose PROGRAM (or copy) is awaited */
     int failed;  /* its ERROR went out: the rest is consumed, not run */
+    char failure[300]; /* why, for the executors awaiting a copy from this one */
 } s_run_t;
 
 /* A program the device made runnable, by the digest of its bytes and the
@@ -87,6 +91,7 @@ typedef struct {
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
     uint64_t cached_bytes;
+    uint64_t done_corr, done_steps; /* steps run for the realize (client corr) whose parts are running: DONE counts them */
 } s_state_t;
 
 enum { S_CACHE_LIMIT = 1 << 30 };
@@ -210,7 +215,7 @@ static void s_plan_free(s_plan_t *p) {
     ta_free(p);
 }
 
-static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
+static int s_parse_plan(const ta_pipeline_t *self_w, const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
     const ta_recs_t *steps = &m->as.plan.steps;
     s_plan_t *p = ta_calloc(1, sizeof *p);
     if (!p || !(p->steps = ta_calloc(steps->n ? steps->n : 1, sizeof *p->steps))) {
@@ -225,7 +230,10 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
     for (uint32_t i = 0; i < steps->n; i++) {
         s_step_t *st = &p->steps[p->nsteps];
         int ok = ta_recs_next(&it, &rec) && rec.n_bufs >= 1 && rec.n_bytes == rec.n_bufs && rec.n_writes == rec.n_bufs && rec.numel >= 0 &&
-                 rec.program && rec.index <= INT32_MAX;
+                 rec.program && rec.index <= INT32_MAX && rec.copy <= 2;
+        /* A copy moves one buffer between this executor and another. */
+        int peer = rec.copy && rec.peer <= UINT32_MAX ? ta_pipeline_device_of(self_w, (uint32_t)rec.peer) : -1;
+        ok = ok && (!rec.copy || (rec.n_bufs == 1 && peer >= 0 && peer != self_w->self_device));
         /* The memory a step takes over must not be one it reads. */
         for (uint32_t b = 0; ok && b < rec.n_bufs; b++) ok = !rec.reuse || rec.bufs[b] != rec.reuse;
         if (!ok) {
@@ -252,6 +260,8 @@ static int s_parse_plan(const ta_msg_t *m, s_plan_t **out, ta_error_t *err) {
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         }
         st->nargs = (int)rec.args.n;
+        st->copy = (int)rec.copy;
+        st->peer = (uint32_t)rec.peer;
     }
     *out = p;
     return TACT_OK;
@@ -269,27 +279,37 @@ static double s_ms(void) {
 static void s_fail_run_as(ta_actor_t *self, s_state_t *s, int code, const char *what, const char *text) {
     s_run_t *r = &s->run;
     if (!r->failed && s->failed_corr != r->corr) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, code, what, text);
+    if (!r->failed) snprintf(r->failure, sizeof r->failure, "%s", text);
     s->failed_corr = r->corr;
     r->failed = 1;
 }
 
 static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *text) { s_fail_run_as(self, s, code, "PLAN", text); }
 
+static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st);
+static void s_free_host(void *data, void *owner);
+
 /* Ends the run: the client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
-    int nsteps = r->p ? r->p->nsteps : 0;
+    /* A run that ends early still answers every executor awaiting a copy. */
+    for (int i = r->next; r->p && i < r->p->nsteps; i++)
+        if (r->p->steps[i].copy == 1) {
+            r->failed = 1;
+            s_send_copy(self, s, &r->p->steps[i]);
+        }
+    for (int i = 0; r->p && i < r->p->nsteps; i++) s->done_steps += r->p->steps[i].copy != 1; /* a copy counts once, where it arrives */
     if (!r->failed && r->final) {
         uint64_t live = 0;
         for (size_t i = 0; i < s->nbufs; i++) live += s->bufs[i].bytes;
         if (s->local.debug >= 1 && r->p)
             fprintf(stderr, "tact: realize %" PRIu64 ": %" PRIu64 " kernels, planned_peak=%" PRIu64 " unplanned=%" PRIu64 "\n", r->realize,
-                    r->kernels_before + (uint64_t)nsteps, r->p->planned_peak, r->p->unplanned);
+                    s->done_steps, r->p->planned_peak, r->p->unplanned);
         /* The last part's figures, and what the device holds now. */
         ta_msg_t d;
         ta_msg_init(&d, TA_MSG_DONE);
         d.corr = r->corr;
-        d.as.done.kernels = r->kernels_before + (uint64_t)nsteps;
+        d.as.done.kernels = s->done_steps;
         d.as.done.planned_peak = r->p ? r->p->planned_peak : 0;
         d.as.done.unplanned = r->p ? r->p->unplanned : 0;
         d.as.done.device_bytes = live;
@@ -304,10 +324,16 @@ static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
     return s->w.ncompilers ? s->w.compiler[(uint32_t)st->index % (uint32_t)s->w.ncompilers] : 0;
 }
 
-/* Awaits the next step's PROGRAM, or ends the run after the last. */
+
+/* The port a step awaits: its PROGRAM's compiler, or a received copy's sender. */
+static uint32_t s_awaited_from(const s_state_t *s, const s_step_t *st) { return st->copy == 2 ? st->peer : s_compiler_of(s, st); }
+
+/* Sends the copies due next, then awaits the next step's PROGRAM (or
+ * copy), or ends the run after the last. */
 static void s_await_next(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
-    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program, s_compiler_of(s, &r->p->steps[r->next]));
+    while (r->next < r->p->nsteps && r->p->steps[r->next].copy == 1) s_send_copy(self, s, &r->p->steps[r->next++]);
+    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program, s_awaited_from(s, &r->p->steps[r->next]));
     else s_finish_run(self, s);
 }
 
@@ -342,6 +368,107 @@ static int s_tick(void *ud) {
  * executor's thread. */
 enum { S_LONG_BYTES = 4 << 20, S_LONG_WORK = 4 << 20 };
 
+/* The buffer a step writes (bufs[0]): the one there, the memory of the
+ * dead temporary the planner named, or a fresh one.  NULL on error. */
+static s_buf_t *s_output(s_state_t *s, const s_step_t *st, const char *name, ta_error_t *err) {
+    s_buf_t *out = s_buf(s, st->bufs[0]);
+    if (out && out->bytes < st->bytes[0]) {
+        ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, %s writes %" PRIu64, out->id, out->bytes, name,
+                     st->bytes[0]);
+        return NULL;
+    }
+    if (out) return out;
+    s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
+    if (old && old->bytes >= st->bytes[0]) {
+        /* The planner found a dead temporary: its memory becomes the output. */
+        void *ptr = old->ptr;
+        uint64_t bytes = old->bytes;
+        s_buf_drop(s, st->reuse, 1);
+        return s_buf_add(s, st->bufs[0], ptr, bytes, err);
+    }
+    return s_buf_new(s, st->bufs[0], st->bytes[0], 0, err);
+}
+
+/* ----------------------------------------------------------------- copies */
+
+/* A send step: the buffer's first bytes[0] bytes go to the executor that
+ * receives them, as DATA under the step's corr; if the realize failed, or
+ * the bytes cannot go, an ERROR goes in their place (that executor awaits
+ * one or the other, never waits in vain). */
+static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st) {
+    ta_error_t err = {0, ""};
+    s_run_t *r = &s->run;
+    s_buf_t *b = r->failed ? NULL : s_buf(s, st->bufs[0]);
+    int rc = TACT_OK;
+    if (r->failed)
+        rc = ta_error_set(&err, TACT_EDEVICE, "on %s: %s", s->w.device[s->w.self_device], r->failure);
+    else if (!b)
+        rc = ta_error_set(&err, TACT_EDEVICE, "executor on %s: buffer %" PRIu64 " to copy does not exist (the realize that computes it failed)",
+                          s->w.device[s->w.self_device], st->bufs[0]);
+    else if (b->bytes < st->bytes[0])
+        rc = ta_error_set(&err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, a copy of %" PRIu64 " was asked", b->id, b->bytes,
+                          st->bytes[0]);
+    ta_msg_t d;
+    ta_msg_init(&d, TA_MSG_DATA);
+    d.corr = st->program;
+    d.bulk.len = st->bytes[0];
+    if (rc == TACT_OK && s->dev_ops->host_memory) {
+        d.bulk.ptr = b->ptr; /* copied into the frame during the send */
+    } else if (rc == TACT_OK) {
+        void *host = ta_malloc(d.bulk.len ? d.bulk.len : 1);
+        rc = host ? s->dev_ops->copy_out(s->dev, host, b->ptr, d.bulk.len, &err) : ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
+        if (rc != TACT_OK) ta_free(host);
+        d.bulk.ptr = host;
+        d.bulk_free = s_free_host;
+    }
+    if (rc == TACT_OK) rc = ta_port_send(ta_actor_port(self), st->peer, &d, &err);
+    if (rc != TACT_OK) {
+        if (!r->failed) s_fail_run(self, s, rc, err.text);
+        ta_actor_send_error(self, st->peer, st->program, rc, "COPY", err.text);
+    }
+    for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
+}
+
+/* The awaited DATA (or ERROR) of a receive step: the bytes become its buffer. */
+static void s_receive_copy(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    s_run_t *r = &s->run;
+    s_step_t *st = &r->p->steps[r->next++];
+    ta_error_t err = {0, ""};
+    int from = ta_pipeline_device_of(&s->w, st->peer);
+    if (m->type == TA_MSG_ERROR) {
+        ta_error_set(&err, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, "copy from %s failed: %.*s", s->w.device[from],
+                     (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
+    } else if (m->bulk.len != st->bytes[0]) {
+        ta_error_set(&err, TACT_EPROTO, "executor: a copy from %s brought %zu bytes for buffer %" PRIu64 " of %" PRIu64, s->w.device[from],
+                     m->bulk.len, st->bufs[0], st->bytes[0]);
+    } else if (!r->failed) {
+        s_buf_t *out = s_output(s, st, "a copy", &err);
+        if (out && (s->dev_ops->copy_in(s->dev, out->ptr, m->bulk.ptr, m->bulk.len, &err) != TACT_OK ||
+                    s->dev_ops->sync(s->dev, NULL, NULL, &err) != TACT_OK) && !err.code)
+            err.code = TACT_EDEVICE;
+    }
+    if (err.code && !r->failed) s_fail_run(self, s, err.code, err.text);
+    for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
+    s_await_next(self, s);
+}
+
+/* Executors of this process running a kernel now, and the most seen at
+ * once: the record that devices of one context really work in parallel
+ * (ta_executor_busy_peak). */
+static atomic_int s_busy, s_busy_peak;
+
+int ta_executor_busy_peak(int reset) {
+    int v = atomic_load(&s_busy_peak);
+    if (reset) atomic_store(&s_busy_peak, 0);
+    return v;
+}
+
+static void s_busy_enter(void) {
+    int now = atomic_fetch_add(&s_busy, 1) + 1, peak = atomic_load(&s_busy_peak);
+    while (now > peak && !atomic_compare_exchange_weak(&s_busy_peak, &peak, now)) {
+    }
+}
+
 /* Runs one step with its loaded program; returns TACT_OK or the error (err). */
 static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, const char *name, int64_t align, ta_error_t *err) {
     for (int b = 1; b < st->nbufs; b++) {
@@ -359,33 +486,20 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
                                 in->bytes, name, st->bytes[b]);
         }
     }
-    s_buf_t *out = s_buf(s, st->bufs[0]);
-    if (out && out->bytes < st->bytes[0])
-        return ta_error_set(err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, kernel %s writes %" PRIu64, out->id,
-                            out->bytes, name, st->bytes[0]);
     if (st->numel % align)
         return ta_error_set(err, TACT_EPROTO, "executor: kernel %s works on tiles of %lld outputs, not %lld", name, (long long)align,
                             (long long)st->numel);
-    if (!out) {
-        s_buf_t *old = st->reuse ? s_buf(s, st->reuse) : NULL;
-        if (old && old->bytes >= st->bytes[0]) {
-            /* The planner found a dead temporary: its memory becomes the output. */
-            void *ptr = old->ptr;
-            uint64_t bytes = old->bytes;
-            s_buf_drop(s, st->reuse, 1);
-            if (!s_buf_add(s, st->bufs[0], ptr, bytes, err)) return err->code;
-        } else if (!s_buf_new(s, st->bufs[0], st->bytes[0], 0, err)) {
-            return err->code;
-        }
-    }
+    if (!s_output(s, st, name, err)) return err->code;
     void *ptrs[TA_AST_MAX_BUFS];
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
     s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
     ta_launch_t l = {ptrs, st->nbufs, st->args, st->nargs, st->numel, align, st->work};
+    s_busy_enter();
     int rc = s->dev_ops->launch(s->dev, prog, &l, err);
     if (rc == TACT_OK) rc = s->dev_ops->sync(s->dev, touched > S_LONG_BYTES || st->work > S_LONG_WORK ? s_tick : NULL, &tick, err);
+    atomic_fetch_sub(&s_busy, 1);
     if (rc != TACT_OK) return err->code ? err->code : TACT_EDEVICE;
     /* TACT_CHECK_BOUNDS: nothing was written around any buffer it touched. */
     for (int b = 0; b < st->nbufs && s->local.check_bounds; b++) {
@@ -505,7 +619,8 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     const ta_run_msg_t *r = &m->as.run;
     if (s->run.active) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN while realize %" PRIu64 " runs", s->run.realize);
     if (!r->reply_to || r->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN names no port to answer");
-    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, r->kernels_before, NULL, 0, 0};
+    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, ""};
+    if (s->done_corr != m->corr) s->done_corr = m->corr, s->done_steps = 0; /* the first part of a realize */
     /* A later part of a realize that failed runs nothing; the client heard. */
     s->run.failed = s->failed_corr == m->corr;
     if (r->status) { /* the graph could not schedule it: the one answer comes from here */
@@ -530,7 +645,7 @@ static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_error_set(&err, rc > 0 || rc < -100 ? TACT_EPROTO : rc, "%.*s", (int)m->as.plan.text.len,
                      m->as.plan.text.ptr ? (const char *)m->as.plan.text.ptr : "");
     else
-        s_parse_plan(m, &s->run.p, &err);
+        s_parse_plan(&s->w, m, &s->run.p, &err);
     if (!s->run.p) {
         s_fail_run(self, s, err.code, err.text);
         s_finish_run(self, s);
@@ -545,7 +660,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
         int index;
-        if (rc == TACT_OK) rc = ta_device_find(s->w.device, &s->dev_ops, &index, &err);
+        if (rc == TACT_OK) rc = ta_device_find(s->w.device[s->w.self_device], &s->dev_ops, &index, &err);
         ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
         if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {
@@ -566,11 +681,23 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         return TACT_OK;
     case TA_MSG_PROGRAM:
         if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program ||
-            m->sender != s_compiler_of(s, &run->p->steps[run->next]))
+            run->p->steps[run->next].copy || m->sender != s_compiler_of(s, &run->p->steps[run->next]))
             return ta_actor_fail(self, TACT_EPROTO, "executor: a PROGRAM nobody awaits");
         s_program(self, s, m);
         return TACT_OK;
+    case TA_MSG_DATA:
+        if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program ||
+            run->p->steps[run->next].copy != 2 || m->sender != run->p->steps[run->next].peer)
+            return ta_actor_fail(self, TACT_EPROTO, "executor: a DATA nobody awaits");
+        s_receive_copy(self, s, m);
+        return TACT_OK;
     case TA_MSG_ERROR:
+        /* A copy that failed where it came from: this realize fails too. */
+        if (run->active && run->p && run->next < run->p->nsteps && run->p->steps[run->next].copy == 2 &&
+            m->corr == run->p->steps[run->next].program && m->sender == run->p->steps[run->next].peer) {
+            s_receive_copy(self, s, m);
+            return TACT_OK;
+        }
         /* An awaited reply that failed (or never came): the realize fails. */
         if (run->active && (m->corr == run->plan || (run->p && run->next < run->p->nsteps && m->corr == run->p->steps[run->next].program))) {
             char text[300];

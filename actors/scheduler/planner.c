@@ -37,6 +37,8 @@ typedef struct {
     int64_t numel;
     uint64_t work; /* iterations: the product of the AST's full shape */
     ta_u64s_t args; /* the argument values, in the KERNELS message */
+    int device;     /* where it runs (a copy: where it arrives) */
+    int from;       /* a copy's source device, else -1 */
 } s_kernel_t;
 
 /* What the planner needs of a kernel's AST, kept by the digest of its
@@ -141,6 +143,13 @@ static int s_parse(s_state_t *s, const ta_recs_t *kernels, s_kernel_t **out, int
         }
         k->args = rec->args;
         k->nbufs = hd.nbufs;
+        k->device = (int)rec->device;
+        k->from = rec->copy ? (int)rec->copy - 1 : -1;
+        if (rec->device >= (uint64_t)s->w.ndevices || rec->copy > (uint64_t)s->w.ndevices || k->from == k->device ||
+            (k->from >= 0 && hd.nbufs != 2)) {
+            rc = ta_error_set(err, TACT_EPROTO, "planner: kernel %u names devices this context does not have", q);
+            break;
+        }
         for (int b = 0; b < k->nbufs; b++) {
             k->bufs[b] = rec->bufs[b];
             k->bytes[b] = hd.bytes[b];
@@ -173,18 +182,22 @@ static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, con
         int n = 0, cap = 4;
         size_t bytes = 0;
         for (int q = c; q < nk; q += s->w.ncompilers) {
+            if (ks[q].from >= 0) continue; /* a copy: nothing to build */
+            /* A batch goes to one executor: it ends where the next kernel's device differs. */
+            int next = q + s->w.ncompilers;
+            while (next < nk && ks[next].from >= 0) next += s->w.ncompilers;
             jobs[n].index = (uint64_t)q;
             jobs[n].corr = corrs[q];
             jobs[n].ast.ptr = ks[q].ast;
             jobs[n].ast.len = ks[q].ast_len;
             n++;
             bytes += ks[q].ast_len;
-            if (n < cap && bytes < S_BATCH_BYTES && q + s->w.ncompilers < nk) continue;
+            if (n < cap && bytes < S_BATCH_BYTES && next < nk && ks[next].device == ks[q].device) continue;
             ta_msg_t msg;
             ta_msg_init(&msg, TA_MSG_COMPILE);
             msg.corr = jobs[0].corr;
             msg.as.compile.realize = realize;
-            msg.as.compile.reply_to = s->w.executor;
+            msg.as.compile.reply_to = s->w.executor[ks[q].device];
             msg.as.compile.jobs = ta_recs(TA_REC_JOB, jobs, (size_t)n);
             int rc = ta_actor_send(self, s->w.compiler[c], &msg);
             if (rc != TACT_OK) return ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
@@ -196,102 +209,200 @@ static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, con
     return TACT_OK;
 }
 
-/* Plans the kernels of m (KERNELS): sends their COMPILEs, and packs the
- * plan's steps into sb with the figures in *peak and *unplanned. */
-static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, msgpack_sbuffer *sb, uint64_t *peak_out,
-                  uint64_t *unplanned_out, ta_error_t *err) {
-    s_kernel_t *ks = NULL;
-    int nk = 0, rc = s_parse(s, &m->as.kernels.kernels, &ks, &nk, err);
-    if (rc != TACT_OK) return rc;
+/* What a kernel of the schedule is in one device's plan. */
+enum { S_NONE, S_KERNEL, S_SEND, S_RECEIVE };
+
+static int s_role(const s_kernel_t *k, int d) {
+    if (k->from < 0) return k->device == d ? S_KERNEL : S_NONE;
+    return k->device == d ? S_RECEIVE : k->from == d ? S_SEND : S_NONE;
+}
+
+/* The buffers a step of that role touches: a send reads the copy's
+ * source (its buffer 1), a receive writes its output (buffer 0). */
+static void s_role_bufs(const s_kernel_t *k, int role, int *first, int *end) {
+    *first = role == S_SEND ? 1 : 0;
+    *end = role == S_RECEIVE ? 1 : k->nbufs;
+}
+
+/* The order of device d's steps: the schedule's, but for each send,
+ * which goes right after the step that made its buffer (first, if none
+ * here did), so a copy waits only for its input, not for the kernels
+ * before it.  Fills seq (the kernel indices) and returns their count. */
+static int s_order(const s_kernel_t *ks, int nk, int d, int *seq, uint64_t *key) {
+    int n = 0;
+    for (int q = 0; q < nk; q++) {
+        int role = s_role(&ks[q], d);
+        if (role == S_NONE) continue;
+        uint64_t k = 2 * (uint64_t)q + 2;
+        if (role == S_SEND) {
+            k = 0;
+            for (int p = q - 1; p >= 0 && !k; p--) {
+                int pr = s_role(&ks[p], d);
+                if ((pr == S_KERNEL || pr == S_RECEIVE) && ks[p].bufs[0] == ks[q].bufs[1]) k = 2 * (uint64_t)p + 3;
+            }
+        }
+        /* Insertion by key, then schedule order: the lists are short. */
+        int at = n++;
+        while (at > 0 && key[at - 1] > k) seq[at] = seq[at - 1], key[at] = key[at - 1], at--;
+        seq[at] = q, key[at] = k;
+    }
+    return n;
+}
+
+/* Packs device d's plan of the kernels ks into sb (STEP records; *nsteps of
+ * them) with its figures.  corrs are the kernels' PROGRAM corrs, and the
+ * corr a copy's two steps share. */
+static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const ta_u64s_t *temps_in, int d, const uint64_t *corrs,
+                         msgpack_sbuffer *sb, uint32_t *nsteps, uint64_t *peak_out, uint64_t *unplanned_out) {
     ta_u64s_it_t it;
-    uint32_t nt = m->as.kernels.temps.n;
-    ta_u64s_begin(&it, &m->as.kernels.temps);
-    /* Per temporary: its id, its size, its last reader; the pool holds the
-     * ones whose last reader has run.  dead[] lists the temporaries by last
-     * reader (first_dead[q] .. first_dead[q + 1] die after kernel q). */
+    uint32_t nt = temps_in->n;
+    ta_u64s_begin(&it, temps_in);
+    /* Per temporary: its id, its size, its last use; the pool holds the
+     * ones whose last use has run.  dead[] lists the temporaries by the
+     * position of their last use (first_dead[i] .. first_dead[i + 1] die
+     * after step i). */
     ta_map_t index = {0};
     uint64_t *temps = ta_calloc(nt + 1, sizeof *temps), *tbytes = ta_calloc(nt + 1, sizeof *tbytes),
-             *pool = ta_calloc(nt + 1, sizeof *pool), *pool_bytes = ta_calloc(nt + 1, sizeof *pool_bytes);
+             *pool = ta_calloc(nt + 1, sizeof *pool), *pool_bytes = ta_calloc(nt + 1, sizeof *pool_bytes),
+             *key = ta_calloc((size_t)nk + 1, sizeof *key);
     int *last = ta_calloc(nt + 1, sizeof *last), *dead = ta_calloc(nt + 1, sizeof *dead),
-        *first_dead = ta_calloc((size_t)nk + 2, sizeof *first_dead);
-    int bad = !temps || !tbytes || !pool || !pool_bytes || !last || !dead || !first_dead;
+        *first_dead = ta_calloc((size_t)nk + 2, sizeof *first_dead), *seq = ta_calloc((size_t)nk + 1, sizeof *seq);
+    int bad = !temps || !tbytes || !pool || !pool_bytes || !key || !last || !dead || !first_dead || !seq;
     for (uint32_t i = 0; i < nt && !bad; i++) {
         ta_u64s_next(&it, &temps[i]);
         last[i] = -1;
         bad = ta_map_put(&index, temps[i], i) != TACT_OK;
     }
-    /* Last use of each temporary: its last reader, or the kernel that made
-     * it when nothing reads it (it is freed all the same). */
-    for (int q = 0; q < nk && !bad; q++)
-        for (int b = 0; b < ks[q].nbufs; b++) {
+    int n = bad ? 0 : s_order(ks, nk, d, seq, key);
+    /* Last use of each temporary of this device: its last reader here, or
+     * the step that made it when nothing reads it (it is freed all the same). */
+    for (int i = 0; i < n && !bad; i++) {
+        const s_kernel_t *k = &ks[seq[i]];
+        int b0, b1;
+        s_role_bufs(k, s_role(k, d), &b0, &b1);
+        for (int b = b0; b < b1; b++) {
             uint64_t t;
-            if (!ta_map_get(&index, ks[q].bufs[b], &t)) continue;
-            last[t] = q;
-            if (b == 0) tbytes[t] = ks[q].bytes[0];
+            if (!ta_map_get(&index, k->bufs[b], &t)) continue;
+            last[t] = i;
+            if (b == 0) tbytes[t] = k->bytes[0];
         }
+    }
     for (uint32_t t = 0; t < nt && !bad; t++)
         if (last[t] >= 0) first_dead[last[t] + 1]++;
-    for (int q = 0; q < nk && !bad; q++) first_dead[q + 1] += first_dead[q];
+    for (int i = 0; i < n && !bad; i++) first_dead[i + 1] += first_dead[i];
     for (uint32_t t = 0; t < nt && !bad; t++)
         if (last[t] >= 0) dead[first_dead[last[t]]++] = (int)t;
-    for (int q = nk; q > 0 && !bad; q--) first_dead[q] = first_dead[q - 1];
+    for (int i = n; i > 0 && !bad; i--) first_dead[i] = first_dead[i - 1];
     if (!bad) first_dead[0] = 0;
-    /* Walk the schedule: dead temporaries go to a pool that later outputs take from. */
+    /* Walk the steps: dead temporaries go to a pool that later outputs take from. */
     uint64_t live = 0, peak = 0, unplanned = 0;
     int npool = 0;
-    uint64_t *corrs = ta_calloc((size_t)nk + 1, sizeof *corrs);
-    bad = bad || !corrs;
-    for (int q = 0; q < nk && !bad; q++) corrs[q] = ta_actor_new_corr(self);
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-    bad = bad || ta_recs_pack_header(&pk, (size_t)nk);
-    for (int q = 0; q < nk && !bad; q++) {
-        s_kernel_t *k = &ks[q];
+    for (int i = 0; i < n && !bad; i++) {
+        int q = seq[i];
+        const s_kernel_t *k = &ks[q];
+        int role = s_role(k, d), b0, b1;
+        s_role_bufs(k, role, &b0, &b1);
         uint64_t reuse = 0;
-        unplanned += k->bytes[0];
-        if (ta_map_get(&index, k->bufs[0], NULL)) {
-            int best = -1;
-            for (int i = 0; i < npool; i++)
-                if (pool_bytes[i] >= k->bytes[0] && (best < 0 || pool_bytes[i] < pool_bytes[best])) best = i;
-            if (best >= 0) {
-                reuse = pool[best];
-                pool[best] = pool[npool - 1];
-                pool_bytes[best] = pool_bytes[--npool];
+        if (role != S_SEND) {
+            unplanned += k->bytes[0];
+            if (ta_map_get(&index, k->bufs[0], NULL)) {
+                int best = -1;
+                for (int j = 0; j < npool; j++)
+                    if (pool_bytes[j] >= k->bytes[0] && (best < 0 || pool_bytes[j] < pool_bytes[best])) best = j;
+                if (best >= 0) {
+                    reuse = pool[best];
+                    pool[best] = pool[npool - 1];
+                    pool_bytes[best] = pool_bytes[--npool];
+                }
             }
+            if (!reuse) live += k->bytes[0];
+            if (live > peak) peak = live;
         }
-        if (!reuse) live += k->bytes[0];
-        if (live > peak) peak = live;
         /* Its memory may hold a later output; the entry keeps its size. */
-        for (int d = first_dead[q]; d < first_dead[q + 1]; d++)
-            if (tbytes[dead[d]]) {
-                pool[npool] = temps[dead[d]];
-                pool_bytes[npool++] = tbytes[dead[d]];
+        for (int x = first_dead[i]; x < first_dead[i + 1]; x++)
+            if (tbytes[dead[x]]) {
+                pool[npool] = temps[dead[x]];
+                pool_bytes[npool++] = tbytes[dead[x]];
             }
         /* The last step frees whatever is left in the pool. */
         ta_step_rec_t st;
         memset(&st, 0, sizeof st);
         st.index = (uint64_t)q;
         st.program = corrs[q];
-        st.n_bufs = st.n_bytes = st.n_writes = (uint32_t)k->nbufs;
-        for (int b = 0; b < k->nbufs; b++) st.bufs[b] = k->bufs[b], st.bytes[b] = k->bytes[b], st.writes[b] = k->writes[b];
+        st.n_bufs = st.n_bytes = st.n_writes = (uint32_t)(b1 - b0);
+        for (int b = b0; b < b1; b++) st.bufs[b - b0] = k->bufs[b], st.bytes[b - b0] = k->bytes[b], st.writes[b - b0] = k->writes[b];
         st.numel = k->numel;
         st.reuse = reuse;
-        st.frees = ta_u64s(pool, q == nk - 1 ? (size_t)npool : 0);
+        st.frees = ta_u64s(pool, i == n - 1 ? (size_t)npool : 0);
         st.work = k->work;
-        st.args = k->args;
+        if (role == S_KERNEL) st.args = k->args;
+        st.copy = role == S_SEND ? 1 : role == S_RECEIVE ? 2 : 0;
+        st.peer = role == S_SEND ? s->w.executor[k->device] : role == S_RECEIVE ? s->w.executor[k->from] : 0;
+        if (role == S_SEND) st.bytes[0] = k->bytes[0]; /* what goes: the copy's output size, from the source's start */
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
-    if (bad) rc = ta_error_set(err, TACT_ENOMEM, "planner: out of memory");
-    /* Compiles first, so compilation overlaps the executor's other work;
-     * each PROGRAM goes straight to the executor, which awaits it. */
-    if (rc == TACT_OK) rc = s_send_compiles(self, s, m->as.kernels.realize, ks, nk, corrs, err);
+    *nsteps = (uint32_t)n;
     *peak_out = peak;
     *unplanned_out = unplanned;
+    ta_map_fini(&index);
+    ta_free(temps), ta_free(tbytes), ta_free(pool), ta_free(pool_bytes), ta_free(key);
+    ta_free(last), ta_free(dead), ta_free(first_dead), ta_free(seq);
+    return bad ? TACT_ENOMEM : TACT_OK;
+}
+
+/* Plans the kernels of m (KERNELS): sends their COMPILEs, and one PLAN to
+ * every executor (a device with nothing to do gets one without steps:
+ * each executor awaits one per RUN). */
+static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
+    ta_error_t err = {0, ""};
+    s_kernel_t *ks = NULL;
+    int nk = 0, rc = s_parse(s, &m->as.kernels.kernels, &ks, &nk, &err);
+    uint64_t *corrs = rc == TACT_OK ? ta_calloc((size_t)nk + 1, sizeof *corrs) : NULL;
+    if (rc == TACT_OK && !corrs) rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
+    for (int q = 0; rc == TACT_OK && q < nk; q++) corrs[q] = ta_actor_new_corr(self);
+    msgpack_sbuffer sb[TA_MAX_DEVICES];
+    uint32_t nsteps[TA_MAX_DEVICES] = {0};
+    uint64_t peak[TA_MAX_DEVICES] = {0}, unplanned[TA_MAX_DEVICES] = {0};
+    int nd = s->w.ndevices < TA_MAX_DEVICES ? s->w.ndevices : TA_MAX_DEVICES; /* (CONFIG checked it) */
+    for (int d = 0; d < nd; d++) {
+        msgpack_sbuffer_init(&sb[d]);
+        if (rc != TACT_OK) continue;
+        /* The steps, then the list's header in front of them once their count is known. */
+        msgpack_sbuffer body;
+        msgpack_sbuffer_init(&body);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb[d], msgpack_sbuffer_write);
+        if (s_plan_device(s, ks, nk, &m->as.kernels.temps, d, corrs, &body, &nsteps[d], &peak[d], &unplanned[d]) != TACT_OK ||
+            ta_recs_pack_header(&pk, nsteps[d]) || (body.size && msgpack_sbuffer_write(&sb[d], body.data, body.size)))
+            rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
+        msgpack_sbuffer_destroy(&body);
+    }
+    /* Compiles first, so compilation overlaps the executors' other work;
+     * each PROGRAM goes straight to its executor, which awaits it. */
+    if (rc == TACT_OK) rc = s_send_compiles(self, s, m->as.kernels.realize, ks, nk, corrs, &err);
+    int src = TACT_OK;
+    for (int d = 0; d < nd; d++) {
+        ta_msg_t p;
+        ta_msg_init(&p, TA_MSG_PLAN);
+        p.corr = m->corr;
+        p.as.plan.realize = m->as.kernels.realize;
+        p.as.plan.status = rc;
+        if (rc == TACT_OK) {
+            p.as.plan.steps = ta_recs_raw(TA_REC_STEP, sb[d].data, sb[d].size, nsteps[d]);
+            p.as.plan.planned_peak = peak[d];
+            p.as.plan.unplanned = unplanned[d];
+        } else {
+            p.as.plan.text = ta_bytes_str(err.text);
+        }
+        int r = ta_actor_send(self, s->w.executor[d], &p);
+        if (r != TACT_OK && src == TACT_OK) src = r;
+        msgpack_sbuffer_destroy(&sb[d]);
+    }
     ta_free(corrs);
     ta_free(ks);
-    ta_map_fini(&index);
-    ta_free(temps), ta_free(tbytes), ta_free(pool), ta_free(pool_bytes), ta_free(last), ta_free(dead), ta_free(first_dead);
-    return rc;
+    return src;
 }
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -318,26 +429,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     }
     if (m->type != TA_MSG_KERNELS || !s->configured)
         return ta_actor_fail(self, TACT_EINVAL, "planner: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
-    ta_error_t err = {0, ""};
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    uint64_t peak = 0, unplanned = 0;
-    int rc = s_plan(self, s, m, &sb, &peak, &unplanned, &err);
-    ta_msg_t p;
-    ta_msg_init(&p, TA_MSG_PLAN);
-    p.corr = m->corr;
-    p.as.plan.realize = m->as.kernels.realize;
-    p.as.plan.status = rc;
-    if (rc == TACT_OK) {
-        p.as.plan.steps = ta_recs_raw(TA_REC_STEP, sb.data, sb.size, (size_t)m->as.kernels.kernels.n);
-        p.as.plan.planned_peak = peak;
-        p.as.plan.unplanned = unplanned;
-    } else {
-        p.as.plan.text = ta_bytes_str(err.text);
-    }
-    int src = ta_actor_send(self, s->w.executor, &p);
-    msgpack_sbuffer_destroy(&sb);
-    return src;
+    return s_plan(self, s, m);
 }
 
 const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini};

@@ -54,6 +54,7 @@ typedef struct {
     int queued;   /* in the worklist */
     uint32_t gen; /* builds of the kernel rooted here */
     int uses;     /* head of the list of kernels that computed it inline, -1 */
+    int device;   /* NODE.device: where its buffer is, or its kernel runs */
 } s_node_t;
 
 /* Kernel `kernel` computed a node inline in its build number gen. */
@@ -73,6 +74,7 @@ typedef struct {
     size_t nuses, uses_cap;
     int *work;
     size_t nwork, work_cap, head;
+    int ndevices; /* the context's: a node's device is below */
 } s_graph_t;
 
 /* A schedule in canonical form: nodes and buffers by position (a buffer
@@ -85,6 +87,7 @@ typedef struct {
         size_t off;              /* in ints: nfused fused nodes, nbufs buffer positions, nbufs writes flags */
         size_t args_off;         /* in args: the values of its nargs argument CONSTs */
         int nfused, nbufs, nargs;
+        int device, copy;        /* KERNEL.device and .copy (a COPY's source device + 1, else 0) */
     } *ks;
     msgpack_sbuffer bytes;
     int *ints;
@@ -138,8 +141,10 @@ static int s_u64s(const ta_u64s_t *a, uint32_t n, uint64_t **out, const char *wh
  * graph builder checked when it added it; a hostile peer may not have). */
 static int s_shapes_follow(const s_graph_t *g, const s_node_t *d) {
     ta_op_class_t cls = ta_op_class(d->op);
-    if (cls == TA_OPC_MOVEMENT || cls == TA_OPC_BUFFER || d->op == TA_OP_COPY || d->op == TA_OP_CUSTOM) return 0;
+    if (cls == TA_OPC_MOVEMENT || cls == TA_OPC_BUFFER || d->op == TA_OP_CUSTOM) return 0;
     if (d->nsrc != ta_op_arity(d->op)) return 0;
+    /* A copy moves its source's elements as they are, to another device. */
+    if (d->op == TA_OP_COPY && (d->dtype != g->nodes[d->src[0]].dtype || d->device == g->nodes[g->nodes[d->src[0]].base].device)) return 0;
     if (cls == TA_OPC_REDUCE) {
         const ta_shape_t *src = &g->nodes[d->src[0]].shape;
         if (d->nargs != 1 || d->args[0] < 0 || (uint64_t)d->args[0] >> src->ndim || src->ndim != d->shape.ndim) return 0;
@@ -179,9 +184,10 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
         }                                                                                          \
     } while (0)
         S_NEED(ta_recs_next(&it, rec));
-        S_NEED(rec->id == i && rec->op < TA_OP__COUNT && ta_dtype_valid((int)rec->dtype) && rec->device == 0);
+        S_NEED(rec->id == i && rec->op < TA_OP__COUNT && ta_dtype_valid((int)rec->dtype) && rec->device < (uint64_t)g->ndevices);
         d->op = (ta_op_t)rec->op;
         d->dtype = (tact_dtype)rec->dtype;
+        d->device = (int)rec->device;
         S_NEED(ta_shape_make(&d->shape, (int)rec->n_shape, rec->shape, "schedule", NULL) == TACT_OK);
         d->nsrc = (int)rec->n_srcs;
         for (int j = 0; j < d->nsrc; j++) {
@@ -424,6 +430,11 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         a.view = (int16_t)v;
         if (load) {
             a.op = TA_OP_LOAD;
+            /* A kernel reads its own device's buffers; only a COPY reaches across. */
+            const s_node_t *root = &g->nodes[k->root];
+            if (n->device != root->device && root->op != TA_OP_COPY)
+                return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on device %d but reads node %llu, which is on device %d",
+                                    (unsigned long long)g->ids[k->root], root->device, (unsigned long long)g->ids[i], n->device), -1;
             int b = s_buf(k, i);
             if (b < 0) return -1;
             a.buf = (int16_t)b;
@@ -467,6 +478,14 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         if (idx >= 0 && i != k->root) k->inline_pre[k->ninline] = 0, k->inline_node[k->ninline++] = i;
         k->reduce_ast = idx;
         return idx;
+    }
+    if (n->op == TA_OP_COPY && i == k->root) {
+        /* A copy is a kernel of its own that reads its source's whole
+         * buffer from the start: a realize point, or a contiguous view of one. */
+        const s_node_t *src = &g->nodes[n->src[0]];
+        if (src->is_view && !ta_vstack_contiguous(src->st))
+            return ta_error_set(&g->err, TACT_EINVAL, "COPY at node %llu reads a view that is not contiguous", (unsigned long long)g->ids[i]), -1;
+        return s_emit(k, n->src[0], st, pre);
     }
     if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && n->op != TA_OP_CONTIGUOUS && n->op != TA_OP_ASSIGN)
         return ta_error_set(&g->err, TACT_EINVAL, "cannot schedule %s", ta_op_name(n->op)), -1;
@@ -709,6 +728,9 @@ static int s_result_add(s_result_t *res, s_kernel_t *k) {
     kr->nfused = nfused;
     kr->nbufs = ast->nbufs;
     kr->nargs = ast->nargs;
+    const s_node_t *root = &k->g->nodes[k->root];
+    kr->device = root->device;
+    kr->copy = root->op == TA_OP_COPY ? k->g->nodes[k->g->nodes[root->src[0]].base].device + 1 : 0;
     for (int i = 0; i < nfused; i++)
         if (s_int(res, k->fused_node[i])) return -1;
     for (int b = 0; b < ast->nbufs; b++)
@@ -872,6 +894,8 @@ static int s_pack(const s_result_t *res, const s_graph_t *g, int perturb, msgpac
         k->n_bufs = k->n_writes = (uint32_t)kr->nbufs;
         for (int b = 0; b < kr->nbufs; b++) k->bufs[b] = g->bufs[v[b]], k->writes[b] = (uint64_t)v[kr->nbufs + b];
         k->args = ta_u64s(res->args + kr->args_off, (size_t)kr->nargs);
+        k->device = (uint64_t)kr->device;
+        k->copy = (uint64_t)kr->copy;
         bad = bad || ta_rec_pack(TA_REC_KERNEL, k, &pk);
     }
     for (int i = 0; i < res->nkeep; i++) ids[i] = g->ids[res->ints[res->keep_off + (size_t)i]];
@@ -956,7 +980,10 @@ static int s_targets(s_graph_t *g, const uint64_t *targets, uint32_t nt) {
     }
     for (int i = 0; i < g->n; i++) {
         s_node_t *n = &g->nodes[i];
-        if (!n->is_view && !n->has_buffer && (n->op == TA_OP_CONTIGUOUS || n->op == TA_OP_ASSIGN)) n->rp = 1;
+        if (!n->is_view && !n->has_buffer && (n->op == TA_OP_CONTIGUOUS || n->op == TA_OP_ASSIGN || n->op == TA_OP_COPY)) n->rp = 1;
+        /* A copy reads a buffer: its source is realized first. */
+        s_node_t *b = n->op == TA_OP_COPY && !n->is_view && !n->has_buffer ? &g->nodes[g->nodes[n->src[0]].base] : NULL;
+        if (b && !b->has_buffer) b->rp = 1;
     }
     return TACT_OK;
 }
@@ -1000,6 +1027,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         g.n = 0;
         if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
+        g.ndevices = s->w.ndevices;
         rc = s_decode(&g, &sm->nodes, &g.err);
         if (rc == TACT_OK) rc = s_targets(&g, tv, nt);
         ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;

@@ -199,7 +199,7 @@ Test(actors_msg, oversized_and_wrong_version_are_refused) {
     ta_error_t err;
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, n - 1, &bl, &err), TACT_ETOOBIG);
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, n, &bl, &err), TACT_OK);
-    sb.data[1] = 9; /* version */
+    sb.data[1] = TA_PROTOCOL_VERSION + 1; /* version */
     cr_assert_eq(ta_msg_decode(&d, sb.data, n, 0, &bl, &err), TACT_EVERSION);
     sb.data[1] = TA_PROTOCOL_VERSION;
     sb.data[2] = TA_MSG__COUNT; /* type */

@@ -177,13 +177,14 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
     free(x);
 }
 
-/* Matmuls of tiled and untiled shapes (one blocked over K, four with a
- * padded last tile: one vector, two, N below one vector, many tiles) against
+/* Matmuls of tiled and untiled shapes (one blocked over K, six with a
+ * padded last tile: one vector, two, N below one vector, many tiles, the
+ * only tile of a row of two vectors) against
  * a double loop within 1e-5 of the sum of magnitudes, with the same bits for
  * 1 and 8 threads. */
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
-                                    {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}};
+                                    {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
