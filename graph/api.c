@@ -349,6 +349,7 @@ S_OP1(softsign)
 
 tact_tensor *tact_cast(tact_tensor *hx, tact_dtype dtype) { S_ONE(hx, ti_cast(xs[0], dtype)); }
 tact_tensor *tact_to(tact_tensor *hx, const char *device) { S_ONE(hx, ti_to(xs[0], device)); }
+tact_tensor *tact_shard(tact_tensor *hx, const char *devices, int axis) { S_ONE(hx, ti_shard(xs[0], devices, axis)); }
 tact_tensor *tact_min(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_min(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_any(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_any(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_all(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_all(xs[0], naxes, axes, keepdim)); }

@@ -555,6 +555,16 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     int rc = s_validate(g, &tmp, err);
     if (rc != TACT_OK) return rc;
     tmp.buf = id;
+    if (tmp.op == TA_OP_COPY) {
+        /* A copy moves a whole buffer from its start: a view that is not
+         * laid out so (a gradient's expand, say) is made contiguous first. */
+        g_node_t *src = s_find(g, tmp.src[0]);
+        if (src->is_view && !ta_vstack_contiguous(src->st)) {
+            g_node_t *c = s_internal_copy(g, src);
+            if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+            tmp.src[0] = c->id;
+        }
+    }
     if (tmp.op == TA_OP_ASSIGN) {
         /* An assign writes into its target's buffer: the target must be a
          * base, and the value must match it. */
@@ -1093,6 +1103,7 @@ static int s_bw_pack(const g_node_t *n, int walked, msgpack_packer *pk) {
     r.id = n->id;
     r.op = (uint64_t)(n->alias && n->is_view ? TA_OP_CONTIGUOUS : n->op);
     r.dtype = (uint64_t)n->dtype;
+    r.device = (uint64_t)n->device;
     r.n_shape = (uint32_t)n->shape.ndim;
     memcpy(r.shape, n->shape.d, sizeof *r.shape * r.n_shape);
     if (n->grad && walked) {
@@ -1239,7 +1250,7 @@ static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             break;
         }
         /* Only what the rules make: computations, never data or writes. */
-        if (rec.op == TA_OP_EMPTY || rec.op == TA_OP_ASSIGN || rec.op == TA_OP_COPY || rec.op == TA_OP_CUSTOM || rec.flags) {
+        if (rec.op == TA_OP_EMPTY || rec.op == TA_OP_ASSIGN || rec.op == TA_OP_CUSTOM || rec.flags) {
             rc = ta_error_set(&err, TACT_EPROTO, "grads: op %" PRIu64 " is not a gradient op", rec.id);
             break;
         }

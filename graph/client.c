@@ -218,6 +218,7 @@ ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
 /* Frees a tensor of a scope (and its gradient): its handle is stale from now on. */
 static void s_free_tensor(ti_tensor_t *t) {
     if (!t->ctx) return; /* a static error tensor */
+    if (t->multi) tc_multi_free(t); /* its parts are tensors of the same scope */
     tc_free_grad(t);
     ta_handle_free(t->handle);
     ta_free(t->message);
@@ -290,6 +291,8 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
 ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args,
                              int grad) {
     if (out->status) return out;
+    for (int i = 0; i < nsrc; i++)
+        if (srcs[i]->multi) return tc_multi_emit(out, op, nsrc, srcs, nargs, args, grad);
     /* An op runs where its sources live (a COPY's device is its own); all
      * of them on one device, but for those made of constants only. */
     if (op == TA_OP_EMPTY && out->device < 0) out->device = 0;
@@ -638,6 +641,7 @@ int ti_scope_end(ti_ctx_t *ctx) {
 ti_tensor_t *ti_keep(ti_tensor_t *t) {
     if (!t) return &s_null_arg;
     if (t->ctx) t->kept = 1;
+    if (t->ctx && t->multi) tc_multi_keep(t);
     return t;
 }
 
@@ -656,6 +660,7 @@ int64_t ti_numel(const ti_tensor_t *t) { return t ? ta_shape_numel(&t->shape) : 
 tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT32; }
 const char *ti_device(const ti_tensor_t *t) {
     if (!t || !t->ctx) return "CPU";
+    if (t->multi) return tc_multi_name(t);
     return t->ctx->wiring.device[t->device > 0 ? t->device : 0];
 }
 int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
@@ -764,30 +769,27 @@ ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
     return x->status ? x : tc_unary(x, TA_OP_CONTIGUOUS, x->dtype);
 }
 
-ti_tensor_t *ti_to(ti_tensor_t *x, const char *device) {
-    if (!x) return &s_null_arg;
-    x = tc_solid(x);
-    if (x->status) return x;
-    ti_ctx_t *ctx = x->ctx;
-    const ta_pipeline_t *w = &ctx->wiring;
-    if (!device) return tc_error(ctx, TACT_EINVAL, "to: device is NULL");
-    /* The name as the context lists it ("CPU:0" is "CPU", "CL" is "CL:0"). */
+const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx) { return &ctx->wiring; }
+
+int tc_device_index(const ti_ctx_t *ctx, const char *device) {
     const ta_device_ops_t *ops;
-    int index, at = -1;
+    int index;
     ta_error_t err;
-    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return tc_error(ctx, err.code, "to: %s", err.text);
+    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return -1;
+    /* The name as the context lists it ("CPU:0" is "CPU", "CL" is "CL:0"). */
     char name[32];
     if (ops == &ta_cpu_device && index == 0) snprintf(name, sizeof name, "CPU");
     else snprintf(name, sizeof name, "%s:%d", ops->kind, index);
-    for (int i = 0; i < w->ndevices; i++)
-        if (strcmp(w->device[i], name) == 0) at = i;
-    if (at < 0) {
-        char list[TA_MAX_DEVICES * 17] = "";
-        for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "", w->device[i]);
-        return tc_error(ctx, TACT_EDEVICE, "to: %s is not one of this context's devices (%s; tact_options.devices)", device, list);
-    }
+    for (int i = 0; i < ctx->wiring.ndevices; i++)
+        if (strcmp(ctx->wiring.device[i], name) == 0) return i;
+    return -1;
+}
+
+ti_tensor_t *tc_to_index(ti_tensor_t *x, int at) {
+    if (x->status) return x;
+    if (x->multi) return tc_gather(x, at);
     if (x->device == at) return x;
-    ti_tensor_t *out = tc_new(ctx, x->dtype, &x->shape);
+    ti_tensor_t *out = tc_new(x->ctx, x->dtype, &x->shape);
     if (out->status) return out;
     out->device = at;
     /* Constants alone are computed where they are wanted; anything else
@@ -798,10 +800,42 @@ ti_tensor_t *ti_to(ti_tensor_t *x, const char *device) {
     return tc_emit(out, TA_OP_COPY, 1, (const ti_tensor_t *const[]){src}, 0, NULL);
 }
 
+ti_tensor_t *ti_to(ti_tensor_t *x, const char *device) {
+    if (!x) return &s_null_arg;
+    x = tc_solid(x);
+    if (x->status) return x;
+    ti_ctx_t *ctx = x->ctx;
+    const ta_pipeline_t *w = &ctx->wiring;
+    if (!device) return tc_error(ctx, TACT_EINVAL, "to: device is NULL");
+    const ta_device_ops_t *ops;
+    int index;
+    ta_error_t err;
+    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return tc_error(ctx, err.code, "to: %s", err.text);
+    int at = tc_device_index(ctx, device);
+    if (at < 0) {
+        char list[TA_MAX_DEVICES * 17] = "";
+        for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "", w->device[i]);
+        return tc_error(ctx, TACT_EDEVICE, "to: %s is not one of this context's devices (%s; tact_options.devices)", device, list);
+    }
+    return tc_to_index(x, at);
+}
+
 ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     ti_tensor_t *e = tc_any_error(2, (ti_tensor_t *[]){target, value});
     if (e) return e;
     ti_ctx_t *ctx = target->ctx;
+    if (target->multi || value->multi) { /* part by part, split the same way */
+        if (!target->multi || (value->multi && strcmp(tc_multi_name(value), tc_multi_name(target)) != 0))
+            return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s", ti_device(value), ti_device(target));
+        if (value->weak) value = tc_materialize(value, target->dtype);
+        if (!value->multi && value->device >= 0)
+            return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s", ti_device(value), ti_device(target));
+        for (int i = 0; tc_multi_part(target, i); i++) {
+            ti_tensor_t *r = ti_assign(tc_multi_part(target, i), tc_multi_slice(value, target, i));
+            if (r->status) return r;
+        }
+        return target;
+    }
     if (target->weak || target->view)
         return tc_error(ctx, TACT_EINVAL, "assign: the target is a %s, not a tensor with its own buffer",
                        target->weak ? "scalar" : "view (reshape, permute, expand, pad, shrink or flip)");
@@ -972,12 +1006,19 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
             return tensors[i]->status;
         }
     }
-    uint64_t *ids = ta_malloc(sizeof *ids * (size_t)(n ? n : 1));
+    /* A sharded tensor is its parts. */
+    size_t nids = 0;
+    for (int i = 0; i < n; i++) nids += tensors[i]->multi ? TA_MAX_DEVICES : 1;
+    uint64_t *ids = ta_malloc(sizeof *ids * (nids ? nids : 1));
     ta_error_t err = {0, ""};
     int rc = !ids || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK
                  ? ta_error_set(&err, TACT_ENOMEM, "realize: out of memory")
                  : TACT_OK;
-    for (int i = 0; rc == TACT_OK && i < n; i++) ids[i] = tc_solid(tensors[i])->id;
+    nids = 0;
+    for (int i = 0; rc == TACT_OK && i < n; i++) {
+        if (!tensors[i]->multi) ids[nids++] = tc_solid(tensors[i])->id;
+        for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++) ids[nids++] = tc_multi_part(tensors[i], j)->id;
+    }
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
     if (rc == TACT_OK) {
         /* Realizes are numbered; each REALIZE also tells the graph which of
@@ -985,7 +1026,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         ta_msg_t req;
         ta_msg_init(&req, TA_MSG_REALIZE);
         req.as.realize.realize = ctx->realizes + 1;
-        req.as.realize.ids = ta_u64s(ids, (size_t)n);
+        req.as.realize.ids = ta_u64s(ids, nids);
         req.as.realize.settled = ctx->settled;
         req.as.realize.failed = ta_u64s(ctx->failed, ctx->nfailed);
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
@@ -1004,7 +1045,10 @@ int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     int rc = ti_realize_async(ctx, n, tensors);
     int wrc = ti_wait(ctx);
     if (rc == TACT_OK && wrc == TACT_OK)
-        for (int i = 0; i < n; i++) tc_solid(tensors[i])->realized = 1;
+        for (int i = 0; i < n; i++) {
+            tc_solid(tensors[i])->realized = 1;
+            for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++) tc_multi_part(tensors[i], j)->realized = 1;
+        }
     return rc != TACT_OK ? rc : wrc;
 }
 
@@ -1035,6 +1079,8 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
         return TACT_EINVAL;
     }
     t = tc_solid(t);
+    if (t->multi) t = tc_gather(t, tc_multi_part(t, 0)->device); /* read on its first device */
+    if (t->status) return t->status;
     size_t need = (size_t)ti_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {
         snprintf(ctx->error, sizeof ctx->error, "read: buffer of %zu bytes, the tensor has %zu", bytes, need);

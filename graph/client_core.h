@@ -10,7 +10,10 @@
 #include "client_impl.h"
 #include "dtype.h"
 #include "ops.h"
+#include "pipeline.h"
 #include "shape.h"
+
+typedef struct ti_multi ti_multi_t;
 
 struct ti_tensor {
     uintptr_t handle; /* what the user holds (handle.h) */
@@ -43,6 +46,7 @@ struct ti_tensor {
      * a tensor made of constants only, which joins whatever device it
      * meets and is computed on the first device when realized alone. */
     int device;
+    ti_multi_t *multi; /* sharded: its parts, one per device (client_multi.c); NULL otherwise */
 };
 
 /* Shared by client.c and the files of the primitive ops (client_create.c,
@@ -87,6 +91,25 @@ void tc_free_grad(ti_tensor_t *t);
  * from the sources (a detach records 0). */
 ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args,
                              int grad);
+
+/* Devices (client.c): the context's wiring, the index of a device name
+ * (-1 if the context has none such), x on device at (a COPY, or x). */
+const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx);
+int tc_device_index(const ti_ctx_t *ctx, const char *name);
+ti_tensor_t *tc_to_index(ti_tensor_t *x, int at);
+/* Sharded tensors (client_multi.c): an op with a sharded source, applied
+ * part by part; x gathered onto device at; the multi part's name, parts,
+ * keeping and freeing. */
+ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad);
+ti_tensor_t *tc_gather(ti_tensor_t *x, int at);
+const char *tc_multi_name(const ti_tensor_t *t);
+ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i);
+void tc_multi_keep(ti_tensor_t *t);
+int tc_multi_split(const ti_tensor_t *t); /* split along an axis (not replicated) */
+/* What part i of like holds of x: x's part i, or the slice of x (a
+ * replicated part, or a constant) at the bounds of like's part i. */
+ti_tensor_t *tc_multi_slice(ti_tensor_t *x, const ti_tensor_t *like, int i);
+void tc_multi_free(ti_tensor_t *t);
 
 /* For the composed functions. */
 /* An error tensor of x's context with code and the formatted message. */

@@ -67,6 +67,16 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     int rc = TACT_OK;
     loss = tc_solid(loss);
     if (loss->status) return loss->status;
+    if (loss->multi) {
+        /* A replicated loss is the same on every device: its first part
+         * leads back through every device's share of the work. */
+        if (tc_multi_split(loss)) {
+            ti_ctx_set_error(ctx, "backward: the loss is split over devices; reduce it over the split axis first");
+            return TACT_EINVAL;
+        }
+        loss = tc_multi_part(loss, 0);
+        if (grad && grad->multi) grad = tc_multi_part(grad, 0);
+    }
     if (!ta_dtype_is_float(loss->dtype)) {
         snprintf(text, sizeof text, "backward: the loss is %s; only a float tensor has a gradient", ta_dtype_name(loss->dtype));
         ti_ctx_set_error(ctx, text);
@@ -143,6 +153,8 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
             } else if (!(t->grad = tc_new_unscoped(ctx, id, t->dtype, &t->shape))) {
                 tc_release_id(ctx, id);
                 rc = TACT_ENOMEM;
+            } else {
+                t->grad->device = t->device > 0 ? t->device : 0; /* made where its tensor is */
             }
         }
         ta_msg_release(&reply);

@@ -99,6 +99,7 @@ ti_tensor_t *ti_shrink(ti_tensor_t *x, const int64_t (*ranges)[2]);
 ti_tensor_t *ti_flip(ti_tensor_t *x, int naxes, const int *axes);
 ti_tensor_t *ti_contiguous(ti_tensor_t *x);
 ti_tensor_t *ti_to(ti_tensor_t *x, const char *device);
+ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis);
 ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value);
 /* client_math.c: the elementwise functions composed from the above. */
 ti_tensor_t *ti_exp(ti_tensor_t *x);

@@ -663,6 +663,28 @@ tact_tensor *tact_contiguous(tact_tensor *x);
 tact_tensor *tact_to(tact_tensor *x, const char *device);
 
 /*
+ * x split over devices (some of the context's, separated by commas:
+ * "CPU,CPU:1") along axis (negative counts from the end), or copied whole
+ * to each (axis TACT_REPLICATE).  Along the axis each device holds
+ * ceil(n / devices) elements, in order, the last ones short or empty (the
+ * reference's shard).  The result is one tensor to every op of this API:
+ * each op runs on every device on its part, at the same time; elementwise
+ * ops need their sharded sources split alike (replicated ones and
+ * constants are cut to each part); a reduce over the split axis reduces
+ * each part, then combines the partial results on every device, in device
+ * order, into a replicated result; reshape moves the axis as the
+ * reference does; expand, pad, shrink and flip may not change the split
+ * axis.  tact_to(s, device) gathers it onto one device, tact_read reads it
+ * (gathered on its first device), tact_device names its devices
+ * ("CPU,CPU:1"), and a replicated loss differentiates through every
+ * device's share back to unsharded parameters.  Not supported (an error
+ * tensor saying so): ops mixing a sharded tensor with one on a single
+ * device, sources split along different axes, sharding a sharded tensor.
+ */
+#define TACT_REPLICATE (-1000)
+tact_tensor *tact_shard(tact_tensor *x, const char *devices, int axis);
+
+/*
  * Writes value into target's buffer when next realized, and returns target,
  * which from now on names the new contents (as the reference's assign).
  * value must have target's dtype (a scalar takes it) and broadcast to its

@@ -47,6 +47,7 @@ typedef struct {
     int64_t args[2 * TA_MAX_DIMS];
     int grad;      /* flags bit 0: differentiable */
     int target;    /* the gradient is wanted */
+    int dev;       /* its device (NODE.device): its gradient is computed there */
     a_val_t g;     /* the gradient so far (id 0: none) */
 } a_node_t;
 
@@ -74,6 +75,7 @@ typedef struct {
     uint64_t *got;     /* the ids that got a gradient (the last GRADS carries them) */
     size_t ngot;
     size_t part_bytes;
+    int dev; /* the device of the ops emitted now: the forward node's whose rule runs */
 } a_state_t;
 
 /* ------------------------------------------------------------- emitting */
@@ -97,6 +99,7 @@ static a_val_t s_emit_id(a_state_t *a, uint64_t id, ta_op_t op, tact_dtype dt, c
     for (int i = 0; i < nsrc; i++) rec.srcs[i] = src[i].id;
     rec.n_args = (uint32_t)nargs;
     if (nargs) memcpy(rec.args, args, sizeof *args * (size_t)nargs);
+    rec.device = (uint64_t)a->dev;
     if (ta_rec_pack(TA_REC_NODE, &rec, &a->pk) != 0 || ta_grow((void **)&a->off, &a->off_cap, a->nout + 1, sizeof *a->off) != TACT_OK) {
         a->rc = ta_error_set(&a->err, TACT_ENOMEM, "autograd: out of memory");
         return r;
@@ -211,6 +214,7 @@ static a_val_t s_stride_back(a_state_t *a, const a_node_t *n, a_val_t g, a_val_t
 
 /* Gives node n's gradient to its sources by n's rule. */
 static void s_rule(a_state_t *a, const a_node_t *n) {
+    a->dev = n->dev;
     a_val_t g = n->g, x = n->nsrc > 0 ? s_src(a, n, 0) : g, y = n->nsrc > 1 ? s_src(a, n, 1) : g, out = n->v;
     int64_t args[2 * TA_MAX_DIMS];
     switch (n->op) {
@@ -282,6 +286,13 @@ static void s_rule(a_state_t *a, const a_node_t *n) {
         break;
     case TA_OP_STRIDE: s_give(a, n->src[0], s_stride_back(a, n, g, x)); break;
     case TA_OP_CONTIGUOUS: s_give(a, n->src[0], g); break;
+    case TA_OP_COPY: { /* the gradient goes back to the source's device */
+        uint64_t k = 0;
+        ta_map_get(&a->pos, n->src[0], &k);
+        a->dev = a->nodes[k].dev;
+        s_give(a, n->src[0], s_un(a, TA_OP_COPY, g));
+        break;
+    }
     default: break; /* comparisons, integer and bitwise ops, BITCAST, ASSIGN, leaves */
     }
 }
@@ -304,7 +315,8 @@ static int s_read_nodes(a_state_t *a, const ta_backward_msg_t *b) {
         n->op = (ta_op_t)r.op;
         n->v.dt = (tact_dtype)r.dtype;
         n->grad = (int)(r.flags & S_FLAG_GRAD);
-        if (!r.id || r.op >= TA_OP__COUNT || !ta_dtype_valid((int)r.dtype) || r.n_srcs > 3 ||
+        n->dev = (int)r.device;
+        if (r.device >= (uint64_t)a->w.ndevices || !r.id || r.op >= TA_OP__COUNT || !ta_dtype_valid((int)r.dtype) || r.n_srcs > 3 ||
             ta_shape_make(&n->v.sh, (int)r.n_shape, r.shape, "backward", NULL) != TACT_OK || ta_map_get(&a->pos, r.id, NULL))
             return ta_error_set(&a->err, TACT_EPROTO, "backward: record %zu is malformed or repeats id %" PRIu64, a->n, r.id);
         n->nsrc = (int)r.n_srcs;
@@ -427,7 +439,7 @@ static int s_backward(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
         if (!ta_dtype_is_float(loss->v.dt)) rc = ta_error_set(&a->err, TACT_EDTYPE, "backward: the loss is %s, not a float", ta_dtype_name(loss->v.dt));
         else if (b->grad && (!ta_shape_equal(&a->nodes[gi].v.sh, &loss->v.sh) || a->nodes[gi].v.dt != loss->v.dt))
             rc = ta_error_set(&a->err, TACT_ESHAPE, "backward: the gradient's shape or dtype differs from the loss's");
-        else loss->g = b->grad ? a->nodes[gi].v : s_k(a, 1, loss->v);
+        else loss->g = b->grad ? a->nodes[gi].v : (a->dev = loss->dev, s_k(a, 1, loss->v));
     }
     /* Users come after their sources, so walking back visits each node
      * after every contribution to it arrived. */
@@ -439,6 +451,7 @@ static int s_backward(ta_actor_t *self, a_state_t *a, const ta_msg_t *m) {
         uint64_t k;
         if (!ta_map_get(&a->pos, tl[t], &k) || !a->nodes[k].g.id) continue;
         a_val_t g = a->nodes[k].g;
+        a->dev = a->nodes[k].dev;
         if (ol[t]) {
             uint64_t o;
             ta_map_get(&a->pos, ol[t], &o);

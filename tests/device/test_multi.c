@@ -194,3 +194,214 @@ Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
     unlink(path);
     free(path);
 }
+
+/* ------------------------------------------------------------ sharding */
+
+static const char *s_devs[5] = {NULL, "CPU", "CPU,CPU:1", "CPU,CPU:1,CPU:2", "CPU,CPU:1,CPU:2,CPU:3"};
+
+static void s_read_ok(tact_ctx *ctx, tact_tensor *t, float *out, size_t n, const char *what) {
+    cr_assert_eq(tact_read(t, out, sizeof(float) * n), TACT_OK, "%s: %s / %s", what, tact_ctx_error(ctx), tact_error_message(t));
+}
+
+/* Elementwise ops, reduces along and across the split axis, a reshape
+ * that moves the axis and a permute, on shards of every size the reference
+ * makes (7 rows over 3 devices: 3, 3, 1; 2 rows over 4: 1, 1, 0, 0),
+ * against double loops. */
+Test(device_multi, sharded_elementwise_reduce_and_movement_ops_match_loops) {
+    uint64_t seed = tu_seed();
+    static const int cases[][3] = {{7, 5, 3}, {7, 5, 4}, {2, 6, 4}, {8, 3, 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int R = cases[c][0], C = cases[c][1], nd = cases[c][2];
+        float x[64], y[64], rows[8], cols[8], all, t[64];
+        s_fill(x, R * C, seed + c);
+        tact_ctx *ctx = s_open(s_devs[4], 1);
+        int64_t shape[2] = {R, C};
+        for (int axis = 0; axis < 2; axis++) {
+            tact_tensor *xs = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, x), s_devs[nd], axis);
+            cr_assert_str_eq(tact_device(xs), s_devs[nd]);
+            tact_tensor *e = tact_sub(tact_mul(tact_exp(xs), tact_scalar(ctx, 0.5)), xs);
+            int a0 = 0, a1 = 1, order[2] = {1, 0};
+            s_read_ok(ctx, e, y, (size_t)(R * C), "elementwise");
+            s_read_ok(ctx, tact_sum(e, 1, &a1, 0), rows, (size_t)R, "sum over columns");
+            s_read_ok(ctx, tact_max(e, 1, &a0, 0), cols, (size_t)C, "max over rows");
+            s_read_ok(ctx, tact_sum(e, -1, NULL, 0), &all, 1, "sum of all");
+            /* permute moves the axis; a reshape to (R*C) keeps it first only when split on rows */
+            s_read_ok(ctx, tact_contiguous(tact_permute(e, order)), t, (size_t)(R * C), "permute");
+            double total = 0, mag = 0;
+            for (int i = 0; i < R; i++) {
+                double rs = 0, rm = 0;
+                for (int j = 0; j < C; j++) {
+                    double v = exp((double)x[i * C + j]) * 0.5 - x[i * C + j];
+                    cr_assert(fabs(y[i * C + j] - v) <= 1e-5 * (1 + fabs(v)), "seed %llu case %zu axis %d: (%d,%d) %g, want %g", (unsigned long long)seed, c,
+                              axis, i, j, y[i * C + j], v);
+                    cr_assert_eq(t[j * R + i], y[i * C + j], "permute (%d,%d)", i, j);
+                    rs += v, rm += fabs(v);
+                }
+                total += rs, mag += rm;
+                cr_assert(fabs(rows[i] - rs) <= 1e-5 * (1 + rm), "seed %llu case %zu axis %d: row %d sum %g, want %g", (unsigned long long)seed, c, axis, i,
+                          rows[i], rs);
+            }
+            for (int j = 0; j < C; j++) {
+                float m = -INFINITY;
+                for (int i = 0; i < R; i++) m = fmaxf(m, y[i * C + j]);
+                cr_assert_eq(cols[j], m, "seed %llu case %zu axis %d: column %d max", (unsigned long long)seed, c, axis, j);
+            }
+            cr_assert(fabs(all - total) <= 1e-5 * (1 + mag), "seed %llu case %zu axis %d: sum %g, want %g", (unsigned long long)seed, c, axis, all, total);
+        }
+        tact_ctx_close(&ctx);
+    }
+}
+
+/* A matmul with A split on rows (B replicated), on K (both split), and B
+ * split on columns, against a double loop; a reduce over the split axis
+ * makes every device's copy of the result, bit for bit the same. */
+Test(device_multi, a_matmul_sharded_on_either_operand_matches_a_double_loop) {
+    uint64_t seed = tu_seed();
+    enum { M = 9, K = 10, N = 7 };
+    float a[M * K], b[K * N], out[3][M * N];
+    s_fill(a, M * K, seed);
+    s_fill(b, K * N, seed + 1);
+    tact_ctx *ctx = s_open(s_devs[3], 1);
+    int64_t sa[2] = {M, K}, sb[2] = {K, N};
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 2, sa, a), *tb = tact_from_data(ctx, TACT_FLOAT32, 2, sb, b);
+    const char *d = s_devs[3];
+    tact_tensor *rows = tact_matmul(tact_shard(ta, d, 0), tact_shard(tb, d, TACT_REPLICATE));
+    tact_tensor *inner = tact_matmul(tact_shard(ta, d, 1), tact_shard(tb, d, 0));
+    tact_tensor *cols = tact_matmul(tact_shard(ta, d, TACT_REPLICATE), tact_shard(tb, d, -1));
+    s_read_ok(ctx, rows, out[0], M * N, "rows");
+    s_read_ok(ctx, inner, out[1], M * N, "inner");
+    s_read_ok(ctx, cols, out[2], M * N, "columns");
+    for (int v = 0; v < 3; v++)
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double want = 0, mag = 0;
+                for (int q = 0; q < K; q++) want += (double)a[i * K + q] * b[q * N + j], mag += fabs((double)a[i * K + q] * b[q * N + j]);
+                cr_assert(fabs(out[v][i * N + j] - want) <= 1e-5 * (1 + mag), "seed %llu, variant %d (%d,%d): %g, want %g", (unsigned long long)seed, v, i,
+                          j, out[v][i * N + j], want);
+            }
+    /* The replicated result of the K split, read from each device. */
+    float on[3][M * N];
+    static const char *names[3] = {"CPU", "CPU:1", "CPU:2"};
+    for (int k = 0; k < 3; k++) s_read_ok(ctx, tact_to(inner, names[k]), on[k], M * N, names[k]);
+    cr_assert(memcmp(on[0], on[1], sizeof on[0]) == 0 && memcmp(on[0], on[2], sizeof on[0]) == 0, "the devices' copies of an all-reduce differ");
+    tact_ctx_close(&ctx);
+}
+
+Test(device_multi, sharding_refuses_what_the_reference_refuses) {
+    tact_ctx *ctx = s_open(s_devs[2], 1);
+    int64_t shape[2] = {4, 6};
+    tact_tensor *x = tact_zeros(ctx, TACT_FLOAT32, 2, shape), *x0 = tact_contiguous(x);
+    tact_tensor *s = tact_shard(x0, "CPU,CPU:1", 0);
+    cr_assert_eq(tact_status_of(s), TACT_OK, "%s", tact_error_message(s));
+    tact_tensor *bad[] = {
+        tact_add(s, x0),                                          /* a sharded tensor and one on CPU */
+        tact_add(s, tact_shard(x0, "CPU,CPU:1", 1)),              /* split along different axes */
+        tact_shard(s, "CPU", 0),                                  /* sharded twice */
+        tact_expand(tact_shard(tact_contiguous(tact_shrink(x0, (const int64_t[][2]){{0, 1}, {0, 6}})), "CPU,CPU:1", 0), 2, shape), /* expanding the split axis */
+        tact_pad(s, (const int64_t[][2]){{1, 0}, {0, 0}}, 0),     /* padding the split axis */
+        tact_shrink(s, (const int64_t[][2]){{1, 3}, {0, 6}}),     /* shrinking it */
+        tact_flip(s, 1, (int[]){0}),                              /* flipping it */
+        tact_shard(x0, "CPU,CPU:5", 0),                           /* a device the context lacks */
+        tact_shard(x0, "CPU,CPU", 0),                             /* one twice */
+        tact_shard(x0, "CPU,CPU:1", 2),                           /* no such axis */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) cr_assert_neq(tact_status_of(bad[i]), TACT_OK, "case %zu was accepted", i);
+    cr_assert(strstr(tact_error_message(bad[0]), "sharded tensor and one on CPU"), "%s", tact_error_message(bad[0]));
+    /* What may be done: expand, pad and shrink along other axes, a gather. */
+    tact_tensor *ok = tact_shrink(tact_pad(s, (const int64_t[][2]){{0, 0}, {1, 1}}, 1), (const int64_t[][2]){{0, 4}, {2, 8}});
+    float out[24];
+    s_read_ok(ctx, tact_to(ok, "CPU:1"), out, 24, "pad and shrink along the other axis");
+    for (int i = 0; i < 24; i++) cr_assert_eq(out[i], (i % 6) == 5 ? 1 : 0);
+    tact_ctx_close(&ctx);
+}
+
+/* One SGD step of a linear model on mean squared error, the batch split
+ * over the devices and the parameters (on the first device) replicated
+ * into the step: the gradients come back through every device's copy and
+ * add up on the first.  Five steps on 2 and 4 devices give one device's
+ * weights within float tolerance, and the same bits again on a rerun with
+ * another thread count. */
+static void s_train(int nd, int threads, int steps, float *w_out, float *b_out) {
+    enum { B = 10, I = 6, O = 3 };
+    uint64_t rng = 99;
+    float x[B * I], y[B * O], w[I * O], b[O];
+    for (int i = 0; i < B * I; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    for (int i = 0; i < B * O; i++) y[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    for (int i = 0; i < I * O; i++) w[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 - 0.5);
+    for (int i = 0; i < O; i++) b[i] = 0.1f * (float)i;
+    tact_ctx *ctx = s_open(s_devs[nd], threads);
+    int64_t sx[2] = {B, I}, sy[2] = {B, O}, sw[2] = {I, O}, sb[1] = {O};
+    tact_tensor *tw = tact_keep(tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 2, sw, w), 1));
+    tact_tensor *tb = tact_keep(tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 1, sb, b), 1));
+    tact_tensor *tx = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 2, sx, x)), *ty = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 2, sy, y));
+    for (int s = 0; s < steps; s++) {
+        tact_scope_begin(ctx);
+        tact_tensor *xs = nd > 1 ? tact_shard(tx, s_devs[nd], 0) : tx, *ys = nd > 1 ? tact_shard(ty, s_devs[nd], 0) : ty;
+        tact_tensor *ws = nd > 1 ? tact_shard(tw, s_devs[nd], TACT_REPLICATE) : tw, *bs = nd > 1 ? tact_shard(tb, s_devs[nd], TACT_REPLICATE) : tb;
+        tact_tensor *err = tact_sub(tact_add(tact_matmul(xs, ws), bs), ys);
+        tact_tensor *loss = tact_mean(tact_square(err), -1, NULL, 0);
+        cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%d devices, step %d: %s", nd, s, tact_ctx_error(ctx));
+        tact_set_no_grad(ctx, 1);
+        tact_assign(tw, tact_sub(tw, tact_mul(tact_grad(tw), tact_scalar(ctx, 0.1))));
+        tact_assign(tb, tact_sub(tb, tact_mul(tact_grad(tb), tact_scalar(ctx, 0.1))));
+        tact_set_no_grad(ctx, 0);
+        tact_tensor *both[2] = {tw, tb};
+        cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%d devices, step %d: %s", nd, s, tact_ctx_error(ctx));
+        tact_grad_clear(tw), tact_grad_clear(tb);
+        tact_scope_end(ctx);
+    }
+    s_read_ok(ctx, tw, w_out, I * O, "weights");
+    s_read_ok(ctx, tb, b_out, O, "bias");
+    tact_ctx_close(&ctx);
+}
+
+Test(device_multi, a_data_parallel_training_step_matches_one_device) {
+    float w1[18], b1[3], w2[18], b2[3], w4[18], b4[3], again[18], bagain[3];
+    s_train(1, 1, 5, w1, b1);
+    s_train(2, 1, 5, w2, b2);
+    s_train(4, 1, 5, w4, b4);
+    s_train(4, 2, 5, again, bagain);
+    for (int i = 0; i < 18; i++) {
+        cr_assert(fabs(w2[i] - w1[i]) <= 1e-5 + 1e-5 * fabs(w1[i]), "weight %d: 2 devices %g, one %g", i, w2[i], w1[i]);
+        cr_assert(fabs(w4[i] - w1[i]) <= 1e-5 + 1e-5 * fabs(w1[i]), "weight %d: 4 devices %g, one %g", i, w4[i], w1[i]);
+    }
+    for (int i = 0; i < 3; i++) cr_assert(fabs(b4[i] - b1[i]) <= 1e-5 + 1e-5 * fabs(b1[i]), "bias %d: 4 devices %g, one %g", i, b4[i], b1[i]);
+    cr_assert(memcmp(w4, again, sizeof w4) == 0 && memcmp(b4, bagain, sizeof b4) == 0, "4 devices: two runs (1 and 2 threads) differ");
+    /* The training moved the weights at all. */
+    float w0[18], b0[3];
+    s_train(1, 1, 0, w0, b0);
+    double moved = 0;
+    for (int i = 0; i < 18; i++) moved += fabs(w1[i] - w0[i]);
+    cr_assert_gt(moved, 1e-3);
+}
+
+/* Over more than two devices and 256k elements, a reduce over the split
+ * axis combines the partial results in a ring (the reference's choice):
+ * the same values, on every device, for an even and an uneven chunking. */
+Test(device_multi, a_large_all_reduce_goes_round_a_ring_and_matches_a_loop) {
+    uint64_t seed = tu_seed();
+    static const int64_t widths[2] = {270000, 270001};
+    for (int w = 0; w < 2; w++) {
+        int64_t W = widths[w], shape[2] = {3, W};
+        float *x = malloc(sizeof(float) * 3 * (size_t)W), *got[3];
+        s_fill(x, (int)(3 * W), seed + (uint64_t)w);
+        tact_ctx *ctx = s_open(s_devs[3], 1);
+        int a0 = 0;
+        tact_tensor *s = tact_sum(tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, x), s_devs[3], 0), 1, &a0, 0);
+        static const char *names[3] = {"CPU", "CPU:1", "CPU:2"};
+        for (int d = 0; d < 3; d++) {
+            got[d] = malloc(sizeof(float) * (size_t)W);
+            s_read_ok(ctx, tact_to(s, names[d]), got[d], (size_t)W, names[d]);
+        }
+        for (int64_t j = 0; j < W; j++) {
+            double want = (double)x[j] + x[W + j] + x[2 * W + j], mag = fabs(x[j]) + fabs(x[W + j]) + fabs(x[2 * W + j]);
+            cr_assert(fabs(got[0][j] - want) <= 1e-6 * (1 + mag), "seed %llu width %lld: element %lld: %g, want %g", (unsigned long long)seed,
+                      (long long)W, (long long)j, got[0][j], want);
+        }
+        cr_assert(memcmp(got[0], got[1], sizeof(float) * (size_t)W) == 0 && memcmp(got[0], got[2], sizeof(float) * (size_t)W) == 0,
+                  "width %lld: the devices' copies differ", (long long)W);
+        tact_ctx_close(&ctx);
+        for (int d = 0; d < 3; d++) free(got[d]);
+        free(x);
+    }
+}

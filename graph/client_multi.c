@@ -1,0 +1,356 @@
+/* client_multi.c - sharded tensors: one tensor per device and an axis, every primitive op applied shard by shard (the reference's MultiLazyBuffer). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "client_core.h"
+#include "mem.h"
+
+/*
+ * A sharded tensor is an ordinary tensor object (its shape is the whole
+ * shape) with a multi part: the devices, the axis it is split along (-1:
+ * replicated, every device holding all of it) and one part per device, a
+ * tensor of its own on that device.  Along the axis, part i holds
+ * ceil(n / devices) elements starting at i times that, the trailing parts
+ * short or empty (the reference's to_sharded).
+ *
+ * Every op of the API reaches the graph through tc_emit, which hands an op
+ * with a sharded source to tc_multi_emit: the op is recorded once per
+ * device on the parts there, and the result is sharded too.  Elementwise
+ * ops keep the axis (replicated sources are cut to each part's bounds);
+ * a reduce over the axis reduces each part, then adds (or maxes) the
+ * partial results of every device on each device in device order, so each
+ * holds the whole result, bit for bit the same on every device and in
+ * every run; movement ops follow the reference's rules for the axis.
+ */
+struct ti_multi {
+    int n;                       /* devices */
+    int dev[TA_MAX_DEVICES];     /* their indices in the context's list */
+    int axis;                    /* -1: replicated */
+    int64_t size[TA_MAX_DEVICES]; /* each part's extent along the axis */
+    ti_tensor_t *part[TA_MAX_DEVICES];
+    char name[TA_MAX_DEVICES * 17]; /* "CPU,CPU:1": what tact_device says */
+};
+
+static int64_t s_start(const ti_multi_t *m, int i) {
+    int64_t at = 0;
+    for (int j = 0; j < i; j++) at += m->size[j];
+    return at;
+}
+
+static ti_multi_t *s_multi_new(ti_ctx_t *ctx, const ti_multi_t *like, int axis) {
+    ti_multi_t *m = ta_calloc(1, sizeof *m);
+    if (!m) return NULL;
+    m->n = like->n;
+    memcpy(m->dev, like->dev, sizeof m->dev);
+    m->axis = axis;
+    const ta_pipeline_t *w = tc_wiring(ctx);
+    for (int i = 0, used = 0; i < m->n; i++)
+        used += snprintf(m->name + used, sizeof m->name - (size_t)used, "%s%s", i ? "," : "", w->device[m->dev[i]]);
+    return m;
+}
+
+void tc_multi_free(ti_tensor_t *t) {
+    ta_free(t->multi);
+    t->multi = NULL;
+}
+
+const char *tc_multi_name(const ti_tensor_t *t) { return t->multi->name; }
+
+ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i) { return i < t->multi->n ? t->multi->part[i] : NULL; }
+
+int tc_multi_split(const ti_tensor_t *t) { return t->multi->axis >= 0; }
+
+void tc_multi_keep(ti_tensor_t *t) {
+    for (int i = 0; i < t->multi->n; i++) t->multi->part[i]->kept = 1;
+}
+
+/* The slice of x (the whole tensor's shape) that part i of a tensor split
+ * like m holds. */
+static ti_tensor_t *s_slice(ti_tensor_t *x, const ti_multi_t *m, int axis, int i) {
+    int64_t r[TA_MAX_DIMS][2];
+    for (int k = 0; k < x->shape.ndim; k++) r[k][0] = 0, r[k][1] = x->shape.d[k];
+    r[axis][0] = s_start(m, i);
+    r[axis][1] = r[axis][0] + m->size[i];
+    return ti_shrink(x, r);
+}
+
+ti_tensor_t *tc_multi_slice(ti_tensor_t *x, const ti_tensor_t *like, int i) {
+    const ti_multi_t *m = like->multi;
+    if (x->multi) return x->multi->axis == m->axis || m->axis < 0 ? x->multi->part[i] : s_slice(x->multi->part[i], m, m->axis, i);
+    return m->axis >= 0 ? s_slice(x, m, m->axis, i) : x;
+}
+
+/* Splits m's extent n along its axis over its devices as the reference does. */
+static void s_split(ti_multi_t *m, int64_t n) {
+    int64_t per = (n + m->n - 1) / m->n;
+    for (int i = 0; i < m->n; i++) {
+        int64_t lo = per * i < n ? per * i : n, hi = per * (i + 1) < n ? per * (i + 1) : n;
+        m->size[i] = hi - lo;
+    }
+}
+
+ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
+    if (!x) return ti_null_arg();
+    x = tc_solid(x);
+    if (x->status) return x;
+    ti_ctx_t *ctx = x->ctx;
+    if (x->multi) return tc_error(ctx, TACT_EINVAL, "shard: the tensor is sharded already (gather it with tact_to first)");
+    if (!devices) return tc_error(ctx, TACT_EINVAL, "shard: devices is NULL");
+    ti_multi_t proto;
+    memset(&proto, 0, sizeof proto);
+    const char *p = devices;
+    for (;;) { /* the names, each one of the context's, each once */
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        char name[32];
+        int at = -1;
+        if (len < sizeof name) {
+            memcpy(name, p, len);
+            name[len] = '\0';
+            at = tc_device_index(ctx, name);
+        }
+        if (at < 0) return tc_error(ctx, TACT_EDEVICE, "shard: '%.*s' is not one of this context's devices", (int)(len < 32 ? len : 32), p);
+        for (int i = 0; i < proto.n; i++)
+            if (proto.dev[i] == at) return tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", name);
+        if (proto.n == TA_MAX_DEVICES) return tc_error(ctx, TACT_EINVAL, "shard: more than %d devices", TA_MAX_DEVICES);
+        proto.dev[proto.n++] = at;
+        if (!end) break;
+        p = end + 1;
+    }
+    if (axis != TACT_REPLICATE && (axis < -x->shape.ndim || axis >= x->shape.ndim))
+        return tc_error(ctx, TACT_EINVAL, "shard: axis %d of a tensor of %d dims", axis, x->shape.ndim);
+    if (axis != TACT_REPLICATE && axis < 0) axis += x->shape.ndim;
+    ti_multi_t *m = s_multi_new(ctx, &proto, axis == TACT_REPLICATE ? -1 : axis);
+    if (!m) return tc_error(ctx, TACT_ENOMEM, "shard: out of memory");
+    if (m->axis >= 0) s_split(m, x->shape.d[m->axis]);
+    for (int i = 0; i < m->n; i++) {
+        ti_tensor_t *part = m->axis >= 0 ? s_slice(x, m, m->axis, i) : x;
+        part = tc_to_index(part, m->dev[i]);
+        /* Every part is a tensor of its own (never the caller's x). */
+        if (!part->status && part == x) part = tc_movement(part, TA_OP_RESHAPE, &part->shape, 0, NULL);
+        if (part->status) {
+            ta_free(m);
+            return part;
+        }
+        m->part[i] = part;
+    }
+    ti_tensor_t *out = tc_new(ctx, x->dtype, &x->shape);
+    if (out->status) {
+        ta_free(m);
+        return out;
+    }
+    out->requires_grad = x->requires_grad;
+    out->multi = m;
+    return out;
+}
+
+/* x (sharded) as one tensor on device at: its parts copied there and
+ * joined along the axis (a replicated one: the part there, or the first). */
+ti_tensor_t *tc_gather(ti_tensor_t *x, int at) {
+    const ti_multi_t *m = x->multi;
+    if (m->axis < 0) {
+        for (int i = 0; i < m->n; i++)
+            if (m->dev[i] == at) return m->part[i];
+        return tc_to_index(m->part[0], at);
+    }
+    ti_tensor_t *parts[TA_MAX_DEVICES];
+    int n = 0;
+    for (int i = 0; i < m->n; i++)
+        if (m->size[i] || (i == m->n - 1 && !n)) parts[n++] = tc_to_index(m->part[i], at);
+    return n == 1 ? parts[0] : ti_cat(n, parts, m->axis);
+}
+
+static ti_tensor_t *s_binary(ti_tensor_t *like, ta_op_t op, ti_tensor_t *a, ti_tensor_t *b) {
+    const ti_tensor_t *src[2] = {a, b};
+    return tc_emit(tc_new(like->ctx, like->dtype, &a->shape), op, 2, src, 0, NULL);
+}
+
+/* The partial results of a reduce over the axis, combined on every device
+ * by op (ADD or MAX) into a replicated result, as the reference does it:
+ * naively (every device adds all the partials in device order) for two
+ * devices or up to 256k elements, else in a ring (each partial cut into
+ * one chunk per device; n - 1 steps pass each chunk on to the next device,
+ * which adds its own; n - 1 more hand the finished chunks round).  Either
+ * way the order of the additions is fixed, whatever the timing. */
+static ti_tensor_t *s_all_reduce(ti_tensor_t *out, ta_op_t op, ti_tensor_t *const *partial, ti_multi_t *m) {
+    int n = m->n;
+    int64_t dim = ta_shape_numel(&out->shape);
+    if (n <= 2 || dim <= 256000) {
+        for (int i = 0; i < n; i++) {
+            ti_tensor_t *acc = NULL;
+            for (int j = 0; j < n; j++) {
+                ti_tensor_t *x = tc_to_index(partial[j], m->dev[i]);
+                acc = acc ? s_binary(out, op, acc, x) : x;
+                if (acc->status) return acc;
+            }
+            m->part[i] = acc;
+        }
+        return NULL;
+    }
+    /* Chunks of a multiple of the largest factor (32 .. 1) of the size. */
+    int64_t factor = 1;
+    for (int64_t f = 32; f > 1 && factor == 1; f /= 2)
+        if (dim % f == 0) factor = f;
+    int64_t base = dim / factor / n, left = dim / factor % n, lo[TA_MAX_DEVICES], hi[TA_MAX_DEVICES];
+    int nc = 0;
+    for (int c = 0, at = 0; c < n; c++) {
+        int64_t size = (c < left ? base + 1 : base) * factor;
+        if (size > 0) lo[nc] = at, hi[nc] = at + size, nc++;
+        at += (int)size;
+    }
+    ti_tensor_t *chunk[TA_MAX_DEVICES][TA_MAX_DEVICES]; /* [device][chunk] */
+    for (int d = 0; d < n; d++) {
+        ti_tensor_t *flat = ti_reshape(partial[d], 1, &dim);
+        for (int c = 0; c < nc; c++) {
+            chunk[d][c] = ti_shrink(flat, (const int64_t[][2]){{lo[c], hi[c]}});
+            if (chunk[d][c]->status) return chunk[d][c];
+        }
+    }
+    for (int step = 0; step < n - 1; step++) /* reduce-scatter */
+        for (int c = 0; c < nc; c++) {
+            int src = (c + step) % n, dst = (c + step + 1) % n;
+            chunk[dst][c] = s_binary(out, op, chunk[dst][c], tc_to_index(chunk[src][c], m->dev[dst]));
+            if (chunk[dst][c]->status) return chunk[dst][c];
+        }
+    for (int step = 0; step < n - 1; step++) /* all-gather */
+        for (int c = 0; c < nc; c++) {
+            int src = (c + step + n - 1) % n, dst = (c + step) % n;
+            chunk[dst][c] = tc_to_index(chunk[src][c], m->dev[dst]);
+            if (chunk[dst][c]->status) return chunk[dst][c];
+        }
+    for (int d = 0; d < n; d++) {
+        ti_tensor_t *whole = nc == 1 ? chunk[d][0] : ti_cat(nc, chunk[d], 0);
+        m->part[d] = ti_reshape(whole, out->shape.ndim, out->shape.d);
+        if (m->part[d]->status) return m->part[d];
+    }
+    return NULL;
+}
+
+static ti_tensor_t *s_refuse(ti_tensor_t *out, ta_op_t op, const char *why) {
+    return tc_error(out->ctx, TACT_EINVAL, "%s of a sharded tensor: %s", ta_op_name(op), why);
+}
+
+ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad) {
+    ti_ctx_t *ctx = out->ctx;
+    const ti_multi_t *ref = NULL;
+    for (int j = 0; j < nsrc && !ref; j++) ref = srcs[j]->multi;
+    /* Sources: sharded over the same devices, or constants (no device),
+     * which every device computes itself. */
+    int axis = -1;
+    for (int j = 0; j < nsrc; j++) {
+        const ti_multi_t *s = srcs[j]->multi;
+        if (!s && srcs[j]->device >= 0)
+            return tc_error(ctx, TACT_EDEVICE, "%s: a sharded tensor and one on %s (shard it too, or gather the other with tact_to)", ta_op_name(op),
+                            ti_device(srcs[j]));
+        if (s && (s->n != ref->n || memcmp(s->dev, ref->dev, sizeof s->dev) != 0))
+            return tc_error(ctx, TACT_EDEVICE, "%s: sources sharded over different devices (%s and %s)", ta_op_name(op), ref->name, s->name);
+        if (s && s->axis >= 0) {
+            if (axis >= 0 && (s->axis != axis || memcmp(s->size, ref->size, sizeof s->size) != 0))
+                return s_refuse(out, op, "its sources are split along different axes");
+            axis = s->axis;
+            ref = s;
+        }
+    }
+    ta_op_class_t cls = ta_op_class(op);
+    int out_axis = axis;
+    ta_shape_t shapes[TA_MAX_DEVICES];
+    int64_t pargs[TA_MAX_DEVICES][2 * TA_MAX_DIMS];
+    for (int i = 0; i < ref->n; i++) {
+        shapes[i] = out->shape;
+        if (nargs) memcpy(pargs[i], args, sizeof *args * (size_t)nargs);
+    }
+    int reduce_axis = 0;
+    if (cls == TA_OPC_REDUCE) {
+        reduce_axis = axis >= 0 && (args[0] >> axis & 1);
+        for (int i = 0; i < ref->n && axis >= 0; i++) shapes[i].d[axis] = reduce_axis ? 1 : ref->size[i];
+        out_axis = reduce_axis ? -1 : axis;
+    } else if (cls == TA_OPC_MOVEMENT && axis >= 0) {
+        const ta_shape_t *is = &srcs[0]->shape;
+        switch (op) {
+        case TA_OP_RESHAPE: {
+            /* The new axis: the last whose dims before it hold as many
+             * elements as the old axis's did; each part then holds whole
+             * rows of the dims after it (the reference's rule). */
+            int64_t before = 1, acc = 1, after = 1;
+            for (int k = 0; k < axis; k++) before *= is->d[k];
+            out_axis = -1;
+            for (int k = 0; k < out->shape.ndim; k++) {
+                if (acc == before) out_axis = k;
+                acc *= out->shape.d[k];
+            }
+            if (out_axis < 0) return s_refuse(out, op, "the split axis has no place in the new shape");
+            for (int k = out_axis + 1; k < out->shape.ndim; k++) after *= out->shape.d[k];
+            for (int i = 0; i < ref->n; i++) {
+                int64_t rest = ref->size[i];
+                for (int k = axis + 1; k < is->ndim; k++) rest *= is->d[k];
+                if (after == 0 || rest % after) return s_refuse(out, op, "it would move elements between devices");
+                shapes[i].d[out_axis] = rest / after;
+            }
+            break;
+        }
+        case TA_OP_PERMUTE:
+            for (int k = 0; k < out->shape.ndim; k++)
+                if (args[k] == axis) out_axis = k;
+            for (int i = 0; i < ref->n; i++) shapes[i].d[out_axis] = ref->size[i];
+            break;
+        case TA_OP_EXPAND:
+        case TA_OP_PAD:
+        case TA_OP_SHRINK:
+        case TA_OP_STRIDE:
+            if ((op == TA_OP_EXPAND && out->shape.d[axis] != is->d[axis]) || (op == TA_OP_PAD && (args[2 * axis] || args[2 * axis + 1])) ||
+                (op == TA_OP_SHRINK && (args[2 * axis] || args[2 * axis + 1] != is->d[axis])) || (op == TA_OP_STRIDE && args[axis] != 1))
+                return s_refuse(out, op, "not along the axis it is split on");
+            for (int i = 0; i < ref->n; i++) {
+                shapes[i].d[axis] = ref->size[i];
+                if (op == TA_OP_SHRINK) pargs[i][2 * axis + 1] = ref->size[i];
+            }
+            break;
+        default: break;
+        }
+    } else if (cls == TA_OPC_UNARY || cls == TA_OPC_BINARY || cls == TA_OPC_TERNARY || op == TA_OP_CONTIGUOUS) {
+        for (int i = 0; i < ref->n && axis >= 0; i++) shapes[i].d[axis] = ref->size[i];
+    } else if (cls != TA_OPC_MOVEMENT) {
+        return s_refuse(out, op, "not supported (gather it with tact_to first)");
+    }
+    ti_multi_t *m = s_multi_new(ctx, ref, out_axis);
+    if (!m) return tc_error(ctx, TACT_ENOMEM, "%s: out of memory", ta_op_name(op));
+    if (out_axis >= 0)
+        for (int i = 0; i < m->n; i++) m->size[i] = shapes[i].d[out_axis];
+    ti_tensor_t *partial[TA_MAX_DEVICES];
+    for (int i = 0; i < m->n; i++) {
+        const ti_tensor_t *ps[3];
+        for (int j = 0; j < nsrc; j++) {
+            ti_tensor_t *s = (ti_tensor_t *)srcs[j];
+            /* A replicated source or a constant that meets a split one
+             * gives each part its slice (a view). */
+            ps[j] = axis >= 0 ? tc_multi_slice(s, &(ti_tensor_t){.multi = (ti_multi_t *)ref}, i) : s->multi ? s->multi->part[i] : s;
+            if (ps[j]->status) {
+                ta_free(m);
+                return (ti_tensor_t *)ps[j];
+            }
+        }
+        ti_tensor_t *p = tc_new(ctx, out->dtype, &shapes[i]);
+        if (!p->status) {
+            p->requires_grad = out->requires_grad;
+            p->device = m->dev[i];
+            p = tc_emit_flagged(p, op, nsrc, ps, nargs, nargs ? pargs[i] : NULL, grad);
+        }
+        if (p->status) {
+            ta_free(m);
+            return p;
+        }
+        if (cls == TA_OPC_MOVEMENT) p->view = 1;
+        partial[i] = m->part[i] = p;
+    }
+    if (reduce_axis) {
+        ti_tensor_t *bad = s_all_reduce(out, op == TA_OP_SUM ? TA_OP_ADD : TA_OP_MAX, partial, m);
+        if (bad) {
+            ta_free(m);
+            return bad;
+        }
+    }
+    out->multi = m;
+    if (cls == TA_OPC_MOVEMENT) out->view = 1;
+    return out;
+}
