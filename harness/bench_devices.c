@@ -1,4 +1,4 @@
-/* bench_devices.c - `tact bench devices`: the OpenCL device (PoCL here) against the CPU device, the same expressions in one run. */
+/* bench_devices.c - `tact bench devices`: the OpenCL device (PoCL here) against the CPU device, and a matmul sharded over two CPU devices against one, in one run. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,7 +10,49 @@ static tact_tensor *s_fma(tact_ctx *ctx, tact_tensor **in) {
     return tact_add(tact_mul(in[0], in[1]), in[2]);
 }
 
+/* The best time of reps realizes of A @ B, both given as data on a context
+ * over devices (one thread each), A split by rows over them when there are
+ * several (B copied whole to each): the parts stay where they are. */
+static double s_matmul_on(const char *devices, int ndev, const float *a, const float *b, int m, int reps) {
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = devices;
+    o.cpu_threads = 1;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, &o) != TACT_OK) {
+        fprintf(stderr, "bench devices: %s\n", tact_last_open_error());
+        return -1;
+    }
+    int64_t shape[2] = {m, m};
+    tact_tensor *in[2] = {tact_from_data(ctx, TACT_FLOAT32, 2, shape, a), tact_from_data(ctx, TACT_FLOAT32, 2, shape, b)};
+    if (ndev > 1) in[0] = tact_shard(in[0], devices, 0), in[1] = tact_shard(in[1], devices, TACT_REPLICATE);
+    int rc = tact_realize(ctx, 2, in);
+    double best = 1e30;
+    for (int r = 0; r <= reps && rc == TACT_OK; r++) {
+        tact_scope_begin(ctx);
+        /* A new scale each time: nothing is reused, every run computes. */
+        tact_tensor *out = tact_matmul(tact_mul(in[0], tact_scalar(ctx, 1.0 + r)), in[1]);
+        double t0 = h_now();
+        rc = tact_realize(ctx, 1, &out);
+        double t = h_now() - t0;
+        if (r > 0 && t < best) best = t;
+        tact_scope_end(ctx);
+    }
+    if (rc != TACT_OK) fprintf(stderr, "bench devices: %s\n", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    return rc == TACT_OK ? best : -1;
+}
+
 int h_bench_devices(int quick) {
+    int reps = quick ? 2 : 5, ok = 1;
+    /* A 1024^3 matmul, its rows split over two virtual CPU devices of one
+     * thread each, against one device of one thread. */
+    enum { S = 1024 };
+    float *sa = h_fill((size_t)S * S, 6), *sb = h_fill((size_t)S * S, 7);
+    double one = s_matmul_on("CPU", 1, sa, sb, S, reps), two = s_matmul_on("CPU,CPU:1", 2, sa, sb, S, reps);
+    if (one > 0 && two > 0) h_line("devices.shard2_matmul_speedup", one / two, "x", "tact, one CPU device of one thread", 1.0, one / two);
+    else ok = 0;
+    free(sa), free(sb);
     tact_device_info d[8];
     int n = tact_devices(d, 8), cl = -1;
     for (int i = 0; i < n && i < 8 && cl < 0; i++)
@@ -20,7 +62,6 @@ int h_bench_devices(int quick) {
         return 1;
     }
     const char *peer = "tact CPU device";
-    int reps = quick ? 2 : 5, ok = 1;
     /* x*y+z over 4M floats: 64 MiB of traffic a run. */
     enum { E = 4 << 20 };
     float *data[3] = {h_fill(E, 1), h_fill(E, 2), h_fill(E, 3)};
