@@ -10,37 +10,27 @@ static tact_tensor *s_fma(tact_ctx *ctx, tact_tensor **in) {
     return tact_add(tact_mul(in[0], in[1]), in[2]);
 }
 
-/* The best time of reps realizes of A @ B, both given as data on a context
- * over devices (one thread each), A split by rows over them when there are
- * several (B copied whole to each): the parts stay where they are. */
-static double s_matmul_on(const char *devices, int ndev, const float *a, const float *b, int m, int reps) {
+/* A split by rows over the context's devices, B copied whole to each. */
+static const char *s_shard_over;
+
+static void s_shard_ab(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    in[0] = tact_shard(in[0], s_shard_over, 0);
+    in[1] = tact_shard(in[1], s_shard_over, TACT_REPLICATE);
+}
+
+/* The best time of A @ B on a context over devices of one thread each,
+ * sharded when there are several (the parts stay where they are). */
+static double s_matmul_on(const char *devices, int ndev, float *a, float *b, int m, int reps) {
     tact_options o;
     tact_options_default(&o);
     o.devices = devices;
     o.cpu_threads = 1;
-    tact_ctx *ctx;
-    if (tact_ctx_open(&ctx, &o) != TACT_OK) {
-        fprintf(stderr, "bench devices: %s\n", tact_last_open_error());
-        return -1;
-    }
-    int64_t shape[2] = {m, m};
-    tact_tensor *in[2] = {tact_from_data(ctx, TACT_FLOAT32, 2, shape, a), tact_from_data(ctx, TACT_FLOAT32, 2, shape, b)};
-    if (ndev > 1) in[0] = tact_shard(in[0], devices, 0), in[1] = tact_shard(in[1], devices, TACT_REPLICATE);
-    int rc = tact_realize(ctx, 2, in);
-    double best = 1e30;
-    for (int r = 0; r <= reps && rc == TACT_OK; r++) {
-        tact_scope_begin(ctx);
-        /* A new scale each time: nothing is reused, every run computes. */
-        tact_tensor *out = tact_matmul(tact_mul(in[0], tact_scalar(ctx, 1.0 + r)), in[1]);
-        double t0 = h_now();
-        rc = tact_realize(ctx, 1, &out);
-        double t = h_now() - t0;
-        if (r > 0 && t < best) best = t;
-        tact_scope_end(ctx);
-    }
-    if (rc != TACT_OK) fprintf(stderr, "bench devices: %s\n", tact_ctx_error(ctx));
-    tact_ctx_close(&ctx);
-    return rc == TACT_OK ? best : -1;
+    s_shard_over = devices;
+    float *data[2] = {a, b};
+    int64_t shapes[2][2] = {{m, m}, {m, m}};
+    int ndims[2] = {2, 2};
+    return h_tact_best_with(&o, 2, data, shapes, ndims, ndev > 1 ? s_shard_ab : NULL, h_matmul, reps);
 }
 
 int h_bench_devices(int quick) {

@@ -28,16 +28,22 @@ float *h_fill(size_t n, unsigned seed) {
 }
 
 double h_tact_best(const char *device, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_expr_fn expr, int reps) {
-    tact_ctx *ctx;
     tact_options o;
     tact_options_default(&o);
     o.devices = device;
-    if (tact_ctx_open(&ctx, &o) != TACT_OK) {
+    return h_tact_best_with(&o, nin, data, shapes, ndims, NULL, expr, reps);
+}
+
+double h_tact_best_with(const tact_options *o, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_prep_fn prep, h_expr_fn expr,
+                        int reps) {
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, o) != TACT_OK) {
         fprintf(stderr, "bench: %s\n", tact_last_open_error());
         return -1;
     }
     tact_tensor *in[4];
     for (int i = 0; i < nin; i++) in[i] = tact_from_data(ctx, TACT_FLOAT32, ndims[i], shapes[i], data[i]);
+    if (prep) prep(ctx, in);
     int rc = tact_realize(ctx, nin, in);
     double best = 1e30;
     for (int r = 0; r <= reps && rc == TACT_OK; r++) {

@@ -31,11 +31,17 @@ int h_bench_devices(int quick);
 /* From bench_kernels.c: n pseudo-random floats in [-0.5, 0.5) (malloc'd);
  * the best time in seconds of reps realizes of expr over inputs uploaded
  * once, in a context on device (NULL: the default), the first realize
- * (which compiles) not counted, or -1 on failure; expr = a matmul. */
+ * (which compiles) not counted, or -1 on failure; expr = a matmul.
+ * h_tact_best_with does the same in a context opened with o, the inputs
+ * first passed through prep (when not NULL; it may replace them) and
+ * realized before any timing. */
 #include "tact.h"
 float *h_fill(size_t n, unsigned seed);
 typedef tact_tensor *(*h_expr_fn)(tact_ctx *ctx, tact_tensor **in);
 double h_tact_best(const char *device, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_expr_fn expr, int reps);
+typedef void (*h_prep_fn)(tact_ctx *ctx, tact_tensor **in);
+double h_tact_best_with(const tact_options *o, int nin, float **data, int64_t (*shapes)[2], const int *ndims, h_prep_fn prep, h_expr_fn expr,
+                        int reps);
 tact_tensor *h_matmul(tact_ctx *ctx, tact_tensor **in);
 
 #endif
