@@ -21,7 +21,7 @@ ta_target_t ta_target_host(void) {
 /* ------------------------------------------------------- index expressions */
 
 ta_target_t ta_target_cl(void) {
-    ta_target_t t = {0, 1, 1};
+    ta_target_t t = {32, 1, 1}; /* float8 vectors */
     return t;
 }
 

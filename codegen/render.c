@@ -188,6 +188,51 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
  * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
  * Functions without a vector instruction run lane by lane, which gcc
  * turns into one instruction where there is one (sqrt, fma). */
+/* OpenCL C's own vector types and built-ins do the same, lane by lane the
+ * same operations (FP_CONTRACT is off there too): vloadn and vstoren read
+ * and write floats at any float-aligned address. */
+static void s_cl_vector_prelude(s_str_t *o, int w) {
+    s_put(o,
+          "#ifndef TACT_W\n"
+          "typedef float%d tact_vf;\ntypedef int%d tact_vi;\n"
+          "#define TACT_W %d\n"
+          "#define TACT_LANE(v, l) (((float *)&(v))[l])\n"
+          "static inline tact_vf tact_vload(__global const float *p) { return vload%d(0, p); }\n"
+          "static inline void tact_vstore(__global float *p, tact_vf x) { vstore%d(x, 0, p); }\n"
+          "static inline tact_vf tact_vsplat(float x) { return (tact_vf)(x); }\n"
+          "static inline tact_vf tact_vload_n(__global const float *p, int64_t n) {\n"
+          "  tact_vf r = (tact_vf)(0.0f); for (int l = 0; l < TACT_W; l++) if (l < n) TACT_LANE(r, l) = p[l]; return r;\n"
+          "}\n"
+          "static inline void tact_vstore_n(__global float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = TACT_LANE(x, l); }\n"
+          "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) { return select(b, a, (a != a) | (a > b)); }\n"
+          "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) { return fma(a, b, c); }\n"
+          "static inline tact_vf tact_vexp2(tact_vf x) {\n"
+          "  tact_vi nan = x != x;\n"
+          "  tact_vf y = select(select(select(x, (tact_vf)(129.0f), x > 129.0f), (tact_vf)(-160.0f), x < -160.0f), (tact_vf)(0.0f), nan);\n"
+          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = TACT_EXP2_POLY(tact_vfma, tact_vsplat, f);\n"
+          "  tact_vi k = convert_int%d(n), k1 = k >> 1, k2 = k - k1;\n"
+          "  tact_vf r = p * as_float%d((k1 + 127) << 23) * as_float%d((k2 + 127) << 23);\n"
+          "  return select(r, x + x, nan);\n"
+          "}\n"
+          "static inline tact_vf tact_vlog2(tact_vf x) { return log2(x); }\n"
+          "static inline tact_vf tact_vsin(tact_vf x) { return sin(x); }\n"
+          "static inline tact_vf tact_vsqrt(tact_vf x) { return sqrt(x); }\n"
+          "static inline tact_vf tact_vtrunc(tact_vf x) { return trunc(x); }\n"
+          "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { return fmod(x, y); }\n"
+          "static inline float tact_vsum(tact_vf a) {\n"
+          "  float h[TACT_W]; for (int l = 0; l < TACT_W; l++) h[l] = TACT_LANE(a, l);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = h[l] + h[l + w];\n"
+          "  return h[0];\n"
+          "}\n"
+          "static inline float tact_vhmax(tact_vf a) {\n"
+          "  float h[TACT_W]; for (int l = 0; l < TACT_W; l++) h[l] = TACT_LANE(a, l);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
+          "  return h[0];\n"
+          "}\n"
+          "#endif\n",
+          w, w, w, w, w, w, w, w);
+}
+
 static void s_vector_prelude(s_str_t *o, int w) {
     /* A splat spelled as an initializer: gcc 12 made a lane loop a masked
      * broadcast per lane, inside the loops. */
@@ -201,6 +246,7 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
           "typedef int32_t tact_vi __attribute__((vector_size(%d)));\n"
           "#define TACT_W %d\n"
+          "#define TACT_LANE(v, l) ((v)[l])\n"
           "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
           "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
           "%s"
@@ -455,9 +501,9 @@ static int s_node(s_ctx_t *c, int i) {
         if (ln->access == TA_ACCESS_GATHER) { /* lane by lane */
             s_put(o, "tact_vf %s;\n", name);
             s_indent(c);
-            if (never) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = 0;\n", name);
-            else if (always) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = data%d[%s];\n", name, n->buf, pos);
-            else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) %s[vl] = (%s) ? data%d[%s] : 0;\n", name, valid, n->buf, pos);
+            if (never) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = 0;\n", name);
+            else if (always) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = data%d[%s];\n", name, n->buf, pos);
+            else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = (%s) ? data%d[%s] : 0;\n", name, valid, n->buf, pos);
             return 0;
         }
         char load[4200];
@@ -742,12 +788,14 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     /* On OpenCL an outer loop over outputs becomes work items: a work
      * item computes align / size outputs (not contiguous ones: the launch
      * only counts items), and many items keep a device busy. */
-    c.flat = t->opencl && l->naxes > 1 && l->axes[1].kind == TA_AXIS_LOOP && l->post_level >= 1;
+    c.flat = t->opencl && l->naxes > 1 && l->axes[1].kind == TA_AXIS_LOOP && l->post_level >= 1 && l->pad != 1 &&
+             l->align % l->axes[1].size == 0; /* whole outputs per item: never a padded dim's tiles */
     int64_t per = c.flat ? l->axes[1].size : 1;
     if (c.flat) *align = l->align / per;
 
     /* Vector helpers, then the kernel: what it fuses and how it is cut. */
-    if (l->width > 1) s_vector_prelude(&o, l->width);
+    if (l->width > 1 && t->opencl) s_cl_vector_prelude(&o, l->width);
+    else if (l->width > 1) s_vector_prelude(&o, l->width);
     s_put(&o, "/* %s: fuses graph nodes", name);
     for (int i = 0; i < a->nfused; i++) s_put(&o, " %" PRIu64, a->fused[i]);
     s_put(&o, "\n   %" PRId64 " output%s per work item", l->align, l->align == 1 ? "" : "s");

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "ast.h"
+#include "lower.h"
 #include "mem.h"
 #include "mpread.h"
 #include "render.h"
@@ -108,4 +109,33 @@ Test(codegen_render, arguments_are_checked_and_survive_the_codec) {
     cr_assert_eq(ta_ast_check(a, &err), TACT_EINVAL);
     cr_assert(strstr(err.text, "1 argument CONSTs, 2 counted"), "%s", err.text);
     free(a), free(b);
+}
+
+/* On OpenCL a float32 kernel is printed with OpenCL's own vectors: its
+ * loads and stores are vloadn/vstoren (any float-aligned address), and
+ * the CPU's GCC vector extensions appear nowhere. */
+Test(codegen_render, opencl_kernels_load_and_store_whole_vectors) {
+    ta_ast_t a;
+    int64_t shape[1] = {4096};
+    ta_ast_init(&a, 1, shape, 0);
+    a.nbufs = 2;
+    a.buf_dtype[0] = a.buf_dtype[1] = TACT_FLOAT32;
+    a.buf_size[0] = a.buf_size[1] = 4096;
+    ta_vstack_t v;
+    ta_vstack_init(&v, 1, shape);
+    int view = ta_ast_view(&a, &v);
+    ta_ast_node_t ld = {TA_OP_LOAD, TACT_FLOAT32, 0, {0, 0, 0}, 1, (int16_t)view, {0}, 0};
+    ta_ast_node_t e = {TA_OP_EXP2, TACT_FLOAT32, 1, {0, 0, 0}, 0, -1, {0}, 0};
+    ta_ast_node_t st = {TA_OP_STORE, TACT_FLOAT32, 1, {1, 0, 0}, 0, (int16_t)view, {0}, 0};
+    ta_ast_add(&a, ld), ta_ast_add(&a, e), ta_ast_add(&a, st);
+    ta_target_t cl = ta_target_cl();
+    char *src, name[64];
+    int64_t align;
+    int width;
+    ta_error_t err;
+    cr_assert_eq(ta_render_c_for(&a, &cl, &src, name, sizeof name, &align, &width, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(width, 8, "%s", src);
+    cr_assert(strstr(src, "vload8(") && strstr(src, "vstore8(") && strstr(src, "tact_vexp2(val"), "%s", src);
+    cr_assert(!strstr(src, "vector_size") && !strstr(src, "__builtin"), "%s", src);
+    ta_free(src);
 }
