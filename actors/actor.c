@@ -111,6 +111,13 @@ enum { S_HELD_LIMIT = 1 << 20 };
 
 static size_t s_msg_bytes(const ta_msg_t *m) { return m->wire_.len + m->bulk.len + sizeof(ta_queued_t); }
 
+/* A held reply leaves the count (the replies asked for were never in it). */
+static void s_uncount(ta_actor_t *a, const ta_queued_t *q) {
+    if (!q->counted) return;
+    a->nheld--;
+    a->held_bytes -= q->counted;
+}
+
 static ta_input_t *s_input(ta_actor_t *a, uint32_t sender) {
     for (size_t i = 0; i < a->ninputs; i++)
         if (a->inputs[i].id == sender) return &a->inputs[i];
@@ -150,6 +157,13 @@ static void s_push(ta_queued_t **head, ta_queued_t **tail, ta_queued_t *q) {
     *tail = q;
 }
 
+/* The index of (corr, from) among the expected replies, or -1. */
+static long s_expected(const ta_actor_t *a, uint64_t corr, uint32_t from) {
+    for (size_t i = 0; i < a->nexpected; i++)
+        if (a->expected[i].corr == corr && a->expected[i].from == from) return (long)i;
+    return -1;
+}
+
 /* The next message to process by the rule, unlinked; NULL when it has to wait. */
 static ta_queued_t *s_next(ta_actor_t *a) {
     if (a->awaiting) {
@@ -158,9 +172,10 @@ static ta_queued_t *s_next(ta_actor_t *a) {
             if (q->msg.corr != a->awaiting || q->msg.sender != a->awaiting_from) continue;
             *pq = q->next;
             if (a->held_tail == q) a->held_tail = prev;
-            a->nheld--;
-            a->held_bytes -= s_msg_bytes(&q->msg);
+            s_uncount(a, q);
             a->awaiting = 0;
+            long e = s_expected(a, q->msg.corr, q->msg.sender);
+            if (e >= 0) a->expected[e] = a->expected[--a->nexpected];
             return q;
         }
         return NULL;
@@ -179,8 +194,7 @@ static ta_queued_t *s_next(ta_actor_t *a) {
     if (q) {
         a->held = q->next;
         if (!a->held) a->held_tail = NULL;
-        a->nheld--;
-        a->held_bytes -= s_msg_bytes(&q->msg);
+        s_uncount(a, q);
     }
     return q;
 }
@@ -209,11 +223,15 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     if (m->type == TA_MSG_PROGRESS) {
         /* A heartbeat of the work awaited: its await does not time out yet.
          * Never dispatched or recorded (it depends on timing). */
-        if (a->awaiting && m->corr == a->awaiting && m->sender == a->awaiting_from) a->await_since_ms = s_now_ms();
+        if (a->awaiting && m->corr == a->awaiting && m->sender == a->awaiting_from) {
+            a->await_since_ms = s_now_ms();
+            for (size_t i = 0; i < a->nrelays; i++) ta_actor_progress(a, a->relays[i].from, a->relays[i].corr);
+        }
         ta_msg_release(m);
         return;
     }
     ta_input_t *in = s_input(a, m->sender);
+    int asked = 0;
     if (!in) {
         for (int i = 0; i < a->nexpired; i++)
             if (a->expired[i] == m->corr && m->corr) {
@@ -221,7 +239,8 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
                 ta_msg_release(m);
                 return;
             }
-        if (a->nheld >= S_HELD_LIMIT || a->held_bytes + s_msg_bytes(m) > S_HELD_BYTES) {
+        asked = (a->awaiting == m->corr && a->awaiting_from == m->sender) || s_expected(a, m->corr, m->sender) >= 0;
+        if (!asked && (a->nheld >= S_HELD_LIMIT || a->held_bytes + s_msg_bytes(m) > S_HELD_BYTES)) {
             ta_rt_report(a->rt, "actor %s: %zu replies (%zu bytes) nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
                          a->held_bytes, ta_msg_type_name(m->type), m->sender);
             ta_msg_release(m);
@@ -236,13 +255,14 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
         return;
     }
     q->msg = *m;
+    q->counted = 0;
     ta_msg_init(m, TA_MSG_READY);
     if (in) {
         s_push(&in->head, &in->tail, q);
     } else {
         s_push(&a->held, &a->held_tail, q);
-        a->nheld++;
-        a->held_bytes += s_msg_bytes(&q->msg);
+        q->counted = asked ? 0 : s_msg_bytes(&q->msg);
+        if (q->counted) a->nheld++, a->held_bytes += q->counted;
     }
     s_pump(a);
 }
@@ -256,8 +276,8 @@ static void s_check_stall(ta_actor_t *a) {
     if (a->awaiting && now - a->await_since_ms >= timeout) {
         uint64_t corr = a->awaiting;
         a->awaiting = 0;
-        a->expired[a->next_expired++ % 8] = corr;
-        if (a->nexpired < 8) a->nexpired++;
+        a->expired[a->next_expired++ % 64] = corr;
+        if (a->nexpired < 64) a->nexpired++;
         ta_rt_report(a->rt, "actor %s: no reply with corr %#" PRIx64 " within %d ms", a->name, corr, timeout);
         char text[128];
         snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);
@@ -361,6 +381,9 @@ static void s_free_queue(ta_queued_t *q) {
 }
 
 void ta_actor_free_queues(ta_actor_t *a) {
+    ta_free(a->expected), ta_free(a->relays);
+    a->expected = a->relays = NULL;
+    a->nexpected = a->expected_cap = a->nrelays = a->relays_cap = 0;
     s_free_queue(a->held);
     a->held = a->held_tail = NULL;
     a->nheld = 0;
@@ -508,6 +531,41 @@ void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from) {
     self->await_since_ms = self->rt ? s_now_ms() : 0;
 }
 
+int ta_actor_expect(ta_actor_t *self, uint64_t corr, uint32_t from) {
+    if (s_expected(self, corr, from) >= 0) return TACT_OK;
+    if (ta_grow((void **)&self->expected, &self->expected_cap, self->nexpected + 1, sizeof *self->expected) != TACT_OK) return TACT_ENOMEM;
+    self->expected[self->nexpected++] = (struct ta_expect){corr, from};
+    return TACT_OK;
+}
+
+void ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from) {
+    long e = s_expected(self, corr, from);
+    if (e >= 0) self->expected[e] = self->expected[--self->nexpected];
+    for (ta_queued_t **pq = &self->held, *prev = NULL; *pq;) {
+        ta_queued_t *q = *pq;
+        if (q->msg.corr != corr || q->msg.sender != from) {
+            prev = q;
+            pq = &q->next;
+            continue;
+        }
+        *pq = q->next;
+        if (self->held_tail == q) self->held_tail = prev;
+        s_uncount(self, q);
+        ta_msg_release(&q->msg);
+        ta_free(q);
+    }
+    self->expired[self->next_expired++ % 64] = corr;
+    if (self->nexpired < 64) self->nexpired++;
+}
+
+int ta_actor_relay(ta_actor_t *self, const uint32_t *to, const uint64_t *corr, size_t n) {
+    self->nrelays = 0;
+    if (n && ta_grow((void **)&self->relays, &self->relays_cap, n, sizeof *self->relays) != TACT_OK) return TACT_ENOMEM;
+    for (size_t i = 0; i < n; i++) self->relays[i] = (struct ta_expect){corr[i], to[i]};
+    self->nrelays = n;
+    return TACT_OK;
+}
+
 int ta_actor_set_inputs(ta_actor_t *self, const uint32_t *ids, size_t n) {
     ta_input_t *inputs = n ? ta_calloc(n, sizeof *inputs) : NULL;
     if (n && !inputs) return TACT_ENOMEM;
@@ -529,8 +587,7 @@ int ta_actor_set_inputs(ta_actor_t *self, const uint32_t *ids, size_t n) {
         }
         *pq = q->next;
         if (self->held_tail == q) self->held_tail = prev;
-        self->nheld--;
-        self->held_bytes -= s_msg_bytes(&q->msg);
+        s_uncount(self, q);
         s_push(&in->head, &in->tail, q);
     }
     return TACT_OK;

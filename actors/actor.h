@@ -108,6 +108,28 @@ uint64_t ta_actor_new_corr(ta_actor_t *self);
 void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from);
 
 /*
+ * A reply this actor will await later (a copy another executor sends
+ * while this one is busy with earlier work): kept when it comes early
+ * whatever the limit on replies nobody asked for, which is for what no
+ * plan names.  The entry goes once the reply is taken.  Returns TACT_OK or
+ * TACT_ENOMEM.
+ */
+int ta_actor_expect(ta_actor_t *self, uint64_t corr, uint32_t from);
+/* The reply carrying corr from `from` will not be awaited after all: its
+ * expectation goes, a copy of it held now is dropped, and one that comes
+ * later is dropped (as after a timed-out await). */
+void ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from);
+
+/*
+ * While this actor awaits a reply, the heartbeats of that work are passed
+ * on: to[i] gets PROGRESS under corr[i] (the peers awaiting what this
+ * actor sends next), so a chain of waits does not time out while its
+ * first link works.  Replaces the list; n 0 clears it.  TACT_OK or
+ * TACT_ENOMEM (the list is then empty).
+ */
+int ta_actor_relay(ta_actor_t *self, const uint32_t *to, const uint64_t *corr, size_t n);
+
+/*
  * Long work and the timeout.  Every wait is bounded by the runtime's
  * timeout, but a wait is for a stage that says nothing, not for one that
  * works: a handler busy for long (a compile, a kernel) calls

@@ -10,6 +10,7 @@
 typedef struct ta_queued {
     struct ta_queued *next;
     ta_msg_t msg;
+    size_t counted; /* bytes it counts against the limit on held replies (0: a reply asked for) */
 } ta_queued_t;
 
 /* One sender whose stream is merged in (seq, id) order. */
@@ -35,9 +36,14 @@ struct ta_actor {
     uint64_t awaiting;        /* the corr of the reply awaited, or 0 */
     uint32_t awaiting_from;   /* the port it must come from */
     int64_t await_since_ms;   /* when the await began */
-    uint64_t expired[8];      /* awaits that timed out: their late replies are dropped */
+    uint64_t expired[64];     /* awaits that timed out (or were forgotten): their late replies are dropped */
     int nexpired, next_expired;
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
+    struct ta_expect {
+        uint64_t corr;
+        uint32_t from;
+    } *expected, *relays; /* replies a plan names (ta_actor_expect); heartbeats passed on (ta_actor_relay) */
+    size_t nexpected, expected_cap, nrelays, relays_cap;
     uint64_t processed;
     int stopping;             /* set (atomically) when the owner asked it to stop */
     uint64_t stats[TA_STAT__COUNT]; /* written by the actor's thread, read by its owner (atomics) */

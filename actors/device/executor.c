@@ -61,6 +61,7 @@ typedef struct {
     s_plan_t *p; /* NULL until its PLAN came */
     int next;    /* the step whose PROGRAM (or copy) is awaited */
     int failed;  /* its ERROR went out: the rest is consumed, not run */
+    int silent;  /* an await of it timed out: the rest is not awaited (sends still answer) */
     char failure[300]; /* why, for the executors awaiting a copy from this one */
 } s_run_t;
 
@@ -328,13 +329,39 @@ static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
 /* The port a step awaits: its PROGRAM's compiler, or a received copy's sender. */
 static uint32_t s_awaited_from(const s_state_t *s, const s_step_t *st) { return st->copy == 2 ? st->peer : s_compiler_of(s, st); }
 
+/* The executors awaiting this run's sends still to come hear the
+ * heartbeats of what this one awaits or runs (ta_actor_relay), so they do
+ * not give up while it works. */
+static void s_relay_sends(ta_actor_t *self, s_state_t *s) {
+    s_run_t *r = &s->run;
+    uint32_t to[64];
+    uint64_t corr[64];
+    size_t n = 0;
+    for (int i = r->next; r->p && i < r->p->nsteps && n < 64; i++)
+        if (r->p->steps[i].copy == 1) to[n] = r->p->steps[i].peer, corr[n++] = r->p->steps[i].program;
+    ta_actor_relay(self, to, corr, n);
+}
+
 /* Sends the copies due next, then awaits the next step's PROGRAM (or
- * copy), or ends the run after the last. */
+ * copy), or ends the run after the last.  A run that failed still awaits
+ * (and so consumes) what its steps were promised, unless an await of it
+ * went unanswered: then only its sends are answered. */
 static void s_await_next(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
-    while (r->next < r->p->nsteps && r->p->steps[r->next].copy == 1) s_send_copy(self, s, &r->p->steps[r->next++]);
-    if (r->next < r->p->nsteps) ta_actor_await(self, r->p->steps[r->next].program, s_awaited_from(s, &r->p->steps[r->next]));
-    else s_finish_run(self, s);
+    while (r->next < r->p->nsteps) {
+        s_step_t *st = &r->p->steps[r->next];
+        if (st->copy == 1 || r->silent) {
+            r->next++;
+            if (st->copy == 1) s_send_copy(self, s, st);
+            else if (st->copy == 2) ta_actor_forget(self, st->program, st->peer); /* not awaited: dropped when it comes */
+            continue;
+        }
+        s_relay_sends(self, s);
+        ta_actor_await(self, st->program, s_awaited_from(s, st));
+        return;
+    }
+    ta_actor_relay(self, NULL, NULL, 0);
+    s_finish_run(self, s);
 }
 
 static int s_was_written_and_failed(const s_state_t *s, uint64_t id) {
@@ -350,6 +377,7 @@ typedef struct {
     uint32_t reply_to;
     uint64_t corr;
     double last;
+    const s_run_t *run; /* its sends still to come: their receivers hear the heartbeat too */
 } s_tick_t;
 
 static int s_tick(void *ud) {
@@ -358,6 +386,8 @@ static int s_tick(void *ud) {
     double now = s_ms();
     if ((now - t->last) * 4 >= ta_actor_timeout_ms(t->self)) {
         ta_actor_progress(t->self, t->reply_to, t->corr);
+        for (int i = t->run->next; t->run->p && i < t->run->p->nsteps; i++)
+            if (t->run->p->steps[i].copy == 1) ta_actor_progress(t->self, t->run->p->steps[i].peer, t->run->p->steps[i].program);
         t->last = now;
     }
     return 0;
@@ -494,7 +524,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
-    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
+    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0, &s->run};
     ta_launch_t l = {ptrs, st->nbufs, st->args, st->nargs, st->numel, align, st->work};
     s_busy_enter();
     int rc = s->dev_ops->launch(s->dev, prog, &l, err);
@@ -619,7 +649,7 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     const ta_run_msg_t *r = &m->as.run;
     if (s->run.active) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN while realize %" PRIu64 " runs", s->run.realize);
     if (!r->reply_to || r->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN names no port to answer");
-    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, ""};
+    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, 0, ""};
     if (s->done_corr != m->corr) s->done_corr = m->corr, s->done_steps = 0; /* the first part of a realize */
     /* A later part of a realize that failed runs nothing; the client heard. */
     s->run.failed = s->failed_corr == m->corr;
@@ -651,6 +681,12 @@ static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         s_finish_run(self, s);
         return;
     }
+    /* Copies may come before their turn: kept whatever their size. */
+    for (int i = 0; i < s->run.p->nsteps; i++)
+        if (s->run.p->steps[i].copy == 2 && ta_actor_expect(self, s->run.p->steps[i].program, s->run.p->steps[i].peer) != TACT_OK) {
+            s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory");
+            break;
+        }
     s_await_next(self, s);
 }
 
@@ -698,13 +734,21 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             s_receive_copy(self, s, m);
             return TACT_OK;
         }
-        /* An awaited reply that failed (or never came): the realize fails. */
+        /* An awaited reply that failed (or never came): the realize fails;
+         * the rest of its plan is consumed (after a timeout, only its sends
+         * are answered). */
         if (run->active && (m->corr == run->plan || (run->p && run->next < run->p->nsteps && m->corr == run->p->steps[run->next].program))) {
             char text[300];
             snprintf(text, sizeof text, "%.*s: %.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "",
                      (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
             s_fail_run(self, s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
-            s_finish_run(self, s);
+            if (!run->p) {
+                s_finish_run(self, s);
+                return TACT_OK;
+            }
+            run->silent |= m->as.error.code == TACT_ETIMEDOUT;
+            run->next++;
+            s_await_next(self, s);
         }
         return TACT_OK;
     default: break;

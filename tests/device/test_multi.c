@@ -1,4 +1,5 @@
 /* test_multi.c - several devices in one context: tensors on each, copies between them as steps of a realize, devices working at once. */
+#define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,6 +8,9 @@
 #include <unistd.h>
 
 #include "device.h"
+#include "log.h"
+#include "pipeline.h"
+#include "replay.h"
 #include "rerun.h"
 #include "tact.h"
 #include "testutil.h"
@@ -404,4 +408,138 @@ Test(device_multi, a_large_all_reduce_goes_round_a_ring_and_matches_a_loop) {
         for (int d = 0; d < 3; d++) free(got[d]);
         free(x);
     }
+}
+
+/* ----------------------------------------------------- copies that fail */
+
+/* Records y = to(x * 3, "CPU:1") read back, on CPU and CPU:1; returns the
+ * log's path. */
+static char *s_record_copy(void) {
+    char *path = tu_tmpfile("copy.tlog");
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = "CPU,CPU:1";
+    o.log_path = path;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    float v[4] = {1, 2, 3, 4}, out[4];
+    int64_t shape[1] = {4};
+    tact_tensor *y = tact_to(tact_mul(tact_from_data(ctx, TACT_FLOAT32, 1, shape, v), tact_scalar(ctx, 3)), "CPU:1");
+    cr_assert_eq(tact_read(y, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[3], 12);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    return path;
+}
+
+typedef struct {
+    const char *want;
+    uint32_t dest;
+    int found, data;
+} s_seen_t;
+
+static int s_seen(void *ud, const ta_msg_t *m) {
+    s_seen_t *s = ud;
+    if (m->type == TA_MSG_DATA && m->dest == s->dest) s->data++;
+    if (m->type == TA_MSG_ERROR && m->dest == s->dest && m->as.error.text.len &&
+        memmem(m->as.error.text.ptr, m->as.error.text.len, s->want, strlen(s->want)))
+        s->found++;
+    return TACT_OK;
+}
+
+/* Replays the inbox of the executor on port `port` of the recorded run
+ * (CPU's is 7, CPU:1's 8), with the first message of type `type` changed
+ * by change(); sends to dest naming want are counted. */
+static s_seen_t s_replay_changed(uint32_t port, int type, void (*change)(ta_msg_t *m, uint8_t **copy), uint32_t dest, const char *want) {
+    char *path = s_record_copy();
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    const ta_log_stream_info_t *st = NULL;
+    for (size_t i = 0; i < log->nstreams; i++)
+        if (log->streams[i].id == port) st = &log->streams[i];
+    cr_assert(st && strcmp(st->name, "executor") == 0, "no executor on port %u", port);
+    s_seen_t seen = {want, dest, 0, 0};
+    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_seen, &seen, &err);
+    cr_assert(a, "%s", err.text);
+    int changed = 0;
+    for (size_t k = 0; k < st->nrecords; k++) {
+        const ta_log_record_t *rec = &st->records[k];
+        if (rec->dir != TA_LOG_IN) continue;
+        ta_msg_t m;
+        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
+        uint8_t *copy = NULL;
+        if ((int)m.type == type && !changed) {
+            change(&m, &copy);
+            changed = 1;
+        }
+        ta_stage_dispatch(a, &m);
+        free(copy);
+    }
+    cr_assert(changed, "port %u got no %s", port, ta_msg_type_name(type));
+    ta_stage_destroy(&a);
+    ta_log_free(&log);
+    unlink(path);
+    free(path);
+    return seen;
+}
+
+static void s_spoil_object(ta_msg_t *m, uint8_t **copy) {
+    *copy = malloc(m->bulk.len);
+    memcpy(*copy, m->bulk.ptr, m->bulk.len);
+    (*copy)[m->bulk.len / 2] ^= 0x10;
+    m->bulk.ptr = *copy;
+}
+
+static void s_data_to_error(ta_msg_t *m, uint8_t **copy) {
+    (void)copy;
+    uint64_t corr = m->corr;
+    uint32_t sender = m->sender;
+    ta_msg_init(m, TA_MSG_ERROR);
+    m->corr = corr, m->sender = sender;
+    m->as.error.code = TACT_EDEVICE;
+    m->as.error.what = ta_bytes_str("COPY");
+    m->as.error.text = ta_bytes_str("the sender's kernel failed");
+}
+
+/* The sending executor's kernel fails before its send: the receiving
+ * executor (port 8) is told so in place of the bytes, never left waiting. */
+Test(device_multi, a_failure_before_a_send_reaches_the_receiver_as_an_error) {
+    s_seen_t seen = s_replay_changed(7, TA_MSG_PROGRAM, s_spoil_object, 8, "do not match digest");
+    cr_assert_eq(seen.found, 1, "the receiver heard of the failure %d times", seen.found);
+    cr_assert_eq(seen.data, 0, "bytes went out all the same");
+}
+
+/* The receiving executor told that a copy failed fails its realize with
+ * the sender's reason, to the client (port 1). */
+Test(device_multi, a_copy_that_failed_fails_the_realize_on_the_receiver) {
+    s_seen_t seen = s_replay_changed(8, TA_MSG_DATA, s_data_to_error, 1, "copy from CPU failed: the sender's kernel failed");
+    cr_assert_eq(seen.found, 1, "the client heard of it %d times", seen.found);
+}
+
+/* A copy of 288 MiB (more than an actor keeps of replies nobody asked
+ * for) arriving while its receiver is still busy (compiling and running
+ * two matmuls of 2 GFLOP: the copy usually comes first) is kept, because
+ * the receiver's plan names it; the PROGRAMs that come after it are kept
+ * too (it does not count against their limit). */
+Test(device_multi, a_copy_larger_than_the_held_reply_limit_arrives_early_and_is_kept) {
+    const int64_t n = (int64_t)72 << 20;
+    float *x = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(i % 7);
+    tact_ctx *ctx = s_open(s_devs[2], 1);
+    enum { S = 1024 };
+    int64_t sq[2] = {S, S};
+    tact_tensor *big = tact_from_data(ctx, TACT_FLOAT32, 1, &n, x);
+    tact_tensor *m = tact_to(tact_reshape(tact_arange(ctx, 0, S * S, 1, TACT_FLOAT32), 2, sq), "CPU:1");
+    cr_assert_eq(tact_realize(ctx, 1, &m), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *busy = tact_sum(tact_matmul(tact_matmul(m, m), m), -1, NULL, 0);
+    tact_tensor *moved = tact_sum(tact_to(big, "CPU:1"), -1, NULL, 0);
+    tact_tensor *both[2] = {busy, moved};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    float got;
+    s_read_ok(ctx, moved, &got, 1, "the sum of the copy");
+    double want = 0;
+    for (int64_t i = 0; i < n; i++) want += (double)(i % 7);
+    cr_assert(fabs(got - want) <= 1e-5 * want, "sum %g, want %g", got, want);
+    tact_ctx_close(&ctx);
+    free(x);
 }
