@@ -1016,6 +1016,8 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
                  : TACT_OK;
     nids = 0;
     for (int i = 0; rc == TACT_OK && i < n; i++) {
+        /* Constants realized get a buffer on the first device: there they are now. */
+        if (!tensors[i]->multi && tensors[i]->device < 0) tensors[i]->device = 0;
         if (!tensors[i]->multi) ids[nids++] = tc_solid(tensors[i])->id;
         for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++) ids[nids++] = tc_multi_part(tensors[i], j)->id;
     }

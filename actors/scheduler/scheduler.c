@@ -55,6 +55,7 @@ typedef struct {
     uint32_t gen; /* builds of the kernel rooted here */
     int uses;     /* head of the list of kernels that computed it inline, -1 */
     int device;   /* NODE.device: where its buffer is, or its kernel runs */
+    int target;   /* the base of a target of this realize */
 } s_node_t;
 
 /* Kernel `kernel` computed a node inline in its build number gen. */
@@ -75,6 +76,7 @@ typedef struct {
     int *work;
     size_t nwork, work_cap, head;
     int ndevices; /* the context's: a node's device is below */
+    const char (*names)[16]; /* their names, for errors */
 } s_graph_t;
 
 /* A schedule in canonical form: nodes and buffers by position (a buffer
@@ -172,7 +174,7 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
     for (uint32_t i = 0; i < n && rc == TACT_OK; i++) {
         s_node_t *d = &g->nodes[i];
         d->st = NULL;
-        d->rp = d->queued = 0;
+        d->rp = d->queued = d->target = 0;
         d->gen = 0;
         d->uses = -1;
         g->n = (int)i + 1;
@@ -430,11 +432,6 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         a.view = (int16_t)v;
         if (load) {
             a.op = TA_OP_LOAD;
-            /* A kernel reads its own device's buffers; only a COPY reaches across. */
-            const s_node_t *root = &g->nodes[k->root];
-            if (n->device != root->device && root->op != TA_OP_COPY)
-                return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on device %d but reads node %llu, which is on device %d",
-                                    (unsigned long long)g->ids[k->root], root->device, (unsigned long long)g->ids[i], n->device), -1;
             int b = s_buf(k, i);
             if (b < 0) return -1;
             a.buf = (int16_t)b;
@@ -753,6 +750,46 @@ static int s_reads(const int *loads, const size_t *lo, int q, int i) {
     return 0;
 }
 
+/* Node i is read from a buffer (not a constant in the kernel). */
+static int s_is_load(const s_graph_t *g, int i) { return g->nodes[i].has_buffer || g->nodes[i].rp || g->nodes[i].op == TA_OP_EMPTY; }
+
+/*
+ * Devices of the kernels (roots[q], built in node order): a kernel runs on
+ * its output's device and reads only buffers there (a COPY reads the other
+ * device's).  A kernel made of constants alone that the scheduler made a
+ * realize point of its own (a split, a shared value, a value read through
+ * an expand) has no device of its own: it runs where its first reader
+ * does, and its buffer does not outlive the realize (a later one computes
+ * it again, wherever it is read then).  Returns TACT_OK, or an error
+ * naming a kernel that reads another device's buffer.
+ */
+static int s_place(s_graph_t *g, const int *roots, const size_t *lo, const int *loads, struct s_kres *built, int nk) {
+    for (int q = 0; q < nk; q++) {
+        s_node_t *r = &g->nodes[roots[q]];
+        int reads = 0;
+        for (size_t m = lo[q]; m < lo[q + 1] && !reads; m++) reads = s_is_load(g, loads[m]) && loads[m] != roots[q];
+        if (reads || r->target || r->op == TA_OP_COPY || r->op == TA_OP_CONTIGUOUS || r->op == TA_OP_ASSIGN) continue;
+        for (int p = q + 1; p < nk; p++)
+            if (s_reads(loads, lo, p, roots[q])) {
+                if (g->nodes[roots[p]].op == TA_OP_COPY) break;
+                r->device = built[q].device = g->nodes[roots[p]].device;
+                r->keep = 0;
+                break;
+            }
+    }
+    for (int p = 0; p < nk; p++) {
+        const s_node_t *root = &g->nodes[roots[p]];
+        for (size_t m = lo[p]; m < lo[p + 1] && root->op != TA_OP_COPY; m++) {
+            int i = loads[m];
+            if (s_is_load(g, i) && g->nodes[i].device != root->device)
+                return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on %s but reads node %llu, which is on %s",
+                                    (unsigned long long)g->ids[roots[p]], g->names[root->device], (unsigned long long)g->ids[i],
+                                    g->names[g->nodes[i].device]);
+        }
+    }
+    return TACT_OK;
+}
+
 /*
  * Builds every kernel in node order into res, then orders the assigns: an
  * assign overwrites its target's buffer, so every kernel that reads the
@@ -803,6 +840,7 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         for (int m = 0; rc == TACT_OK && m < k->nmemo; m++) loads[nloads++] = k->memo_node[m];
         lo[++q] = nloads;
     }
+    if (rc == TACT_OK) rc = s_place(g, roots, lo, loads, built, nk);
     /* order[p]: the kernel (index into tmp) that runs p-th. */
     int *order = rc == TACT_OK ? ta_malloc(sizeof *order * (size_t)(nk + 1)) : NULL;
     if (rc == TACT_OK && !order) rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
@@ -977,6 +1015,7 @@ static int s_targets(s_graph_t *g, const uint64_t *targets, uint32_t nt) {
         s_node_t *b = &g->nodes[g->nodes[t].base];
         if (!b->has_buffer) b->rp = 1;
         b->keep = 1; /* a target's data is its base's buffer, whoever holds the base */
+        b->target = 1;
     }
     for (int i = 0; i < g->n; i++) {
         s_node_t *n = &g->nodes[i];
@@ -1028,6 +1067,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
         g.ndevices = s->w.ndevices;
+        g.names = (const char (*)[16])s->w.device;
         rc = s_decode(&g, &sm->nodes, &g.err);
         if (rc == TACT_OK) rc = s_targets(&g, tv, nt);
         ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;

@@ -543,3 +543,26 @@ Test(device_multi, a_copy_larger_than_the_held_reply_limit_arrives_early_and_is_
     tact_ctx_close(&ctx);
     free(x);
 }
+
+/* A value made of constants alone has no device until it has a buffer:
+ * computed inside a kernel on CPU:1 (even where the scheduler gives it a
+ * kernel of its own, read through an expand), and on the first device
+ * once realized by itself, from where it must be moved like any tensor. */
+Test(device_multi, constants_join_the_device_that_reads_them_until_they_have_a_buffer) {
+    tact_ctx *ctx = s_open(s_devs[2], 1);
+    int64_t n = 6, one = 1;
+    float v[6] = {1, 2, 3, 4, 5, 6}, out[6];
+    tact_tensor *x1 = tact_to(tact_from_data(ctx, TACT_FLOAT32, 1, &n, v), "CPU:1");
+    tact_tensor *c = tact_exp(tact_full(ctx, TACT_FLOAT32, 1, &one, 2.0)); /* its own kernel, read through an expand */
+    tact_tensor *y = tact_add(x1, tact_expand(c, 1, &n));
+    cr_assert_str_eq(tact_device(y), "CPU:1");
+    s_read_ok(ctx, y, out, 6, "x + e^2 on CPU:1");
+    for (int i = 0; i < 6; i++) cr_assert(fabs(out[i] - (v[i] + exp(2.0))) <= 1e-5 * out[i], "element %d: %g", i, out[i]);
+    tact_tensor *m = tact_full(ctx, TACT_FLOAT32, 1, &n, 3.0);
+    cr_assert_eq(tact_realize(ctx, 1, &m), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_str_eq(tact_device(m), "CPU");
+    cr_assert_eq(tact_status_of(tact_add(x1, m)), TACT_EDEVICE);
+    s_read_ok(ctx, tact_mul(x1, tact_to(m, "CPU:1")), out, 6, "x * moved 3");
+    for (int i = 0; i < 6; i++) cr_assert_eq(out[i], 3 * v[i]);
+    tact_ctx_close(&ctx);
+}
