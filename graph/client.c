@@ -825,8 +825,9 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     if (e) return e;
     ti_ctx_t *ctx = target->ctx;
     if (target->multi || value->multi) { /* part by part, split the same way */
-        if (!target->multi || (value->multi && strcmp(tc_multi_name(value), tc_multi_name(target)) != 0))
-            return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s", ti_device(value), ti_device(target));
+        if (!target->multi || (value->multi && !tc_multi_alike(value, target)))
+            return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s%s", ti_device(value), ti_device(target),
+                            target->multi && value->multi ? ", split another way" : "");
         if (value->weak) value = tc_materialize(value, target->dtype);
         if (!value->multi && value->device >= 0)
             return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s", ti_device(value), ti_device(target));

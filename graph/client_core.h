@@ -102,10 +102,14 @@ ti_tensor_t *tc_to_index(ti_tensor_t *x, int at);
  * keeping and freeing. */
 ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad);
 ti_tensor_t *tc_gather(ti_tensor_t *x, int at);
+/* v (made on the first device: random numbers, data) where like is: on
+ * its device, or sharded as it is. */
+ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like);
 const char *tc_multi_name(const ti_tensor_t *t);
 ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i);
 void tc_multi_keep(ti_tensor_t *t);
 int tc_multi_split(const ti_tensor_t *t); /* split along an axis (not replicated) */
+int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b); /* both sharded, over the same devices, split the same way */
 /* What part i of like holds of x: x's part i, or the slice of x (a
  * replicated part, or a constant) at the bounds of like's part i. */
 ti_tensor_t *tc_multi_slice(ti_tensor_t *x, const ti_tensor_t *like, int i);

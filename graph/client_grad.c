@@ -23,6 +23,8 @@ ti_tensor_t *ti_set_requires_grad(ti_tensor_t *t, int requires) {
     TC_CHECK(t);
     if (requires < -1 || requires > 1) return tc_fail(t, TACT_EINVAL, "set_requires_grad: %d (1 true, 0 false, -1 unset)", requires);
     if (t->weak) return tc_fail(t, TACT_EINVAL, "set_requires_grad: a scalar (tact_scalar) has no gradient; make a tensor of it");
+    if (t->multi)
+        return tc_fail(t, TACT_EINVAL, "set_requires_grad: the tensor is sharded; set it on the tensor before tact_shard (its parts follow it)");
     if (requires == 1 && !ta_dtype_is_float(t->dtype))
         return tc_fail(t, TACT_EDTYPE, "set_requires_grad: only float tensors can require a gradient (this one is %s)", ta_dtype_name(t->dtype));
     t->requires_grad = requires;
@@ -90,6 +92,11 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
         }
         grad = grad->weak ? tc_materialize(grad, loss->dtype) : ti_cast(grad, loss->dtype);
         if (grad->status) return grad->status;
+        if (grad->multi || (grad->device >= 0 && grad->device != (loss->device > 0 ? loss->device : 0))) {
+            snprintf(text, sizeof text, "backward: the gradient is on %s, the loss on %s", ti_device(grad), ti_device(loss));
+            ti_ctx_set_error(ctx, text);
+            return TACT_EDEVICE;
+        }
         if (!ta_shape_equal(&grad->shape, &loss->shape)) {
             char a[128], b[128];
             ta_shape_format(&loss->shape, a, sizeof a);

@@ -61,6 +61,12 @@ ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i) { return i < t->multi->n
 
 int tc_multi_split(const ti_tensor_t *t) { return t->multi->axis >= 0; }
 
+int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b) {
+    const ti_multi_t *x = a->multi, *y = b->multi;
+    return x && y && x->n == y->n && x->axis == y->axis && memcmp(x->dev, y->dev, sizeof x->dev) == 0 &&
+           (x->axis < 0 || memcmp(x->size, y->size, sizeof x->size) == 0);
+}
+
 void tc_multi_keep(ti_tensor_t *t) {
     for (int i = 0; i < t->multi->n; i++) t->multi->part[i]->kept = 1;
 }
@@ -127,8 +133,9 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     for (int i = 0; i < m->n; i++) {
         ti_tensor_t *part = m->axis >= 0 ? s_slice(x, m, m->axis, i) : x;
         part = tc_to_index(part, m->dev[i]);
-        /* Every part is a tensor of its own (never the caller's x). */
-        if (!part->status && part == x) part = tc_movement(part, TA_OP_RESHAPE, &part->shape, 0, NULL);
+        /* Every part is a tensor with a buffer of its own (never the
+         * caller's x, nor a view of it), so it can be assigned to. */
+        if (!part->status && (part == x || part->view)) part = ti_contiguous(part);
         if (part->status) {
             ta_free(m);
             return part;
@@ -145,11 +152,17 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     return out;
 }
 
+ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
+    if (v->status || like->status) return v->status ? v : like;
+    if (like->multi) return ti_shard(v, like->multi->name, like->multi->axis < 0 ? TACT_REPLICATE : like->multi->axis);
+    return like->device >= 0 ? tc_to_index(v, like->device) : v;
+}
+
 /* x (sharded) as one tensor on device at: its parts copied there and
  * joined along the axis (a replicated one: the part there, or the first). */
 ti_tensor_t *tc_gather(ti_tensor_t *x, int at) {
     const ti_multi_t *m = x->multi;
-    if (m->axis < 0) {
+    if (m->axis < 0) { /* replicated: the part there, or the first */
         for (int i = 0; i < m->n; i++)
             if (m->dev[i] == at) return m->part[i];
         return tc_to_index(m->part[0], at);
@@ -194,10 +207,11 @@ static ti_tensor_t *s_all_reduce(ti_tensor_t *out, ta_op_t op, ti_tensor_t *cons
         if (dim % f == 0) factor = f;
     int64_t base = dim / factor / n, left = dim / factor % n, lo[TA_MAX_DEVICES], hi[TA_MAX_DEVICES];
     int nc = 0;
-    for (int c = 0, at = 0; c < n; c++) {
+    int64_t at = 0;
+    for (int c = 0; c < n; c++) {
         int64_t size = (c < left ? base + 1 : base) * factor;
         if (size > 0) lo[nc] = at, hi[nc] = at + size, nc++;
-        at += (int)size;
+        at += size;
     }
     ti_tensor_t *chunk[TA_MAX_DEVICES][TA_MAX_DEVICES]; /* [device][chunk] */
     for (int d = 0; d < n; d++) {

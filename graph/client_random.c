@@ -131,7 +131,8 @@ ti_tensor_t *ti_dropout(ti_tensor_t *x, double p, int training) {
     int64_t sh[TA_MAX_DIMS];
     ti_shape(x, sh);
     ti_ctx_t *ctx = ti_tensor_ctx(x);
-    ti_tensor_t *keep = ti_ge(ti_rand(ctx, TACT_FLOAT32, ti_ndim(x), sh), ti_scalar(ctx, p));
+    /* The mask is drawn as on one device (the same numbers), then put where x is. */
+    ti_tensor_t *keep = ti_ge(tc_place_like(ti_rand(ctx, TACT_FLOAT32, ti_ndim(x), sh), x), ti_scalar(ctx, p));
     return ti_mul(ti_mul(x, keep), ti_scalar(ctx, 1 / (1.0 - p)));
 }
 
@@ -142,6 +143,6 @@ ti_tensor_t *ti_like(ti_tensor_t *x, int what, double value) {
     ti_shape(x, sh);
     ti_ctx_t *ctx = ti_tensor_ctx(x);
     tact_dtype d = ti_dtype_of(x);
-    if (what == 3) return ti_rand(ctx, d, ti_ndim(x), sh);
+    if (what == 3) return tc_place_like(ti_rand(ctx, d, ti_ndim(x), sh), x);
     return ti_full(ctx, d, ti_ndim(x), sh, what == 0 ? value : what == 2 ? 1.0 : 0.0);
 }

@@ -566,3 +566,51 @@ Test(device_multi, constants_join_the_device_that_reads_them_until_they_have_a_b
     for (int i = 0; i < 6; i++) cr_assert_eq(out[i], 3 * v[i]);
     tact_ctx_close(&ctx);
 }
+
+/* Random numbers are drawn as on one device and put where the tensor
+ * is: dropout of a tensor on CPU:1, or sharded over two devices, keeps
+ * the same elements as on the first device. */
+Test(device_multi, dropout_off_the_first_device_draws_the_same_mask) {
+    enum { N = 64 };
+    float v[N], one[N], moved[N], sharded[N];
+    for (int i = 0; i < N; i++) v[i] = 1 + (float)i;
+    int64_t n = N;
+    for (int k = 0; k < 3; k++) {
+        tact_ctx *ctx = s_open(s_devs[2], 1);
+        tact_manual_seed(ctx, 42);
+        tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, &n, v);
+        if (k == 1) x = tact_to(x, "CPU:1");
+        if (k == 2) x = tact_shard(x, s_devs[2], 0);
+        tact_tensor *d = tact_dropout(x, 0.5, 1);
+        cr_assert_str_eq(tact_device(d), k == 0 ? "CPU" : k == 1 ? "CPU:1" : "CPU,CPU:1");
+        s_read_ok(ctx, d, k == 0 ? one : k == 1 ? moved : sharded, N, "dropout");
+        tact_ctx_close(&ctx);
+    }
+    int dropped = 0;
+    for (int i = 0; i < N; i++) dropped += one[i] == 0;
+    cr_assert(dropped > 8 && dropped < 56, "%d of %d dropped", dropped, N);
+    cr_assert(memcmp(one, moved, sizeof one) == 0 && memcmp(one, sharded, sizeof one) == 0, "the masks differ");
+}
+
+/* A sharded tensor is assigned to part by part (each part has a buffer
+ * of its own, also where it was made); a value split another way is
+ * refused. */
+Test(device_multi, a_sharded_tensor_is_assigned_part_by_part) {
+    tact_ctx *ctx = s_open(s_devs[2], 1);
+    int64_t shape[2] = {4, 2};
+    float v[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8];
+    for (int axis = -1; axis < 1; axis++) {
+        tact_tensor *w = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, v), s_devs[2], axis < 0 ? TACT_REPLICATE : axis);
+        tact_tensor *r = tact_assign(w, tact_sub(w, tact_scalar(ctx, 1)));
+        cr_assert_eq(tact_status_of(r), TACT_OK, "%s", tact_error_message(r));
+        cr_assert_eq(tact_realize(ctx, 1, &w), TACT_OK, "%s", tact_ctx_error(ctx));
+        s_read_ok(ctx, w, out, 8, "assigned");
+        for (int i = 0; i < 8; i++) cr_assert_eq(out[i], v[i] - 1, "axis %d, element %d", axis, i);
+        s_read_ok(ctx, tact_to(w, "CPU:1"), out, 8, "assigned, gathered on CPU:1");
+        for (int i = 0; i < 8; i++) cr_assert_eq(out[i], v[i] - 1, "axis %d, element %d on CPU:1", axis, i);
+    }
+    tact_tensor *a = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, v), s_devs[2], 0);
+    tact_tensor *b = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, v), s_devs[2], 1);
+    cr_assert_eq(tact_status_of(tact_assign(a, b)), TACT_EDEVICE);
+    tact_ctx_close(&ctx);
+}
