@@ -250,7 +250,9 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     const ti_multi_t *ref = NULL;
     for (int j = 0; j < nsrc && !ref; j++) ref = srcs[j]->multi;
     /* Sources: sharded over the same devices, or constants (no device),
-     * which every device computes itself. */
+     * which every device computes itself.  The split is the last split
+     * source's (the reference's rule); a source split another way is
+     * gathered and split that way (as the reference does). */
     int axis = -1;
     for (int j = 0; j < nsrc; j++) {
         const ti_multi_t *s = srcs[j]->multi;
@@ -259,13 +261,18 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
                             ti_device(srcs[j]));
         if (s && (s->n != ref->n || memcmp(s->dev, ref->dev, sizeof s->dev) != 0))
             return tc_error(ctx, TACT_EDEVICE, "%s: sources sharded over different devices (%s and %s)", ta_op_name(op), ref->name, s->name);
-        if (s && s->axis >= 0) {
-            if (axis >= 0 && (s->axis != axis || memcmp(s->size, ref->size, sizeof s->size) != 0))
-                return s_refuse(out, op, "its sources are split along different axes");
-            axis = s->axis;
-            ref = s;
-        }
+        if (s && s->axis >= 0) axis = s->axis, ref = s;
     }
+    const ti_tensor_t *resplit[3];
+    for (int j = 0; j < nsrc; j++) {
+        resplit[j] = srcs[j];
+        const ti_multi_t *s = srcs[j]->multi;
+        if (!s || s->axis < 0 || s == ref || (s->axis == axis && memcmp(s->size, ref->size, sizeof s->size) == 0)) continue;
+        ti_tensor_t *whole = tc_gather((ti_tensor_t *)srcs[j], s->dev[0]);
+        resplit[j] = whole->status ? whole : ti_shard(whole, ref->name, axis);
+        if (resplit[j]->status) return (ti_tensor_t *)resplit[j];
+    }
+    srcs = resplit;
     ta_op_class_t cls = ta_op_class(op);
     int out_axis = axis;
     ta_shape_t shapes[TA_MAX_DEVICES];

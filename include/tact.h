@@ -668,9 +668,10 @@ tact_tensor *tact_to(tact_tensor *x, const char *device);
  * to each (axis TACT_REPLICATE).  Along the axis each device holds
  * ceil(n / devices) elements, in order, the last ones short or empty (the
  * reference's shard).  The result is one tensor to every op of this API:
- * each op runs on every device on its part, at the same time; elementwise
- * ops need their sharded sources split alike (replicated ones and
- * constants are cut to each part); a reduce over the split axis reduces
+ * each op runs on every device on its part, at the same time; an
+ * elementwise op is split as its last split source (one split another way
+ * is gathered and split that way; replicated ones and constants are cut
+ * to each part); a reduce over the split axis reduces
  * each part, then combines the partial results on every device, in device
  * order, into a replicated result; reshape moves the axis as the
  * reference does; expand, pad, shrink and flip may not change the split
@@ -679,7 +680,7 @@ tact_tensor *tact_to(tact_tensor *x, const char *device);
  * ("CPU,CPU:1"), and a replicated loss differentiates through every
  * device's share back to unsharded parameters.  Not supported (an error
  * tensor saying so): ops mixing a sharded tensor with one on a single
- * device, sources split along different axes, sharding a sharded tensor.
+ * device, sharding a sharded tensor.
  */
 #define TACT_REPLICATE (-1000)
 tact_tensor *tact_shard(tact_tensor *x, const char *devices, int axis);
