@@ -303,6 +303,7 @@ typedef struct {
     int lane;                    /* the lane being emitted */
     int masked;                  /* emitting the padded dim's last tile */
     int flat;                    /* OpenCL: the first LOOP axis is part of the grid (a work item per iteration) */
+    int group;                   /* OpenCL: a work group of this many items shares each output's reduce (0: none) */
     int nalu, nval, depth;
 } s_ctx_t;
 
@@ -658,6 +659,8 @@ static int s_emit_level(s_ctx_t *c, int lv, int phase) {
 static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     s_indent(c);
     if (c->flat && ax == &c->l->axes[1]) s_put(c->out, "{ /* %s: the work item's */\n", ax->name);
+    else if (c->group && ax == &c->l->axes[1]) /* each item of the group takes every group-th element */
+        s_put(c->out, "for (int64_t %s = tact_lid; %s < %" PRId64 "; %s += %d) {\n", ax->name, ax->name, ax->size, ax->name, c->group);
     else s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
     c->depth++;
 }
@@ -708,6 +711,31 @@ static int s_reduce(s_ctx_t *c) {
     for (c->lane = 0; c->lane < nl && !status; c->lane++)
         if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane) status = s_update(c, r);
     for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(c);
+    if (c->group && !status) {
+        /* The group's partial results meet in local memory and are
+         * combined in a fixed tree; the first item finishes the output. */
+        s_indent(c);
+        s_put(c->out, "tact_part[tact_lid] = acc0;\n");
+        s_indent(c);
+        s_put(c->out, "barrier(CLK_LOCAL_MEM_FENCE);\n");
+        s_indent(c);
+        s_put(c->out, "for (int w = %d; w > 0; w >>= 1) {\n", c->group / 2);
+        s_indent(c);
+        s_put(c->out, "  if (tact_lid < w) tact_part[tact_lid] = %s;\n",
+              r->op == TA_OP_SUM ? "tact_part[tact_lid] + tact_part[tact_lid + w]" : "tact_maxf(tact_part[tact_lid], tact_part[tact_lid + w])");
+        s_indent(c);
+        s_put(c->out, "  barrier(CLK_LOCAL_MEM_FENCE);\n");
+        s_indent(c);
+        s_put(c->out, "}\n");
+        s_indent(c);
+        s_put(c->out, "if (tact_lid == 0) {\n");
+        c->depth++;
+        s_indent(c);
+        s_put(c->out, "acc0 = tact_part[0];\n");
+        status = s_emit_level(c, 0, 1);
+        s_close(c);
+        return status;
+    }
     return status ? status : s_emit_level(c, 0, 1);
 }
 
@@ -792,6 +820,18 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
              l->align % l->axes[1].size == 0; /* whole outputs per item: never a padded dim's tiles */
     int64_t per = c.flat ? l->axes[1].size : 1;
     if (c.flat) *align = l->align / per;
+    /* A long float32 reduce to few outputs, one per work item (no tiles,
+     * no vectors), would leave most of a device idle: a work group of 64
+     * items shares each output instead, each taking every 64th element,
+     * their partial sums meeting in local memory in a fixed tree.  The
+     * choice depends on the shape alone; the device reads the group's size
+     * from the kernel (reqd_work_group_size). */
+    c.group = t->opencl && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 && l->post_level == 0 && l->align == 1 && l->nloops == 1 &&
+                      l->items <= 128 && l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer && l->axes[1].size >= 1024 &&
+                      a->nodes[l->reduce].dtype == TACT_FLOAT32 &&
+                      (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX)
+                  ? 64
+                  : 0;
 
     /* Vector helpers, then the kernel: what it fuses and how it is cut. */
     if (l->width > 1 && t->opencl) s_cl_vector_prelude(&o, l->width);
@@ -801,10 +841,12 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     s_put(&o, "\n   %" PRId64 " output%s per work item", l->align, l->align == 1 ? "" : "s");
     for (int x = 1; x < l->naxes; x++) s_put(&o, "%s %s %s %" PRId64, x == 1 ? ";" : ",", s_kind_name(l->axes[x].kind), l->axes[x].name, l->axes[x].size);
     if (t->opencl) { /* device.h's OpenCL kernel ABI; a bool is a byte in memory */
-        s_put(&o, " */\n__kernel void %s(", name);
+        if (c.group) s_put(&o, "; a work group of %d items per output */\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1))) void %s(", c.group, c.group, name);
+        else s_put(&o, " */\n__kernel void %s(", name);
         for (int b = 0; b < a->nbufs; b++)
             s_put(&o, "__global %s%s *restrict data%d, ", b ? "const " : "", a->buf_dtype[b] == TACT_BOOL ? "uint8_t" : s_mem(a->buf_dtype[b]), b);
         s_put(&o, "__global const ulong *restrict args, long n) {\n");
+        if (c.group) s_put(&o, "  __local float tact_part[%d];\n", c.group);
     } else {
         s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
         for (int b = 0; b < a->nbufs; b++)
@@ -821,7 +863,9 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
         j++;
     }
-    if (t->opencl && c.flat)
+    if (t->opencl && c.group)
+        s_put(&o, "  { int64_t gidx = (int64_t)get_group_id(0); int tact_lid = (int)get_local_id(0); if (gidx >= n) return;\n");
+    else if (t->opencl && c.flat)
         s_put(&o, "  { int64_t w = (int64_t)get_global_id(0); if (w >= n/%" PRId64 ") return; int64_t gidx = w/%" PRId64 ", %s = w%%%" PRId64 ";\n",
               *align, per, l->axes[1].name, per);
     else if (t->opencl) /* a work item each */

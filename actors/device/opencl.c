@@ -54,6 +54,7 @@ typedef struct {
     struct s_module *module;
     cl_kernel kernel;
     size_t group; /* the largest work group the kernel takes here */
+    size_t shared; /* the work group the kernel requires (reqd_work_group_size): its items share each output; 0: none */
     char name[64];
 } s_prog_t;
 
@@ -380,6 +381,14 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
         return TACT_ECOMPILE;
     }
     clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof p->group, &p->group, NULL);
+    size_t req[3] = {0, 0, 0};
+    clGetKernelWorkGroupInfo(p->kernel, d->id, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, sizeof req, req, NULL);
+    p->shared = req[0] > 1 ? req[0] : 0;
+    if (p->shared && p->group && p->shared > p->group) {
+        ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s needs work groups of %zu items; the device takes %zu", d->index, name, p->shared, p->group);
+        s_unload(d, p);
+        return TACT_ECOMPILE;
+    }
     *prog = p;
     return TACT_OK;
 }
@@ -406,6 +415,7 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     size_t local = items < 64 ? (size_t)items : 64;
     if (p->group && local > p->group) local = p->group;
     size_t global = ((size_t)items + local - 1) / local * local;
+    if (p->shared) local = p->shared, global = (size_t)items * p->shared; /* a group per item */
     if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
     if (args != d->no_args) clReleaseMemObject(args);
     if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot launch: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);

@@ -139,3 +139,37 @@ Test(codegen_render, opencl_kernels_load_and_store_whole_vectors) {
     cr_assert(!strstr(src, "vector_size") && !strstr(src, "__builtin"), "%s", src);
     ta_free(src);
 }
+
+/* On OpenCL a long float32 reduce to few outputs is shared by a work
+ * group: each item takes every 64th element, and the partial results meet
+ * in local memory in a fixed tree before one item stores the output. */
+Test(codegen_render, opencl_shares_a_long_reduce_of_few_outputs_in_a_work_group) {
+    ta_ast_t a;
+    int64_t shape[2] = {16, 5003};
+    ta_ast_init(&a, 2, shape, 2);
+    a.nbufs = 2;
+    a.buf_dtype[0] = a.buf_dtype[1] = TACT_FLOAT32;
+    a.buf_size[0] = 16, a.buf_size[1] = 16 * 5003;
+    ta_vstack_t in, out;
+    ta_vstack_init(&in, 2, shape);
+    int64_t kept[2] = {16, 1};
+    ta_vstack_init(&out, 2, kept);
+    int vi = ta_ast_view(&a, &in), vo = ta_ast_view(&a, &out);
+    ta_ast_node_t ld = {TA_OP_LOAD, TACT_FLOAT32, 0, {0, 0, 0}, 1, (int16_t)vi, {0}, 0};
+    ta_ast_node_t mx = {TA_OP_RMAX, TACT_FLOAT32, 1, {0, 0, 0}, 0, -1, {0}, 0};
+    ta_ast_node_t st = {TA_OP_STORE, TACT_FLOAT32, 1, {1, 0, 0}, 0, (int16_t)vo, {0}, 0};
+    ta_ast_add(&a, ld), ta_ast_add(&a, mx), ta_ast_add(&a, st);
+    ta_target_t cl = ta_target_cl();
+    char *src, name[64];
+    int64_t align;
+    ta_error_t err;
+    cr_assert_eq(ta_render_c_for(&a, &cl, &src, name, sizeof name, &align, NULL, &err), TACT_OK, "%s", err.text);
+    cr_assert(strstr(src, "reqd_work_group_size(64, 1, 1)") && strstr(src, "__local float tact_part[64]") && strstr(src, "barrier(") &&
+                  strstr(src, "tact_maxf(tact_part[tact_lid], tact_part[tact_lid + w])") && strstr(src, "+= 64"),
+              "%s", src);
+    ta_free(src);
+    /* The CPU's kernel is the plain loop. */
+    cr_assert_eq(ta_render_c(&a, &src, name, sizeof name, &align, &err), TACT_OK, "%s", err.text);
+    cr_assert(!strstr(src, "tact_part"), "%s", src);
+    ta_free(src);
+}

@@ -385,3 +385,45 @@ Test(device, a_stop_during_an_opencl_kernel_is_reported_once_it_ends) {
     ta_cl_device.free(dev, o);
     ta_cl_device.close(&dev);
 }
+
+/* Long reduces to few outputs, which OpenCL shares among a work group
+ * (render.c): sums and maxes of 16 rows of 5003 against a double loop,
+ * a NaN in one row spreading to its max and sum only, the same bits in
+ * two runs. */
+Test(device, work_group_reduces_on_opencl_match_a_loop) {
+    if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
+    enum { R = 16, C = 5003 };
+    float *x = malloc(sizeof(float) * R * C), sum[2][R], max[2][R];
+    uint64_t rng = 11;
+    for (int i = 0; i < R * C; i++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 4 - 2);
+    }
+    x[5 * C + 77] = NAN;
+    for (int run = 0; run < 2; run++) {
+        tact_options o;
+        tact_options_default(&o);
+        o.devices = "CL";
+        tact_ctx *ctx = NULL;
+        cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+        int64_t shape[2] = {R, C};
+        int one = 1;
+        tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
+        cr_assert_eq(tact_read(tact_sum(t, 1, &one, 0), sum[run], sizeof sum[run]), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_max(t, 1, &one, 0), max[run], sizeof max[run]), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_ctx_close(&ctx);
+    }
+    for (int r = 0; r < R; r++) {
+        double s = 0, mag = 0;
+        float m = -INFINITY;
+        for (int c = 0; c < C; c++) s += x[r * C + c], mag += fabs(x[r * C + c]), m = x[r * C + c] != x[r * C + c] || x[r * C + c] > m ? x[r * C + c] : m;
+        if (r == 5) {
+            cr_assert(isnan(sum[0][r]) && isnan(max[0][r]), "row 5: sum %g, max %g", sum[0][r], max[0][r]);
+            continue;
+        }
+        cr_assert(fabs(sum[0][r] - s) <= 1e-6 * mag, "row %d: sum %.9g, want %.9g", r, sum[0][r], s);
+        cr_assert_eq(max[0][r], m, "row %d: max", r);
+    }
+    cr_assert(memcmp(sum[0], sum[1], sizeof sum[0]) == 0 && memcmp(max[0], max[1], sizeof max[0]) == 0, "two runs differ");
+    free(x);
+}
