@@ -224,21 +224,37 @@ static void s_role_bufs(const s_kernel_t *k, int role, int *first, int *end) {
     *end = role == S_RECEIVE ? 1 : k->nbufs;
 }
 
-/* The order of device d's steps: the schedule's, but for each send,
- * which goes right after the step that made its buffer (first, if none
- * here did), so a copy waits only for its input, not for the kernels
- * before it.  Fills seq (the kernel indices) and returns their count. */
+/* The order of device d's steps: the schedule's, but a receive goes
+ * right before the first kernel here that reads its buffer (so kernels
+ * that do not read it need not wait for it), and a send right after the
+ * step that made its buffer (first, if none here did), so a copy waits
+ * only for its input.  Every step keeps the schedule's order among the
+ * steps it depends on, so two executors never wait on each other.
+ * Fills seq (the kernel indices) and returns their count. */
 static int s_order(const s_kernel_t *ks, int nk, int d, int *seq, uint64_t *key) {
     int n = 0;
     for (int q = 0; q < nk; q++) {
         int role = s_role(&ks[q], d);
         if (role == S_NONE) continue;
-        uint64_t k = 2 * (uint64_t)q + 2;
+        uint64_t k = 4 * (uint64_t)q + 4; /* a kernel */
+        if (role == S_RECEIVE) {
+            for (int p = q + 1; p < nk; p++) {
+                if (s_role(&ks[p], d) != S_KERNEL) continue;
+                int reads = 0;
+                for (int b = 1; b < ks[p].nbufs && !reads; b++) reads = ks[p].bufs[b] == ks[q].bufs[0];
+                if (reads) {
+                    k = 4 * (uint64_t)p + 2;
+                    break;
+                }
+            }
+            /* Read here by no kernel (only sent on, or kept): where it is. */
+        }
         if (role == S_SEND) {
             k = 0;
-            for (int p = q - 1; p >= 0 && !k; p--) {
-                int pr = s_role(&ks[p], d);
-                if ((pr == S_KERNEL || pr == S_RECEIVE) && ks[p].bufs[0] == ks[q].bufs[1]) k = 2 * (uint64_t)p + 3;
+            for (int i = n - 1; i >= 0 && !k; i--) {
+                const s_kernel_t *pk = &ks[seq[i]];
+                int pr = s_role(pk, d);
+                if ((pr == S_KERNEL || pr == S_RECEIVE) && pk->bufs[0] == ks[q].bufs[1]) k = key[i] + 1;
             }
         }
         /* Insertion by key, then schedule order: the lists are short. */
