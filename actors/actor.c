@@ -157,11 +157,17 @@ static void s_push(ta_queued_t **head, ta_queued_t **tail, ta_queued_t *q) {
     *tail = q;
 }
 
-/* The index of (corr, from) among the expected replies, or -1. */
-static long s_expected(const ta_actor_t *a, uint64_t corr, uint32_t from) {
-    for (size_t i = 0; i < a->nexpected; i++)
-        if (a->expected[i].corr == corr && a->expected[i].from == from) return (long)i;
+/* The index of (corr, from) among the replies to drop, or -1. */
+static long s_discarded(const ta_actor_t *a, uint64_t corr, uint32_t from) {
+    for (size_t i = 0; i < a->ndiscard; i++)
+        if (a->discard[i].corr == corr && a->discard[i].from == from) return (long)i;
     return -1;
+}
+
+static int s_trusted(const ta_actor_t *a, uint32_t from) {
+    for (size_t i = 0; i < a->ntrusted; i++)
+        if (a->trusted[i] == from) return 1;
+    return 0;
 }
 
 /* The next message to process by the rule, unlinked; NULL when it has to wait. */
@@ -174,8 +180,6 @@ static ta_queued_t *s_next(ta_actor_t *a) {
             if (a->held_tail == q) a->held_tail = prev;
             s_uncount(a, q);
             a->awaiting = 0;
-            long e = s_expected(a, q->msg.corr, q->msg.sender);
-            if (e >= 0) a->expected[e] = a->expected[--a->nexpected];
             return q;
         }
         return NULL;
@@ -223,7 +227,8 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     if (m->type == TA_MSG_PROGRESS) {
         /* A heartbeat of the work awaited: its await does not time out yet.
          * Never dispatched or recorded (it depends on timing). */
-        if (a->awaiting && m->corr == a->awaiting && m->sender == a->awaiting_from) {
+        /* Corr 0: the sender is alive and working, whatever it works on. */
+        if (a->awaiting && (m->corr == a->awaiting || !m->corr) && m->sender == a->awaiting_from) {
             a->await_since_ms = s_now_ms();
             for (size_t i = 0; i < a->nrelays; i++) ta_actor_progress(a, a->relays[i].from, a->relays[i].corr);
         }
@@ -239,7 +244,13 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
                 ta_msg_release(m);
                 return;
             }
-        asked = (a->awaiting == m->corr && a->awaiting_from == m->sender) || s_expected(a, m->corr, m->sender) >= 0;
+        long d = m->corr ? s_discarded(a, m->corr, m->sender) : -1;
+        if (d >= 0) { /* forgotten: it came, and goes */
+            a->discard[d] = a->discard[--a->ndiscard];
+            ta_msg_release(m);
+            return;
+        }
+        asked = (a->awaiting == m->corr && a->awaiting_from == m->sender) || s_trusted(a, m->sender);
         if (!asked && (a->nheld >= S_HELD_LIMIT || a->held_bytes + s_msg_bytes(m) > S_HELD_BYTES)) {
             ta_rt_report(a->rt, "actor %s: %zu replies (%zu bytes) nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
                          a->held_bytes, ta_msg_type_name(m->type), m->sender);
@@ -381,9 +392,10 @@ static void s_free_queue(ta_queued_t *q) {
 }
 
 void ta_actor_free_queues(ta_actor_t *a) {
-    ta_free(a->expected), ta_free(a->relays);
-    a->expected = a->relays = NULL;
-    a->nexpected = a->expected_cap = a->nrelays = a->relays_cap = 0;
+    ta_free(a->discard), ta_free(a->relays), ta_free(a->trusted);
+    a->discard = a->relays = NULL;
+    a->trusted = NULL;
+    a->ndiscard = a->discard_cap = a->nrelays = a->relays_cap = a->ntrusted = a->trusted_cap = 0;
     s_free_queue(a->held);
     a->held = a->held_tail = NULL;
     a->nheld = 0;
@@ -531,31 +543,27 @@ void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from) {
     self->await_since_ms = self->rt ? s_now_ms() : 0;
 }
 
-int ta_actor_expect(ta_actor_t *self, uint64_t corr, uint32_t from) {
-    if (s_expected(self, corr, from) >= 0) return TACT_OK;
-    if (ta_grow((void **)&self->expected, &self->expected_cap, self->nexpected + 1, sizeof *self->expected) != TACT_OK) return TACT_ENOMEM;
-    self->expected[self->nexpected++] = (struct ta_expect){corr, from};
+int ta_actor_trust(ta_actor_t *self, uint32_t from) {
+    if (s_trusted(self, from)) return TACT_OK;
+    if (ta_grow((void **)&self->trusted, &self->trusted_cap, self->ntrusted + 1, sizeof *self->trusted) != TACT_OK) return TACT_ENOMEM;
+    self->trusted[self->ntrusted++] = from;
     return TACT_OK;
 }
 
-void ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from) {
-    long e = s_expected(self, corr, from);
-    if (e >= 0) self->expected[e] = self->expected[--self->nexpected];
-    for (ta_queued_t **pq = &self->held, *prev = NULL; *pq;) {
+int ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from) {
+    for (ta_queued_t **pq = &self->held, *prev = NULL; *pq; prev = *pq, pq = &(*pq)->next) {
         ta_queued_t *q = *pq;
-        if (q->msg.corr != corr || q->msg.sender != from) {
-            prev = q;
-            pq = &q->next;
-            continue;
-        }
+        if (q->msg.corr != corr || q->msg.sender != from) continue;
         *pq = q->next;
         if (self->held_tail == q) self->held_tail = prev;
         s_uncount(self, q);
         ta_msg_release(&q->msg);
         ta_free(q);
+        return TACT_OK; /* it came already: nothing more will */
     }
-    self->expired[self->next_expired++ % 64] = corr;
-    if (self->nexpired < 64) self->nexpired++;
+    if (ta_grow((void **)&self->discard, &self->discard_cap, self->ndiscard + 1, sizeof *self->discard) != TACT_OK) return TACT_ENOMEM;
+    self->discard[self->ndiscard++] = (struct ta_expect){corr, from};
+    return TACT_OK;
 }
 
 int ta_actor_relay(ta_actor_t *self, const uint32_t *to, const uint64_t *corr, size_t n) {

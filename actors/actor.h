@@ -101,24 +101,23 @@ uint64_t ta_actor_new_corr(ta_actor_t *self);
  * right corr from anyone else is not it, so a peer cannot answer for
  * another); nothing else is processed until it came (rule 2 above).  One
  * await at a time: a second call replaces the first.  If no such reply
- * comes within the runtime's timeout (a heartbeat of that corr restarts
- * it), the handler is given ERROR(TACT_ETIMEDOUT) with that corr instead
+ * comes within the runtime's timeout (a heartbeat of that corr, or of
+ * corr 0 from that port, restarts it), the handler is given ERROR(TACT_ETIMEDOUT) with that corr instead
  * (sender 0), and a reply that comes later is dropped and reported.
  */
 void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from);
 
 /*
- * A reply this actor will await later (a copy another executor sends
- * while this one is busy with earlier work): kept when it comes early
- * whatever the limit on replies nobody asked for, which is for what no
- * plan names.  The entry goes once the reply is taken.  Returns TACT_OK or
- * TACT_ENOMEM.
+ * Replies from port `from` (a peer of the same pipeline: another executor,
+ * whose copies come when it has computed them, maybe before this actor
+ * reached that realize) are kept whatever their size and count, outside
+ * the limit on replies nobody asked for.  Returns TACT_OK or TACT_ENOMEM.
  */
-int ta_actor_expect(ta_actor_t *self, uint64_t corr, uint32_t from);
-/* The reply carrying corr from `from` will not be awaited after all: its
- * expectation goes, a copy of it held now is dropped, and one that comes
- * later is dropped (as after a timed-out await). */
-void ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from);
+int ta_actor_trust(ta_actor_t *self, uint32_t from);
+/* The reply carrying corr from `from` will not be awaited after all (it
+ * is known to come): a copy of it held now is dropped, and so is the one
+ * that comes later.  TACT_OK or TACT_ENOMEM (then a late one stays held). */
+int ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from);
 
 /*
  * While this actor awaits a reply, the heartbeats of that work are passed

@@ -214,8 +214,9 @@ static void s_cl_vector_prelude(s_str_t *o, int w) {
           "  tact_vf r = p * as_float%d((k1 + 127) << 23) * as_float%d((k2 + 127) << 23);\n"
           "  return select(r, x + x, nan);\n"
           "}\n"
-          "static inline tact_vf tact_vlog2(tact_vf x) { return log2(x); }\n"
-          "static inline tact_vf tact_vsin(tact_vf x) { return sin(x); }\n"
+          "/* Lane by lane, as the scalar code: a vector built-in may round otherwise. */\n"
+          "static inline tact_vf tact_vlog2(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = log2(TACT_LANE(x, l)); return r; }\n"
+          "static inline tact_vf tact_vsin(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = sin(TACT_LANE(x, l)); return r; }\n"
           "static inline tact_vf tact_vsqrt(tact_vf x) { return sqrt(x); }\n"
           "static inline tact_vf tact_vtrunc(tact_vf x) { return trunc(x); }\n"
           "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { return fmod(x, y); }\n"
@@ -820,14 +821,15 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
              l->align % l->axes[1].size == 0; /* whole outputs per item: never a padded dim's tiles */
     int64_t per = c.flat ? l->axes[1].size : 1;
     if (c.flat) *align = l->align / per;
-    /* A long float32 reduce to few outputs, one per work item (no tiles,
-     * no vectors), would leave most of a device idle: a work group of 64
-     * items shares each output instead, each taking every 64th element,
-     * their partial sums meeting in local memory in a fixed tree.  The
-     * choice depends on the shape alone; the device reads the group's size
-     * from the kernel (reqd_work_group_size). */
+    /* A long float32 reduce, one output per work item (no tiles, no
+     * vectors), is shared by a work group of 64 items instead, each taking
+     * every 64th element, their partial sums meeting in local memory in a
+     * fixed tree: a long reduce of few outputs no longer leaves most of a
+     * device idle.  The choice depends on the reduce's length, never on
+     * how many outputs there are (batch invariance, DESIGN.md §2); the
+     * device reads the group's size from the kernel (reqd_work_group_size). */
     c.group = t->opencl && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 && l->post_level == 0 && l->align == 1 && l->nloops == 1 &&
-                      l->items <= 128 && l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer && l->axes[1].size >= 1024 &&
+                      l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer && l->axes[1].size >= 1024 &&
                       a->nodes[l->reduce].dtype == TACT_FLOAT32 &&
                       (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX)
                   ? 64

@@ -158,6 +158,31 @@ ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
     return like->device >= 0 ? tc_to_index(v, like->device) : v;
 }
 
+/* x (one tensor) split as m is, whatever sizes its parts have. */
+static ti_tensor_t *s_split_like(ti_tensor_t *x, const ti_multi_t *m) {
+    if (x->status) return x;
+    ti_multi_t *out = s_multi_new(x->ctx, m, m->axis);
+    if (!out) return tc_error(x->ctx, TACT_ENOMEM, "out of memory");
+    memcpy(out->size, m->size, sizeof out->size);
+    for (int i = 0; i < m->n; i++) {
+        ti_tensor_t *part = tc_to_index(s_slice(x, m, m->axis, i), m->dev[i]);
+        if (!part->status && part->view) part = ti_contiguous(part);
+        if (part->status) {
+            ta_free(out);
+            return part;
+        }
+        out->part[i] = part;
+    }
+    ti_tensor_t *t = tc_new(x->ctx, x->dtype, &x->shape);
+    if (t->status) {
+        ta_free(out);
+        return t;
+    }
+    t->requires_grad = x->requires_grad;
+    t->multi = out;
+    return t;
+}
+
 /* x (sharded) as one tensor on device at: its parts copied there and
  * joined along the axis (a replicated one: the part there, or the first). */
 ti_tensor_t *tc_gather(ti_tensor_t *x, int at) {
@@ -268,9 +293,9 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
         resplit[j] = srcs[j];
         const ti_multi_t *s = srcs[j]->multi;
         if (!s || s->axis < 0 || s == ref || (s->axis == axis && memcmp(s->size, ref->size, sizeof s->size) == 0)) continue;
-        ti_tensor_t *whole = tc_gather((ti_tensor_t *)srcs[j], s->dev[0]);
-        resplit[j] = whole->status ? whole : ti_shard(whole, ref->name, axis);
-        if (resplit[j]->status) return (ti_tensor_t *)resplit[j];
+        ti_tensor_t *again = s_split_like(tc_gather((ti_tensor_t *)srcs[j], s->dev[0]), ref);
+        if (again->status) return again;
+        resplit[j] = again;
     }
     srcs = resplit;
     ta_op_class_t cls = ta_op_class(op);

@@ -353,7 +353,7 @@ static void s_await_next(ta_actor_t *self, s_state_t *s) {
         if (st->copy == 1 || r->silent) {
             r->next++;
             if (st->copy == 1) s_send_copy(self, s, st);
-            else if (st->copy == 2) ta_actor_forget(self, st->program, st->peer); /* not awaited: dropped when it comes */
+            else ta_actor_forget(self, st->program, s_awaited_from(s, st)); /* not awaited: dropped when it comes */
             continue;
         }
         s_relay_sends(self, s);
@@ -377,7 +377,7 @@ typedef struct {
     uint32_t reply_to;
     uint64_t corr;
     double last;
-    const s_run_t *run; /* its sends still to come: their receivers hear the heartbeat too */
+    const ta_pipeline_t *w; /* the other executors hear the heartbeat too */
 } s_tick_t;
 
 static int s_tick(void *ud) {
@@ -386,8 +386,10 @@ static int s_tick(void *ud) {
     double now = s_ms();
     if ((now - t->last) * 4 >= ta_actor_timeout_ms(t->self)) {
         ta_actor_progress(t->self, t->reply_to, t->corr);
-        for (int i = t->run->next; t->run->p && i < t->run->p->nsteps; i++)
-            if (t->run->p->steps[i].copy == 1) ta_actor_progress(t->self, t->run->p->steps[i].peer, t->run->p->steps[i].program);
+        /* The other executors may be waiting for a copy from this one,
+         * of this realize or a later one. */
+        for (int d = 0; d < t->w->ndevices; d++)
+            if (d != t->w->self_device) ta_actor_progress(t->self, t->w->executor[d], 0);
         t->last = now;
     }
     return 0;
@@ -524,7 +526,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
-    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0, &s->run};
+    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0, &s->w};
     ta_launch_t l = {ptrs, st->nbufs, st->args, st->nargs, st->numel, align, st->work};
     s_busy_enter();
     int rc = s->dev_ops->launch(s->dev, prog, &l, err);
@@ -681,12 +683,6 @@ static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         s_finish_run(self, s);
         return;
     }
-    /* Copies may come before their turn: kept whatever their size. */
-    for (int i = 0; i < s->run.p->nsteps; i++)
-        if (s->run.p->steps[i].copy == 2 && ta_actor_expect(self, s->run.p->steps[i].program, s->run.p->steps[i].peer) != TACT_OK) {
-            s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory");
-            break;
-        }
     s_await_next(self, s);
 }
 
@@ -697,6 +693,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
         int index;
         if (rc == TACT_OK) rc = ta_device_find(s->w.device[s->w.self_device], &s->dev_ops, &index, &err);
+        /* Copies from the other executors come when they are computed,
+         * maybe before this one reached their realize: kept, whatever their size. */
+        for (int d = 0; rc == TACT_OK && d < s->w.ndevices; d++)
+            if (d != s->w.self_device && ta_actor_trust(self, s->w.executor[d]) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
         ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
         if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {

@@ -56,6 +56,7 @@ typedef struct {
     int uses;     /* head of the list of kernels that computed it inline, -1 */
     int device;   /* NODE.device: where its buffer is, or its kernel runs */
     int target;   /* the base of a target of this realize */
+    int konst;    /* its value comes from constants alone (no buffer under it) */
 } s_node_t;
 
 /* Kernel `kernel` computed a node inline in its build number gen. */
@@ -222,6 +223,12 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
         S_NEED(rec->bufref <= i && g->bufs[rec->bufref] == g->bufs[i]);
         d->bufref = (int)rec->bufref;
         S_NEED(d->is_view || d->has_buffer || s_shapes_follow(g, d));
+        /* Sources and bases come first: one pass. */
+        d->konst = d->is_view ? g->nodes[d->base].konst : d->op == TA_OP_CONST;
+        if (!d->is_view && !d->has_buffer && d->nsrc && d->op != TA_OP_COPY) {
+            d->konst = 1;
+            for (int j = 0; j < d->nsrc; j++) d->konst &= g->nodes[d->src[j]].konst;
+        }
 #undef S_NEED
     next:;
     }
@@ -417,7 +424,9 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     }
     int64_t space = ta_vstack_numel(st);
     int load = n->has_buffer || (n->rp && i != k->root) || n->op == TA_OP_EMPTY;
-    if (!load && n->op != TA_OP_CONST && space > ta_shape_numel(&n->shape) && i != k->root)
+    /* (Constants alone are cheap to compute again, and have no device
+     * until they have a buffer: never realized for this.) */
+    if (!load && n->op != TA_OP_CONST && !n->konst && space > ta_shape_numel(&n->shape) && i != k->root)
         return s_force(k, i); /* realize before expand */
     if (load || n->op == TA_OP_CONST) {
         int v = -1;
@@ -667,7 +676,7 @@ static int s_shared_work(s_graph_t *g) {
      * with fresh uses, sees whether it is still shared). */
     for (int i = g->n - 1; i >= 0 && added >= 0; i--) {
         s_node_t *x = &g->nodes[i];
-        if (covered[i] || !s_forcible(x) || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
+        if (covered[i] || !s_forcible(x) || x->konst || ta_shape_numel(&x->shape) < S_SHARED_NUMEL) continue;
         ta_op_class_t cls = ta_op_class(x->op);
         if (cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY) continue;
         /* Inlined (by the kernels' latest builds) into two kernels or more,

@@ -319,6 +319,15 @@ Test(device_multi, sharding_refuses_what_the_reference_refuses) {
     cr_assert_str_eq(tact_device(mixed), "CPU,CPU:1");
     s_read_ok(ctx, mixed, sum, 24, "a sum of two splits");
     for (int i = 0; i < 24; i++) cr_assert_eq(sum[i], 2 * vals[i]);
+    /* Split after a reshape (parts of 6 and 4 rows of (10,3), not 5 and
+     * 5): the other source is split the same way. */
+    int64_t s56[2] = {5, 6}, s103[2] = {10, 3};
+    float thirty[30], got30[30];
+    for (int i = 0; i < 30; i++) thirty[i] = (float)i;
+    tact_tensor *r = tact_reshape(tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, s56, thirty), "CPU,CPU:1", 0), 2, s103);
+    tact_tensor *other = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, s103, thirty), "CPU,CPU:1", 1);
+    s_read_ok(ctx, tact_sub(r, other), got30, 30, "a reshaped split minus another");
+    for (int i = 0; i < 30; i++) cr_assert_eq(got30[i], 0, "element %d", i);
     tact_tensor *ok = tact_shrink(tact_pad(s, (const int64_t[][2]){{0, 0}, {1, 1}}, 1), (const int64_t[][2]){{0, 4}, {2, 8}});
     float out[24];
     s_read_ok(ctx, tact_to(ok, "CPU:1"), out, 24, "pad and shrink along the other axis");
