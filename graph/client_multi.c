@@ -96,6 +96,34 @@ static void s_split(ti_multi_t *m, int64_t n) {
     }
 }
 
+/* x (one tensor) split as m is (along its axis, with its parts' sizes; or
+ * copied whole to each of its devices).  Every part is a tensor with a
+ * buffer of its own (never x itself, nor a view of it), so it can be
+ * assigned to. */
+static ti_tensor_t *s_split_like(ti_tensor_t *x, const ti_multi_t *m) {
+    if (x->status) return x;
+    ti_multi_t *out = s_multi_new(x->ctx, m, m->axis);
+    if (!out) return tc_error(x->ctx, TACT_ENOMEM, "out of memory");
+    memcpy(out->size, m->size, sizeof out->size);
+    for (int i = 0; i < m->n; i++) {
+        ti_tensor_t *part = tc_to_index(m->axis >= 0 ? s_slice(x, m, m->axis, i) : x, m->dev[i]);
+        if (!part->status && (part == x || part->view)) part = ti_contiguous(part);
+        if (part->status) {
+            ta_free(out);
+            return part;
+        }
+        out->part[i] = part;
+    }
+    ti_tensor_t *t = tc_new(x->ctx, x->dtype, &x->shape);
+    if (t->status) {
+        ta_free(out);
+        return t;
+    }
+    t->requires_grad = x->requires_grad;
+    t->multi = out;
+    return t;
+}
+
 ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     if (!x) return ti_null_arg();
     x = tc_solid(x);
@@ -127,60 +155,15 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     if (axis != TACT_REPLICATE && (axis < -x->shape.ndim || axis >= x->shape.ndim))
         return tc_error(ctx, TACT_EINVAL, "shard: axis %d of a tensor of %d dims", axis, x->shape.ndim);
     if (axis != TACT_REPLICATE && axis < 0) axis += x->shape.ndim;
-    ti_multi_t *m = s_multi_new(ctx, &proto, axis == TACT_REPLICATE ? -1 : axis);
-    if (!m) return tc_error(ctx, TACT_ENOMEM, "shard: out of memory");
-    if (m->axis >= 0) s_split(m, x->shape.d[m->axis]);
-    for (int i = 0; i < m->n; i++) {
-        ti_tensor_t *part = m->axis >= 0 ? s_slice(x, m, m->axis, i) : x;
-        part = tc_to_index(part, m->dev[i]);
-        /* Every part is a tensor with a buffer of its own (never the
-         * caller's x, nor a view of it), so it can be assigned to. */
-        if (!part->status && (part == x || part->view)) part = ti_contiguous(part);
-        if (part->status) {
-            ta_free(m);
-            return part;
-        }
-        m->part[i] = part;
-    }
-    ti_tensor_t *out = tc_new(ctx, x->dtype, &x->shape);
-    if (out->status) {
-        ta_free(m);
-        return out;
-    }
-    out->requires_grad = x->requires_grad;
-    out->multi = m;
-    return out;
+    proto.axis = axis == TACT_REPLICATE ? -1 : axis;
+    if (proto.axis >= 0) s_split(&proto, x->shape.d[proto.axis]);
+    return s_split_like(x, &proto);
 }
 
 ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
     if (v->status || like->status) return v->status ? v : like;
     if (like->multi) return ti_shard(v, like->multi->name, like->multi->axis < 0 ? TACT_REPLICATE : like->multi->axis);
     return like->device >= 0 ? tc_to_index(v, like->device) : v;
-}
-
-/* x (one tensor) split as m is, whatever sizes its parts have. */
-static ti_tensor_t *s_split_like(ti_tensor_t *x, const ti_multi_t *m) {
-    if (x->status) return x;
-    ti_multi_t *out = s_multi_new(x->ctx, m, m->axis);
-    if (!out) return tc_error(x->ctx, TACT_ENOMEM, "out of memory");
-    memcpy(out->size, m->size, sizeof out->size);
-    for (int i = 0; i < m->n; i++) {
-        ti_tensor_t *part = tc_to_index(s_slice(x, m, m->axis, i), m->dev[i]);
-        if (!part->status && part->view) part = ti_contiguous(part);
-        if (part->status) {
-            ta_free(out);
-            return part;
-        }
-        out->part[i] = part;
-    }
-    ti_tensor_t *t = tc_new(x->ctx, x->dtype, &x->shape);
-    if (t->status) {
-        ta_free(out);
-        return t;
-    }
-    t->requires_grad = x->requires_grad;
-    t->multi = out;
-    return t;
 }
 
 /* x (sharded) as one tensor on device at: its parts copied there and

@@ -8,6 +8,10 @@
 
 #include <criterion/criterion.h>
 
+#include "log.h"
+#include "pipeline.h"
+#include "replay.h"
+
 uint64_t tu_seed(void) {
     const char *s = getenv("TACT_SEED");
     return s ? strtoull(s, NULL, 0) : 0x7ac7u;
@@ -116,4 +120,42 @@ void tu_window(const int64_t *p, tact_window *w) {
     for (int i = 0; i < 4; i++) w->padding[i] = p[6 + i];
     w->count_include_pad = (int)p[10];
     w->kernel[0] = p[11], w->kernel[1] = p[12];
+}
+
+void tu_spoil_bulk(ta_msg_t *m, uint8_t **copy) {
+    *copy = malloc(m->bulk.len);
+    memcpy(*copy, m->bulk.ptr, m->bulk.len);
+    (*copy)[m->bulk.len / 2] ^= 0x10;
+    m->bulk.ptr = *copy;
+}
+
+void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
+                                ta_capture_fn capture, void *ud) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    const ta_log_stream_info_t *st = NULL;
+    for (size_t i = 0; i < log->nstreams && !st; i++)
+        if (strcmp(log->streams[i].name, "executor") == 0 && (!port || log->streams[i].id == port)) st = &log->streams[i];
+    cr_assert(st, "no executor on port %u", port);
+    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, capture, ud, &err);
+    cr_assert(a, "%s", err.text);
+    int changed = 0;
+    for (size_t k = 0; k < st->nrecords; k++) {
+        const ta_log_record_t *rec = &st->records[k];
+        if (rec->dir != TA_LOG_IN) continue;
+        ta_msg_t m;
+        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
+        uint8_t *copy = NULL;
+        if ((int)m.type == type && !changed && (!bulk || m.bulk.len)) {
+            change(&m, &copy);
+            changed = 1;
+        }
+        ta_stage_dispatch(a, &m);
+        free(copy);
+    }
+    cr_assert(changed, "the executor got no %s", ta_msg_type_name(type));
+    ta_stage_destroy(&a);
+    ta_log_free(&log);
+    unlink(path);
 }

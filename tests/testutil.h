@@ -26,6 +26,18 @@ void tu_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng);
 ta_recs_t tu_recs_random(ta_rec_type_t type, uint64_t *rng);
 void tu_rec_reset(void);
 
+/* Points m's bulk at a copy of it (*copy, the caller's to free) with one
+ * bit flipped in its middle: an object that no longer matches its digest. */
+void tu_spoil_bulk(ta_msg_t *m, uint8_t **copy);
+
+/* Replays the executor's recorded inbox from the log at path (the stream
+ * on port `port`, or the first executor's when port is 0), the first
+ * message of type `type` (with a bulk frame if `bulk`) changed by change;
+ * its sends go to capture(ud).  Removes the log; fails the test if the
+ * log has no such stream or message. */
+void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
+                                ta_capture_fn capture, void *ud);
+
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 

@@ -174,16 +174,24 @@ Test(device_multi, two_devices_run_kernels_at_the_same_time) {
     free(a);
 }
 
-/* A run over two devices, recorded, replays with every stage (both
- * executors among them) matching. */
-Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
-    char *path = tu_tmpfile("multi.tlog");
+/* A context on CPU and CPU:1 recording every message to a fresh file
+ * (*path, the caller's to free). */
+static tact_ctx *s_open_logged(char **path) {
+    *path = tu_tmpfile("multi.tlog");
     tact_options o;
     tact_options_default(&o);
     o.devices = "CPU,CPU:1";
-    o.log_path = path;
+    o.log_path = *path;
     tact_ctx *ctx = NULL;
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    return ctx;
+}
+
+/* A run over two devices, recorded, replays with every stage (both
+ * executors among them) matching. */
+Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
+    char *path;
+    tact_ctx *ctx = s_open_logged(&path);
     float v[6] = {1, 2, 3, 4, 5, 6}, out[6];
     int64_t shape[2] = {2, 3};
     tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, shape, v);
@@ -431,13 +439,8 @@ Test(device_multi, a_large_all_reduce_goes_round_a_ring_and_matches_a_loop) {
 /* Records y = to(x * 3, "CPU:1") read back, on CPU and CPU:1; returns the
  * log's path. */
 static char *s_record_copy(void) {
-    char *path = tu_tmpfile("copy.tlog");
-    tact_options o;
-    tact_options_default(&o);
-    o.devices = "CPU,CPU:1";
-    o.log_path = path;
-    tact_ctx *ctx = NULL;
-    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    char *path;
+    tact_ctx *ctx = s_open_logged(&path);
     float v[4] = {1, 2, 3, 4}, out[4];
     int64_t shape[1] = {4};
     tact_tensor *y = tact_to(tact_mul(tact_from_data(ctx, TACT_FLOAT32, 1, shape, v), tact_scalar(ctx, 3)), "CPU:1");
@@ -467,43 +470,10 @@ static int s_seen(void *ud, const ta_msg_t *m) {
  * by change(); sends to dest naming want are counted. */
 static s_seen_t s_replay_changed(uint32_t port, int type, void (*change)(ta_msg_t *m, uint8_t **copy), uint32_t dest, const char *want) {
     char *path = s_record_copy();
-    ta_log_t *log;
-    ta_error_t err;
-    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
-    const ta_log_stream_info_t *st = NULL;
-    for (size_t i = 0; i < log->nstreams; i++)
-        if (log->streams[i].id == port) st = &log->streams[i];
-    cr_assert(st && strcmp(st->name, "executor") == 0, "no executor on port %u", port);
     s_seen_t seen = {want, dest, 0, 0};
-    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_seen, &seen, &err);
-    cr_assert(a, "%s", err.text);
-    int changed = 0;
-    for (size_t k = 0; k < st->nrecords; k++) {
-        const ta_log_record_t *rec = &st->records[k];
-        if (rec->dir != TA_LOG_IN) continue;
-        ta_msg_t m;
-        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
-        uint8_t *copy = NULL;
-        if ((int)m.type == type && !changed) {
-            change(&m, &copy);
-            changed = 1;
-        }
-        ta_stage_dispatch(a, &m);
-        free(copy);
-    }
-    cr_assert(changed, "port %u got no %s", port, ta_msg_type_name(type));
-    ta_stage_destroy(&a);
-    ta_log_free(&log);
-    unlink(path);
+    tu_replay_executor_changed(path, port, type, 0, change, s_seen, &seen);
     free(path);
     return seen;
-}
-
-static void s_spoil_object(ta_msg_t *m, uint8_t **copy) {
-    *copy = malloc(m->bulk.len);
-    memcpy(*copy, m->bulk.ptr, m->bulk.len);
-    (*copy)[m->bulk.len / 2] ^= 0x10;
-    m->bulk.ptr = *copy;
 }
 
 static void s_data_to_error(ta_msg_t *m, uint8_t **copy) {
@@ -520,7 +490,7 @@ static void s_data_to_error(ta_msg_t *m, uint8_t **copy) {
 /* The sending executor's kernel fails before its send: the receiving
  * executor (port 8) is told so in place of the bytes, never left waiting. */
 Test(device_multi, a_failure_before_a_send_reaches_the_receiver_as_an_error) {
-    s_seen_t seen = s_replay_changed(7, TA_MSG_PROGRAM, s_spoil_object, 8, "do not match digest");
+    s_seen_t seen = s_replay_changed(7, TA_MSG_PROGRAM, tu_spoil_bulk, 8, "do not match digest");
     cr_assert_eq(seen.found, 1, "the receiver heard of the failure %d times", seen.found);
     cr_assert_eq(seen.data, 0, "bytes went out all the same");
 }

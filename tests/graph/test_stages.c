@@ -155,43 +155,10 @@ static int s_find_error(void *ud, const ta_msg_t *m) {
  * change(); returns how many errors named want. */
 static int s_executor_with(void (*change)(ta_msg_t *m, uint8_t **copy), const char *want) {
     char *path = s_record();
-    ta_log_t *log;
-    ta_error_t err;
-    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
-    const ta_log_stream_info_t *st = NULL;
-    for (size_t i = 0; i < log->nstreams; i++)
-        if (strcmp(log->streams[i].name, "executor") == 0) st = &log->streams[i];
-    cr_assert(st);
     s_want_t w = {want, 0};
-    int changed = 0;
-    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, s_find_error, &w, &err);
-    cr_assert(a, "%s", err.text);
-    for (size_t k = 0; k < st->nrecords; k++) {
-        const ta_log_record_t *rec = &st->records[k];
-        if (rec->dir != TA_LOG_IN) continue;
-        ta_msg_t m;
-        cr_assert_eq(ta_log_record_msg(rec, &m, &err), TACT_OK);
-        uint8_t *copy = NULL;
-        if (m.type == TA_MSG_PROGRAM && !changed && m.bulk.len) {
-            change(&m, &copy);
-            changed = 1;
-        }
-        ta_stage_dispatch(a, &m);
-        free(copy);
-    }
-    cr_assert(changed, "the run sent no PROGRAM");
-    ta_stage_destroy(&a);
-    ta_log_free(&log);
-    unlink(path);
+    tu_replay_executor_changed(path, 0, TA_MSG_PROGRAM, 1, change, s_find_error, &w);
     free(path);
     return w.found;
-}
-
-static void s_flip_object(ta_msg_t *m, uint8_t **copy) {
-    *copy = malloc(m->bulk.len);
-    memcpy(*copy, m->bulk.ptr, m->bulk.len);
-    (*copy)[m->bulk.len / 2] ^= 0x10;
-    m->bulk.ptr = *copy;
 }
 
 static void s_one_more_argument(ta_msg_t *m, uint8_t **copy) {
@@ -202,7 +169,7 @@ static void s_one_more_argument(ta_msg_t *m, uint8_t **copy) {
 /* The executor loads an object only if its bytes are the ones its digest
  * names: a PROGRAM whose bytes were changed on the way fails the realize. */
 Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest) {
-    cr_assert_eq(s_executor_with(s_flip_object, "do not match digest"), 1, "the changed object was reported once");
+    cr_assert_eq(s_executor_with(tu_spoil_bulk, "do not match digest"), 1, "the changed object was reported once");
 }
 
 /* A kernel reads as many arguments as its PROGRAM says: a step that gives
