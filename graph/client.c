@@ -832,6 +832,9 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
         if (!value->multi && value->device >= 0)
             return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s", ti_device(value), ti_device(target));
         for (int i = 0; tc_multi_part(target, i); i++) {
+            if (!tc_multi_real(target, i)) return tc_error(ctx, TACT_EINVAL, "assign: the target is a shrink to one part of a sharded tensor");
+        }
+        for (int i = 0; tc_multi_part(target, i); i++) {
             ti_tensor_t *r = ti_assign(tc_multi_part(target, i), tc_multi_slice(value, target, i));
             if (r->status) return r;
         }
@@ -1020,7 +1023,8 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         /* Constants realized get a buffer on the first device: there they are now. */
         if (!tensors[i]->multi && tensors[i]->device < 0) tensors[i]->device = 0;
         if (!tensors[i]->multi) ids[nids++] = tc_solid(tensors[i])->id;
-        for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++) ids[nids++] = tc_multi_part(tensors[i], j)->id;
+        for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++)
+            if (tc_multi_real(tensors[i], j)) ids[nids++] = tc_multi_part(tensors[i], j)->id;
     }
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
     if (rc == TACT_OK) {
@@ -1050,7 +1054,8 @@ int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     if (rc == TACT_OK && wrc == TACT_OK)
         for (int i = 0; i < n; i++) {
             tc_solid(tensors[i])->realized = 1;
-            for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++) tc_multi_part(tensors[i], j)->realized = 1;
+            for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++)
+                if (tc_multi_real(tensors[i], j)) tc_multi_part(tensors[i], j)->realized = 1;
         }
     return rc != TACT_OK ? rc : wrc;
 }
@@ -1082,7 +1087,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
         return TACT_EINVAL;
     }
     t = tc_solid(t);
-    if (t->multi) t = tc_gather(t, tc_multi_part(t, 0)->device); /* read on its first device */
+    if (t->multi) t = tc_gather(t, tc_multi_first(t)->device); /* read on its first (real) part's device */
     if (t->status) return t->status;
     size_t need = (size_t)ti_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {

@@ -107,6 +107,8 @@ ti_tensor_t *tc_gather(ti_tensor_t *x, int at);
 ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like);
 const char *tc_multi_name(const ti_tensor_t *t);
 ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i);
+int tc_multi_real(const ti_tensor_t *t, int i);   /* part i holds data (not the zeros a shrink to another part's bounds left) */
+ti_tensor_t *tc_multi_first(const ti_tensor_t *t); /* the first real part */
 void tc_multi_keep(ti_tensor_t *t);
 int tc_multi_split(const ti_tensor_t *t); /* split along an axis (not replicated) */
 int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b); /* both sharded, over the same devices, split the same way */

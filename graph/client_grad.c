@@ -76,8 +76,8 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
             ti_ctx_set_error(ctx, "backward: the loss is split over devices; reduce it over the split axis first");
             return TACT_EINVAL;
         }
-        loss = tc_multi_part(loss, 0);
-        if (grad && grad->multi) grad = tc_multi_part(grad, 0);
+        if (grad && grad->multi) grad = tc_multi_first(grad);
+        loss = tc_multi_first(loss);
     }
     if (!ta_dtype_is_float(loss->dtype)) {
         snprintf(text, sizeof text, "backward: the loss is %s; only a float tensor has a gradient", ta_dtype_name(loss->dtype));

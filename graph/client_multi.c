@@ -28,14 +28,31 @@ struct ti_multi {
     int dev[TA_MAX_DEVICES];     /* their indices in the context's list */
     int axis;                    /* -1: replicated */
     int64_t size[TA_MAX_DEVICES]; /* each part's extent along the axis */
+    int real[TA_MAX_DEVICES];     /* the part holds data (after a shrink to one part's bounds only that one does: the others are zeros) */
     ti_tensor_t *part[TA_MAX_DEVICES];
     char name[TA_MAX_DEVICES * 17]; /* "CPU,CPU:1": what tact_device says */
 };
 
-static int64_t s_start(const ti_multi_t *m, int i) {
+/* Where part i starts along the axis: in the tensor (real parts only),
+ * or among all the parts (all). */
+static int64_t s_start_of(const ti_multi_t *m, int i, int all) {
     int64_t at = 0;
-    for (int j = 0; j < i; j++) at += m->size[j];
+    for (int j = 0; j < i; j++) at += all || m->real[j] ? m->size[j] : 0;
     return at;
+}
+
+static int64_t s_start(const ti_multi_t *m, int i) { return s_start_of(m, i, 0); }
+
+static int s_nreal(const ti_multi_t *m) {
+    int n = 0;
+    for (int i = 0; i < m->n; i++) n += m->real[i];
+    return n;
+}
+
+static int s_first_real(const ti_multi_t *m) {
+    for (int i = 0; i < m->n; i++)
+        if (m->real[i]) return i;
+    return 0;
 }
 
 static ti_multi_t *s_multi_new(ti_ctx_t *ctx, const ti_multi_t *like, int axis) {
@@ -44,6 +61,7 @@ static ti_multi_t *s_multi_new(ti_ctx_t *ctx, const ti_multi_t *like, int axis) 
     m->n = like->n;
     memcpy(m->dev, like->dev, sizeof m->dev);
     m->axis = axis;
+    for (int i = 0; i < m->n; i++) m->real[i] = 1;
     const ta_pipeline_t *w = tc_wiring(ctx);
     for (int i = 0, used = 0; i < m->n; i++)
         used += snprintf(m->name + used, sizeof m->name - (size_t)used, "%s%s", i ? "," : "", w->device[m->dev[i]]);
@@ -59,12 +77,16 @@ const char *tc_multi_name(const ti_tensor_t *t) { return t->multi->name; }
 
 ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i) { return i < t->multi->n ? t->multi->part[i] : NULL; }
 
+int tc_multi_real(const ti_tensor_t *t, int i) { return i < t->multi->n && t->multi->real[i]; }
+
+ti_tensor_t *tc_multi_first(const ti_tensor_t *t) { return t->multi->part[s_first_real(t->multi)]; }
+
 int tc_multi_split(const ti_tensor_t *t) { return t->multi->axis >= 0; }
 
 int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b) {
     const ti_multi_t *x = a->multi, *y = b->multi;
     return x && y && x->n == y->n && x->axis == y->axis && memcmp(x->dev, y->dev, sizeof x->dev) == 0 &&
-           (x->axis < 0 || memcmp(x->size, y->size, sizeof x->size) == 0);
+           (x->axis < 0 || memcmp(x->size, y->size, sizeof x->size) == 0) && memcmp(x->real, y->real, sizeof x->real) == 0;
 }
 
 void tc_multi_keep(ti_tensor_t *t) {
@@ -156,6 +178,7 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
         return tc_error(ctx, TACT_EINVAL, "shard: axis %d of a tensor of %d dims", axis, x->shape.ndim);
     if (axis != TACT_REPLICATE && axis < 0) axis += x->shape.ndim;
     proto.axis = axis == TACT_REPLICATE ? -1 : axis;
+    for (int i = 0; i < proto.n; i++) proto.real[i] = 1;
     if (proto.axis >= 0) s_split(&proto, x->shape.d[proto.axis]);
     return s_split_like(x, &proto);
 }
@@ -170,15 +193,16 @@ ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
  * joined along the axis (a replicated one: the part there, or the first). */
 ti_tensor_t *tc_gather(ti_tensor_t *x, int at) {
     const ti_multi_t *m = x->multi;
-    if (m->axis < 0) { /* replicated: the part there, or the first */
+    if (m->axis < 0) { /* replicated: the (real) part there, or the first */
         for (int i = 0; i < m->n; i++)
-            if (m->dev[i] == at) return m->part[i];
-        return tc_to_index(m->part[0], at);
+            if (m->dev[i] == at && m->real[i]) return m->part[i];
+        return tc_to_index(m->part[s_first_real(m)], at);
     }
     ti_tensor_t *parts[TA_MAX_DEVICES];
     int n = 0;
     for (int i = 0; i < m->n; i++)
-        if (m->size[i] || (i == m->n - 1 && !n)) parts[n++] = tc_to_index(m->part[i], at);
+        if (m->real[i] && (m->size[i] || (i == m->n - 1 && !n))) parts[n++] = tc_to_index(m->part[i], at);
+    if (!n) parts[n++] = tc_to_index(m->part[s_first_real(m)], at);
     return n == 1 ? parts[0] : ti_cat(n, parts, m->axis);
 }
 
@@ -253,6 +277,46 @@ static ti_tensor_t *s_refuse(ti_tensor_t *out, ta_op_t op, const char *why) {
     return tc_error(out->ctx, TACT_EINVAL, "%s of a sharded tensor: %s", ta_op_name(op), why);
 }
 
+/* A shrink along the split axis to exactly one part's bounds (the others'
+ * parts become zeros, that one alone real), or the pad that puts such a
+ * tensor back to the whole axis (every part real again): the reference's
+ * rules, nothing else along the axis.  Nothing is computed: the parts
+ * are views. */
+static ti_tensor_t *s_part_bounds(ti_tensor_t *out, ta_op_t op, const ti_tensor_t *src, const int64_t *args) {
+    const ti_multi_t *in = src->multi;
+    int a = in->axis, idx = -1;
+    for (int k = 0; k < src->shape.ndim; k++)
+        if (k != a && (op == TA_OP_SHRINK ? args[2 * k] || args[2 * k + 1] != src->shape.d[k] : args[2 * k] || args[2 * k + 1]))
+            return s_refuse(out, op, "along the split axis and another at once");
+    int64_t total = 0;
+    for (int i = 0; i < in->n; i++) total += in->size[i];
+    for (int i = 0; i < in->n && idx < 0; i++) {
+        int64_t lo = s_start_of(in, i, 1), hi = lo + in->size[i];
+        if (op == TA_OP_SHRINK && s_nreal(in) == in->n && in->size[i] && args[2 * a] == lo && args[2 * a + 1] == hi) idx = i;
+        if (op == TA_OP_PAD && s_nreal(in) == 1 && in->real[i] && args[2 * a] == lo && args[2 * a + 1] == total - hi) idx = i;
+    }
+    if (idx < 0)
+        return s_refuse(out, op,
+                        op == TA_OP_SHRINK ? "along the split axis only to exactly one part's bounds" : "along the split axis only back to the whole axis");
+    ti_multi_t *m = s_multi_new(out->ctx, in, a);
+    if (!m) return tc_error(out->ctx, TACT_ENOMEM, "out of memory");
+    memcpy(m->size, in->size, sizeof m->size);
+    for (int i = 0; i < in->n; i++) {
+        m->real[i] = op == TA_OP_PAD || i == idx;
+        ti_tensor_t *p = in->part[i];
+        /* Each a tensor of its own: the part there, as a view, or zeros. */
+        p = i == idx ? tc_movement(p, TA_OP_RESHAPE, &p->shape, 0, NULL) : ti_zeros(out->ctx, p->dtype, p->shape.ndim, p->shape.d);
+        if (p->status) {
+            ta_free(m);
+            return p;
+        }
+        m->part[i] = p;
+    }
+    out->multi = m;
+    out->view = 1;
+    return out;
+}
+
 ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad) {
     ti_ctx_t *ctx = out->ctx;
     const ti_multi_t *ref = NULL;
@@ -271,11 +335,18 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
             return tc_error(ctx, TACT_EDEVICE, "%s: sources sharded over different devices (%s and %s)", ta_op_name(op), ref->name, s->name);
         if (s && s->axis >= 0) axis = s->axis, ref = s;
     }
+    /* After a shrink to one part's bounds only that part is real: a part
+     * is real where every sharded source's is (the others are zeros). */
+    int real[TA_MAX_DEVICES] = {0}, partly = 0;
+    for (int i = 0; i < ref->n; i++) real[i] = 1;
+    for (int j = 0; j < nsrc; j++)
+        for (int i = 0; srcs[j]->multi && i < ref->n; i++) real[i] &= srcs[j]->multi->real[i], partly |= !srcs[j]->multi->real[i];
     const ti_tensor_t *resplit[3];
     for (int j = 0; j < nsrc; j++) {
         resplit[j] = srcs[j];
         const ti_multi_t *s = srcs[j]->multi;
         if (!s || s->axis < 0 || s == ref || (s->axis == axis && memcmp(s->size, ref->size, sizeof s->size) == 0)) continue;
+        if (partly) return s_refuse(out, op, "its sources are split differently and partly real (gather them first)");
         ti_tensor_t *again = s_split_like(tc_gather((ti_tensor_t *)srcs[j], s->dev[0]), ref);
         if (again->status) return again;
         resplit[j] = again;
@@ -294,6 +365,9 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
         reduce_axis = axis >= 0 && (args[0] >> axis & 1);
         for (int i = 0; i < ref->n && axis >= 0; i++) shapes[i].d[axis] = reduce_axis ? 1 : ref->size[i];
         out_axis = reduce_axis ? -1 : axis;
+    } else if (cls == TA_OPC_MOVEMENT && axis >= 0 && (op == TA_OP_SHRINK || op == TA_OP_PAD) &&
+               (op == TA_OP_SHRINK ? args[2 * axis] || args[2 * axis + 1] != srcs[0]->shape.d[axis] : args[2 * axis] || args[2 * axis + 1])) {
+        return s_part_bounds(out, op, srcs[0], args);
     } else if (cls == TA_OPC_MOVEMENT && axis >= 0) {
         const ta_shape_t *is = &srcs[0]->shape;
         switch (op) {
@@ -346,8 +420,17 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     if (!m) return tc_error(ctx, TACT_ENOMEM, "%s: out of memory", ta_op_name(op));
     if (out_axis >= 0)
         for (int i = 0; i < m->n; i++) m->size[i] = shapes[i].d[out_axis];
+    memcpy(m->real, real, sizeof m->real);
     ti_tensor_t *partial[TA_MAX_DEVICES];
     for (int i = 0; i < m->n; i++) {
+        if (!real[i]) { /* zeros, wherever they are wanted */
+            partial[i] = m->part[i] = ti_zeros(ctx, out->dtype, shapes[i].ndim, shapes[i].d);
+            if (m->part[i]->status) {
+                ta_free(m);
+                return m->part[i];
+            }
+            continue;
+        }
         const ti_tensor_t *ps[3];
         for (int j = 0; j < nsrc; j++) {
             ti_tensor_t *s = (ti_tensor_t *)srcs[j];
@@ -372,7 +455,7 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
         if (cls == TA_OPC_MOVEMENT) p->view = 1;
         partial[i] = m->part[i] = p;
     }
-    if (reduce_axis) {
+    if (reduce_axis && !partly) { /* (partly real: the real part's is the result, kept where it is) */
         ti_tensor_t *bad = s_all_reduce(out, op == TA_OP_SUM ? TA_OP_ADD : TA_OP_MAX, partial, m);
         if (bad) {
             ta_free(m);

@@ -674,8 +674,9 @@ tact_tensor *tact_to(tact_tensor *x, const char *device);
  * to each part); a reduce over the split axis reduces
  * each part, then combines the partial results on every device, in device
  * order, into a replicated result; reshape moves the axis as the
- * reference does; expand, pad, shrink and flip may not change the split
- * axis.  tact_to(s, device) gathers it onto one device, tact_read reads it
+ * reference does; expand and flip may not change the split axis, a shrink
+ * along it only to exactly one part's bounds (the other parts become
+ * zeros until a pad back to the whole axis), as the reference allows.  tact_to(s, device) gathers it onto one device, tact_read reads it
  * (gathered on its first device), tact_device names its devices
  * ("CPU,CPU:1"), and a replicated loss differentiates through every
  * device's share back to unsharded parameters.  Not supported (an error

@@ -600,3 +600,36 @@ Test(device_multi, a_sharded_tensor_is_assigned_part_by_part) {
     cr_assert_eq(tact_status_of(tact_assign(a, b)), TACT_EDEVICE);
     tact_ctx_close(&ctx);
 }
+
+/* The reference's partly real tensors: a shrink along the split axis to
+ * exactly one part's bounds keeps that part (the others become zeros),
+ * ops follow it, a reduce over the axis keeps the part's result, and the
+ * pad back to the whole axis makes every part real again. */
+Test(device_multi, a_shrink_to_one_part_and_the_pad_back_follow_the_reference) {
+    tact_ctx *ctx = s_open(s_devs[2], 1);
+    int64_t shape[2] = {6, 4};
+    float v[24], out[24];
+    for (int i = 0; i < 24; i++) v[i] = (float)i;
+    tact_tensor *x = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, shape, v), s_devs[2], 0);
+    tact_tensor *s = tact_shrink(x, (const int64_t[][2]){{3, 6}, {0, 4}});
+    cr_assert_eq(tact_status_of(s), TACT_OK, "%s", tact_error_message(s));
+    cr_assert_str_eq(tact_device(s), "CPU,CPU:1");
+    cr_assert_eq(tact_dim(s, 0), 3);
+    s_read_ok(ctx, tact_add(tact_mul(s, tact_scalar(ctx, 2)), tact_scalar(ctx, 1)), out, 12, "2 * rows 3..5 + 1");
+    for (int i = 0; i < 12; i++) cr_assert_eq(out[i], 2 * v[12 + i] + 1, "element %d", i);
+    int a0 = 0;
+    s_read_ok(ctx, tact_sum(s, 1, &a0, 0), out, 4, "column sums of rows 3..5");
+    for (int c = 0; c < 4; c++) cr_assert_eq(out[c], v[12 + c] + v[16 + c] + v[20 + c], "column %d", c);
+    tact_tensor *back = tact_pad(s, (const int64_t[][2]){{3, 0}, {0, 0}}, 0);
+    cr_assert_eq(tact_status_of(back), TACT_OK, "%s", tact_error_message(back));
+    s_read_ok(ctx, back, out, 24, "padded back");
+    for (int i = 0; i < 24; i++) cr_assert_eq(out[i], i < 12 ? 0 : v[i], "element %d", i);
+    s_read_ok(ctx, tact_add(back, x), out, 24, "padded back + the whole");
+    for (int i = 0; i < 24; i++) cr_assert_eq(out[i], i < 12 ? v[i] : 2 * v[i], "element %d", i);
+    /* Not a part's bounds, two axes at once, a pad not back to the whole. */
+    cr_assert_eq(tact_status_of(tact_shrink(x, (const int64_t[][2]){{1, 3}, {0, 4}})), TACT_EINVAL);
+    cr_assert_eq(tact_status_of(tact_shrink(x, (const int64_t[][2]){{3, 6}, {0, 2}})), TACT_EINVAL);
+    cr_assert_eq(tact_status_of(tact_pad(s, (const int64_t[][2]){{1, 0}, {0, 0}}, 0)), TACT_EINVAL);
+    cr_assert_eq(tact_status_of(tact_assign(s, s)), TACT_EINVAL);
+    tact_ctx_close(&ctx);
+}
