@@ -668,15 +668,17 @@ tact_tensor *tact_to(tact_tensor *x, const char *device);
  * to each (axis TACT_REPLICATE).  Along the axis each device holds
  * ceil(n / devices) elements, in order, the last ones short or empty (the
  * reference's shard).  The result is one tensor to every op of this API:
- * each op runs on every device on its part, at the same time; an
- * elementwise op is split as its last split source (one split another way
- * is gathered and split that way; replicated ones and constants are cut
- * to each part); a reduce over the split axis reduces
- * each part, then combines the partial results on every device, in device
- * order, into a replicated result; reshape moves the axis as the
- * reference does; expand and flip may not change the split axis, a shrink
- * along it only to exactly one part's bounds (the other parts become
- * zeros until a pad back to the whole axis), as the reference allows.  tact_to(s, device) gathers it onto one device, tact_read reads it
+ * each op runs on every device on its part, at the same time.
+ *  - An elementwise op is split as its last split source (one split
+ *    another way is gathered and split that way; replicated ones and
+ *    constants are cut to each part).
+ *  - A reduce over the split axis reduces each part, then combines the
+ *    partial results on every device, in device order, into a replicated
+ *    result.
+ *  - Reshape moves the axis as the reference does; expand and flip may
+ *    not change it; a shrink along it only to exactly one part's bounds
+ *    (the other parts become zeros until a pad back to the whole axis).
+ * tact_to(s, device) gathers it onto one device, tact_read reads it
  * (gathered on its first device), tact_device names its devices
  * ("CPU,CPU:1"), and a replicated loss differentiates through every
  * device's share back to unsharded parameters.  Not supported (an error
