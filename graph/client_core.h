@@ -110,6 +110,12 @@ ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i);
 int tc_multi_real(const ti_tensor_t *t, int i);   /* part i holds data (not the zeros a shrink to another part's bounds left) */
 ti_tensor_t *tc_multi_first(const ti_tensor_t *t); /* the first real part */
 void tc_multi_keep(ti_tensor_t *t);
+/* Gradients of a sharded tensor: requires_grad set on its parts (they are
+ * the targets); its gradient as a sharded tensor (a replicated one's:
+ * the parts' gradients summed on every device); the parts' cleared. */
+void tc_multi_set_requires_grad(ti_tensor_t *t, int requires);
+ti_tensor_t *tc_multi_grad(ti_tensor_t *t);
+void tc_multi_grad_clear(ti_tensor_t *t);
 int tc_multi_split(const ti_tensor_t *t); /* split along an axis (not replicated) */
 int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b); /* both sharded, over the same devices, split the same way */
 /* What part i of like holds of x: x's part i, or the slice of x (a

@@ -23,10 +23,12 @@ ti_tensor_t *ti_set_requires_grad(ti_tensor_t *t, int requires) {
     TC_CHECK(t);
     if (requires < -1 || requires > 1) return tc_fail(t, TACT_EINVAL, "set_requires_grad: %d (1 true, 0 false, -1 unset)", requires);
     if (t->weak) return tc_fail(t, TACT_EINVAL, "set_requires_grad: a scalar (tact_scalar) has no gradient; make a tensor of it");
-    if (t->multi)
-        return tc_fail(t, TACT_EINVAL, "set_requires_grad: the tensor is sharded; set it on the tensor before tact_shard (its parts follow it)");
     if (requires == 1 && !ta_dtype_is_float(t->dtype))
         return tc_fail(t, TACT_EDTYPE, "set_requires_grad: only float tensors can require a gradient (this one is %s)", ta_dtype_name(t->dtype));
+    if (t->multi) {
+        tc_multi_set_requires_grad(t, requires);
+        return t;
+    }
     t->requires_grad = requires;
     t->wants_grad = requires == 1;
     return t;
@@ -174,6 +176,7 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
 
 ti_tensor_t *ti_grad(ti_tensor_t *t) {
     TC_CHECK(t);
+    if (t->multi) return tc_multi_grad(t);
     if (!t->grad)
         return tc_fail(t, TACT_EINVAL,
                        "grad: tensor %" PRIu64 " has no gradient (ask for one with tact_set_requires_grad(t, 1) before the forward, "
@@ -183,5 +186,6 @@ ti_tensor_t *ti_grad(ti_tensor_t *t) {
 }
 
 void ti_grad_clear(ti_tensor_t *t) {
+    if (t && !t->status && t->ctx && t->multi) tc_multi_grad_clear(t);
     if (t && !t->status && t->ctx) tc_free_grad(t);
 }

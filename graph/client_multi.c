@@ -277,6 +277,60 @@ static ti_tensor_t *s_refuse(ti_tensor_t *out, ta_op_t op, const char *why) {
     return tc_error(out->ctx, TACT_EINVAL, "%s of a sharded tensor: %s", ta_op_name(op), why);
 }
 
+/* ------------------------------------------------------------ gradients */
+
+void tc_multi_set_requires_grad(ti_tensor_t *t, int requires) {
+    for (int i = 0; i < t->multi->n; i++) {
+        ti_tensor_t *p = t->multi->part[i];
+        p->requires_grad = requires;
+        p->wants_grad = requires == 1 && t->multi->real[i];
+    }
+    t->requires_grad = requires; /* the sharded object itself is no node: the parts get the gradients */
+}
+
+ti_tensor_t *tc_multi_grad(ti_tensor_t *t) {
+    const ti_multi_t *m = t->multi;
+    ti_tensor_t *g[TA_MAX_DEVICES];
+    for (int i = 0; i < m->n; i++) {
+        if (!m->real[i]) {
+            g[i] = ti_zeros(t->ctx, t->dtype, m->part[i]->shape.ndim, m->part[i]->shape.d);
+            continue;
+        }
+        if (!m->part[i]->grad)
+            return tc_fail(t, TACT_EINVAL, "grad: the sharded tensor has no gradient (tact_set_requires_grad(t, 1) before the forward, then tact_backward)");
+        /* A view of its own: the part's gradient may be cleared later. */
+        g[i] = tc_movement(m->part[i]->grad, TA_OP_RESHAPE, &m->part[i]->grad->shape, 0, NULL);
+        if (g[i]->status) return g[i];
+    }
+    ti_multi_t *gm = s_multi_new(t->ctx, m, m->axis);
+    if (!gm) return tc_error(t->ctx, TACT_ENOMEM, "grad: out of memory");
+    memcpy(gm->size, m->size, sizeof gm->size);
+    memcpy(gm->real, m->real, sizeof gm->real);
+    ti_tensor_t *out = tc_new(t->ctx, t->dtype, &t->shape);
+    if (out->status) {
+        ta_free(gm);
+        return out;
+    }
+    /* A replicated tensor's copies each saw one device's share of the
+     * work: its gradient is their sum, on every device (as the reference's
+     * all-reduce of a replicated parameter's gradient). */
+    if (m->axis < 0 && s_nreal(m) == m->n) {
+        ti_tensor_t *bad = s_all_reduce(out, TA_OP_ADD, g, gm);
+        if (bad) {
+            ta_free(gm);
+            return bad;
+        }
+    } else {
+        memcpy(gm->part, g, sizeof gm->part);
+    }
+    out->multi = gm;
+    return out;
+}
+
+void tc_multi_grad_clear(ti_tensor_t *t) {
+    for (int i = 0; i < t->multi->n; i++) tc_free_grad(t->multi->part[i]);
+}
+
 /* A shrink along the split axis to exactly one part's bounds (the others'
  * parts become zeros, that one alone real), or the pad that puts such a
  * tensor back to the whole axis (every part real again): the reference's

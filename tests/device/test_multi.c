@@ -349,7 +349,7 @@ Test(device_multi, sharding_refuses_what_the_reference_refuses) {
  * add up on the first.  Five steps on 2 and 4 devices give one device's
  * weights within float tolerance, and the same bits again on a rerun with
  * another thread count. */
-static void s_train(int nd, int threads, int steps, float *w_out, float *b_out) {
+static void s_train_as(int nd, int threads, int steps, int sharded_params, float *w_out, float *b_out) {
     enum { B = 10, I = 6, O = 3 };
     uint64_t rng = 99;
     float x[B * I], y[B * O], w[I * O], b[O];
@@ -359,13 +359,17 @@ static void s_train(int nd, int threads, int steps, float *w_out, float *b_out) 
     for (int i = 0; i < O; i++) b[i] = 0.1f * (float)i;
     tact_ctx *ctx = s_open(s_devs[nd], threads);
     int64_t sx[2] = {B, I}, sy[2] = {B, O}, sw[2] = {I, O}, sb[1] = {O};
-    tact_tensor *tw = tact_keep(tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 2, sw, w), 1));
-    tact_tensor *tb = tact_keep(tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 1, sb, b), 1));
+    tact_tensor *tw = tact_from_data(ctx, TACT_FLOAT32, 2, sw, w), *tb = tact_from_data(ctx, TACT_FLOAT32, 1, sb, b);
+    /* The parameters on the first device, replicated into each step, or
+     * replicated once and updated on every device (sharded_params). */
+    if (sharded_params) tw = tact_shard(tw, s_devs[nd], TACT_REPLICATE), tb = tact_shard(tb, s_devs[nd], TACT_REPLICATE);
+    tw = tact_keep(tact_set_requires_grad(tw, 1)), tb = tact_keep(tact_set_requires_grad(tb, 1));
     tact_tensor *tx = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 2, sx, x)), *ty = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 2, sy, y));
     for (int s = 0; s < steps; s++) {
         tact_scope_begin(ctx);
         tact_tensor *xs = nd > 1 ? tact_shard(tx, s_devs[nd], 0) : tx, *ys = nd > 1 ? tact_shard(ty, s_devs[nd], 0) : ty;
-        tact_tensor *ws = nd > 1 ? tact_shard(tw, s_devs[nd], TACT_REPLICATE) : tw, *bs = nd > 1 ? tact_shard(tb, s_devs[nd], TACT_REPLICATE) : tb;
+        tact_tensor *ws = nd > 1 && !sharded_params ? tact_shard(tw, s_devs[nd], TACT_REPLICATE) : tw;
+        tact_tensor *bs = nd > 1 && !sharded_params ? tact_shard(tb, s_devs[nd], TACT_REPLICATE) : tb;
         tact_tensor *err = tact_sub(tact_add(tact_matmul(xs, ws), bs), ys);
         tact_tensor *loss = tact_mean(tact_square(err), -1, NULL, 0);
         cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%d devices, step %d: %s", nd, s, tact_ctx_error(ctx));
@@ -382,6 +386,8 @@ static void s_train(int nd, int threads, int steps, float *w_out, float *b_out) 
     s_read_ok(ctx, tb, b_out, O, "bias");
     tact_ctx_close(&ctx);
 }
+
+static void s_train(int nd, int threads, int steps, float *w_out, float *b_out) { s_train_as(nd, threads, steps, 0, w_out, b_out); }
 
 Test(device_multi, a_data_parallel_training_step_matches_one_device) {
     float w1[18], b1[3], w2[18], b2[3], w4[18], b4[3], again[18], bagain[3];
@@ -632,4 +638,20 @@ Test(device_multi, a_shrink_to_one_part_and_the_pad_back_follow_the_reference) {
     cr_assert_eq(tact_status_of(tact_pad(s, (const int64_t[][2]){{1, 0}, {0, 0}}, 0)), TACT_EINVAL);
     cr_assert_eq(tact_status_of(tact_assign(s, s)), TACT_EINVAL);
     tact_ctx_close(&ctx);
+}
+
+/* The parameters themselves sharded (replicated on every device, updated
+ * there): each copy's gradient is its device's share, and the gradient of
+ * the sharded parameter is their sum on every device, as the reference's;
+ * five steps on 2 and 4 devices give one device's weights. */
+Test(device_multi, replicated_parameters_train_on_every_device_like_one) {
+    float w1[18], b1[3], w2[18], b2[3], w4[18], b4[3];
+    s_train(1, 1, 5, w1, b1);
+    s_train_as(2, 1, 5, 1, w2, b2);
+    s_train_as(4, 1, 5, 1, w4, b4);
+    for (int i = 0; i < 18; i++) {
+        cr_assert(fabs(w2[i] - w1[i]) <= 1e-5 + 1e-5 * fabs(w1[i]), "weight %d: 2 devices %g, one %g", i, w2[i], w1[i]);
+        cr_assert(fabs(w4[i] - w1[i]) <= 1e-5 + 1e-5 * fabs(w1[i]), "weight %d: 4 devices %g, one %g", i, w4[i], w1[i]);
+    }
+    for (int i = 0; i < 3; i++) cr_assert(fabs(b4[i] - b1[i]) <= 1e-5 + 1e-5 * fabs(b1[i]), "bias %d: 4 devices %g, one %g", i, b4[i], b1[i]);
 }
