@@ -681,7 +681,9 @@ tact_tensor *tact_to(tact_tensor *x, const char *device);
  * tact_to(s, device) gathers it onto one device, tact_read reads it
  * (gathered on its first device), tact_device names its devices
  * ("CPU,CPU:1"), and a replicated loss differentiates through every
- * device's share back to unsharded parameters.  Not supported (an error
+ * device's share, back to parameters on one device or sharded themselves
+ * (tact_grad of a replicated one is its parts' gradients summed on every
+ * device, as the reference's).  Not supported (an error
  * tensor saying so): ops mixing a sharded tensor with one on a single
  * device, sharding a sharded tensor.
  */
