@@ -164,9 +164,9 @@ static long s_discarded(const ta_actor_t *a, uint64_t corr, uint32_t from) {
     return -1;
 }
 
-static int s_trusted(const ta_actor_t *a, uint32_t from) {
-    for (size_t i = 0; i < a->ntrusted; i++)
-        if (a->trusted[i] == from) return 1;
+static int s_peer(const ta_actor_t *a, uint32_t from) {
+    for (size_t i = 0; i < a->npeers; i++)
+        if (a->peers[i] == from) return 1;
     return 0;
 }
 
@@ -230,7 +230,7 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
         /* Corr 0: the sender is alive and working, whatever it works on. */
         if (a->awaiting && (m->corr == a->awaiting || !m->corr) && m->sender == a->awaiting_from) {
             a->await_since_ms = s_now_ms();
-            for (size_t i = 0; i < a->nrelays; i++) ta_actor_progress(a, a->relays[i].from, a->relays[i].corr);
+            ta_actor_tell_peers(a);
         }
         ta_msg_release(m);
         return;
@@ -250,7 +250,7 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
             ta_msg_release(m);
             return;
         }
-        asked = (a->awaiting == m->corr && a->awaiting_from == m->sender) || s_trusted(a, m->sender);
+        asked = (a->awaiting == m->corr && a->awaiting_from == m->sender) || s_peer(a, m->sender);
         if (!asked && (a->nheld >= S_HELD_LIMIT || a->held_bytes + s_msg_bytes(m) > S_HELD_BYTES)) {
             ta_rt_report(a->rt, "actor %s: %zu replies (%zu bytes) nobody awaits; dropped a %s from %" PRIu32, a->name, a->nheld,
                          a->held_bytes, ta_msg_type_name(m->type), m->sender);
@@ -392,10 +392,10 @@ static void s_free_queue(ta_queued_t *q) {
 }
 
 void ta_actor_free_queues(ta_actor_t *a) {
-    ta_free(a->discard), ta_free(a->relays), ta_free(a->trusted);
-    a->discard = a->relays = NULL;
-    a->trusted = NULL;
-    a->ndiscard = a->discard_cap = a->nrelays = a->relays_cap = a->ntrusted = a->trusted_cap = 0;
+    ta_free(a->discard), ta_free(a->peers);
+    a->discard = NULL;
+    a->peers = NULL;
+    a->ndiscard = a->discard_cap = a->npeers = a->peers_cap = 0;
     s_free_queue(a->held);
     a->held = a->held_tail = NULL;
     a->nheld = 0;
@@ -543,11 +543,15 @@ void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from) {
     self->await_since_ms = self->rt ? s_now_ms() : 0;
 }
 
-int ta_actor_trust(ta_actor_t *self, uint32_t from) {
-    if (s_trusted(self, from)) return TACT_OK;
-    if (ta_grow((void **)&self->trusted, &self->trusted_cap, self->ntrusted + 1, sizeof *self->trusted) != TACT_OK) return TACT_ENOMEM;
-    self->trusted[self->ntrusted++] = from;
+int ta_actor_add_peer(ta_actor_t *self, uint32_t port) {
+    if (s_peer(self, port)) return TACT_OK;
+    if (ta_grow((void **)&self->peers, &self->peers_cap, self->npeers + 1, sizeof *self->peers) != TACT_OK) return TACT_ENOMEM;
+    self->peers[self->npeers++] = port;
     return TACT_OK;
+}
+
+void ta_actor_tell_peers(ta_actor_t *self) {
+    for (size_t i = 0; i < self->npeers; i++) ta_actor_progress(self, self->peers[i], 0);
 }
 
 int ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from) {
@@ -563,14 +567,6 @@ int ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from) {
     }
     if (ta_grow((void **)&self->discard, &self->discard_cap, self->ndiscard + 1, sizeof *self->discard) != TACT_OK) return TACT_ENOMEM;
     self->discard[self->ndiscard++] = (struct ta_expect){corr, from};
-    return TACT_OK;
-}
-
-int ta_actor_relay(ta_actor_t *self, const uint32_t *to, const uint64_t *corr, size_t n) {
-    self->nrelays = 0;
-    if (n && ta_grow((void **)&self->relays, &self->relays_cap, n, sizeof *self->relays) != TACT_OK) return TACT_ENOMEM;
-    for (size_t i = 0; i < n; i++) self->relays[i] = (struct ta_expect){corr[i], to[i]};
-    self->nrelays = n;
     return TACT_OK;
 }
 

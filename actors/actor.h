@@ -108,25 +108,23 @@ uint64_t ta_actor_new_corr(ta_actor_t *self);
 void ta_actor_await(ta_actor_t *self, uint64_t corr, uint32_t from);
 
 /*
- * Replies from port `from` (a peer of the same pipeline: another executor,
- * whose copies come when it has computed them, maybe before this actor
- * reached that realize) are kept whatever their size and count, outside
- * the limit on replies nobody asked for.  Returns TACT_OK or TACT_ENOMEM.
+ * A peer: an actor of the same pipeline working beside this one (another
+ * executor).  Its replies (copies, which come when it has computed them,
+ * maybe before this actor reached their realize) are kept whatever their
+ * size and count, outside the limit on replies nobody asked for.  And it
+ * hears this actor is alive: every heartbeat of the work this actor
+ * awaits is passed on to each peer as a heartbeat of corr 0, and
+ * ta_actor_tell_peers sends one; a peer awaiting something of this one
+ * then does not give up while this one waits or works itself.  Returns
+ * TACT_OK or TACT_ENOMEM.
  */
-int ta_actor_trust(ta_actor_t *self, uint32_t from);
+int ta_actor_add_peer(ta_actor_t *self, uint32_t port);
+void ta_actor_tell_peers(ta_actor_t *self);
 /* The reply carrying corr from `from` will not be awaited after all (it
  * is known to come): a copy of it held now is dropped, and so is the one
  * that comes later.  TACT_OK or TACT_ENOMEM (then a late one stays held). */
 int ta_actor_forget(ta_actor_t *self, uint64_t corr, uint32_t from);
 
-/*
- * While this actor awaits a reply, the heartbeats of that work are passed
- * on: to[i] gets PROGRESS under corr[i] (the peers awaiting what this
- * actor sends next), so a chain of waits does not time out while its
- * first link works.  Replaces the list; n 0 clears it.  TACT_OK or
- * TACT_ENOMEM (the list is then empty).
- */
-int ta_actor_relay(ta_actor_t *self, const uint32_t *to, const uint64_t *corr, size_t n);
 
 /*
  * Long work and the timeout.  Every wait is bounded by the runtime's

@@ -42,10 +42,10 @@ struct ta_actor {
     struct ta_expect {
         uint64_t corr;
         uint32_t from;
-    } *discard, *relays; /* replies to drop when they come (ta_actor_forget); heartbeats passed on (ta_actor_relay) */
-    size_t ndiscard, discard_cap, nrelays, relays_cap;
-    uint32_t *trusted; /* ports whose replies are kept outside the limit (ta_actor_trust) */
-    size_t ntrusted, trusted_cap;
+    } *discard;      /* replies to drop when they come (ta_actor_forget) */
+    size_t ndiscard, discard_cap;
+    uint32_t *peers; /* actors working beside this one (ta_actor_add_peer) */
+    size_t npeers, peers_cap;
     uint64_t processed;
     int stopping;             /* set (atomically) when the owner asked it to stop */
     uint64_t stats[TA_STAT__COUNT]; /* written by the actor's thread, read by its owner (atomics) */

@@ -13,13 +13,8 @@ void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers
     c->graph = w->graph;
     c->scheduler = w->scheduler;
     c->planner = w->planner;
-    size_t used = 0;
-    devices[0] = '\0';
-    for (int i = 0; i < w->ndevices; i++) {
-        executors[i] = w->executor[i];
-        int n = snprintf(devices + used, devices_size - used, "%s%s", i ? "," : "", w->device[i]);
-        if (n > 0 && (size_t)n < devices_size - used) used += (size_t)n;
-    }
+    for (int i = 0; i < w->ndevices; i++) executors[i] = w->executor[i];
+    ta_pipeline_device_list(w, ",", devices, devices_size);
     c->executors = ta_u64s(executors, (size_t)w->ndevices);
     c->autograd = w->autograd;
     for (int i = 0; i < w->ncompilers; i++) compilers[i] = w->compiler[i];
@@ -38,6 +33,16 @@ void ta_stage_local(const void *arg, ta_stage_local_t *out) {
     out->cpu_threads = 1;
     out->compile_limit_s = 300;
     ta_cc_cache_dir(out->cache_dir, sizeof out->cache_dir);
+}
+
+void ta_pipeline_device_list(const ta_pipeline_t *w, const char *sep, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < w->ndevices && used < size; i++) {
+        int n = snprintf(out + used, size - used, "%s%s", i ? sep : "", w->device[i]);
+        if (n < 0) break;
+        used += (size_t)n;
+    }
 }
 
 int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port) {

@@ -34,6 +34,9 @@ typedef struct ta_pipeline {
     int self_device; /* an executor's own index; -1 in other stages */
 } ta_pipeline_t;
 
+/* The device names joined by sep into out (cut to size). */
+void ta_pipeline_device_list(const ta_pipeline_t *w, const char *sep, char *out, size_t size);
+
 /* The index of the executor whose port is port, or -1. */
 int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port);
 

@@ -53,7 +53,7 @@ typedef struct g_node {
     int grad;        /* differentiable: the client's record had flags bit 0 (its result requires a gradient) */
     int consumed;    /* a backward went through it (a second one is refused) */
     int sealed;      /* its buffer is final (the realize that gave it was waited for and did not fail) */
-    int device;      /* the index of its device (NODE.device): where its buffer is, or its kernel runs */
+    int device;      /* the index of its device (NODE.device): where its buffer is, or its kernel runs; a view's is its base's */
 } g_node_t;
 
 /* A slot of the node map: the id (0: empty) and its node. */
@@ -432,6 +432,7 @@ static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *
     nd->base = same->is_view ? same->base : same->id;
     nd->alias = same->alias ? same->alias : same->id;
     nd->buf = nd->base;
+    nd->device = same->device; /* a view is where its base is */
     s_ref(g, same->id);
     s_ref(g, nd->base);
     return TACT_OK;
@@ -590,7 +591,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     g_node_t *same = NULL;
     if (tmp.op != TA_OP_ASSIGN && tmp.op != TA_OP_COPY) s_fold(g, &tmp, &same);
     /* A node stays on its device: no folding into a node of another. */
-    if (same && s_find(g, same->is_view ? same->base : same->id)->device != tmp.device) same = NULL;
+    if (same && same->device != tmp.device) same = NULL;
     /* A differentiable op is never shared: a backward consumes what it
      * goes through, and a graph built again must be new (as in the
      * reference, where each op is a Function of its own). */
@@ -613,7 +614,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     nd->buffer = nd->writes; /* the client's bytes are on their way to the executor */
     for (int i = 0; i < nd->nsrc; i++) s_ref(g, nd->src[i]);
     g_node_t *s0 = nd->nsrc ? s_find(g, nd->src[0]) : NULL;
-    int same_device = s0 && s_find(g, s0->is_view ? s0->base : s0->id)->device == nd->device;
+    int same_device = s0 && s0->device == nd->device;
     if (cls == TA_OPC_MOVEMENT || (tmp.op == TA_OP_CONTIGUOUS && same_device && s0->is_view && ta_vstack_contiguous(s0->st)) ||
         (tmp.op == TA_OP_CONTIGUOUS && same_device && !s0->is_view)) {
         /* A view: movement folded into the source's stack.  contiguous()

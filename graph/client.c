@@ -357,8 +357,8 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
 static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeout_ms, msgpack_sbuffer *sb) {
-    char devices[TA_MAX_DEVICES * 17] = "";
-    for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(devices + used, sizeof devices - (size_t)used, "%s%s", i ? "," : "", w->device[i]);
+    char devices[TA_MAX_DEVICES * 17];
+    ta_pipeline_device_list(w, ",", devices, sizeof devices);
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 #define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
@@ -387,19 +387,15 @@ static int s_parse_devices(const char *list, char (*names)[16], int *n) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char name[32];
-        const ta_device_ops_t *ops;
-        int index;
         ta_error_t err;
         int rc = len >= sizeof name ? ta_error_set(&err, TACT_EINVAL, "device name '%.*s...' is too long", 20, p) : TACT_OK;
+        if (rc == TACT_OK && *n == TA_MAX_DEVICES) rc = ta_error_set(&err, TACT_EINVAL, "more than %d devices", TA_MAX_DEVICES);
         if (rc == TACT_OK) {
             memcpy(name, p, len);
             name[len] = '\0';
-            rc = ta_device_find(name, &ops, &index, &err);
+            rc = ta_device_canonical(name, names[*n], &err);
         }
-        if (rc == TACT_OK && *n == TA_MAX_DEVICES) rc = ta_error_set(&err, TACT_EINVAL, "more than %d devices", TA_MAX_DEVICES);
         if (rc == TACT_OK) {
-            if (ops == &ta_cpu_device && index == 0) snprintf(names[*n], 16, "CPU");
-            else snprintf(names[*n], 16, "%s:%d", ops->kind, index);
             for (int i = 0; i < *n; i++)
                 if (strcmp(names[i], names[*n]) == 0) rc = ta_error_set(&err, TACT_EINVAL, "%s is listed twice", names[i]);
         }
@@ -771,17 +767,16 @@ ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
 
 const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx) { return &ctx->wiring; }
 
-int tc_device_index(const ti_ctx_t *ctx, const char *device) {
-    const ta_device_ops_t *ops;
-    int index;
-    ta_error_t err;
-    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return -1;
-    /* The name as the context lists it ("CPU:0" is "CPU", "CL" is "CL:0"). */
-    char name[32];
-    if (ops == &ta_cpu_device && index == 0) snprintf(name, sizeof name, "CPU");
-    else snprintf(name, sizeof name, "%s:%d", ops->kind, index);
-    for (int i = 0; i < ctx->wiring.ndevices; i++)
-        if (strcmp(ctx->wiring.device[i], name) == 0) return i;
+int tc_device_index(const ti_ctx_t *ctx, const char *device, ta_error_t *err) {
+    char name[16];
+    int rc = ta_device_canonical(device, name, err);
+    if (rc != TACT_OK) return -1;
+    const ta_pipeline_t *w = &ctx->wiring;
+    for (int i = 0; i < w->ndevices; i++)
+        if (strcmp(w->device[i], name) == 0) return i;
+    char list[TA_MAX_DEVICES * 17];
+    ta_pipeline_device_list(w, ", ", list, sizeof list);
+    ta_error_set(err, TACT_EDEVICE, "%s is not one of this context's devices (%s; tact_options.devices)", device, list);
     return -1;
 }
 
@@ -805,19 +800,10 @@ ti_tensor_t *ti_to(ti_tensor_t *x, const char *device) {
     x = tc_solid(x);
     if (x->status) return x;
     ti_ctx_t *ctx = x->ctx;
-    const ta_pipeline_t *w = &ctx->wiring;
     if (!device) return tc_error(ctx, TACT_EINVAL, "to: device is NULL");
-    const ta_device_ops_t *ops;
-    int index;
     ta_error_t err;
-    if (ta_device_find(device, &ops, &index, &err) != TACT_OK) return tc_error(ctx, err.code, "to: %s", err.text);
-    int at = tc_device_index(ctx, device);
-    if (at < 0) {
-        char list[TA_MAX_DEVICES * 17] = "";
-        for (int i = 0, used = 0; i < w->ndevices; i++) used += snprintf(list + used, sizeof list - (size_t)used, "%s%s", i ? ", " : "", w->device[i]);
-        return tc_error(ctx, TACT_EDEVICE, "to: %s is not one of this context's devices (%s; tact_options.devices)", device, list);
-    }
-    return tc_to_index(x, at);
+    int at = tc_device_index(ctx, device, &err);
+    return at < 0 ? tc_error(ctx, err.code, "to: %s", err.text) : tc_to_index(x, at);
 }
 
 ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {

@@ -93,9 +93,10 @@ ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_te
                              int grad);
 
 /* Devices (client.c): the context's wiring, the index of a device name
- * (-1 if the context has none such), x on device at (a COPY, or x). */
+ * (-1 with err saying why when the context has none such), x on device
+ * at (a COPY, or x). */
 const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx);
-int tc_device_index(const ti_ctx_t *ctx, const char *name);
+int tc_device_index(const ti_ctx_t *ctx, const char *name, ta_error_t *err);
 ti_tensor_t *tc_to_index(ti_tensor_t *x, int at);
 /* Sharded tensors (client_multi.c): an op with a sharded source, applied
  * part by part; x gathered onto device at; the multi part's name, parts,

@@ -103,11 +103,13 @@ static ti_tensor_t *s_slice(ti_tensor_t *x, const ti_multi_t *m, int axis, int i
     return ti_shrink(x, r);
 }
 
-ti_tensor_t *tc_multi_slice(ti_tensor_t *x, const ti_tensor_t *like, int i) {
-    const ti_multi_t *m = like->multi;
+/* What part i of a tensor split as m holds of x (see tc_multi_slice). */
+static ti_tensor_t *s_part_of(ti_tensor_t *x, const ti_multi_t *m, int i) {
     if (x->multi) return x->multi->axis == m->axis || m->axis < 0 ? x->multi->part[i] : s_slice(x->multi->part[i], m, m->axis, i);
     return m->axis >= 0 ? s_slice(x, m, m->axis, i) : x;
 }
+
+ti_tensor_t *tc_multi_slice(ti_tensor_t *x, const ti_tensor_t *like, int i) { return s_part_of(x, like->multi, i); }
 
 /* Splits m's extent n along its axis over its devices as the reference does. */
 static void s_split(ti_multi_t *m, int64_t n) {
@@ -160,13 +162,12 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
         char name[32];
+        ta_error_t err;
         int at = -1;
-        if (len < sizeof name) {
-            memcpy(name, p, len);
-            name[len] = '\0';
-            at = tc_device_index(ctx, name);
-        }
-        if (at < 0) return tc_error(ctx, TACT_EDEVICE, "shard: '%.*s' is not one of this context's devices", (int)(len < 32 ? len : 32), p);
+        if (len >= sizeof name) return tc_error(ctx, TACT_EINVAL, "shard: a device name of %zu characters", len);
+        memcpy(name, p, len);
+        name[len] = '\0';
+        if ((at = tc_device_index(ctx, name, &err)) < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
         for (int i = 0; i < proto.n; i++)
             if (proto.dev[i] == at) return tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", name);
         if (proto.n == TA_MAX_DEVICES) return tc_error(ctx, TACT_EINVAL, "shard: more than %d devices", TA_MAX_DEVICES);
@@ -478,11 +479,12 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     ti_tensor_t *partial[TA_MAX_DEVICES];
     for (int i = 0; i < m->n; i++) {
         if (!real[i]) { /* zeros, wherever they are wanted */
-            partial[i] = m->part[i] = ti_zeros(ctx, out->dtype, shapes[i].ndim, shapes[i].d);
-            if (m->part[i]->status) {
+            ti_tensor_t *z = ti_zeros(ctx, out->dtype, shapes[i].ndim, shapes[i].d);
+            if (z->status) {
                 ta_free(m);
-                return m->part[i];
+                return z;
             }
+            partial[i] = m->part[i] = z;
             continue;
         }
         const ti_tensor_t *ps[3];
@@ -490,7 +492,7 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
             ti_tensor_t *s = (ti_tensor_t *)srcs[j];
             /* A replicated source or a constant that meets a split one
              * gives each part its slice (a view). */
-            ps[j] = axis >= 0 ? tc_multi_slice(s, &(ti_tensor_t){.multi = (ti_multi_t *)ref}, i) : s->multi ? s->multi->part[i] : s;
+            ps[j] = s_part_of(s, ref, i);
             if (ps[j]->status) {
                 ta_free(m);
                 return (ti_tensor_t *)ps[j];

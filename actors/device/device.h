@@ -138,6 +138,9 @@ int ta_executor_busy_peak(int reset);
  */
 enum { TA_MAX_CPU_DEVICES = 8 };
 int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err);
+/* ta_device_find, then the name as a context lists it into out: "CPU" for
+ * CPU:0, "KIND:k" otherwise ("CL" is "CL:0"). */
+int ta_device_canonical(const char *name, char out[16], ta_error_t *err);
 
 /* Describes the devices present into out (at most max); returns how many
  * there are (which may be more than max). */

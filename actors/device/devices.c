@@ -52,6 +52,15 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     return TACT_OK;
 }
 
+int ta_device_canonical(const char *name, char out[16], ta_error_t *err) {
+    const ta_device_ops_t *ops;
+    int index, rc = ta_device_find(name, &ops, &index, err);
+    if (rc != TACT_OK) return rc;
+    if (ops == &ta_cpu_device && index == 0) snprintf(out, 16, "CPU");
+    else snprintf(out, 16, "%s:%d", ops->kind, index);
+    return TACT_OK;
+}
+
 void ta_cond_init_monotonic(pthread_cond_t *c) {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

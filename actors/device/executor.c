@@ -292,13 +292,7 @@ static void s_free_host(void *data, void *owner);
 
 /* Ends the run: the client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
-    s_run_t *r = &s->run;
-    /* A run that ends early still answers every executor awaiting a copy. */
-    for (int i = r->next; r->p && i < r->p->nsteps; i++)
-        if (r->p->steps[i].copy == 1) {
-            r->failed = 1;
-            s_send_copy(self, s, &r->p->steps[i]);
-        }
+    s_run_t *r = &s->run; /* every step was taken (s_await_next), or there was no plan */
     for (int i = 0; r->p && i < r->p->nsteps; i++) s->done_steps += r->p->steps[i].copy != 1; /* a copy counts once, where it arrives */
     if (!r->failed && r->final) {
         uint64_t live = 0;
@@ -329,19 +323,6 @@ static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
 /* The port a step awaits: its PROGRAM's compiler, or a received copy's sender. */
 static uint32_t s_awaited_from(const s_state_t *s, const s_step_t *st) { return st->copy == 2 ? st->peer : s_compiler_of(s, st); }
 
-/* The executors awaiting this run's sends still to come hear the
- * heartbeats of what this one awaits or runs (ta_actor_relay), so they do
- * not give up while it works. */
-static void s_relay_sends(ta_actor_t *self, s_state_t *s) {
-    s_run_t *r = &s->run;
-    uint32_t to[64];
-    uint64_t corr[64];
-    size_t n = 0;
-    for (int i = r->next; r->p && i < r->p->nsteps && n < 64; i++)
-        if (r->p->steps[i].copy == 1) to[n] = r->p->steps[i].peer, corr[n++] = r->p->steps[i].program;
-    ta_actor_relay(self, to, corr, n);
-}
-
 /* Sends the copies due next, then awaits the next step's PROGRAM (or
  * copy), or ends the run after the last.  A run that failed still awaits
  * (and so consumes) what its steps were promised, unless an await of it
@@ -356,11 +337,9 @@ static void s_await_next(ta_actor_t *self, s_state_t *s) {
             else ta_actor_forget(self, st->program, s_awaited_from(s, st)); /* not awaited: dropped when it comes */
             continue;
         }
-        s_relay_sends(self, s);
         ta_actor_await(self, st->program, s_awaited_from(s, st));
         return;
     }
-    ta_actor_relay(self, NULL, NULL, 0);
     s_finish_run(self, s);
 }
 
@@ -377,7 +356,6 @@ typedef struct {
     uint32_t reply_to;
     uint64_t corr;
     double last;
-    const ta_pipeline_t *w; /* the other executors hear the heartbeat too */
 } s_tick_t;
 
 static int s_tick(void *ud) {
@@ -386,10 +364,7 @@ static int s_tick(void *ud) {
     double now = s_ms();
     if ((now - t->last) * 4 >= ta_actor_timeout_ms(t->self)) {
         ta_actor_progress(t->self, t->reply_to, t->corr);
-        /* The other executors may be waiting for a copy from this one,
-         * of this realize or a later one. */
-        for (int d = 0; d < t->w->ndevices; d++)
-            if (d != t->w->self_device) ta_actor_progress(t->self, t->w->executor[d], 0);
+        ta_actor_tell_peers(t->self); /* the other executors may await a copy from this one */
         t->last = now;
     }
     return 0;
@@ -526,7 +501,7 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     for (int b = 0; b < st->nbufs; b++) ptrs[b] = s_buf(s, st->bufs[b])->ptr;
     double t0 = s_ms(), touched = 0;
     for (int b = 0; b < st->nbufs; b++) touched += (double)st->bytes[b];
-    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0, &s->w};
+    s_tick_t tick = {self, (uint32_t)s->run.reply_to, s->run.corr, t0};
     ta_launch_t l = {ptrs, st->nbufs, st->args, st->nargs, st->numel, align, st->work};
     s_busy_enter();
     int rc = s->dev_ops->launch(s->dev, prog, &l, err);
@@ -693,10 +668,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
         int index;
         if (rc == TACT_OK) rc = ta_device_find(s->w.device[s->w.self_device], &s->dev_ops, &index, &err);
-        /* Copies from the other executors come when they are computed,
-         * maybe before this one reached their realize: kept, whatever their size. */
+        /* The other executors are peers: their copies are kept whenever
+         * they come, and they hear this one is alive. */
         for (int d = 0; rc == TACT_OK && d < s->w.ndevices; d++)
-            if (d != s->w.self_device && ta_actor_trust(self, s->w.executor[d]) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
+            if (d != s->w.self_device && ta_actor_add_peer(self, s->w.executor[d]) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
         ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
         if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {

@@ -773,11 +773,11 @@ static int s_is_load(const s_graph_t *g, int i) { return g->nodes[i].has_buffer 
  * naming a kernel that reads another device's buffer.
  */
 static int s_place(s_graph_t *g, const int *roots, const size_t *lo, const int *loads, struct s_kres *built, int nk) {
-    for (int q = 0; q < nk; q++) {
+    /* Readers first (kernels come in node order, sources first): a
+     * constant read by another constant's kernel follows that one. */
+    for (int q = nk - 1; q >= 0; q--) {
         s_node_t *r = &g->nodes[roots[q]];
-        int reads = 0;
-        for (size_t m = lo[q]; m < lo[q + 1] && !reads; m++) reads = s_is_load(g, loads[m]) && loads[m] != roots[q];
-        if (reads || r->target || r->op == TA_OP_COPY || r->op == TA_OP_CONTIGUOUS || r->op == TA_OP_ASSIGN) continue;
+        if (!r->konst || r->target || r->op == TA_OP_CONTIGUOUS || r->op == TA_OP_ASSIGN) continue;
         for (int p = q + 1; p < nk; p++)
             if (s_reads(loads, lo, p, roots[q])) {
                 if (g->nodes[roots[p]].op == TA_OP_COPY) break;
