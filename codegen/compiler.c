@@ -29,7 +29,7 @@
 
 enum { S_MEMO = 256 };
 
-/* A kernel this worker built or found: the digest of its AST's bytes and
+/* A kernel this worker built or found: the digest of its AST's bytes, its
  * target, and what PROGRAM carries for it. */
 typedef struct {
     char key[33];
@@ -89,18 +89,20 @@ static void s_fini(ta_actor_t *self) {
     ta_free(s);
 }
 
-/* The first 64 bits of a key's 32 hex digits. */
-static uint64_t s_key64(const char *key) {
+/* The memo's index of a key's entry for a target: the key's first 64 bits
+ * (of its 32 hex digits), the last one flipped for OpenCL (the same AST
+ * is another program there). */
+static uint64_t s_key64(const char *key, int opencl) {
     uint64_t v = 0;
     for (int i = 0; i < 16 && key[i]; i++) v = v << 4 | (uint64_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
-    return v;
+    return v ^ (uint64_t)(opencl != 0);
 }
 
 /* The entry of a kernel by its AST's bytes: found by their digest, and
  * taken only if the bytes are the same (a digest can be made to collide). */
 static s_memo_t *s_memo_find(s_state_t *s, const char *key, ta_bytes_t ast) {
     uint64_t i;
-    if (ta_map_get(&s->memo_index, s_key64(key), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].opencl == s->opencl &&
+    if (ta_map_get(&s->memo_index, s_key64(key, s->opencl), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].opencl == s->opencl &&
         s->memo[i].ast_len == ast.len &&
         memcmp(s->memo[i].ast, ast.ptr, ast.len) == 0)
         return &s->memo[i];
@@ -124,12 +126,12 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
     memcpy(o->bytes, e->obj, e->len);
     s_memo_t *slot = &s->memo[s->next_memo];
     if (s->nmemo == S_MEMO) {
-        ta_map_del(&s->memo_index, s_key64(slot->key));
+        ta_map_del(&s->memo_index, s_key64(slot->key, slot->opencl));
         s_obj_release(slot->obj, NULL);
         ta_free(slot->ast);
         s->nmemo--;
     }
-    if (ta_map_put(&s->memo_index, s_key64(e->key), (uint64_t)s->next_memo) != TACT_OK) {
+    if (ta_map_put(&s->memo_index, s_key64(e->key, s->opencl), (uint64_t)s->next_memo) != TACT_OK) {
         s_obj_release(o->bytes, NULL);
         ta_free(ast_copy);
         return;
@@ -182,7 +184,6 @@ typedef struct {
     int answered;
 } s_job_t;
 
-/* Makes the function of job j unique in its file: a second E_16 is E_16_1. */
 /* True when a kernel of the group other than j is named name (those
  * before j have their final names). */
 static int s_taken(const s_job_t *jobs, int j, const int *group, int ng, const char *name) {
@@ -191,6 +192,7 @@ static int s_taken(const s_job_t *jobs, int j, const int *group, int ng, const c
     return 0;
 }
 
+/* Makes the function of job j unique in its file: a second E_16 is E_16_1. */
 static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *err) {
     int clash = 0;
     for (int g = 0; g < ng && group[g] != j; g++) clash |= strcmp(jobs[group[g]].e.name, jobs[j].e.name) == 0;
@@ -286,11 +288,6 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     s_job_t *job = &jobs[j];
     const ta_bytes_t ast = job->ast;
     ta_cc_digest(ast.ptr, ast.len, job->e.key);
-    if (s->opencl) { /* another target, another key */
-        char both[40];
-        snprintf(both, sizeof both, "%s CL", job->e.key);
-        ta_cc_digest(both, strlen(both), job->e.key);
-    }
     if (s_memo_find(s, job->e.key, ast)) return;
     for (int k = 0; k < j; k++)
         if (jobs[k].same_as < 0 && jobs[k].rc == TACT_OK && jobs[k].ast.len == ast.len && memcmp(jobs[k].ast.ptr, ast.ptr, ast.len) == 0) {
