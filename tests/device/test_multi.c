@@ -30,6 +30,10 @@ static void s_fill(float *x, int n, uint64_t seed) {
     for (int i = 0; i < n; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
 }
 
+static void s_read_ok(tact_ctx *ctx, tact_tensor *t, float *out, size_t n, const char *what) {
+    cr_assert_eq(tact_read(t, out, sizeof(float) * n), TACT_OK, "%s: %s / %s", what, tact_ctx_error(ctx), tact_error_message(t));
+}
+
 /* y = to(x, dev); z = y * y + 1 (on dev); w = to(z, first) - x, on a
  * context over devices; the values are checked against a double loop. */
 static void s_round_trip(const char *devices, const char *dev, const char *first) {
@@ -65,6 +69,19 @@ Test(device_multi, tensors_move_between_the_cpu_and_opencl_both_ways) {
     if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
     s_round_trip("CPU,CL", "CL:0", "CPU");
     s_round_trip("CL,CPU", "CPU", "CL:0");
+    /* The same kernel on both devices in one realize (one compiler, one
+     * AST): each gets the program of its own kind. */
+    tact_ctx *ctx = s_open("CPU,CL", 1);
+    int64_t n = 64;
+    float v[64], out[2][64];
+    for (int i = 0; i < 64; i++) v[i] = (float)i - 20;
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, &n, v), *xc = tact_to(x, "CL");
+    tact_tensor *both[2] = {tact_exp2(tact_mul(x, x)), tact_exp2(tact_mul(xc, xc))};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    s_read_ok(ctx, both[0], out[0], 64, "on the CPU");
+    s_read_ok(ctx, both[1], out[1], 64, "on CL");
+    for (int i = 0; i < 64; i++) cr_assert_eq(out[0][i], out[1][i], "element %d: CPU %g, CL %g", i, out[0][i], out[1][i]);
+    tact_ctx_close(&ctx);
 }
 
 Test(device_multi, mixing_devices_and_unknown_devices_are_clear_errors) {
@@ -211,9 +228,6 @@ Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
 
 static const char *s_devs[5] = {NULL, "CPU", "CPU,CPU:1", "CPU,CPU:1,CPU:2", "CPU,CPU:1,CPU:2,CPU:3"};
 
-static void s_read_ok(tact_ctx *ctx, tact_tensor *t, float *out, size_t n, const char *what) {
-    cr_assert_eq(tact_read(t, out, sizeof(float) * n), TACT_OK, "%s: %s / %s", what, tact_ctx_error(ctx), tact_error_message(t));
-}
 
 /* Elementwise ops, reduces along and across the split axis, a reshape
  * that moves the axis and a permute, on shards of every size the reference
