@@ -39,7 +39,14 @@ int h_bench_devices(int quick) {
      * thread each, against one device of one thread. */
     enum { S = 1024 };
     float *sa = h_fill((size_t)S * S, 6), *sb = h_fill((size_t)S * S, 7);
-    double one = s_matmul_on("CPU", 1, sa, sb, S, reps), two = s_matmul_on("CPU,CPU:1", 2, sa, sb, S, reps);
+    /* The two sides in turns, the best of each: load from elsewhere on a
+     * shared box then hits both alike instead of one side's whole run. */
+    double one = 1e30, two = 1e30;
+    for (int r = 0; r < reps && one > 0 && two > 0; r++) {
+        double t1 = s_matmul_on("CPU", 1, sa, sb, S, 1), t2 = s_matmul_on("CPU,CPU:1", 2, sa, sb, S, 1);
+        one = t1 < 0 ? t1 : t1 < one ? t1 : one;
+        two = t2 < 0 ? t2 : t2 < two ? t2 : two;
+    }
     if (one > 0 && two > 0) h_line("devices.shard2_matmul_speedup", one / two, "x", "tact, one CPU device of one thread", 1.0, one / two);
     else ok = 0;
     free(sa), free(sb);
