@@ -24,11 +24,16 @@
 #include "render.h"
 
 /* -ffp-contract=off keeps a*b+c two roundings, as the reference and the
- * tests' plain C loops compute it; -fno-math-errno only lets sqrt inline. */
-static const char s_flags[] = "-O3 -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -w";
+ * tests' plain C loops compute it; -fno-math-errno only lets sqrt inline.
+ * The quick tier differs in the optimization level only: neither level
+ * reassociates or contracts float operations, so both compute the same
+ * bits (tests/codegen/test_tiers.c checks). */
+static const char *const s_flags[2] = {
+    "-O3 -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -nostdlib -pipe -w",
+    "-O1 -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -nostdlib -pipe -w",
+};
 
-const char *ta_cc_flags(void) { return s_flags; }
-
+const char *ta_cc_flags(int tier) { return s_flags[tier == TA_CC_QUICK]; }
 
 const char *ta_cc_compiler(void) {
     const char *cc = getenv("TACT_CC");
@@ -137,12 +142,12 @@ static int s_load(ta_program_t *p, ta_error_t *err) {
 }
 
 /* The key and cache path of a kernel. */
-static void s_locate(const char *cc, const char *dir, const char *name, const char *src, char key[33], char *path, size_t len) {
+static void s_locate(const char *cc, const char *dir, const char *name, const char *src, int tier, char key[33], char *path, size_t len) {
     /* The renderer's opening comment lists graph node ids, which differ
      * between graphs computing the same kernel: it is not part of the key. */
     const char *body = src;
     if (strncmp(body, "/*", 2) == 0 && strstr(body, "*/")) body = strstr(body, "*/") + 2;
-    const char *parts[] = {cc, ta_cc_identity(cc), s_flags, ta_render_prelude(), body};
+    const char *parts[] = {cc, ta_cc_identity(cc), ta_cc_flags(tier), ta_render_prelude(), body};
     s_key(parts, 5, key);
     snprintf(path, len, "%s/%s-%s.so", dir, name, key);
 }
@@ -190,18 +195,19 @@ static int s_write_sum(const char *so, const char *digest, const char *tmpdir) {
 enum { S_CANCELLED = -1000, S_TOO_LONG = -1001 };
 
 /*
- * Runs `$cc <flags> -o k.so k.c` in dir through the shell, in a process
- * group of its own, with its output (at most len - 1 bytes kept) in msg.
- * While it runs, tick is called every 50 ms; when it says stop, or after
- * limit_s seconds, the whole group (shell, driver, cc1, as) is killed
- * and waited for.  Returns the exit status (0: success), S_CANCELLED,
- * S_TOO_LONG, or -1 when the compiler could not be started.
+ * Starts `$cc <flags> -o k.so k.c` in the job's folder through the shell,
+ * in a process group of its own (niced to the lowest priority in the
+ * background, so it takes only time nothing else wants), its output going
+ * to the job's pipe.  Returns 0, or -1 with the reason in the job's msg.
  */
-static int s_run_compiler(const char *cc, const char *dir, char *msg, size_t len, int limit_s, ta_cc_tick_fn tick, void *ud) {
+static int s_spawn(ta_cc_job_t *job, const char *cc, int background) {
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s %s -o k.so k.c 2>&1", cc, s_flags);
+    snprintf(cmd, sizeof cmd, "%s%s %s -o k.so k.c 2>&1", background ? "exec nice -n 19 " : "", cc, ta_cc_flags(job->tier));
     int fds[2];
-    if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+    if (pipe2(fds, O_CLOEXEC) != 0) {
+        snprintf(job->msg, sizeof job->msg, "no pipe for the compiler's output: %s", strerror(errno));
+        return -1;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t attr;
     posix_spawn_file_actions_init(&fa);
@@ -209,7 +215,7 @@ static int s_run_compiler(const char *cc, const char *dir, char *msg, size_t len
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addchdir_np(&fa, dir);
+    posix_spawn_file_actions_addchdir_np(&fa, job->tmpdir);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
@@ -221,58 +227,81 @@ static int s_run_compiler(const char *cc, const char *dir, char *msg, size_t len
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
-        snprintf(msg, len, "cannot run /bin/sh: %s", strerror(rc));
+        snprintf(job->msg, sizeof job->msg, "cannot run /bin/sh: %s", strerror(rc));
         return -1;
     }
-    size_t used = 0;
-    int status = -1, exited = 0, eof = 0, verdict = 0;
-    double t0 = s_ms();
-    while (!exited || !eof) {
-        struct pollfd pfd = {fds[0], POLLIN, 0};
-        if (!eof && poll(&pfd, 1, 50) > 0) {
-            char buf[512];
-            ssize_t n = read(fds[0], buf, sizeof buf);
-            if (n <= 0) eof = 1;
-            for (ssize_t i = 0; i < n && used + 1 < len; i++) msg[used++] = buf[i];
-        } else if (eof) {
-            struct timespec ts = {0, 10 * 1000 * 1000};
-            nanosleep(&ts, NULL);
-        }
-        if (!exited) {
-            pid_t w = waitpid(pid, &status, WNOHANG);
-            /* ECHILD: the host ignores SIGCHLD, so the status is gone; the
-             * object (or its absence) tells what happened. */
-            if (w == pid || (w < 0 && errno == ECHILD)) {
-                if (w < 0) status = 0;
-                exited = 1;
-                /* Whatever the shell left behind still holding the output
-                 * goes with it, so the pipe ends. */
-                kill(-pid, SIGKILL);
-            }
-        }
-        if (tick && tick(ud)) verdict = S_CANCELLED;
-        else if (s_ms() - t0 > limit_s * 1000.0) verdict = S_TOO_LONG;
-        if (verdict) {
-            kill(-pid, SIGKILL);
-            if (!exited) waitpid(pid, &status, 0);
-            break;
-        }
-    }
-    close(fds[0]);
-    msg[used] = '\0';
-    if (verdict) return verdict;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    fcntl(fds[0], F_SETFL, O_NONBLOCK);
+    job->pid = pid;
+    job->fd = fds[0];
+    job->t0 = s_ms();
+    job->used = 0;
+    job->exited = job->eof = 0;
+    job->status = -1;
+    return 0;
 }
 
-int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
-                char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err) {
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    s_locate(cc, dir, name, src, out->key, out->path, sizeof out->path);
-    *obj = NULL;
-    *obj_len = 0;
-    if (s_cached(out->path, obj, obj_len, digest)) {
-        out->cached = 1;
+/* Takes what the running compiler wrote (waiting at most wait_ms for
+ * some) and reaps it once it exited; true when both are done. */
+static bool s_step(ta_cc_job_t *job, int wait_ms) {
+    if (!job->eof) {
+        struct pollfd pfd = {job->fd, POLLIN, 0};
+        if (poll(&pfd, 1, wait_ms) > 0) {
+            char buf[512];
+            ssize_t n;
+            while ((n = read(job->fd, buf, sizeof buf)) > 0)
+                for (ssize_t i = 0; i < n && job->used + 1 < sizeof job->msg; i++) job->msg[job->used++] = buf[i];
+            if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) job->eof = 1;
+        }
+    } else if (!job->exited && wait_ms > 0) {
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!job->exited) {
+        int status;
+        pid_t w = waitpid(job->pid, &status, WNOHANG);
+        /* ECHILD: the host ignores SIGCHLD, so the status is gone; the
+         * object (or its absence) tells what happened. */
+        if (w == job->pid || (w < 0 && errno == ECHILD)) {
+            job->status = w < 0 ? 0 : status;
+            job->exited = 1;
+            /* Whatever the shell left behind still holding the output
+             * goes with it, so the pipe ends. */
+            kill(-job->pid, SIGKILL);
+        }
+    }
+    return job->exited && job->eof;
+}
+
+/* Kills the job's compiler (its whole group) and removes its files. */
+static void s_discard(ta_cc_job_t *job) {
+    if (job->pid) {
+        if (!job->exited) {
+            kill(-job->pid, SIGKILL);
+            waitpid(job->pid, NULL, 0);
+        }
+        close(job->fd);
+        job->pid = 0;
+    }
+    if (job->tmpdir[0]) {
+        char path[1200];
+        snprintf(path, sizeof path, "%s/k.c", job->tmpdir);
+        unlink(path);
+        snprintf(path, sizeof path, "%s/k.so", job->tmpdir);
+        unlink(path);
+        rmdir(job->tmpdir);
+        job->tmpdir[0] = '\0';
+    }
+}
+
+int ta_cc_start(const char *cc, const char *dir, const char *name, const char *src, int tier, int background, ta_cc_job_t *job,
+                ta_error_t *err) {
+    memset(job, 0, sizeof *job);
+    job->tier = tier;
+    snprintf(job->cc, sizeof job->cc, "%s", cc);
+    snprintf(job->prog.name, sizeof job->prog.name, "%s", name);
+    s_locate(cc, dir, name, src, tier, job->prog.key, job->prog.path, sizeof job->prog.path);
+    if (s_cached(job->prog.path, &job->obj, &job->len, job->digest)) {
+        job->prog.cached = 1;
         return TACT_OK;
     }
     if (s_mkdirs(dir) != 0) return ta_error_set(err, TACT_EIO, "kernel %s: cannot create the cache folder %s: %s", name, dir, strerror(errno));
@@ -281,56 +310,93 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
      * The source is always k.c there, compiled from inside the folder: the
      * object records that name, so its bytes depend only on the compiler
      * and the source (two runs send the same PROGRAM bytes). */
-    char tmpdir[1100], csrc[1200], tmp_so[1200];
-    snprintf(tmpdir, sizeof tmpdir, "%s/tmp-%s-XXXXXX", dir, out->key);
-    if (!mkdtemp(tmpdir)) return ta_error_set(err, TACT_EIO, "kernel %s: cannot write into %s: %s", name, dir, strerror(errno));
-    snprintf(csrc, sizeof csrc, "%s/k.c", tmpdir);
-    snprintf(tmp_so, sizeof tmp_so, "%s/k.so", tmpdir);
+    char csrc[1200];
+    snprintf(job->tmpdir, sizeof job->tmpdir, "%s/tmp-%s-XXXXXX", dir, job->prog.key);
+    if (!mkdtemp(job->tmpdir)) {
+        job->tmpdir[0] = '\0';
+        return ta_error_set(err, TACT_EIO, "kernel %s: cannot write into %s: %s", name, dir, strerror(errno));
+    }
+    snprintf(csrc, sizeof csrc, "%s/k.c", job->tmpdir);
     FILE *f = fopen(csrc, "w");
     int ok = f && fputs(ta_render_prelude(), f) >= 0 && fputs(src, f) >= 0;
     if (f && fclose(f) != 0) ok = 0;
     if (!ok) {
-        unlink(csrc);
-        rmdir(tmpdir);
+        s_discard(job);
         return ta_error_set(err, TACT_EIO, "kernel %s: cannot write %s", name, csrc);
     }
-    char msg[2048] = "";
-    double t0 = s_ms();
-    int status = s_run_compiler(cc, tmpdir, msg, sizeof msg, limit_s, tick, ud);
-    out->compile_ms = s_ms() - t0;
-    unlink(csrc);
-    if (status != 0) {
-        unlink(tmp_so);
-        rmdir(tmpdir);
-        if (status == S_CANCELLED) return ta_error_set(err, TACT_ESTOPPED, "kernel %s: compile cancelled (the context is closing)", name);
-        if (status == S_TOO_LONG)
-            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: `%s` took longer than %d s; stopped", name, cc, limit_s);
-        return ta_error_set(err, TACT_ECOMPILE, "kernel %s failed to compile with `%s`: %s", name, cc,
-                            msg[0] ? msg : "(no output; is the compiler installed?)");
+    if (s_spawn(job, cc, background) != 0) {
+        int rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: %s", name, job->msg);
+        s_discard(job);
+        return rc;
     }
+    return TACT_OK;
+}
+
+bool ta_cc_ready(ta_cc_job_t *job) { return !job->pid || s_step(job, 0); }
+
+void ta_cc_cancel(ta_cc_job_t *job) {
+    s_discard(job);
+    ta_free(job->obj);
+    job->obj = NULL;
+}
+
+int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj_len, char digest[33], int limit_s, ta_cc_tick_fn tick,
+                 void *ud, ta_error_t *err) {
+    const char *name = job->prog.name;
+    *out = job->prog;
+    *obj = job->obj;
+    *obj_len = job->len;
+    memcpy(digest, job->digest, 33);
+    job->obj = NULL;
+    if (out->cached) return TACT_OK;
+    int verdict = 0;
+    while (!s_step(job, 50)) {
+        if (tick && tick(ud)) verdict = S_CANCELLED;
+        else if (s_ms() - job->t0 > limit_s * 1000.0) verdict = S_TOO_LONG;
+        if (verdict) break;
+    }
+    out->compile_ms = s_ms() - job->t0;
+    job->msg[job->used] = '\0';
+    int status = verdict ? verdict : WIFEXITED(job->status) ? WEXITSTATUS(job->status) : 128 + (WIFSIGNALED(job->status) ? WTERMSIG(job->status) : 0);
+    char tmp_so[1200];
+    snprintf(tmp_so, sizeof tmp_so, "%s/k.so", job->tmpdir);
+    int rc = TACT_OK;
+    if (status == S_CANCELLED) rc = ta_error_set(err, TACT_ESTOPPED, "kernel %s: compile cancelled (the context is closing)", name);
+    else if (status == S_TOO_LONG) rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: `%s` took longer than %d s; stopped", name, job->cc, limit_s);
+    else if (status != 0)
+        rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s failed to compile with `%s`: %s", name, job->cc,
+                          job->msg[0] ? job->msg : "(no output; is the compiler installed?)");
     /* Proved by loading it (from its bytes), then kept with its digest. */
-    int rc = access(tmp_so, F_OK) != 0
-                 ? ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` exited 0 but wrote no object", name, cc)
-                 : ta_cc_read(tmp_so, obj, obj_len, err);
+    else if (access(tmp_so, F_OK) != 0) rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` exited 0 but wrote no object", name, job->cc);
+    else rc = ta_cc_read(tmp_so, obj, obj_len, err);
     if (rc == TACT_OK) {
         ta_cc_digest(*obj, *obj_len, digest);
         ta_program_t probe;
         rc = ta_cc_load_bytes(*obj, *obj_len, name, &probe, err);
         ta_cc_unload(&probe);
     }
-    if (rc == TACT_OK && rename(tmp_so, out->path) != 0) {
-        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into %s: %s", name, dir, strerror(errno));
-    }
-    if (rc == TACT_OK && s_write_sum(out->path, digest, tmpdir) != 0)
-        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot write its digest into %s", name, dir);
-    unlink(tmp_so);
-    rmdir(tmpdir);
+    if (rc == TACT_OK && rename(tmp_so, out->path) != 0)
+        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into its cache folder: %s", name, strerror(errno));
+    if (rc == TACT_OK && s_write_sum(out->path, digest, job->tmpdir) != 0)
+        rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot write its digest into its cache folder", name);
+    s_discard(job);
     if (rc != TACT_OK) {
         ta_free(*obj);
         *obj = NULL;
         *obj_len = 0;
     }
     return rc;
+}
+
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, int tier, ta_program_t *out, uint8_t **obj,
+                size_t *obj_len, char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err) {
+    ta_cc_job_t job;
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    *obj = NULL;
+    *obj_len = 0;
+    int rc = ta_cc_start(cc, dir, name, src, tier, 0, &job, err);
+    return rc != TACT_OK ? rc : ta_cc_finish(&job, out, obj, obj_len, digest, limit_s, tick, ud, err);
 }
 
 int ta_cc_cache_get(const char *path, uint8_t **bytes, size_t *len) {

@@ -2,6 +2,7 @@
 #ifndef TACT_CC_H
 #define TACT_CC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "msg.h"
@@ -25,8 +26,12 @@ typedef struct ta_program {
  * (ta_pipeline_t), and hands them to every compile. */
 const char *ta_cc_compiler(void);
 const char *ta_cc_cache_dir(char *buf, size_t len);
-/* The flags every kernel is compiled with. */
-const char *ta_cc_flags(void);
+/* The two builds of a CPU kernel: a quick one (-O1) for its first use, in
+ * a fraction of the time, and the full one (-O3) for every use after.
+ * Both compute the same bits. */
+enum { TA_CC_FULL = 0, TA_CC_QUICK = 1 };
+/* The flags of a tier's builds. */
+const char *ta_cc_flags(int tier);
 
 /* Creates the cache folder dir if needed (mode 0700) and checks that only
  * this process's user can write there: a folder owned by another user,
@@ -54,8 +59,39 @@ const char *ta_cc_identity(const char *cc);
  * (TACT_ECOMPILE).  No temporary file outlives the call.
  */
 typedef int (*ta_cc_tick_fn)(void *ud);
-int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, ta_program_t *out, uint8_t **obj, size_t *obj_len,
-                char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err);
+int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, int tier, ta_program_t *out, uint8_t **obj,
+                size_t *obj_len, char digest[33], int limit_s, ta_cc_tick_fn tick, void *ud, ta_error_t *err);
+
+/*
+ * ta_cc_build in two halves, so a build can run while its caller does
+ * other work.  ta_cc_start finds the object in the cache or starts the
+ * compiler (in the background: at the lowest CPU priority), filling job;
+ * TACT_OK, or the error with nothing left running.  ta_cc_ready is true
+ * once ta_cc_finish would not wait (it never waits itself).  ta_cc_finish
+ * waits for the compiler as ta_cc_build does (limit_s counts from the
+ * start) and gives what ta_cc_build gives; the job is spent then.
+ * ta_cc_cancel kills a started job's compiler and removes its files.
+ */
+typedef struct ta_cc_job {
+    ta_program_t prog; /* name, key, path; cached when found on disk */
+    int tier;
+    char cc[512];
+    uint8_t *obj; /* a cached object's bytes, until finish hands them over */
+    size_t len;
+    char digest[33];
+    char tmpdir[1100]; /* the private folder of a running compile ("" when none) */
+    int pid, fd;       /* the compiler's process group and output (pid 0: none) */
+    double t0;
+    int exited, eof, status;
+    size_t used;
+    char msg[2048]; /* its output so far */
+} ta_cc_job_t;
+int ta_cc_start(const char *cc, const char *dir, const char *name, const char *src, int tier, int background, ta_cc_job_t *job,
+                ta_error_t *err);
+bool ta_cc_ready(ta_cc_job_t *job);
+int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj_len, char digest[33], int limit_s, ta_cc_tick_fn tick,
+                 void *ud, ta_error_t *err);
+void ta_cc_cancel(ta_cc_job_t *job);
 
 /* Reads the whole object at path (at most 256 MiB) into a fresh buffer
  * that the caller frees with ta_free.  Returns TACT_OK or TACT_EIO. */

@@ -27,7 +27,11 @@
  * arrive in.
  */
 
-enum { S_MEMO = 256 };
+/* S_QUICK_WORK: a kernel of fewer iterations gets a quick build for its
+ * first realize (TA_CC_QUICK, cc.h).  At -O1 the slowest kernels run about
+ * ten times slower than at -O3: below this the time lost stays under what
+ * the full build would have delayed the first run. */
+enum { S_MEMO = 256, S_QUICK_WORK = 1 << 28 };
 
 /* A kernel this worker built or found: the digest of its AST's bytes, its
  * target, and what PROGRAM carries for it. */
@@ -42,7 +46,27 @@ typedef struct {
     char digest[33];
     uint8_t *ast; /* the AST's bytes (memo entries only) */
     size_t ast_len;
+    int tier;          /* TA_CC_QUICK: built for its first use; a later realize gets the full build */
+    uint64_t realize;  /* the realize it was built for */
+    struct s_up *up;   /* a quick build's full one, running in the background (NULL: none) */
 } s_memo_t;
+
+/* The full build of a group of quick-built kernels (one object for all),
+ * shared by their memo entries: queued, then running in the background,
+ * then done. */
+typedef struct s_up {
+    int refs; /* memo entries holding it */
+    enum { S_QUEUED, S_RUNNING, S_DONE } state;
+    char name[64];
+    char *src; /* until it starts */
+    int limit_s;
+    ta_cc_job_t job;
+    int rc;
+    uint8_t *obj;
+    size_t len;
+    char digest[33];
+    struct s_up *next, *prev; /* in the queue */
+} s_up_t;
 
 typedef struct {
     ta_pipeline_t w;
@@ -54,7 +78,30 @@ typedef struct {
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
     int opencl;          /* the COMPILE's device is OpenCL: a program is OpenCL C source, which the device builds */
+    /* Full builds of quick-built kernels, oldest first: one runs at a time
+     * in the background, so they take the time the pipeline leaves and
+     * not the first realize's. */
+    s_up_t *queue, *queue_tail, *running;
+    int in_background; /* waiting for the running one: the tick leaves the queue alone */
 } s_state_t;
+
+static void s_unqueue(s_state_t *s, s_up_t *up) {
+    if (up->prev) up->prev->next = up->next;
+    else s->queue = up->next;
+    if (up->next) up->next->prev = up->prev;
+    else s->queue_tail = up->prev;
+    up->next = up->prev = NULL;
+}
+
+static void s_up_release(s_state_t *s, s_up_t *up) {
+    if (!up || --up->refs > 0) return;
+    if (up->state == S_QUEUED) s_unqueue(s, up);
+    if (up->state == S_RUNNING) ta_cc_cancel(&up->job);
+    if (s->running == up) s->running = NULL;
+    ta_free(up->src);
+    ta_free(up->obj);
+    ta_free(up);
+}
 
 static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
@@ -83,7 +130,7 @@ static void s_obj_release(void *bytes, void *owner) {
 
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
-    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast);
+    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast), s_up_release(s, s->memo[i].up);
     ta_free(s->memo);
     ta_map_fini(&s->memo_index);
     ta_free(s);
@@ -129,6 +176,7 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
         ta_map_del(&s->memo_index, s_key64(slot->key, slot->opencl));
         s_obj_release(slot->obj, NULL);
         ta_free(slot->ast);
+        s_up_release(s, slot->up);
         s->nmemo--;
     }
     if (ta_map_put(&s->memo_index, s_key64(e->key, s->opencl), (uint64_t)s->next_memo) != TACT_OK) {
@@ -141,6 +189,7 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
     slot->obj = o->bytes;
     slot->ast = ast_copy;
     slot->ast_len = ast.len;
+    if (slot->up) slot->up->refs++;
     s->next_memo = (s->next_memo + 1) % S_MEMO;
     s->nmemo++;
 }
@@ -155,19 +204,6 @@ typedef struct {
     struct timespec last;
 } s_tick_t;
 
-static int s_tick(void *ud) {
-    s_tick_t *t = ud;
-    if (ta_actor_stopping(t->self)) return 1;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    double ms = (double)(now.tv_sec - t->last.tv_sec) * 1e3 + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-6;
-    if (ms * 4 >= ta_actor_timeout_ms(t->self)) {
-        ta_actor_progress(t->self, t->reply_to, t->corr);
-        ta_actor_progress(t->self, t->client, 0);
-        t->last = now;
-    }
-    return 0;
-}
 
 /* One kernel of a COMPILE: its request, what PROGRAM will carry, and, while
  * its batch is built, its source. */
@@ -179,6 +215,7 @@ typedef struct {
     int same_as;   /* -1, or an earlier job of the batch with the same kernel */
     char *src;     /* rendered, until built */
     int width;     /* its vector width (1: none): one file per width */
+    int tier;      /* TA_CC_QUICK or TA_CC_FULL: one file per tier */
     int built;     /* e holds this job's answer */
     ta_bytes_t ast;
     int answered;
@@ -218,6 +255,110 @@ static int s_rename(s_job_t *jobs, int j, const int *group, int ng, ta_error_t *
     return TACT_OK;
 }
 
+static int s_tick(void *ud);
+
+/* Waits for a started full build (tick: heartbeats while it does; NULL
+ * when it is ready and will not wait). */
+static void s_up_wait(s_state_t *s, s_up_t *up, s_tick_t *tick) {
+    ta_program_t prog;
+    ta_error_t err = {0, ""};
+    s->in_background = 1;
+    up->rc = ta_cc_finish(&up->job, &prog, &up->obj, &up->len, up->digest, up->limit_s, tick ? s_tick : NULL, tick, &err);
+    s->in_background = 0;
+    up->state = S_DONE;
+    if (s->running == up) s->running = NULL;
+}
+
+/* Collects the running full build if it finished and starts the next
+ * queued one, at the lowest CPU priority.  Called between messages and
+ * while a compile of this worker runs; when it runs does not change which
+ * build any PROGRAM carries. */
+static void s_background(s_state_t *s) {
+    if (s->in_background) return;
+    if (s->running && ta_cc_ready(&s->running->job)) s_up_wait(s, s->running, NULL);
+    while (!s->running && s->queue) {
+        s_up_t *up = s->queue;
+        s_unqueue(s, up);
+        ta_error_t err = {0, ""};
+        up->rc = ta_cc_start(s->w.cc, s->local.cache_dir, up->name, up->src, TA_CC_FULL, 1, &up->job, &err);
+        ta_free(up->src);
+        up->src = NULL;
+        up->state = up->rc == TACT_OK ? S_RUNNING : S_DONE;
+        if (up->rc == TACT_OK) s->running = up;
+    }
+}
+
+static int s_tick(void *ud) {
+    s_tick_t *t = ud;
+    if (ta_actor_stopping(t->self)) return 1;
+    s_background(ta_actor_state(t->self));
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    double ms = (double)(now.tv_sec - t->last.tv_sec) * 1e3 + (double)(now.tv_nsec - t->last.tv_nsec) * 1e-6;
+    if (ms * 4 >= ta_actor_timeout_ms(t->self)) {
+        ta_actor_progress(t->self, t->reply_to, t->corr);
+        ta_actor_progress(t->self, t->client, 0);
+        t->last = now;
+    }
+    return 0;
+}
+
+/* Queues the full build of src (quick-built kernels); NULL when out of
+ * memory (the kernels keep their quick build). */
+static s_up_t *s_up_queue(s_state_t *s, const char *name, const char *src, int limit_s) {
+    s_up_t *up = ta_calloc(1, sizeof *up);
+    size_t n = strlen(src) + 1;
+    if (up && (up->src = ta_malloc(n))) {
+        memcpy(up->src, src, n);
+        snprintf(up->name, sizeof up->name, "%s", name);
+        up->limit_s = limit_s;
+        up->state = S_QUEUED;
+        up->prev = s->queue_tail;
+        if (s->queue_tail) s->queue_tail->next = up;
+        else s->queue = up;
+        s->queue_tail = up;
+        return up;
+    }
+    ta_free(up);
+    return NULL;
+}
+
+/*
+ * The memo's entry for job, if any.  A quick build serves the realize it
+ * was made for; a later realize gets the full build: taken if done,
+ * waited for if running, built now (at normal priority) if still queued.
+ * Which build a PROGRAM carries thus depends on the order of the COMPILEs
+ * alone, never on timing, and both compute the same bits.  A full build
+ * that failed leaves the quick one in place.
+ */
+static s_memo_t *s_hit(s_state_t *s, const s_job_t *job, uint64_t realize, s_tick_t *tick) {
+    s_memo_t *e = s_memo_find(s, job->e.key, job->ast);
+    if (!e || e->tier != TA_CC_QUICK || e->realize == realize) return e;
+    s_up_t *up = e->up;
+    e->tier = TA_CC_FULL;
+    e->up = NULL;
+    if (!up) return e;
+    if (up->state == S_QUEUED) {
+        ta_error_t err = {0, ""};
+        s_unqueue(s, up);
+        up->rc = ta_cc_start(s->w.cc, s->local.cache_dir, up->name, up->src, TA_CC_FULL, 0, &up->job, &err);
+        up->state = up->rc == TACT_OK ? S_RUNNING : S_DONE;
+    }
+    if (up->state == S_RUNNING) s_up_wait(s, up, tick);
+    s_obj_t *o = up->rc == TACT_OK ? ta_malloc(sizeof *o + up->len) : NULL;
+    if (o) {
+        atomic_init(&o->refs, 1);
+        o->len = up->len;
+        memcpy(o->bytes, up->obj, up->len);
+        s_obj_release(e->obj, NULL);
+        e->obj = o->bytes;
+        e->len = up->len;
+        memcpy(e->digest, up->digest, sizeof e->digest);
+    }
+    s_up_release(s, up);
+    return e;
+}
+
 /* Builds the jobs in group (sources of one vector width) as one object, or
  * finds it in the disk cache; every job of the group gets a copy.  When the
  * file does not build, each job is built alone, so each error names its
@@ -251,8 +392,12 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
             ta_cc_digest(first->e.obj, first->e.len, first->e.digest);
         }
     } else if (rc == TACT_OK) {
-        rc = ta_cc_build(s->w.cc, s->local.cache_dir, first->e.name, src, &prog, &first->e.obj, &first->e.len, first->e.digest,
-                         s->local.compile_limit_s * ng, s_tick, tick, &err);
+        rc = ta_cc_build(s->w.cc, s->local.cache_dir, first->e.name, src, first->tier, &prog, &first->e.obj, &first->e.len,
+                         first->e.digest, s->local.compile_limit_s * ng, s_tick, tick, &err);
+        first->e.tier = first->tier;
+        /* The full build starts now, in the background: by the next
+         * realize that uses these kernels it has had time to finish. */
+        if (rc == TACT_OK && first->tier == TA_CC_QUICK) first->e.up = s_up_queue(s, first->e.name, src, s->local.compile_limit_s * ng);
     }
     ta_free(src);
     if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached && !s->opencl) {
@@ -274,6 +419,8 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
         j->err = err;
         j->built = 1;
         if (rc != TACT_OK) continue;
+        j->e.tier = first->e.tier;
+        j->e.up = first->e.up;
         j->e.len = first->e.len;
         memcpy(j->e.digest, first->e.digest, sizeof j->e.digest);
         if (!(j->e.obj = ta_malloc(first->e.len))) j->rc = ta_error_set(&j->err, TACT_ENOMEM, "compiler: out of memory");
@@ -299,6 +446,14 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
+    /* A kernel of much work is built full at once: its quick build would
+     * run slower for longer than the full build takes. */
+    uint64_t work = 1;
+    for (int d = 0; d < s->ast.ndim; d++) {
+        uint64_t dim = s->ast.shape[d] > 0 ? (uint64_t)s->ast.shape[d] : 0;
+        work = dim && work > UINT64_MAX / dim ? UINT64_MAX : work * dim;
+    }
+    job->tier = !s->opencl && work < S_QUICK_WORK ? TA_CC_QUICK : TA_CC_FULL;
     ta_target_t target = s->opencl ? ta_target_cl() : ta_target_host();
     job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
@@ -348,24 +503,37 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
     /* Kernels known already go out before anything is built (the executor
      * may be waiting for one), and before new entries replace old ones. */
     uint32_t dest = (uint32_t)m->as.compile.reply_to;
+    uint64_t realize = m->as.compile.realize;
     for (int j = 0; j < n; j++)
         if (jobs[j].rc == TACT_OK && !jobs[j].src && jobs[j].same_as < 0) {
-            s_answer(self, &jobs[j], s_memo_find(s, jobs[j].e.key, jobs[j].ast), dest, m->as.compile.realize);
+            s_answer(self, &jobs[j], s_hit(s, &jobs[j], realize, &tick), dest, realize);
             jobs[j].answered = 1;
         }
     int group[S_BATCH];
     for (int j = 0; j < n; j++) {
         if (!jobs[j].src || jobs[j].built) continue;
-        /* Scalar kernels go with the first vector width left, if any. */
-        int w = jobs[j].width, ng = 0;
+        /* Scalar kernels go with the first vector width left of their
+         * tier, if any. */
+        int w = jobs[j].width, t = jobs[j].tier, ng = 0;
         for (int k = j; k < n && w == 1; k++)
-            if (jobs[k].src && !jobs[k].built) w = jobs[k].width;
+            if (jobs[k].src && !jobs[k].built && jobs[k].tier == t) w = jobs[k].width;
         for (int k = j; k < n; k++)
-            if (jobs[k].src && !jobs[k].built && (jobs[k].width == w || jobs[k].width == 1)) group[ng++] = k;
+            if (jobs[k].src && !jobs[k].built && jobs[k].tier == t && (jobs[k].width == w || jobs[k].width == 1)) group[ng++] = k;
         s_build_group(s, jobs, group, ng, &tick);
     }
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n; j++) {
+        jobs[j].e.realize = realize;
         if (jobs[j].rc == TACT_OK && jobs[j].built) s_memo_add(s, &jobs[j].e, jobs[j].ast);
+    }
+    /* A full build no entry took (out of memory) is stopped. */
+    for (int j = 0; j < n; j++) {
+        s_up_t *up = jobs[j].e.up;
+        if (!up || up->refs) continue;
+        for (int k = j; k < n; k++)
+            if (jobs[k].e.up == up) jobs[k].e.up = NULL;
+        up->refs = 1;
+        s_up_release(s, up);
+    }
     for (int j = 0; j < n; j++) {
         s_job_t *job = &jobs[j];
         if (!job->answered) {
@@ -394,6 +562,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     int device = m->as.compile.reply_to <= UINT32_MAX ? ta_pipeline_device_of(&s->w, (uint32_t)m->as.compile.reply_to) : -1;
     if (device < 0) return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE replies to a port that is no executor");
     s->opencl = strncmp(s->w.device[device], "CL", 2) == 0;
+    s_background(s);
     /* A COMPILE of more kernels than a batch (the planner sends none) is
      * built a batch at a time. */
     s_job_t jobs[S_BATCH];

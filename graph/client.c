@@ -363,10 +363,11 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
 #define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
 #define S_INT(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_int64(&pk, v))
-    int bad = msgpack_pack_map(&pk, 10) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
+    int bad = msgpack_pack_map(&pk, 11) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
               S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", devices) ||
               S_INT("cpu_threads", o->cpu_threads) || S_INT("compile_workers", w->ncompilers) || S_INT("timeout_ms", timeout_ms) ||
-              S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags()) || S_INT("schedule_cache", w->schedule_cache);
+              S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags(TA_CC_FULL)) ||
+              S_STR("quick_flags", ta_cc_flags(TA_CC_QUICK)) || S_INT("schedule_cache", w->schedule_cache);
 #undef S_STR
 #undef S_INT
     return bad ? -1 : 0;

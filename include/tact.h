@@ -242,8 +242,10 @@ typedef struct tact_stats {
     uint64_t schedules;
     uint64_t schedule_cache_hits;
     uint64_t schedule_ns;
-    /* Kernels the compiler pool built with the C compiler (not found in
-     * its memory or the disk cache) since the context opened.  A scalar
+    /* Kernels the compiler pool built with the C compiler for a realize
+     * (not found in its memory or the disk cache) since the context
+     * opened; the full builds that replace quick ones in the background
+     * (docs/architecture.md) are not counted.  A scalar
      * that changes between steps is a kernel argument, not part of the
      * source, so a loop compiles its kernels once (in-process stages). */
     uint64_t compiles;

@@ -43,7 +43,7 @@ static uint8_t *s_program(const ta_device_ops_t *ops, const char *name, const ch
     uint8_t *obj = NULL;
     char digest[33];
     ta_error_t err;
-    cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, cpu_src, &prog, &obj, len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, cpu_src, TA_CC_FULL, &prog, &obj, len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     cr_assert_eq(system(cmd), 0);
