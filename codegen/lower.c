@@ -217,8 +217,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
              * for all its lanes there); none when no tile saves a load.
              * The bits are those of one loop: each output keeps its reduce
              * order. */
+            /* Loads the same along every reduced dim are read once per
+             * output, outside the reduce's loops: a tile saves none. */
+            int inner_load[TA_AST_MAX_NODES] = {0};
             double best = 0;
-            for (int i = 0; i < a->nnodes; i++) best += a->nodes[i].op == TA_OP_LOAD && pre[i];
+            for (int i = 0; i < a->nnodes; i++) {
+                if (a->nodes[i].op != TA_OP_LOAD || !pre[i]) continue;
+                for (int d = 0; d < a->ndim && !inner_load[i]; d++)
+                    inner_load[i] = (a->reduce_mask >> d & 1) && s_access_along(a, &a->nodes[i], 1, d, ar) != TA_ACCESS_BROADCAST;
+                best += inner_load[i];
+            }
             best -= 0.01;
             for (int m1 = 0; m1 < a->ndim; m1++)
                 for (int s1 = 8; s1 >= 2; s1 /= 2) {
@@ -229,7 +237,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                             if (s1 * s2 > 16) continue; /* 32 unrolled lanes of gathers took gcc most of a second */
                             double loads = 0;
                             for (int i = 0; i < a->nnodes; i++) {
-                                if (a->nodes[i].op != TA_OP_LOAD || !pre[i]) continue;
+                                if (!inner_load[i]) continue;
                                 int b1 = s_access_along(a, &a->nodes[i], 1, m1, ar) == TA_ACCESS_BROADCAST;
                                 int b2 = m2 < 0 || s_access_along(a, &a->nodes[i], 1, m2, ar) == TA_ACCESS_BROADCAST;
                                 loads += (b1 ? 1 : s1) * (b2 ? 1 : s2);
@@ -325,7 +333,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             if (!(a->reduce_mask >> k & 1) && factor[k] * vfactor[k] > 1) j = k;
         whole_j = 0; /* a LOOP over all of dim j inside the item */
         if (j < 0) j = inner;
-        if (j >= 0 && l->reduce < 0 && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
+        /* Or, on the CPU, a reduce's inner output dim when nothing is
+         * tiled: its outputs' index arithmetic then steps instead of being
+         * divided out of the item's number each time. */
+        int loop_ok = l->reduce < 0 || (!t->opencl && factor[j >= 0 ? j : 0] * vfactor[j >= 0 ? j : 0] == 1 && kblock < 0);
+        if (j >= 0 && loop_ok && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
             whole_j = (out[j] + factor[j] * vfactor[j] - 1) / (factor[j] * vfactor[j]);
         if (pad) tiles = (out[vdim] + factor[vdim] * vfactor[vdim] - 1) / (factor[vdim] * vfactor[vdim]);
         if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */

@@ -417,6 +417,35 @@ static bool s_one_quotient(const ta_sym_t *a, int64_t c) { return s_fdiv(a->min,
  * applied.
  */
 static bool s_sum_divmod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c, bool mod, const ta_sym_t **out) {
+    /* A digit: a = k*X + R with 0 <= R < k and k dividing c gives
+     * a//c = X//(c/k) and a%c = k*(X%(c/k)) + R (a reshape's row y*28 + x
+     * halved by a pool: (y*28 + x)//56 is y//2).  The largest such k. */
+    int64_t best_k = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < a->n; i++) {
+        int64_t k = a->args[i].k;
+        if (k <= 1 || c % k || k <= best_k) continue;
+        int64_t lo = a->c, hi = a->c;
+        for (size_t j = 0; j < a->n; j++) {
+            if (j == i) continue;
+            int64_t tlo, thi;
+            s_scale(a->args[j].t->min, a->args[j].t->max, a->args[j].k, &tlo, &thi);
+            lo = s_sadd(lo, tlo);
+            hi = s_sadd(hi, thi);
+        }
+        if (lo >= 0 && hi < k) best_k = k, best = i;
+    }
+    if (best_k) {
+        s_lin_t rest = {0};
+        rest.c = a->c;
+        for (size_t j = 0; j < a->n; j++)
+            if (j != best) s_lin_push(&rest, a->args[j].t, a->args[j].k);
+        const ta_sym_t *x = a->args[best].t, *rs = s_lin_build(ar, &rest);
+        if (!rs) *out = NULL;
+        else if (mod) *out = ta_sym_add(ar, ta_sym_mulc(ar, ta_sym_mod(ar, x, c / best_k), best_k), rs);
+        else *out = ta_sym_div(ar, x, c / best_k);
+        return true;
+    }
     s_lin_t q = {0}, r = {0};
     q.c = s_fdiv(a->c, c);
     r.c = s_fmod(a->c, c);
@@ -501,8 +530,16 @@ const ta_sym_t *ta_sym_mod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c) {
     if (a->kind == S_MOD && a->c % c == 0) return ta_sym_mod(ar, a->args[0].t, c);
     const ta_sym_t *r;
     if (a->kind == S_SUM && s_sum_divmod(ar, a, c, true, &r)) return r;
+    /* When c and every coefficient share a factor g, a%c keeps a's
+     * residue modulo g: (8*x)%16 is 0 or 8, never 15. */
+    uint64_t g = (uint64_t)c;
+    if (a->kind == S_SUM)
+        for (size_t i = 0; i < a->n && g > 1; i++) g = s_gcd(g, s_abs(a->args[i].k));
+    else
+        g = 1;
+    int64_t lo = g > 1 ? s_fmod(a->c, (int64_t)g) : 0, hi = g > 1 ? c - (int64_t)g + lo : c - 1;
     s_term_t arg = {a, 0};
-    return s_intern(ar, S_MOD, c, 1, &arg, NULL, 0, c - 1);
+    return s_intern(ar, S_MOD, c, 1, &arg, NULL, lo, hi);
 }
 
 /* Ceiling division by g > 0. */

@@ -227,6 +227,29 @@ Test(codegen_sym, div_pulls_out_multiples_and_drops_small_remainders) {
     /* A common factor of every coefficient and the divisor: (2x+2y+1)//4 is (x+y)//2. */
     const ta_sym_t *e = ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.x, 2), ta_sym_mulc(f.ar, f.y, 2));
     EXPECT(ta_sym_div(f.ar, ta_sym_addc(f.ar, e, 1), 4), "(x+y)/2");
+    /* A digit: y*8 + x with x < 8 halved by 16 (a pool over a reshape's
+     * rows) is y//2, and its remainder y%2*8 + x. */
+    const ta_sym_t *row = ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 8), f.x);
+    EXPECT(ta_sym_div(f.ar, row, 16), "y/2");
+    EXPECT(ta_sym_mod(f.ar, row, 16), "x+y%2*8");
+    /* Not when the rest can reach the digit's weight: x + y*4 (x up to 7). */
+    EXPECT(ta_sym_div(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 4), f.x), 8), "(x+y*4)/8");
+    ta_sym_arena_destroy(&f.ar);
+}
+
+Test(codegen_sym, a_modulo_keeps_the_residue_of_a_common_factor) {
+    s_fix_t f = s_fix();
+    /* (8*gidx0 + 4*y) % 16 is a multiple of 4: at most 12, so adding 3
+     * stays below 16 and a %16 of that goes. */
+    const ta_sym_t *m = ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.g, 8), ta_sym_mulc(f.ar, f.y, 4)), 16);
+    cr_expect_eq(ta_sym_min(m), 0);
+    cr_expect_eq(ta_sym_max(m), 12);
+    const ta_sym_t *sum = ta_sym_addc(f.ar, m, 3);
+    cr_expect_str_eq(s_str(ta_sym_mod(f.ar, sum, 16)), s_str(sum));
+    /* With an odd constant the residue moves: (8*gidx0 + 4*y + 2) % 16 is 2 to 14. */
+    const ta_sym_t *odd = ta_sym_mod(f.ar, ta_sym_addc(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.g, 8), ta_sym_mulc(f.ar, f.y, 4)), 2), 16);
+    cr_expect_eq(ta_sym_min(odd), 2);
+    cr_expect_eq(ta_sym_max(odd), 14);
     ta_sym_arena_destroy(&f.ar);
 }
 
@@ -252,7 +275,7 @@ Test(codegen_sym, mod_drops_multiples_and_values_already_in_range) {
     EXPECT(ta_sym_mod(f.ar, ta_sym_addc(f.ar, f.y, 8), 4), "y");
     EXPECT(ta_sym_mod(f.ar, f.x, 4), "x%4");
     EXPECT(ta_sym_mod(f.ar, ta_sym_addc(f.ar, f.x, 5), 4), "(x+1)%4");
-    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.g, 12), ta_sym_mulc(f.ar, f.x, 3)), 6), "x*3%6");
+    EXPECT(ta_sym_mod(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.g, 12), ta_sym_mulc(f.ar, f.x, 3)), 6), "x%2*3");
     EXPECT(ta_sym_mod(f.ar, f.x, 1), "0");
     /* A coefficient past the modulus gives its multiple up: the
      * reference's pooling indexes (x + 9*y) % 8 (x + y < 8 here). */
