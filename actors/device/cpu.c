@@ -1,4 +1,5 @@
 /* cpu.c - the CPU device: host memory, generated C compiled by the system compiler, a thread pool. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -37,7 +38,7 @@ struct ta_device {
     const uint64_t *args;
     int64_t n, chunk, next; /* next chunk start, taken under the lock */
     int slots;              /* workers this launch still takes */
-    int busy;               /* workers still in this launch */
+    uint64_t busy;          /* workers still in this launch */
     int quit;
     int guards;
     struct s_module *modules; /* every object loaded, once each */
@@ -51,6 +52,37 @@ struct ta_device {
 };
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
+
+/* How long a thread that waits for the pool (a worker for the next launch,
+ * the launching thread for the workers' last chunks) watches before it
+ * sleeps.  A step launches kernels back to back, each often well under a
+ * millisecond; waking a sleeping thread takes tens of microseconds (more
+ * in a virtual machine), which would cost those kernels most of their
+ * second thread. */
+enum { S_SPIN_NS = 200 * 1000 };
+
+static int64_t s_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void s_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Watches *v (written under the pool's lock) for up to S_SPIN_NS while it
+ * equals value (equal) or differs from it (!equal); called without the
+ * lock. */
+static void s_spin_while(const uint64_t *v, uint64_t value, int equal, const int *quit) {
+    int64_t until = s_ns() + S_SPIN_NS;
+    for (int i = 1; (__atomic_load_n(v, __ATOMIC_ACQUIRE) == value) == equal && !__atomic_load_n(quit, __ATOMIC_ACQUIRE); i++) {
+        s_relax();
+        if (i % 64 == 0 && s_ns() > until) return;
+    }
+}
 
 /* Takes chunks of the current launch until none is left. */
 static void s_drain(ta_device_t *d) {
@@ -67,9 +99,15 @@ static void s_drain(ta_device_t *d) {
 
 static void *s_worker(void *arg) {
     ta_device_t *d = arg;
+    pthread_setname_np(pthread_self(), "cpu-worker");
     uint64_t seen = 0;
     pthread_mutex_lock(&d->lock);
     for (;;) {
+        if (!d->quit && d->generation == seen) {
+            pthread_mutex_unlock(&d->lock);
+            s_spin_while(&d->generation, seen, 1, &d->quit);
+            pthread_mutex_lock(&d->lock);
+        }
         while (!d->quit && d->generation == seen) pthread_cond_wait(&d->work, &d->lock);
         if (d->quit) break;
         seen = d->generation;
@@ -78,7 +116,8 @@ static void *s_worker(void *arg) {
         pthread_mutex_unlock(&d->lock);
         s_drain(d);
         pthread_mutex_lock(&d->lock);
-        if (--d->busy == 0) pthread_cond_signal(&d->done);
+        __atomic_store_n(&d->busy, d->busy - 1, __ATOMIC_RELEASE);
+        if (d->busy == 0) pthread_cond_signal(&d->done);
     }
     pthread_mutex_unlock(&d->lock);
     return NULL;
@@ -89,7 +128,7 @@ static void s_close(ta_device_t **pd) {
     if (!d) return;
     *pd = NULL;
     pthread_mutex_lock(&d->lock);
-    d->quit = 1;
+    __atomic_store_n(&d->quit, 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->lock);
     for (int i = 0; i < d->nworkers; i++)
@@ -296,11 +335,14 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
     d->chunk = chunk;
     d->next = 0;
     d->slots = d->busy = helpers;
-    d->generation++;
+    __atomic_store_n(&d->generation, d->generation + 1, __ATOMIC_RELEASE);
     pthread_cond_broadcast(&d->work);
     pthread_mutex_unlock(&d->lock);
     int stopped = 0;
-    if (!tick) s_drain(d);
+    if (!tick) {
+        s_drain(d);
+        s_spin_while(&d->busy, 0, 0, &d->quit);
+    }
     pthread_mutex_lock(&d->lock);
     while (d->busy) {
         if (!tick) {
