@@ -227,7 +227,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     inner_load[i] = (a->reduce_mask >> d & 1) && s_access_along(a, &a->nodes[i], 1, d, ar) != TA_ACCESS_BROADCAST;
                 best += inner_load[i];
             }
-            best -= 0.01;
+            double none = best; /* loads per output without a tile */
             for (int m1 = 0; m1 < a->ndim; m1++)
                 for (int s1 = 8; s1 >= 2; s1 /= 2) {
                     if (out[m1] % s1 || out[m1] == 1) continue;
@@ -242,9 +242,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                                 int b2 = m2 < 0 || s_access_along(a, &a->nodes[i], 1, m2, ar) == TA_ACCESS_BROADCAST;
                                 loads += (b1 ? 1 : s1) * (b2 ? 1 : s2);
                             }
-                            /* Loads per output, then inner dims (stores in order). */
+                            /* Loads per output, then inner dims (stores in order);
+                             * only a tile that saves loads. */
                             double cost = loads / (s1 * s2) - 1e-3 * (m1 + (m2 > 0 ? m2 : 0));
-                            if (cost < best - 1e-9) best = cost, up_dim[1] = m1, up_size[1] = s1, up_dim[0] = m2, up_size[0] = m2 < 0 ? 1 : s2;
+                            if (loads / (s1 * s2) < none - 1e-9 && cost < best - 1e-9) best = cost, up_dim[1] = m1, up_size[1] = s1, up_dim[0] = m2, up_size[0] = m2 < 0 ? 1 : s2;
                         }
                 }
             if (up_dim[0] < 0) up_size[0] = 1;
