@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -202,7 +203,7 @@ enum { S_CANCELLED = -1000, S_TOO_LONG = -1001 };
  */
 static int s_spawn(ta_cc_job_t *job, const char *cc, int background) {
     char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s%s %s -o k.so k.c 2>&1", background ? "exec nice -n 19 " : "", cc, ta_cc_flags(job->tier));
+    snprintf(cmd, sizeof cmd, "%s %s -o k.so k.c 2>&1", cc, ta_cc_flags(job->tier));
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         snprintf(job->msg, sizeof job->msg, "no pipe for the compiler's output: %s", strerror(errno));
@@ -230,6 +231,9 @@ static int s_spawn(ta_cc_job_t *job, const char *cc, int background) {
         snprintf(job->msg, sizeof job->msg, "cannot run /bin/sh: %s", strerror(rc));
         return -1;
     }
+    /* The group (the shell and whatever it started; what they start later
+     * inherits it) at the lowest priority. */
+    if (background) setpriority(PRIO_PGRP, (id_t)pid, 19);
     fcntl(fds[0], F_SETFL, O_NONBLOCK);
     job->pid = pid;
     job->fd = fds[0];
@@ -334,6 +338,10 @@ int ta_cc_start(const char *cc, const char *dir, const char *name, const char *s
 
 bool ta_cc_ready(ta_cc_job_t *job) { return !job->pid || s_step(job, 0); }
 
+double ta_cc_elapsed_s(const ta_cc_job_t *job) { return job->pid ? (s_ms() - job->t0) * 1e-3 : 0; }
+
+void ta_cc_restart_clock(ta_cc_job_t *job) { job->t0 = s_ms(); }
+
 void ta_cc_cancel(ta_cc_job_t *job) {
     s_discard(job);
     ta_free(job->obj);
@@ -367,7 +375,8 @@ int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj
         rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s failed to compile with `%s`: %s", name, job->cc,
                           job->msg[0] ? job->msg : "(no output; is the compiler installed?)");
     /* Proved by loading it (from its bytes), then kept with its digest. */
-    else if (access(tmp_so, F_OK) != 0) rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` exited 0 but wrote no object", name, job->cc);
+    else if (access(tmp_so, F_OK) != 0)
+        rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` wrote no object%s%s", name, job->cc, job->msg[0] ? ": " : "", job->msg);
     else rc = ta_cc_read(tmp_so, obj, obj_len, err);
     if (rc == TACT_OK) {
         ta_cc_digest(*obj, *obj_len, digest);

@@ -65,7 +65,8 @@ int ta_cc_build(const char *cc, const char *dir, const char *name, const char *s
 /*
  * ta_cc_build in two halves, so a build can run while its caller does
  * other work.  ta_cc_start finds the object in the cache or starts the
- * compiler (in the background: at the lowest CPU priority), filling job;
+ * compiler (in the background: its process group at the lowest CPU
+ * priority), filling job;
  * TACT_OK, or the error with nothing left running.  ta_cc_ready is true
  * once ta_cc_finish would not wait (it never waits itself).  ta_cc_finish
  * waits for the compiler as ta_cc_build does (limit_s counts from the
@@ -89,6 +90,10 @@ typedef struct ta_cc_job {
 int ta_cc_start(const char *cc, const char *dir, const char *name, const char *src, int tier, int background, ta_cc_job_t *job,
                 ta_error_t *err);
 bool ta_cc_ready(ta_cc_job_t *job);
+/* Seconds since the job's compiler started (0 when none runs), and a
+ * fresh start for its time limit. */
+double ta_cc_elapsed_s(const ta_cc_job_t *job);
+void ta_cc_restart_clock(ta_cc_job_t *job);
 int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj_len, char digest[33], int limit_s, ta_cc_tick_fn tick,
                  void *ud, ta_error_t *err);
 void ta_cc_cancel(ta_cc_job_t *job);

@@ -58,7 +58,7 @@ typedef struct s_up {
     int refs; /* memo entries holding it */
     enum { S_QUEUED, S_RUNNING, S_DONE } state;
     char name[64];
-    char *src; /* until it starts */
+    char *src; /* the file, kept until the entries take the build */
     int limit_s;
     ta_cc_job_t job;
     int rc;
@@ -130,7 +130,8 @@ static void s_obj_release(void *bytes, void *owner) {
 
 static void s_fini(ta_actor_t *self) {
     s_state_t *s = ta_actor_state(self);
-    for (int i = 0; i < s->nmemo; i++) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast), s_up_release(s, s->memo[i].up);
+    for (int i = 0; s->memo && i < S_MEMO; i++)
+        if (s->memo[i].obj) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast), s_up_release(s, s->memo[i].up);
     ta_free(s->memo);
     ta_map_fini(&s->memo_index);
     ta_free(s);
@@ -172,11 +173,12 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
     o->len = e->len;
     memcpy(o->bytes, e->obj, e->len);
     s_memo_t *slot = &s->memo[s->next_memo];
-    if (s->nmemo == S_MEMO) {
+    if (slot->obj) { /* the oldest entry goes; its slot stays empty if the new one cannot be kept */
         ta_map_del(&s->memo_index, s_key64(slot->key, slot->opencl));
         s_obj_release(slot->obj, NULL);
         ta_free(slot->ast);
         s_up_release(s, slot->up);
+        memset(slot, 0, sizeof *slot);
         s->nmemo--;
     }
     if (ta_map_put(&s->memo_index, s_key64(e->key, s->opencl), (uint64_t)s->next_memo) != TACT_OK) {
@@ -262,6 +264,7 @@ static int s_tick(void *ud);
 static void s_up_wait(s_state_t *s, s_up_t *up, s_tick_t *tick) {
     ta_program_t prog;
     ta_error_t err = {0, ""};
+    if (tick) ta_cc_restart_clock(&up->job); /* its time limit counts from now: it ran niced until now */
     s->in_background = 1;
     up->rc = ta_cc_finish(&up->job, &prog, &up->obj, &up->len, up->digest, up->limit_s, tick ? s_tick : NULL, tick, &err);
     s->in_background = 0;
@@ -276,13 +279,17 @@ static void s_up_wait(s_state_t *s, s_up_t *up, s_tick_t *tick) {
 static void s_background(s_state_t *s) {
     if (s->in_background) return;
     if (s->running && ta_cc_ready(&s->running->job)) s_up_wait(s, s->running, NULL);
+    if (s->running && ta_cc_elapsed_s(&s->running->job) > s->running->limit_s) { /* hung: it is built again if a realize needs it */
+        ta_cc_cancel(&s->running->job);
+        s->running->rc = TACT_ECOMPILE;
+        s->running->state = S_DONE;
+        s->running = NULL;
+    }
     while (!s->running && s->queue) {
         s_up_t *up = s->queue;
         s_unqueue(s, up);
         ta_error_t err = {0, ""};
         up->rc = ta_cc_start(s->w.cc, s->local.cache_dir, up->name, up->src, TA_CC_FULL, 1, &up->job, &err);
-        ta_free(up->src);
-        up->src = NULL;
         up->state = up->rc == TACT_OK ? S_RUNNING : S_DONE;
         if (up->rc == TACT_OK) s->running = up;
     }
@@ -345,6 +352,17 @@ static s_memo_t *s_hit(s_state_t *s, const s_job_t *job, uint64_t realize, s_tic
         up->state = up->rc == TACT_OK ? S_RUNNING : S_DONE;
     }
     if (up->state == S_RUNNING) s_up_wait(s, up, tick);
+    if (up->rc != TACT_OK && up->rc != TACT_ESTOPPED && up->src) {
+        /* A background build that failed for whatever reason (out of time
+         * at the lowest priority, a full disk) is built again now, so the
+         * answer does not depend on what happened in the background. */
+        ta_program_t prog;
+        ta_error_t err = {0, ""};
+        ta_free(up->obj);
+        up->obj = NULL;
+        up->rc = ta_cc_build(s->w.cc, s->local.cache_dir, up->name, up->src, TA_CC_FULL, &prog, &up->obj, &up->len, up->digest,
+                             up->limit_s, s_tick, tick, &err);
+    }
     s_obj_t *o = up->rc == TACT_OK ? ta_malloc(sizeof *o + up->len) : NULL;
     if (o) {
         atomic_init(&o->refs, 1);

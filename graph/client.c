@@ -472,7 +472,7 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     const char *dbg = getenv("TACT_DEBUG");
     local->debug = dbg ? atoi(dbg) : 0;
     const char *limit = getenv("TACT_COMPILE_LIMIT_S");
-    local->compile_limit_s = limit && atoi(limit) > 0 ? atoi(limit) : 300;
+    local->compile_limit_s = limit && atoi(limit) > 0 ? (atoi(limit) < 86400 ? atoi(limit) : 86400) : 300; /* a day at most: times a batch, it stays an int */
     local->cpu_threads = o.cpu_threads;
     const char *bounds = getenv("TACT_CHECK_BOUNDS");
     local->check_bounds = bounds && atoi(bounds) > 0;

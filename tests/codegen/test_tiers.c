@@ -15,7 +15,7 @@
  * that succeeded into dir/levels (one line each: -O1 or -O3), with a fresh
  * cache.  A full (-O3) build takes 0.3 s more: a realize that returns with
  * all of them logged waited for them. */
-static tact_ctx *s_open(const char *dir, int threads) {
+static tact_ctx *s_open_with(const char *dir, int threads, const char *extra) {
     char cc[1400], cache[1200], script[1200];
     snprintf(script, sizeof script, "%s/cc.sh", dir);
     FILE *f = fopen(script, "w");
@@ -24,10 +24,11 @@ static tact_ctx *s_open(const char *dir, int threads) {
             "[ \"$1\" = --version ] && exec cc \"$@\"\n"
             "level=\n"
             "for a; do case \"$a\" in -O*) level=$a;; esac; done\n"
+            "%s\n"
             "[ \"$level\" = -O3 ] && sleep 0.3\n"
             "cc \"$@\" || exit 1\n"
             "echo $level >> %s/levels\n",
-            dir);
+            extra, dir);
     fclose(f);
     snprintf(cc, sizeof cc, "sh %s", script);
     snprintf(cache, sizeof cache, "%s/cache", dir);
@@ -42,6 +43,8 @@ static tact_ctx *s_open(const char *dir, int threads) {
     unsetenv("TACT_CACHE_DIR");
     return ctx;
 }
+
+static tact_ctx *s_open(const char *dir, int threads) { return s_open_with(dir, threads, ""); }
 
 /* How many builds at level ("-O1" or "-O3") the log holds. */
 static int s_builds(const char *dir, const char *level) {
@@ -164,4 +167,30 @@ Test(codegen_tiers, a_kernel_of_much_work_is_built_full_at_once) {
     cr_assert_eq(system(cmd), 0);
     free(dir);
     free(x), free(w), free(out);
+}
+
+/* A full build that fails in the background (here: every build at the
+ * lowest priority) is built again by the realize that needs it, at normal
+ * priority: the answer is the same as when nothing failed. */
+Test(codegen_tiers, a_failed_background_build_is_built_again_when_needed) {
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = malloc(sizeof *x * N * K), *w = malloc(sizeof *w * K * M);
+    size_t total = N * M + 4 * N * K;
+    float *first = malloc(sizeof *first * total), *later = malloc(sizeof *later * total);
+    cr_assert(x && w && first && later);
+    for (int i = 0; i < N * K; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
+    for (int i = 0; i < K * M; i++) w[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    char *dir = s_dir("tiers-fail");
+    tact_ctx *ctx = s_open_with(dir, 2, "[ \"$(nice)\" = 19 ] && { echo refused in the background; exit 1; }");
+    s_program(ctx, x, w, first);
+    int quick = s_builds(dir, "-O1");
+    s_program(ctx, x, w, later);
+    cr_assert_eq(s_builds(dir, "-O3"), quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), quick);
+    for (size_t i = 0; i < total; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu (seed %llu)", i, (unsigned long long)seed);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+    free(x), free(w), free(first), free(later);
 }
