@@ -376,7 +376,7 @@ int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj
                           job->msg[0] ? job->msg : "(no output; is the compiler installed?)");
     /* Proved by loading it (from its bytes), then kept with its digest. */
     else if (access(tmp_so, F_OK) != 0)
-        rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` wrote no object%s%s", name, job->cc, job->msg[0] ? ": " : "", job->msg);
+        rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: the compiler `%s` exited 0 but wrote no object%s%s", name, job->cc, job->msg[0] ? ": " : "", job->msg);
     else rc = ta_cc_read(tmp_so, obj, obj_len, err);
     if (rc == TACT_OK) {
         ta_cc_digest(*obj, *obj_len, digest);
