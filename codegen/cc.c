@@ -257,7 +257,7 @@ static bool s_step(ta_cc_job_t *job, int wait_ms) {
             if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) job->eof = 1;
         }
     } else if (!job->exited && wait_ms > 0) {
-        struct timespec ts = {0, 10 * 1000 * 1000};
+        struct timespec ts = {0, 1000 * 1000}; /* the output ended: the compiler is exiting */
         nanosleep(&ts, NULL);
     }
     if (!job->exited) {
