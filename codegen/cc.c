@@ -31,7 +31,7 @@
  * bits (tests/codegen/test_tiers.c checks). */
 static const char *const s_flags[2] = {
     "-O3 -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -nostdlib -pipe -w",
-    "-O1 -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -nostdlib -pipe -w",
+    "-Og -march=native -std=gnu11 -ffp-contract=off -fno-math-errno -fPIC -shared -nostdlib -pipe -w",
 };
 
 const char *ta_cc_flags(int tier) { return s_flags[tier == TA_CC_QUICK]; }

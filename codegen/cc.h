@@ -26,7 +26,7 @@ typedef struct ta_program {
  * (ta_pipeline_t), and hands them to every compile. */
 const char *ta_cc_compiler(void);
 const char *ta_cc_cache_dir(char *buf, size_t len);
-/* The two builds of a CPU kernel: a quick one (-O1) for its first use, in
+/* The two builds of a CPU kernel: a quick one (-Og) for its first use, in
  * a fraction of the time, and the full one (-O3) for every use after.
  * Both compute the same bits. */
 enum { TA_CC_FULL = 0, TA_CC_QUICK = 1 };

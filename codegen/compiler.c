@@ -28,7 +28,7 @@
  */
 
 /* S_QUICK_WORK: a kernel of fewer iterations gets a quick build for its
- * first realize (TA_CC_QUICK, cc.h).  At -O1 the slowest kernels run about
+ * first realize (TA_CC_QUICK, cc.h).  At -Og the slowest kernels run about
  * ten times slower than at -O3: below this the time lost stays under what
  * the full build would have delayed the first run. */
 enum { S_MEMO = 256, S_QUICK_WORK = 1 << 28 };

@@ -12,7 +12,7 @@
 #include "testutil.h"
 
 /* A context whose compiler logs the optimization level of every build
- * that succeeded into dir/levels (one line each: -O1 or -O3), with a fresh
+ * that succeeded into dir/levels (one line each: -Og or -O3), with a fresh
  * cache.  A full (-O3) build takes 0.3 s more: a realize that returns with
  * all of them logged waited for them. */
 static tact_ctx *s_open_with(const char *dir, int threads, const char *extra) {
@@ -46,7 +46,7 @@ static tact_ctx *s_open_with(const char *dir, int threads, const char *extra) {
 
 static tact_ctx *s_open(const char *dir, int threads) { return s_open_with(dir, threads, ""); }
 
-/* How many builds at level ("-O1" or "-O3") the log holds. */
+/* How many builds at level ("-Og" or "-O3") the log holds. */
 static int s_builds(const char *dir, const char *level) {
     char path[1200], line[64];
     snprintf(path, sizeof path, "%s/levels", dir);
@@ -100,7 +100,7 @@ Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
     char *dir = s_dir("tiers");
     tact_ctx *ctx = s_open(dir, 2);
     s_program(ctx, x, w, first);
-    int quick = s_builds(dir, "-O1");
+    int quick = s_builds(dir, "-Og");
     cr_assert_gt(quick, 0, "the first realize built nothing quick");
     /* The full builds may have started in the background (when is a matter
      * of timing); the same kernels again wait for them all (one per file
@@ -108,7 +108,7 @@ Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
     cr_assert_leq(s_builds(dir, "-O3"), quick);
     s_program(ctx, x, w, later);
     cr_assert_eq(s_builds(dir, "-O3"), quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), quick);
-    cr_assert_eq(s_builds(dir, "-O1"), quick, "the second realize built quick again");
+    cr_assert_eq(s_builds(dir, "-Og"), quick, "the second realize built quick again");
     for (size_t i = 0; i < total; i++)
         cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu: %a quick, %a full (seed %llu)", i, (double)first[i],
                      (double)later[i], (unsigned long long)seed);
@@ -122,14 +122,14 @@ Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
         }
     /* A third realize compiles nothing. */
     s_program(ctx, x, w, later);
-    cr_assert_eq(s_builds(dir, "-O1") + s_builds(dir, "-O3"), 2 * quick);
+    cr_assert_eq(s_builds(dir, "-Og") + s_builds(dir, "-O3"), 2 * quick);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     /* A new context finds both builds in the cache: nothing compiles, and
      * the first realize is quick again, the same bits as ever. */
     ctx = s_open(dir, 1);
     s_program(ctx, x, w, later);
     s_program(ctx, x, w, later);
-    cr_assert_eq(s_builds(dir, "-O1") + s_builds(dir, "-O3"), 2 * quick, "the cached builds were compiled again");
+    cr_assert_eq(s_builds(dir, "-Og") + s_builds(dir, "-O3"), 2 * quick, "the cached builds were compiled again");
     for (size_t i = 0; i < total; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu in a new context", i);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     char cmd[1300];
@@ -152,7 +152,7 @@ Test(codegen_tiers, a_kernel_of_much_work_is_built_full_at_once) {
     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C}, x);
     tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){C, P}, w);
     cr_assert_eq(tact_read(tact_matmul(a, b), out, sizeof *out * R * P), TACT_OK, "%s", tact_ctx_error(ctx));
-    cr_assert_eq(s_builds(dir, "-O1"), 0, "the big matmul was built quick");
+    cr_assert_eq(s_builds(dir, "-Og"), 0, "the big matmul was built quick");
     cr_assert_eq(s_builds(dir, "-O3"), 1);
     /* Small integers: every sum is exact. */
     for (int i = 0; i < R; i += 37)
@@ -183,7 +183,7 @@ Test(codegen_tiers, a_failed_background_build_is_built_again_when_needed) {
     char *dir = s_dir("tiers-fail");
     tact_ctx *ctx = s_open_with(dir, 2, "[ \"$(nice)\" = 19 ] && { echo refused in the background; exit 1; }");
     s_program(ctx, x, w, first);
-    int quick = s_builds(dir, "-O1");
+    int quick = s_builds(dir, "-Og");
     s_program(ctx, x, w, later);
     cr_assert_eq(s_builds(dir, "-O3"), quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), quick);
     for (size_t i = 0; i < total; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu (seed %llu)", i, (unsigned long long)seed);
