@@ -89,29 +89,59 @@ static void s_program(tact_ctx *ctx, const float *x, const float *w, float *out)
     tact_scope_end(ctx);
 }
 
-Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
-    uint64_t seed = tu_seed(), rng = seed;
-    float *x = malloc(sizeof *x * N * K), *w = malloc(sizeof *w * K * M);
-    size_t total = N * M + 4 * N * K;
-    float *first = malloc(sizeof *first * total), *later = malloc(sizeof *later * total);
-    cr_assert(x && w && first && later);
-    for (int i = 0; i < N * K; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
-    for (int i = 0; i < K * M; i++) w[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
-    char *dir = s_dir("tiers");
-    tact_ctx *ctx = s_open(dir, 2);
-    s_program(ctx, x, w, first);
-    int quick = s_builds(dir, "-Og");
-    cr_assert_gt(quick, 0, "the first realize built nothing quick");
+/* The program's inputs (seeded) and room for two sets of its outputs. */
+enum { S_TOTAL = N * M + 4 * N * K };
+typedef struct {
+    float *x, *w, *first, *later;
+} s_data_t;
+
+static s_data_t s_data(uint64_t seed) {
+    uint64_t rng = seed;
+    s_data_t d = {malloc(sizeof(float) * N * K), malloc(sizeof(float) * K * M), malloc(sizeof(float) * S_TOTAL), malloc(sizeof(float) * S_TOTAL)};
+    cr_assert(d.x && d.w && d.first && d.later);
+    for (int i = 0; i < N * K; i++) d.x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
+    for (int i = 0; i < K * M; i++) d.w[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    return d;
+}
+
+static void s_data_free(s_data_t *d) { free(d->x), free(d->w), free(d->first), free(d->later); }
+
+/* Runs the program twice in a fresh context in dir whose compiler runs
+ * extra first: the first realize builds quick, the second takes a full
+ * build for every quick one (waiting for them) and gives the same bits.
+ * Returns the open context; *quick gets the number of quick builds. */
+static tact_ctx *s_twice(const char *dir, const char *extra, s_data_t *d, uint64_t seed, int *quick) {
+    tact_ctx *ctx = s_open_with(dir, 2, extra);
+    s_program(ctx, d->x, d->w, d->first);
+    *quick = s_builds(dir, "-Og");
+    cr_assert_gt(*quick, 0, "the first realize built nothing quick");
     /* The full builds may have started in the background (when is a matter
      * of timing); the same kernels again wait for them all (one per file
      * the quick builds made) and use them. */
-    cr_assert_leq(s_builds(dir, "-O3"), quick);
-    s_program(ctx, x, w, later);
-    cr_assert_eq(s_builds(dir, "-O3"), quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), quick);
-    cr_assert_eq(s_builds(dir, "-Og"), quick, "the second realize built quick again");
-    for (size_t i = 0; i < total; i++)
-        cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu: %a quick, %a full (seed %llu)", i, (double)first[i],
-                     (double)later[i], (unsigned long long)seed);
+    cr_assert_leq(s_builds(dir, "-O3"), *quick);
+    s_program(ctx, d->x, d->w, d->later);
+    cr_assert_eq(s_builds(dir, "-O3"), *quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), *quick);
+    cr_assert_eq(s_builds(dir, "-Og"), *quick, "the second realize built quick again");
+    for (size_t i = 0; i < S_TOTAL; i++)
+        cr_assert_eq(memcmp(&d->first[i], &d->later[i], sizeof *d->first), 0, "value %zu: %a quick, %a full (seed %llu)", i,
+                     (double)d->first[i], (double)d->later[i], (unsigned long long)seed);
+    return ctx;
+}
+
+static void s_remove(char *dir) {
+    char cmd[1300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    free(dir);
+}
+
+Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
+    uint64_t seed = tu_seed();
+    s_data_t d = s_data(seed);
+    float *x = d.x, *w = d.w, *first = d.first, *later = d.later;
+    char *dir = s_dir("tiers");
+    int quick;
+    tact_ctx *ctx = s_twice(dir, "", &d, seed, &quick);
     /* And the values are right: the matmul against a double loop. */
     for (int i = 0; i < N; i++)
         for (int j = 0; j < M; j++) {
@@ -130,13 +160,10 @@ Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
     s_program(ctx, x, w, later);
     s_program(ctx, x, w, later);
     cr_assert_eq(s_builds(dir, "-Og") + s_builds(dir, "-O3"), 2 * quick, "the cached builds were compiled again");
-    for (size_t i = 0; i < total; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu in a new context", i);
+    for (size_t i = 0; i < S_TOTAL; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu in a new context", i);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
-    char cmd[1300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-    free(dir);
-    free(x), free(w), free(first), free(later);
+    s_remove(dir);
+    s_data_free(&d);
 }
 
 /* A kernel of 2^28 iterations or more would lose more time running its
@@ -162,10 +189,7 @@ Test(codegen_tiers, a_kernel_of_much_work_is_built_full_at_once) {
             cr_assert_eq(out[i * P + j], (float)want, "(%d, %d)", i, j);
         }
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
-    char cmd[1300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-    free(dir);
+    s_remove(dir);
     free(x), free(w), free(out);
 }
 
@@ -173,24 +197,12 @@ Test(codegen_tiers, a_kernel_of_much_work_is_built_full_at_once) {
  * lowest priority) is built again by the realize that needs it, at normal
  * priority: the answer is the same as when nothing failed. */
 Test(codegen_tiers, a_failed_background_build_is_built_again_when_needed) {
-    uint64_t seed = tu_seed(), rng = seed;
-    float *x = malloc(sizeof *x * N * K), *w = malloc(sizeof *w * K * M);
-    size_t total = N * M + 4 * N * K;
-    float *first = malloc(sizeof *first * total), *later = malloc(sizeof *later * total);
-    cr_assert(x && w && first && later);
-    for (int i = 0; i < N * K; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
-    for (int i = 0; i < K * M; i++) w[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+    uint64_t seed = tu_seed();
+    s_data_t d = s_data(seed);
     char *dir = s_dir("tiers-fail");
-    tact_ctx *ctx = s_open_with(dir, 2, "[ \"$(nice)\" = 19 ] && { echo refused in the background; exit 1; }");
-    s_program(ctx, x, w, first);
-    int quick = s_builds(dir, "-Og");
-    s_program(ctx, x, w, later);
-    cr_assert_eq(s_builds(dir, "-O3"), quick, "%d full builds for %d quick ones", s_builds(dir, "-O3"), quick);
-    for (size_t i = 0; i < total; i++) cr_assert_eq(memcmp(&first[i], &later[i], sizeof *first), 0, "value %zu (seed %llu)", i, (unsigned long long)seed);
+    int quick;
+    tact_ctx *ctx = s_twice(dir, "[ \"$(nice)\" = 19 ] && { echo refused in the background; exit 1; }", &d, seed, &quick);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
-    char cmd[1300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
-    free(dir);
-    free(x), free(w), free(first), free(later);
+    s_remove(dir);
+    s_data_free(&d);
 }
