@@ -357,7 +357,7 @@ static void s_ref(g_state_t *g, uint64_t id) {
 
 /* The view stack of src as seen from a new view: its own, or a fresh one. */
 static int s_view_of(const g_node_t *src, ta_vstack_t *st) {
-    if (src->is_view) *st = *src->st;
+    if (src->is_view) ta_vstack_copy(st, src->st);
     else ta_vstack_init(st, src->shape.ndim, src->shape.d);
     return 0;
 }

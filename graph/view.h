@@ -39,8 +39,11 @@ typedef struct ta_vstack {
     ta_view_t views[TA_MAX_VIEWS];
 } ta_vstack_t;
 
-/* A single contiguous view of shape (ndim 0 is a scalar). */
+/* A single contiguous view of shape (ndim 0 is a scalar).  Only the first
+ * nviews views of a stack are ever read or written. */
 void ta_vstack_init(ta_vstack_t *st, int ndim, const int64_t *shape);
+/* Copies src's views into dst (its first nviews only). */
+void ta_vstack_copy(ta_vstack_t *dst, const ta_vstack_t *src);
 
 /* The shape of the tensor the stack describes (its last view's). */
 int ta_vstack_ndim(const ta_vstack_t *st);

@@ -242,7 +242,8 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
  * then through inner, to inner's buffer.  Returns 0, or -1 when the stack
  * would be too deep. */
 static int s_compose(const ta_vstack_t *inner, const ta_vstack_t *outer, ta_vstack_t *out) {
-    ta_vstack_t r = *inner;
+    ta_vstack_t r;
+    ta_vstack_copy(&r, inner);
     for (int i = 0; i < outer->nviews; i++) {
         const ta_view_t *w = &outer->views[i];
         /* A contiguous view is a reshape of what it reads only when it
@@ -257,7 +258,7 @@ static int s_compose(const ta_vstack_t *inner, const ta_vstack_t *outer, ta_vsta
             r.views[r.nviews++] = *w;
         }
     }
-    *out = r;
+    ta_vstack_copy(out, &r);
     return 0;
 }
 
@@ -524,7 +525,7 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
     }
     k->alu_node[k->nalu] = i;
     k->alu_pre[k->nalu] = pre;
-    k->alu_st[k->nalu] = *st;
+    ta_vstack_copy(&k->alu_st[k->nalu], st);
     k->alu_ast[k->nalu++] = idx;
     return idx;
 }
