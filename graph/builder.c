@@ -109,6 +109,10 @@ typedef struct {
      * had it allocated was dropped.  An assign writes its target's buffer,
      * so a buffer is freed when the last base naming it goes. */
     ta_map_t bufs;
+    /* Freed nodes and view stacks, for the next ones: a step makes and
+     * drops hundreds of each, and a 3 KiB stack is slow to allocate. */
+    void *free_nodes, *free_stacks;
+    int nfree_nodes, nfree_stacks;
 } g_state_t;
 
 /* --------------------------------------------------------------- the map */
@@ -157,9 +161,42 @@ static void s_remove(g_state_t *g, uint64_t id) {
     }
 }
 
-static void s_node_free(g_node_t *n) {
-    ta_free(n->st);
-    ta_free(n);
+enum { S_KEEP_FREED = 1024 };
+
+/* Keeps block p (at least a pointer's size) on *list, or frees it when
+ * the list is full. */
+static void s_keep(void **list, int *n, void *p) {
+    if (!p) return;
+    if (*n >= S_KEEP_FREED) {
+        ta_free(p);
+        return;
+    }
+    *(void **)p = *list;
+    *list = p;
+    (*n)++;
+}
+
+static void *s_take(void **list, int *n, size_t size) {
+    void *p = *list;
+    if (!p) return ta_malloc(size);
+    *list = *(void **)p;
+    (*n)--;
+    return p;
+}
+
+static ta_vstack_t *s_stack_new(g_state_t *g) { return s_take(&g->free_stacks, &g->nfree_stacks, sizeof(ta_vstack_t)); }
+
+static void s_node_free(g_state_t *g, g_node_t *n) {
+    s_keep(&g->free_stacks, &g->nfree_stacks, n->st);
+    s_keep(&g->free_nodes, &g->nfree_nodes, n);
+}
+
+static void s_free_list(void *list) {
+    while (list) {
+        void *next = *(void **)list;
+        ta_free(list);
+        list = next;
+    }
 }
 
 /* ------------------------------------------------- common subexpressions */
@@ -298,7 +335,7 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
                 (*frees)[(*nfrees)++] = n->buf;
             s_cse_remove(g, n);
             s_remove(g, n->id);
-            s_node_free(n);
+            s_node_free(g, n);
             for (int i = 0; i < nd; i++) {
                 g_node_t *d = s_find(g, deps[i]);
                 if (!d) continue;
@@ -339,12 +376,13 @@ static void s_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *
 
 static g_node_t *s_new_node(g_state_t *g, uint64_t id) {
     if (s_find(g, id)) return NULL; /* never two nodes of one id (the map would lose one) */
-    g_node_t *n = ta_calloc(1, sizeof *n);
+    g_node_t *n = s_take(&g->free_nodes, &g->nfree_nodes, sizeof *n);
     if (!n) return NULL;
+    memset(n, 0, sizeof *n);
     n->id = id;
     n->base = id;
     if (s_insert(g, n) != TACT_OK) {
-        ta_free(n);
+        s_keep(&g->free_nodes, &g->nfree_nodes, n);
         return NULL;
     }
     return n;
@@ -420,7 +458,7 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
 /* Makes nd (a fresh node) a view of same with the same shape: a duplicate
  * or a folded identity (x+0, x*1) reads same's data. */
 static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *err) {
-    if (!(nd->st = ta_malloc(sizeof *nd->st))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
+    if (!(nd->st = s_stack_new(g))) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     nd->op = same->op;
     nd->dtype = same->dtype;
     nd->shape = same->shape;
@@ -517,7 +555,7 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
     c->device = src->device;
     if (s_buf_hold(g, c->buf) != TACT_OK) {
         s_remove(g, c->id);
-        s_node_free(c);
+        s_node_free(g, c);
         return NULL;
     }
     s_ref(g, src->id);
@@ -619,7 +657,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         (tmp.op == TA_OP_CONTIGUOUS && same_device && !s0->is_view)) {
         /* A view: movement folded into the source's stack.  contiguous()
          * of something already laid out contiguously is a view too. */
-        ta_vstack_t *st = ta_malloc(sizeof *st); /* built in place: a stack is 3 KiB */
+        ta_vstack_t *st = s_stack_new(g); /* built in place: a stack is 3 KiB */
         if (!st) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
         s_view_of(s0, st);
         if (cls == TA_OPC_MOVEMENT && s_apply(nd, st) != 0) {
@@ -633,7 +671,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
                 s_view_of(s0, st);
             }
             if (!c || s_apply(nd, st) != 0) {
-                ta_free(st);
+                s_keep(&g->free_stacks, &g->nfree_stacks, st);
                 return c ? ta_error_set(err, TACT_EINVAL, "op %" PRIu64 ": cannot apply %s", id, ta_op_name(nd->op))
                          : ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
             }
@@ -653,7 +691,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         }
         s_cse_remove(g, nd);
         s_remove(g, nd->id);
-        s_node_free(nd);
+        s_node_free(g, nd);
         return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
     }
     return TACT_OK;
@@ -1339,7 +1377,9 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 static void s_fini(ta_actor_t *self) {
     g_state_t *g = ta_actor_state(self);
     for (size_t i = 0; i < g->cap; i++)
-        if (g->slots[i].id) s_node_free(g->slots[i].n);
+        if (g->slots[i].id) s_node_free(g, g->slots[i].n);
+    s_free_list(g->free_nodes);
+    s_free_list(g->free_stacks);
     ta_free(g->slots);
     ta_free(g->given);
     ta_free(g->targets);
