@@ -763,6 +763,29 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
     return TACT_OK;
 }
 
+/* The bulk frame a received message held, kept for a message that passes
+ * it on; freed once its send is done with it. */
+static void s_kept_bulk_free(void *data, void *owner) {
+    (void)data;
+    zmq_msg_close(owner);
+    ta_free(owner);
+}
+
+void ta_msg_pass_bulk(ta_msg_t *from, ta_msg_t *to) {
+    to->bulk = from->bulk;
+    s_frames_t *f = from->storage_free_ == s_frames_free ? from->storage_ : NULL;
+    zmq_msg_t *keep = f && f->has_bulk ? ta_malloc(sizeof *keep) : NULL;
+    if (!keep) return; /* the send copies the bytes */
+    zmq_msg_init(keep);
+    zmq_msg_move(keep, &f->bulk);
+    f->has_bulk = 0;
+    to->bulk.ptr = zmq_msg_data(keep); /* a small frame's bytes live inside it, and moved */
+    to->bulk_owner = keep;
+    to->bulk_free = s_kept_bulk_free;
+    from->bulk.ptr = NULL;
+    from->bulk.len = 0;
+}
+
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m) {
     if (p->log && m->type != TA_MSG_PROGRESS) ta_log_stream_record(p->log, TA_LOG_IN, m, m->wire_.len ? &m->wire_ : NULL);
 }

@@ -179,4 +179,10 @@ void *ta_port_mailbox(ta_port_t *p);
 int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err);
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m);
 
+/* Gives to the bulk bytes of from, a received message, without copying
+ * them: the frame moves into to, which frees it once sent (or when its
+ * send fails); from keeps no bulk.  For a message not received from a
+ * port, to only points at the bytes (the send copies them). */
+void ta_msg_pass_bulk(ta_msg_t *from, ta_msg_t *to);
+
 #endif

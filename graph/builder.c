@@ -1393,7 +1393,7 @@ static void s_fini(ta_actor_t *self) {
 }
 
 /* The client's one-way messages: a refusal is kept for its next request. */
-static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error_t *err) {
+static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *err) {
     switch (m->type) {
     case TA_MSG_OP_BATCH: {
         ta_recs_it_t it;
@@ -1436,7 +1436,7 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error
         ta_msg_t w;
         ta_msg_init(&w, TA_MSG_WRITE);
         w.as.write.buf = m->as.write.buf;
-        w.bulk = m->bulk;
+        ta_msg_pass_bulk(m, &w); /* the client's bytes go on as they came, uncopied */
         int rc = ta_actor_send(self, g->w.executor[nd->device], &w);
         return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "write: cannot send the bytes to the executor");
     }
