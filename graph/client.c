@@ -669,13 +669,25 @@ const char *tact_dtype_name(tact_dtype d) { return ta_dtype_name(d); }
 /* A CONST node of shape () holding v. */
 ti_tensor_t *tc_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v) {
     ta_shape_t scalar = {0, {0}};
-    ti_tensor_t *t = tc_new(ctx, d, &scalar);
+    return tc_const_shaped(ctx, d, v, &scalar);
+}
+
+/* A constant of any shape is one node, as a scalar constant broadcast to
+ * it is (CONST, RESHAPE, EXPAND): every element is the value. */
+ti_tensor_t *tc_const_shaped(ti_ctx_t *ctx, tact_dtype d, ta_value_t v, const ta_shape_t *shape) {
+    ti_tensor_t *t = tc_new(ctx, d, shape);
     int64_t bits = (int64_t)ta_value_bits(d, v);
     return tc_emit(t, TA_OP_CONST, 0, NULL, 1, &bits);
 }
 
-/* The tensor a weak scalar becomes as dtype d. */
+/* The tensor a weak scalar becomes as dtype d, of shape (). */
 ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d) {
+    ta_shape_t scalar = {0, {0}};
+    return tc_materialize_as(w, d, &scalar);
+}
+
+/* The same, of the given shape (the tensor it meets). */
+ti_tensor_t *tc_materialize_as(ti_tensor_t *w, tact_dtype d, const ta_shape_t *shape) {
     ta_value_t v;
     if (w->kind == TA_SCALAR_FLOAT) {
         v = ta_value_from_double(d, w->fvalue);
@@ -685,7 +697,7 @@ ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d) {
         iv.i = w->ivalue;
         v = ta_value_convert(d, TACT_INT64, iv);
     }
-    return tc_const(w->ctx, d, v);
+    return tc_const_shaped(w->ctx, d, v, shape);
 }
 
 /* A weak scalar on its own takes its kind's default dtype. */

@@ -64,6 +64,8 @@ ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *
  * on its own in its kind's default dtype (any other tensor as it is). */
 ti_tensor_t *tc_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v);
 ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d);
+ti_tensor_t *tc_const_shaped(ti_ctx_t *ctx, tact_dtype d, ta_value_t v, const ta_shape_t *shape);
+ti_tensor_t *tc_materialize_as(ti_tensor_t *w, tact_dtype d, const ta_shape_t *shape);
 ti_tensor_t *tc_solid(ti_tensor_t *t);
 /* Checks dtype and shape of a creation call into *s; NULL or an error tensor. */
 ti_tensor_t *tc_check_new(ti_ctx_t *ctx, const char *op, int dtype, int ndim, const int64_t *shape, ta_shape_t *s);

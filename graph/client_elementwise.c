@@ -83,8 +83,10 @@ ti_tensor_t *tc_broadcast_to(ti_tensor_t *x, const ta_shape_t *shape) {
 int tc_match(ti_tensor_t **pa, ti_tensor_t **pb, const char *op) {
     ti_tensor_t *a = *pa, *b = *pb;
     if (a->weak && b->weak) a = tc_solid(a);
-    if (b->weak) b = tc_materialize(b, ta_dtype_of_scalar(a->dtype, b->kind));
-    if (a->weak) a = tc_materialize(a, ta_dtype_of_scalar(b->dtype, a->kind));
+    /* A weak scalar meeting a tensor becomes a constant of its shape at
+     * once: one node instead of three. */
+    if (b->weak) b = tc_materialize_as(b, ta_dtype_of_scalar(a->dtype, b->kind), &a->shape);
+    if (a->weak) a = tc_materialize_as(a, ta_dtype_of_scalar(b->dtype, a->kind), &b->shape);
     if (a->status || b->status) {
         *pa = a->status ? a : b;
         return -1;
