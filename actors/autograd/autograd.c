@@ -131,13 +131,10 @@ static a_val_t s_expand(a_state_t *a, a_val_t x, const ta_shape_t *sh) {
 }
 
 /* v as dtype dt, broadcast to sh (a CONST of shape (), reshaped to ones and expanded). */
+/* A constant of shape sh: one CONST record (every element is v). */
 static a_val_t s_const(a_state_t *a, double v, tact_dtype dt, const ta_shape_t *sh) {
-    ta_shape_t scalar = {0}, ones = *sh;
     int64_t bits = (int64_t)ta_value_bits(dt, ta_value_from_double(dt, v));
-    a_val_t c = s_emit(a, TA_OP_CONST, dt, &scalar, 0, NULL, 1, &bits);
-    if (!sh->ndim) return c;
-    for (int k = 0; k < ones.ndim; k++) ones.d[k] = 1;
-    return s_expand(a, s_reshape(a, c, &ones), sh);
+    return s_emit(a, TA_OP_CONST, dt, sh, 0, NULL, 1, &bits);
 }
 static a_val_t s_k(a_state_t *a, double v, a_val_t like) { return s_const(a, v, like.dt, &like.sh); }
 
