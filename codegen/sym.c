@@ -286,12 +286,41 @@ static bool s_lin_divmod_pair(s_lin_t *l) {
     return false;
 }
 
+const ta_sym_t *ta_sym_mod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c);
+
+/* Finds two digits of one number, (x%m)*k + ((x//m)%b)*(k*m), and
+ * replaces them by (x%(m*b))*k, which holds under floor division (a row
+ * and its pair of a pooled view: y%2*28 + y//2%14*56 is y%28*28).
+ * Returns whether it found one (l->oom set when out of memory). */
+static bool s_lin_digit_pair(ta_sym_arena_t *ar, s_lin_t *l) {
+    for (size_t i = 0; i < l->n; i++) {
+        const ta_sym_t *lo = l->v[i].t;
+        int64_t k = l->v[i].k, km, mb;
+        if (lo->kind != S_MOD || __builtin_mul_overflow(k, lo->c, &km)) continue;
+        for (size_t j = 0; j < l->n; j++) {
+            const ta_sym_t *hi = l->v[j].t, *q = hi->kind == S_MOD ? hi->args[0].t : NULL;
+            if (!q || q->kind != S_DIV || q->c != lo->c || q->args[0].t != lo->args[0].t || l->v[j].k != km ||
+                __builtin_mul_overflow(lo->c, hi->c, &mb))
+                continue;
+            const ta_sym_t *both = ta_sym_mod(ar, lo->args[0].t, mb);
+            if (!both) {
+                l->oom = true;
+                return false;
+            }
+            l->v[i].k = l->v[j].k = 0;
+            s_lin_add(l, both, k);
+            return true;
+        }
+    }
+    return false;
+}
+
 /* Builds the canonical node for l and frees l's storage.  Returns NULL on
  * allocation failure. */
 static const ta_sym_t *s_lin_build(ta_sym_arena_t *ar, s_lin_t *l) {
     const ta_sym_t *r = NULL;
     do s_lin_merge(l);
-    while (!l->oom && s_lin_divmod_pair(l));
+    while (!l->oom && (s_lin_divmod_pair(l) || s_lin_digit_pair(ar, l)));
     if (l->oom) {
         r = NULL;
     } else if (l->n == 0) {

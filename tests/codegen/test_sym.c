@@ -234,6 +234,14 @@ Test(codegen_sym, div_pulls_out_multiples_and_drops_small_remainders) {
     EXPECT(ta_sym_mod(f.ar, row, 16), "x+y%2*8");
     /* Not when the rest can reach the digit's weight: x + y*4 (x up to 7). */
     EXPECT(ta_sym_div(f.ar, ta_sym_add(f.ar, ta_sym_mulc(f.ar, f.y, 4), f.x), 8), "(x+y*4)/8");
+    /* Two digits of one number join: g%2*28 + g//2%4*56 is g%8*28 (a row
+     * and the pair a pool view reads it through). */
+    const ta_sym_t *lo = ta_sym_mulc(f.ar, ta_sym_mod(f.ar, f.g, 2), 28);
+    const ta_sym_t *hi = ta_sym_mulc(f.ar, ta_sym_mod(f.ar, ta_sym_div(f.ar, f.g, 2), 4), 56);
+    EXPECT(ta_sym_add(f.ar, lo, hi), "gidx0%8*28");
+    EXPECT(ta_sym_add(f.ar, ta_sym_add(f.ar, lo, hi), f.x), "gidx0%8*28+x");
+    /* Not with another weight: g%2*28 + g//2%4*28 stays. */
+    EXPECT(ta_sym_add(f.ar, lo, ta_sym_mulc(f.ar, ta_sym_mod(f.ar, ta_sym_div(f.ar, f.g, 2), 4), 28)), "gidx0%2*28+gidx0/2%4*28");
     ta_sym_arena_destroy(&f.ar);
 }
 
