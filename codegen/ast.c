@@ -119,6 +119,15 @@ uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v) {
     return ta_dtype_is_unsigned(d) ? v.u : (uint64_t)v.i;
 }
 
+uint64_t ta_ast_work(const ta_ast_t *a) {
+    uint64_t work = 1;
+    for (int d = 0; d < a->ndim; d++) {
+        uint64_t dim = a->shape[d] > 0 ? (uint64_t)a->shape[d] : 0;
+        work = dim && work > UINT64_MAX / dim ? UINT64_MAX : work * dim;
+    }
+    return work;
+}
+
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {
     size_t at = (size_t)snprintf(buf, len, "%s", a->reduce_mask ? "r" : "E");
     int any = 0;

@@ -79,6 +79,8 @@ uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v);
 /* The kernel's name, as STYLE.md asks: "E_<output dims>" for elementwise,
  * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
+/* The kernel's iterations: the product of its full shape (saturating). */
+uint64_t ta_ast_work(const ta_ast_t *a);
 
 /* A view stack travels as a list of VIEW records (msg.h).  ta_vstack_recs
  * fills recs (TA_MAX_VIEWS entries) from st and returns the list, which

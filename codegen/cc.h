@@ -30,6 +30,10 @@ const char *ta_cc_cache_dir(char *buf, size_t len);
  * a fraction of the time, and the full one (-O3) for every use after.
  * Both compute the same bits. */
 enum { TA_CC_FULL = 0, TA_CC_QUICK = 1 };
+/* A kernel of this many iterations or more is built full at once: at -Og
+ * the slowest kernels run about ten times slower than at -O3, and below
+ * this the time lost stays under what the full build would delay. */
+#define TA_CC_QUICK_MAX_WORK (UINT64_C(1) << 28)
 /* The flags of a tier's builds. */
 const char *ta_cc_flags(int tier);
 

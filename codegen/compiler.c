@@ -20,18 +20,15 @@
  * nargs) with the object's bytes, sent to reply_to (the executor) under
  * the job's corr; on failure, the error (the kernel's name and the
  * compiler's message) is in text.  The kernels of one COMPILE that are not
- * in the memo are built together, one object per vector width: one run of
+ * in the memo are built together, one object per vector width and build
+ * tier (cc.h: a quick build first, the full one for later realizes): one run of
  * the system compiler for several kernels (its start-up is most of a small
  * kernel's time).  Several workers compile different kernels at once; the
  * executor awaits their programs in schedule order, whatever order they
  * arrive in.
  */
 
-/* S_QUICK_WORK: a kernel of fewer iterations gets a quick build for its
- * first realize (TA_CC_QUICK, cc.h).  At -Og the slowest kernels run about
- * ten times slower than at -O3: below this the time lost stays under what
- * the full build would have delayed the first run. */
-enum { S_MEMO = 256, S_QUICK_WORK = 1 << 28 };
+enum { S_MEMO = 256 };
 
 /* A kernel this worker built or found: the digest of its AST's bytes, its
  * target, and what PROGRAM carries for it. */
@@ -55,10 +52,12 @@ typedef struct {
  * shared by their memo entries: queued, then running in the background,
  * then done. */
 typedef struct s_up {
-    int refs; /* memo entries holding it */
+    int refs;
     enum { S_QUEUED, S_RUNNING, S_DONE } state;
     char name[64];
     char *src; /* the file, kept until the entries take the build */
+    /* refs: memo entries holding it, and the batch that made it until the
+     * batch's entries are kept */
     int limit_s;
     ta_cc_job_t job;
     int rc;
@@ -218,6 +217,7 @@ typedef struct {
     char *src;     /* rendered, until built */
     int width;     /* its vector width (1: none): one file per width */
     int tier;      /* TA_CC_QUICK or TA_CC_FULL: one file per tier */
+    int owns_up;   /* e.up was queued for this job's file (the first of its group) */
     int built;     /* e holds this job's answer */
     ta_bytes_t ast;
     int answered;
@@ -317,6 +317,7 @@ static s_up_t *s_up_queue(s_state_t *s, const char *name, const char *src, int l
     size_t n = strlen(src) + 1;
     if (up && (up->src = ta_malloc(n))) {
         memcpy(up->src, src, n);
+        up->refs = 1; /* the batch's, until its entries are kept */
         snprintf(up->name, sizeof up->name, "%s", name);
         up->limit_s = limit_s;
         up->state = S_QUEUED;
@@ -345,17 +346,16 @@ static s_memo_t *s_hit(s_state_t *s, const s_job_t *job, uint64_t realize, s_tic
     e->tier = TA_CC_FULL;
     e->up = NULL;
     if (!up) return e;
-    if (up->state == S_QUEUED) {
-        ta_error_t err = {0, ""};
+    if (up->state == S_QUEUED) { /* never started: built below */
         s_unqueue(s, up);
-        up->rc = ta_cc_start(s->w.cc, s->local.cache_dir, up->name, up->src, TA_CC_FULL, 0, &up->job, &err);
-        up->state = up->rc == TACT_OK ? S_RUNNING : S_DONE;
+        up->state = S_DONE;
+        up->rc = TACT_ENOTFOUND;
     }
     if (up->state == S_RUNNING) s_up_wait(s, up, tick);
-    if (up->rc != TACT_OK && up->rc != TACT_ESTOPPED && up->src) {
-        /* A background build that failed for whatever reason (out of time
-         * at the lowest priority, a full disk) is built again now, so the
-         * answer does not depend on what happened in the background. */
+    if (up->rc != TACT_OK && up->rc != TACT_ESTOPPED) {
+        /* Not started yet, or failed in the background for whatever
+         * reason (out of time at the lowest priority, a full disk): built
+         * now, so the answer does not depend on the background. */
         ta_program_t prog;
         ta_error_t err = {0, ""};
         ta_free(up->obj);
@@ -415,7 +415,10 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
         first->e.tier = first->tier;
         /* The full build starts now, in the background: by the next
          * realize that uses these kernels it has had time to finish. */
-        if (rc == TACT_OK && first->tier == TA_CC_QUICK) first->e.up = s_up_queue(s, first->e.name, src, s->local.compile_limit_s * ng);
+        if (rc == TACT_OK && first->tier == TA_CC_QUICK) {
+            first->e.up = s_up_queue(s, first->e.name, src, s->local.compile_limit_s * ng);
+            first->owns_up = first->e.up != NULL;
+        }
     }
     ta_free(src);
     if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached && !s->opencl) {
@@ -464,14 +467,7 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
-    /* A kernel of much work is built full at once: its quick build would
-     * run slower for longer than the full build takes. */
-    uint64_t work = 1;
-    for (int d = 0; d < s->ast.ndim; d++) {
-        uint64_t dim = s->ast.shape[d] > 0 ? (uint64_t)s->ast.shape[d] : 0;
-        work = dim && work > UINT64_MAX / dim ? UINT64_MAX : work * dim;
-    }
-    job->tier = !s->opencl && work < S_QUICK_WORK ? TA_CC_QUICK : TA_CC_FULL;
+    job->tier = !s->opencl && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
     ta_target_t target = s->opencl ? ta_target_cl() : ta_target_host();
     job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
@@ -513,7 +509,7 @@ static void s_answer(ta_actor_t *self, const s_job_t *job, const s_memo_t *hit, 
 enum { S_BATCH = 16 }; /* kernels built together at most (the planner sends no more) */
 
 /* Builds and answers a batch of jobs: memo hits as they are, the rest
- * rendered and built in one object per vector width. */
+ * rendered and built in one object per vector width and tier. */
 static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *jobs, int n) {
     s_tick_t tick = {self, (uint32_t)m->as.compile.reply_to, s->w.client, jobs[0].corr, {0, 0}};
     clock_gettime(CLOCK_MONOTONIC, &tick.last);
@@ -543,15 +539,10 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
         jobs[j].e.realize = realize;
         if (jobs[j].rc == TACT_OK && jobs[j].built) s_memo_add(s, &jobs[j].e, jobs[j].ast);
     }
-    /* A full build no entry took (out of memory) is stopped. */
-    for (int j = 0; j < n; j++) {
-        s_up_t *up = jobs[j].e.up;
-        if (!up || up->refs) continue;
-        for (int k = j; k < n; k++)
-            if (jobs[k].e.up == up) jobs[k].e.up = NULL;
-        up->refs = 1;
-        s_up_release(s, up);
-    }
+    /* The batch lets its full builds go: one no entry took (out of
+     * memory) stops. */
+    for (int j = 0; j < n; j++)
+        if (jobs[j].owns_up) s_up_release(s, jobs[j].e.up);
     for (int j = 0; j < n; j++) {
         s_job_t *job = &jobs[j];
         if (!job->answered) {

@@ -80,12 +80,8 @@ static int s_head(s_state_t *s, ta_ast_t *ast, const ta_bytes_t bytes, s_head_t 
     memset(out, 0, sizeof *out);
     out->h[0] = h[0], out->h[1] = h[1];
     out->numel = 1;
-    out->work = 1;
-    for (int d = 0; d < ast->ndim; d++) {
-        out->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
-        uint64_t dim = (uint64_t)ast->shape[d];
-        out->work = dim && out->work > UINT64_MAX / dim ? UINT64_MAX : out->work * dim;
-    }
+    for (int d = 0; d < ast->ndim; d++) out->numel *= ast->reduce_mask >> d & 1 ? 1 : ast->shape[d];
+    out->work = ta_ast_work(ast);
     out->nbufs = ast->nbufs;
     out->nargs = ast->nargs;
     for (int b = 0; b < ast->nbufs; b++) out->bytes[b] = (uint64_t)ast->buf_size[b] * ta_dtype_size(ast->buf_dtype[b]);

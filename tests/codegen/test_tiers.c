@@ -8,6 +8,7 @@
 
 #include <criterion/criterion.h>
 
+#include "cc.h"
 #include "tact.h"
 #include "testutil.h"
 
@@ -166,10 +167,13 @@ Test(codegen_tiers, the_full_build_replaces_the_quick_one_with_the_same_bits) {
     s_data_free(&d);
 }
 
-/* A kernel of 2^28 iterations or more would lose more time running its
- * quick build than its full build takes: it is built full at once. */
+/* A kernel of TA_CC_QUICK_MAX_WORK iterations or more would lose more time
+ * running its quick build than its full build takes: it is built full at
+ * once.  A matmul of exactly that many multiply-adds. */
 Test(codegen_tiers, a_kernel_of_much_work_is_built_full_at_once) {
-    enum { R = 512, C = 1024, P = 512 }; /* 2^28 multiply-adds */
+    enum { R = 512, P = 512 };
+    const int C = (int)(TA_CC_QUICK_MAX_WORK / (R * P));
+    cr_assert_eq((uint64_t)R * P * C, TA_CC_QUICK_MAX_WORK);
     float *x = malloc(sizeof *x * R * C), *w = malloc(sizeof *w * C * P), *out = malloc(sizeof *out * R * P);
     cr_assert(x && w && out);
     for (int i = 0; i < R * C; i++) x[i] = (float)(i % 7) - 3;
