@@ -679,6 +679,7 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
             goto fail;
         }
     }
+    if (!more) s_drop_bulk(m); /* an empty bulk that came with its free: nothing travels, it is freed here */
     o->seq += counted;
     return TACT_OK;
 fail:

@@ -1003,10 +1003,22 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     int frc = s_send_frees(self, g, frees, nfrees);
     ta_free(frees);
     if (frc != TACT_OK) return ta_actor_fail(self, frc, "realize: cannot send the frees to the executor");
-    if (g->refused.code) return s_refused(self, g);
     if (!rq->realize) return ta_actor_fail(self, TACT_EPROTO, "realize: number 0");
-    if (ta_grow((void **)&g->targets, &g->targets_cap, rq->ids.n, sizeof *g->targets) != TACT_OK)
-        return ta_actor_fail(self, TACT_ENOMEM, "realize: out of memory");
+    /* The client awaits a realize's answer from the executors: a realize
+     * refused here reaches it through them (s_fail_realize). */
+    g->realize = rq->realize;
+    g->corr = m->corr;
+    g->reply_to = m->sender;
+    if (g->refused.code) {
+        int code = g->refused.code;
+        g->refused.code = 0;
+        s_fail_realize(self, g, code, "REALIZE", g->refused.text);
+        return TACT_OK;
+    }
+    if (ta_grow((void **)&g->targets, &g->targets_cap, rq->ids.n, sizeof *g->targets) != TACT_OK) {
+        s_fail_realize(self, g, TACT_ENOMEM, "REALIZE", "graph: out of memory");
+        return TACT_OK;
+    }
     ta_u64s_it_t it;
     uint64_t id;
     int needed = 0;
@@ -1015,16 +1027,15 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     while (ta_u64s_next(&it, &id)) {
         g_node_t *t = s_find(g, id);
         if (!t) {
-            g->ntargets = 0;
-            return ta_actor_fail(self, TACT_EINVAL, "realize: unknown tensor %" PRIu64, id);
+            char text[96];
+            snprintf(text, sizeof text, "realize: unknown tensor %" PRIu64, id);
+            s_fail_realize(self, g, TACT_EINVAL, "REALIZE", text);
+            return TACT_OK;
         }
         g->targets[g->ntargets++] = id;
         g_node_t *b = t->is_view ? s_find(g, t->base) : t;
         if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
     }
-    g->realize = rq->realize;
-    g->corr = m->corr;
-    g->reply_to = m->sender;
     int rc = needed ? s_schedule_next(self, g) : s_send_run(self, g, 0, 1);
     if (!needed || rc != TACT_OK) s_end_realize(g);
     if (rc != TACT_OK) return rc == TACT_ENOMEM ? ta_actor_fail(self, rc, "realize: out of memory") : rc;
