@@ -337,8 +337,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         /* Or, on the CPU, a reduce's inner output dim when nothing is
          * tiled: its outputs' index arithmetic then steps instead of being
          * divided out of the item's number each time. */
-        int loop_ok = l->reduce < 0 || (!t->opencl && factor[j >= 0 ? j : 0] * vfactor[j >= 0 ? j : 0] == 1 && kblock < 0);
-        if (j >= 0 && loop_ok && j == inner && out[j] <= 8192 && numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
+        if (j >= 0 && (l->reduce < 0 || (!t->opencl && factor[j] * vfactor[j] == 1 && kblock < 0)) && j == inner && out[j] <= 8192 &&
+            numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
             whole_j = (out[j] + factor[j] * vfactor[j] - 1) / (factor[j] * vfactor[j]);
         if (pad) tiles = (out[vdim] + factor[vdim] * vfactor[vdim] - 1) / (factor[vdim] * vfactor[vdim]);
         if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */

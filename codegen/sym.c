@@ -267,45 +267,27 @@ static void s_lin_merge(s_lin_t *l) {
     l->n = j;
 }
 
-/* Finds a pair (x//m)*(k*m) + (x%m)*k and replaces it by k*x, which holds
- * under both floor and truncating division.  Returns whether it found one. */
-static bool s_lin_divmod_pair(s_lin_t *l) {
-    for (size_t i = 0; i < l->n; i++) {
-        const ta_sym_t *md = l->v[i].t;
-        int64_t k = l->v[i].k, km;
-        if (md->kind != S_MOD || __builtin_mul_overflow(k, md->c, &km)) continue;
-        for (size_t j = 0; j < l->n; j++) {
-            const ta_sym_t *dv = l->v[j].t;
-            if (dv->kind == S_DIV && dv->c == md->c && dv->args[0].t == md->args[0].t && l->v[j].k == km) {
-                l->v[i].k = l->v[j].k = 0;
-                s_lin_add(l, md->args[0].t, k);
-                return true;
-            }
-        }
-    }
-    return false;
-}
-
-const ta_sym_t *ta_sym_mod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c);
-
-/* Finds two digits of one number, (x%m)*k + ((x//m)%b)*(k*m), and
- * replaces them by (x%(m*b))*k, which holds under floor division (a row
- * and its pair of a pooled view: y%2*28 + y//2%14*56 is y%28*28).
- * Returns whether it found one (l->oom set when out of memory). */
+/* Finds two digits of one number, (x%m)*k and, with weight k*m, the rest
+ * of x above them, and joins them: (x//m)*(k*m) + (x%m)*k is k*x, and
+ * ((x//m)%b)*(k*m) + (x%m)*k is (x%(m*b))*k (a row and its pair in a
+ * pooled view: y%2*28 + y//2%14*56 is y%28*28).  Floor division holds
+ * both; the first holds under truncating division too.  Returns whether
+ * it joined a pair (l->oom set when out of memory). */
 static bool s_lin_digit_pair(ta_sym_arena_t *ar, s_lin_t *l) {
     for (size_t i = 0; i < l->n; i++) {
         const ta_sym_t *lo = l->v[i].t;
         int64_t k = l->v[i].k, km, mb;
         if (lo->kind != S_MOD || __builtin_mul_overflow(k, lo->c, &km)) continue;
         for (size_t j = 0; j < l->n; j++) {
-            const ta_sym_t *hi = l->v[j].t, *q = hi->kind == S_MOD ? hi->args[0].t : NULL;
-            if (!q || q->kind != S_DIV || q->c != lo->c || q->args[0].t != lo->args[0].t || l->v[j].k != km ||
-                __builtin_mul_overflow(lo->c, hi->c, &mb))
-                continue;
-            const ta_sym_t *both = ta_sym_mod(ar, lo->args[0].t, mb);
-            if (!both) {
-                l->oom = true;
-                return false;
+            const ta_sym_t *hi = l->v[j].t, *q = hi->kind == S_MOD ? hi->args[0].t : hi;
+            if (q->kind != S_DIV || q->c != lo->c || q->args[0].t != lo->args[0].t || l->v[j].k != km) continue;
+            const ta_sym_t *both = lo->args[0].t; /* the whole of x */
+            if (hi != q) {
+                if (__builtin_mul_overflow(lo->c, hi->c, &mb)) continue;
+                if (!(both = ta_sym_mod(ar, both, mb))) {
+                    l->oom = true;
+                    return false;
+                }
             }
             l->v[i].k = l->v[j].k = 0;
             s_lin_add(l, both, k);
@@ -320,7 +302,7 @@ static bool s_lin_digit_pair(ta_sym_arena_t *ar, s_lin_t *l) {
 static const ta_sym_t *s_lin_build(ta_sym_arena_t *ar, s_lin_t *l) {
     const ta_sym_t *r = NULL;
     do s_lin_merge(l);
-    while (!l->oom && (s_lin_divmod_pair(l) || s_lin_digit_pair(ar, l)));
+    while (!l->oom && s_lin_digit_pair(ar, l));
     if (l->oom) {
         r = NULL;
     } else if (l->n == 0) {
@@ -430,6 +412,15 @@ const ta_sym_t *ta_sym_mul(ta_sym_arena_t *ar, const ta_sym_t *a, const ta_sym_t
     return ta_sym_mulc(ar, m, k);
 }
 
+/* The greatest common factor of c and a's coefficients (a sum's; 1 for
+ * any other node). */
+static uint64_t s_coef_gcd(const ta_sym_t *a, int64_t c) {
+    if (a->kind != S_SUM) return 1;
+    uint64_t g = (uint64_t)c;
+    for (size_t i = 0; i < a->n && g > 1; i++) g = s_gcd(g, s_abs(a->args[i].k));
+    return g;
+}
+
 /* True when floor(a/c) is the same for every value of a. */
 static bool s_one_quotient(const ta_sym_t *a, int64_t c) { return s_fdiv(a->min, c) == s_fdiv(a->max, c); }
 
@@ -511,8 +502,7 @@ static bool s_sum_divmod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c, bool 
         ta_free(q.v);
         ta_free(r.v);
     }
-    uint64_t g = (uint64_t)c;
-    for (size_t i = 0; i < a->n; i++) g = s_gcd(g, s_abs(a->args[i].k));
+    uint64_t g = s_coef_gcd(a, c);
     if (g <= 1) return false;
     int64_t gi = (int64_t)g;
     s_lin_t al = {0};
@@ -561,11 +551,7 @@ const ta_sym_t *ta_sym_mod(ta_sym_arena_t *ar, const ta_sym_t *a, int64_t c) {
     if (a->kind == S_SUM && s_sum_divmod(ar, a, c, true, &r)) return r;
     /* When c and every coefficient share a factor g, a%c keeps a's
      * residue modulo g: (8*x)%16 is 0 or 8, never 15. */
-    uint64_t g = (uint64_t)c;
-    if (a->kind == S_SUM)
-        for (size_t i = 0; i < a->n && g > 1; i++) g = s_gcd(g, s_abs(a->args[i].k));
-    else
-        g = 1;
+    uint64_t g = s_coef_gcd(a, c);
     int64_t lo = g > 1 ? s_fmod(a->c, (int64_t)g) : 0, hi = g > 1 ? c - (int64_t)g + lo : c - 1;
     s_term_t arg = {a, 0};
     return s_intern(ar, S_MOD, c, 1, &arg, NULL, lo, hi);

@@ -130,8 +130,7 @@ static a_val_t s_expand(a_state_t *a, a_val_t x, const ta_shape_t *sh) {
     return ta_shape_equal(&x.sh, sh) ? x : s_emit(a, TA_OP_EXPAND, x.dt, sh, 1, &x, 0, NULL);
 }
 
-/* v as dtype dt, broadcast to sh (a CONST of shape (), reshaped to ones and expanded). */
-/* A constant of shape sh: one CONST record (every element is v). */
+/* v as dtype dt, of shape sh: one CONST record (every element is v). */
 static a_val_t s_const(a_state_t *a, double v, tact_dtype dt, const ta_shape_t *sh) {
     int64_t bits = (int64_t)ta_value_bits(dt, ta_value_from_double(dt, v));
     return s_emit(a, TA_OP_CONST, dt, sh, 0, NULL, 1, &bits);

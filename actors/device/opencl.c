@@ -200,7 +200,7 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
         clGetDeviceInfo(d->id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
         d->max_buffer = info.max_buffer;
         d->exact_div_sqrt = (fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT) != 0;
-        snprintf(d->identity, sizeof d->identity, "%s|%s", info.model, info.driver); /* the driver: the platform and its version */
+        snprintf(d->identity, sizeof d->identity, "%s|%s", info.model, info.driver); /* the driver: the platform's name and the driver's version */
     }
     if (rc != TACT_OK) {
         s_close(&d);
