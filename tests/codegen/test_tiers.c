@@ -205,7 +205,13 @@ Test(codegen_tiers, a_failed_background_build_is_built_again_when_needed) {
     s_data_t d = s_data(seed);
     char *dir = s_dir("tiers-fail");
     int quick;
-    tact_ctx *ctx = s_twice(dir, "[ \"$(nice)\" = 19 ] && { echo refused in the background; exit 1; }", &d, seed, &quick);
+    char refuse[1400];
+    snprintf(refuse, sizeof refuse, "[ \"$(nice)\" = 19 ] && { echo x >> %s/refused; echo refused in the background; exit 1; }", dir);
+    tact_ctx *ctx = s_twice(dir, refuse, &d, seed, &quick);
+    /* The background builds did run (niced), and were refused. */
+    char path[1300];
+    snprintf(path, sizeof path, "%s/refused", dir);
+    cr_assert(access(path, F_OK) == 0, "no build ran at the lowest priority");
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     s_remove(dir);
     s_data_free(&d);

@@ -394,11 +394,8 @@ Test(device, work_group_reduces_on_opencl_match_a_loop) {
     if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
     enum { R = 16, C = 5003 };
     float *x = malloc(sizeof(float) * R * C), sum[2][R], max[2][R];
-    uint64_t rng = 11;
-    for (int i = 0; i < R * C; i++) {
-        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
-        x[i] = (float)((double)(rng >> 11) / 9007199254740992.0 * 4 - 2);
-    }
+    uint64_t seed = tu_seed(), rng = seed;
+    for (int i = 0; i < R * C; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 4 - 2);
     x[5 * C + 77] = NAN;
     for (int run = 0; run < 2; run++) {
         tact_options o;
@@ -421,8 +418,8 @@ Test(device, work_group_reduces_on_opencl_match_a_loop) {
             cr_assert(isnan(sum[0][r]) && isnan(max[0][r]), "row 5: sum %g, max %g", sum[0][r], max[0][r]);
             continue;
         }
-        cr_assert(fabs(sum[0][r] - s) <= 1e-6 * mag, "row %d: sum %.9g, want %.9g", r, sum[0][r], s);
-        cr_assert_eq(max[0][r], m, "row %d: max", r);
+        cr_assert(fabs(sum[0][r] - s) <= 1e-6 * mag, "row %d: sum %.9g, want %.9g (seed %llu)", r, sum[0][r], s, (unsigned long long)seed);
+        cr_assert_eq(max[0][r], m, "row %d: max (seed %llu)", r, (unsigned long long)seed);
     }
     cr_assert(memcmp(sum[0], sum[1], sizeof sum[0]) == 0 && memcmp(max[0], max[1], sizeof max[0]) == 0, "two runs differ");
     free(x);
