@@ -239,14 +239,8 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
     ta_input_t *in = s_input(a, m->sender);
     int asked = 0;
     if (!in) {
-        for (int i = 0; i < a->nexpired; i++)
-            if (a->expired[i] == m->corr && m->corr) {
-                ta_rt_report(a->rt, "actor %s: a %s came after its await timed out; dropped", a->name, ta_msg_type_name(m->type));
-                ta_msg_release(m);
-                return;
-            }
         long d = m->corr ? s_discarded(a, m->corr, m->sender) : -1;
-        if (d >= 0) { /* forgotten: it came, and goes */
+        if (d >= 0) { /* forgotten (or its await timed out): it came, and goes */
             a->discard[d] = a->discard[--a->ndiscard];
             ta_msg_release(m);
             return;
@@ -288,8 +282,8 @@ static void s_check_stall(ta_actor_t *a) {
     if (a->awaiting && now - a->await_since_ms >= timeout) {
         uint64_t corr = a->awaiting;
         a->awaiting = 0;
-        a->expired[a->next_expired++ % 64] = corr;
-        if (a->nexpired < 64) a->nexpired++;
+        if (ta_actor_forget(a, corr, a->awaiting_from) != TACT_OK) /* its late reply is dropped when it comes */
+            ta_rt_report(a->rt, "actor %s: out of memory forgetting corr %#" PRIx64, a->name, corr);
         ta_rt_report(a->rt, "actor %s: no reply with corr %#" PRIx64 " within %d ms", a->name, corr, timeout);
         char text[128];
         snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);

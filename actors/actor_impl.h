@@ -36,8 +36,6 @@ struct ta_actor {
     uint64_t awaiting;        /* the corr of the reply awaited, or 0 */
     uint32_t awaiting_from;   /* the port it must come from */
     int64_t await_since_ms;   /* when the await began */
-    uint64_t expired[64];     /* awaits that timed out (or were forgotten): their late replies are dropped */
-    int nexpired, next_expired;
     int64_t blocked_since_ms; /* when the merge last found nothing to release; 0: not blocked */
     struct ta_expect {
         uint64_t corr;

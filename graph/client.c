@@ -658,7 +658,7 @@ tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT3
 const char *ti_device(const ti_tensor_t *t) {
     if (!t || !t->ctx) return "CPU";
     if (t->multi) return tc_multi_name(t);
-    return t->ctx->wiring.device[t->device > 0 ? t->device : 0];
+    return t->ctx->wiring.device[tc_home(t)];
 }
 int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
 const char *ti_error_message(const ti_tensor_t *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
@@ -845,7 +845,7 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     if (value->weak) value = tc_materialize(value, target->dtype);
     if (value->dtype != target->dtype)
         return tc_error(ctx, TACT_EDTYPE, "assign: value is %s, target is %s", ta_dtype_name(value->dtype), ta_dtype_name(target->dtype));
-    if (value->device >= 0 && value->device != (target->device > 0 ? target->device : 0))
+    if (value->device >= 0 && value->device != tc_home(target))
         return tc_error(ctx, TACT_EDEVICE, "assign: value is on %s, target on %s (move it with tact_to first)", ti_device(value), ti_device(target));
     ta_shape_t out;
     ta_error_t err;

@@ -64,6 +64,9 @@ ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *
  * on its own in its kind's default dtype (any other tensor as it is). */
 ti_tensor_t *tc_const(ti_ctx_t *ctx, tact_dtype d, ta_value_t v);
 ti_tensor_t *tc_materialize(ti_tensor_t *w, tact_dtype d);
+/* The device t lives on: its own, or the first for one of constants only
+ * (device -1, computed there when realized alone). */
+static inline int tc_home(const ti_tensor_t *t) { return t->device > 0 ? t->device : 0; }
 ti_tensor_t *tc_const_shaped(ti_ctx_t *ctx, tact_dtype d, ta_value_t v, const ta_shape_t *shape);
 ti_tensor_t *tc_materialize_as(ti_tensor_t *w, tact_dtype d, const ta_shape_t *shape);
 ti_tensor_t *tc_solid(ti_tensor_t *t);

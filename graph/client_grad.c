@@ -94,7 +94,7 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
         }
         grad = grad->weak ? tc_materialize(grad, loss->dtype) : ti_cast(grad, loss->dtype);
         if (grad->status) return grad->status;
-        if (grad->multi || (grad->device >= 0 && grad->device != (loss->device > 0 ? loss->device : 0))) {
+        if (grad->multi || (grad->device >= 0 && grad->device != tc_home(loss))) {
             snprintf(text, sizeof text, "backward: the gradient is on %s, the loss on %s", ti_device(grad), ti_device(loss));
             ti_ctx_set_error(ctx, text);
             return TACT_EDEVICE;
@@ -163,7 +163,7 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
                 tc_release_id(ctx, id);
                 rc = TACT_ENOMEM;
             } else {
-                t->grad->device = t->device > 0 ? t->device : 0; /* made where its tensor is */
+                t->grad->device = tc_home(t); /* made where its tensor is */
             }
         }
         ta_msg_release(&reply);

@@ -289,6 +289,7 @@ static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *tex
 
 static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st);
 static void s_free_host(void *data, void *owner);
+static int s_data_of(s_state_t *s, const s_buf_t *b, size_t len, ta_msg_t *d, ta_error_t *err);
 
 /* Ends the run: the client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
@@ -418,16 +419,7 @@ static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st) {
     ta_msg_t d;
     ta_msg_init(&d, TA_MSG_DATA);
     d.corr = st->program;
-    d.bulk.len = st->bytes[0];
-    if (rc == TACT_OK && s->dev_ops->host_memory) {
-        d.bulk.ptr = b->ptr; /* copied into the frame during the send */
-    } else if (rc == TACT_OK) {
-        void *host = ta_malloc(d.bulk.len ? d.bulk.len : 1);
-        rc = host ? s->dev_ops->copy_out(s->dev, host, b->ptr, d.bulk.len, &err) : ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
-        if (rc != TACT_OK) ta_free(host);
-        d.bulk.ptr = host;
-        d.bulk_free = s_free_host;
-    }
+    if (rc == TACT_OK) rc = s_data_of(s, b, st->bytes[0], &d, &err);
     if (rc == TACT_OK) rc = ta_port_send(ta_actor_port(self), st->peer, &d, &err);
     if (rc != TACT_OK) {
         if (!r->failed) s_fail_run(self, s, rc, err.text);
@@ -586,6 +578,26 @@ static void s_free_host(void *data, void *owner) {
     ta_free(data);
 }
 
+/* Puts the first len bytes of buffer b in d's bulk frame: from where they
+ * are in host memory (the send copies them into the frame), else copied
+ * out of the device into host memory the send frees. */
+static int s_data_of(s_state_t *s, const s_buf_t *b, size_t len, ta_msg_t *d, ta_error_t *err) {
+    d->bulk.len = len;
+    if (s->dev_ops->host_memory) {
+        d->bulk.ptr = b->ptr;
+        return TACT_OK;
+    }
+    void *host = ta_malloc(len ? len : 1);
+    int rc = host ? s->dev_ops->copy_out(s->dev, host, b->ptr, len, err) : ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+    if (rc != TACT_OK) {
+        ta_free(host);
+        return rc;
+    }
+    d->bulk.ptr = host;
+    d->bulk_free = s_free_host;
+    return TACT_OK;
+}
+
 /* COPY_OUT: the buffer's bytes to the port that asked (everything the graph
  * sent before has run, so a buffer missing now will never come). */
 static int s_copy_out(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
@@ -601,20 +613,11 @@ static int s_copy_out(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     ta_msg_t d;
     ta_msg_init(&d, TA_MSG_DATA);
     d.corr = m->corr;
-    d.bulk.len = c->bytes <= b->bytes ? c->bytes : b->bytes;
     ta_error_t err;
-    if (s->dev_ops->host_memory) {
-        d.bulk.ptr = b->ptr; /* sent from where it is */
-    } else {
-        void *host = ta_malloc(d.bulk.len ? d.bulk.len : 1);
-        int rc = host ? s->dev_ops->copy_out(s->dev, host, b->ptr, d.bulk.len, &err) : ta_error_set(&err, TACT_ENOMEM, "executor: out of memory");
-        if (rc != TACT_OK) {
-            ta_free(host);
-            ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, rc, "COPY_OUT", err.text);
-            return TACT_OK;
-        }
-        d.bulk.ptr = host;
-        d.bulk_free = s_free_host;
+    int rc = s_data_of(s, b, c->bytes <= b->bytes ? c->bytes : b->bytes, &d, &err);
+    if (rc != TACT_OK) {
+        ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, rc, "COPY_OUT", err.text);
+        return TACT_OK;
     }
     if (ta_port_send(ta_actor_port(self), (uint32_t)c->reply_to, &d, &err) != TACT_OK)
         ta_actor_send_error(self, (uint32_t)c->reply_to, m->corr, err.code, "COPY_OUT", err.text); /* e.g. too big to send */
