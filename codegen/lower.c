@@ -117,6 +117,14 @@ static ta_access_t s_access_along(const ta_ast_t *a, const ta_ast_node_t *n, int
     return k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
 }
 
+/* Whether node n's validity (its view's masks) depends on dim d. */
+static int s_guarded_by(const ta_ast_t *a, const ta_ast_node_t *n, int d, ta_sym_arena_t *ar) {
+    const ta_sym_t *idx[TA_MAX_DIMS], *pos, *valid;
+    for (int k = 0; k < a->ndim; k++) idx[k] = ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+    if (ta_vstack_expr(&a->views[n->view], ar, idx, &pos, &valid) != 0) return 0;
+    return (int)(ta_sym_slots(valid) >> d & 1);
+}
+
 /* Marks the reduce's source subtree (computed inside the reduce loops). */
 static void s_mark_pre(const ta_ast_t *a, int *pre, int root) {
     int stack[TA_AST_MAX_NODES], n = 0;
@@ -286,6 +294,20 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     for (int r = 4; r >= 2 && bcast_m && up_dim[1] < 0; r /= 2)
                         if (out[m] % r == 0) up_dim[1] = m, up_size[1] = r;
                 }
+            }
+        }
+        if (l->reduce < 0 && vdim < 0 && masked && !empty) {
+            /* Pieces side by side along a short dim (a stack, a cat, the
+             * windows of an unfold): each load's mask picks its piece by
+             * that dim's index.  Unrolled whole, every lane knows its
+             * index, so the masks of the other pieces fold away. */
+            int most = 1;
+            for (int d = 0; d < a->ndim; d++) {
+                if (out[d] < 2 || out[d] > 16) continue;
+                int guarded = 0;
+                for (int i = 0; i < a->nnodes; i++)
+                    if (a->nodes[i].op == TA_OP_LOAD) guarded += s_guarded_by(a, &a->nodes[i], d, ar);
+                if (guarded > most) most = guarded, up_dim[1] = d, up_size[1] = out[d];
             }
         }
         for (int u = 0; u < 2; u++)

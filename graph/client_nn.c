@@ -1,6 +1,7 @@
 /* client_nn.c - the reference's windowed and nn functions (conv2d, avg_pool2d, max_pool2d, linear, layernorm,
  * batchnorm, one_hot, the cross entropies) and comparisons, composed from the primitives as tensor.py composes
- * them: a convolution is a pooling view (_pool) times the weight, summed, which the scheduler makes one kernel. */
+ * them: a convolution is a pooling view (_pool) times the weight, summed, which the scheduler makes one kernel, or,
+ * for wide windows, the windows laid out as columns and a matmul (s_conv_unfolded). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -150,6 +151,113 @@ ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
     return ti_max(s_padded_pool(x, opt, opt->kernel, -INFINITY, 1, "max_pool2d"), n, axes, 0);
 }
 
+/* Elements start, start+step, ... (count of them) of dim j. */
+static ti_tensor_t *s_every(ti_tensor_t *x, int j, int64_t start, int64_t count, int64_t step) {
+    int nd = ti_ndim(x);
+    int64_t sh[TA_MAX_DIMS], r[TA_MAX_DIMS][2], pads[TA_MAX_DIMS][2] = {{0}};
+    ti_shape(x, sh);
+    for (int i = 0; i < nd; i++) r[i][0] = 0, r[i][1] = sh[i];
+    r[j][0] = start, r[j][1] = start + (count - 1) * step + 1;
+    x = ti_shrink(x, r);
+    if (step == 1) return x;
+    pads[j][1] = step - 1;
+    x = ti_pad(x, pads, 0);
+    int64_t d[TA_MAX_DIMS];
+    int m = 0;
+    for (int i = 0; i < nd; i++) {
+        if (i == j) d[m++] = count, d[m++] = step;
+        else d[m++] = sh[i];
+    }
+    x = ti_reshape(x, m, d);
+    for (int i = 0; i < m; i++) r[i][0] = 0, r[i][1] = d[i];
+    r[j + 1][1] = 1;
+    x = ti_shrink(x, r);
+    for (int i = 0; i < nd; i++) d[i] = i == j ? count : sh[i];
+    return ti_reshape(x, nd, d);
+}
+
+/* conv2d as columns and a matmul: the windows of the padded input laid
+ * out contiguously (bs, g, *o, cin * prod(k)), one piece per window
+ * offset, then summed against the weight's rows along that one contiguous
+ * axis.  The reduce is then a matmul's (vectors, register tiles) instead
+ * of a masked gather per product, and its gradients are matmuls too, plus
+ * a sum of the pieces' shifted views for the input.  Taken when the
+ * windows hold at least S_UNFOLD_MIN values (a shorter reduce gains
+ * nothing from vectors), at most S_UNFOLD_PIECES offsets, and the columns
+ * fit in S_UNFOLD_BYTES (they are the input copied prod(k) times); NULL
+ * otherwise, and the pooling view below computes the same values. */
+enum { S_UNFOLD_MIN = 16, S_UNFOLD_PIECES = 64 };
+#define S_UNFOLD_BYTES (256.0 * 1024 * 1024)
+static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *w) {
+    int nk = w->ndims;
+    int64_t pad[6], xs[TA_MAX_DIMS], ws[TA_MAX_DIMS], o[3], s[3], kprod = 1;
+    if (s_padding(w, pad) != 0) return NULL;
+    ti_shape(weight, ws);
+    for (int j = 0; j < nk; j++) kprod *= ws[2 + j];
+    if (kprod > S_UNFOLD_PIECES || ws[1] * kprod < S_UNFOLD_MIN) return NULL;
+    ti_shape(x, xs);
+    double bytes = (double)ta_dtype_size(ti_dtype_of(x)) * (double)xs[0] * (double)ws[1] * (double)w->groups * (double)kprod;
+    for (int j = 0; j < nk; j++) {
+        s[j] = w->stride[j] ? w->stride[j] : 1;
+        int64_t span = xs[2 + j] + pad[2 * (nk - 1 - j)] + pad[2 * (nk - 1 - j) + 1] - w->dilation[j] * (ws[2 + j] - 1);
+        o[j] = span > 0 ? (span + s[j] - 1) / s[j] : 0;
+        if (o[j] <= 0) return NULL;
+        bytes *= (double)o[j];
+    }
+    if (bytes > S_UNFOLD_BYTES) return NULL;
+    ti_tensor_t *xp = ti_pad2d(x, 2 * nk, pad, 0);
+    if (ti_status_of(xp)) return xp;
+    ti_shape(xp, xs);
+    ti_tensor_t *pieces[S_UNFOLD_PIECES];
+    for (int64_t q = 0; q < kprod; q++) {
+        ti_tensor_t *v = xp;
+        int64_t rest = q;
+        for (int j = nk - 1; j >= 0; j--) {
+            int64_t kj = rest % ws[2 + j];
+            rest /= ws[2 + j];
+            v = s_every(v, 2 + j, kj * w->dilation[j], o[j], s[j]);
+        }
+        pieces[q] = v;
+    }
+    int64_t g = w->groups, bs = xs[0], cout = ws[0], cin = ws[1], rc = cout / g, d[TA_MAX_DIMS];
+    ti_tensor_t *cols = ti_stack((int)kprod, pieces, -1); /* (bs, g*cin, *o, K) */
+    int m = 0;
+    d[m++] = bs, d[m++] = g, d[m++] = cin;
+    for (int j = 0; j < nk; j++) d[m++] = o[j];
+    d[m++] = kprod;
+    cols = ti_reshape(cols, m, d);
+    int order[TA_MAX_DIMS], q = 0;
+    order[q++] = 0, order[q++] = 1;
+    for (int j = 0; j < nk; j++) order[q++] = 3 + j;
+    order[q++] = 2, order[q++] = 3 + nk;
+    cols = ti_contiguous(ti_permute(cols, order)); /* (bs, g, *o, cin, K) */
+    m = 0;
+    d[m++] = bs, d[m++] = g, d[m++] = 1;
+    for (int j = 0; j < nk; j++) d[m++] = o[j];
+    d[m++] = cin * kprod;
+    cols = ti_reshape(cols, m, d);
+    int64_t e[TA_MAX_DIMS], wr[TA_MAX_DIMS];
+    memcpy(e, d, sizeof(int64_t) * (size_t)m);
+    e[2] = rc;
+    int n = 0;
+    wr[n++] = 1, wr[n++] = g, wr[n++] = rc;
+    for (int j = 0; j < nk; j++) wr[n++] = 1;
+    wr[n++] = cin * kprod;
+    int axis = -1;
+    ti_tensor_t *r = ti_sum(ti_mul(ti_expand(cols, m, e), ti_reshape(weight, n, wr)), 1, &axis, 1);
+    if (bias) {
+        int64_t bsh[TA_MAX_DIMS];
+        for (int j = 0; j < n; j++) bsh[j] = 1;
+        bsh[1] = g, bsh[2] = rc;
+        r = ti_add(r, ti_reshape(bias, n, bsh));
+    }
+    int k = 0;
+    int64_t out[TA_MAX_DIMS];
+    out[k++] = bs, out[k++] = cout;
+    for (int j = 0; j < nk; j++) out[k++] = o[j];
+    return ti_reshape(r, k, out);
+}
+
 /* x (bs, groups*cin, *i), weight (cout, cin, *k): the pool view (bs,
  * groups, rcout, *o, cin, *k) times the weight, summed over cin and *k. */
 ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *opt) {
@@ -172,6 +280,8 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     if (g < 1 || g * cin != xs[1] || cout % g)
         return tc_fail(x, TACT_ESHAPE, "conv2d: input of %lld channels, weight (%lld, %lld, ...) and %lld groups do not match (groups x weight's in = input's, groups divide out)",
                       (long long)xs[1], (long long)cout, (long long)cin, (long long)g);
+    ti_tensor_t *unfolded = s_conv_unfolded(x, weight, bias, &ww);
+    if (unfolded) return unfolded;
     ti_tensor_t *p = s_padded_pool(x, &ww, ww.kernel, 0, 0, "conv2d"); /* (bs, g*cin, *o, *k) */
     if (ti_status_of(p)) return p;
     int64_t ps[TA_MAX_DIMS], rc = cout / g, a[TA_MAX_DIMS], e[TA_MAX_DIMS], wr[TA_MAX_DIMS], out[TA_MAX_DIMS];

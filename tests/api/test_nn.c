@@ -134,20 +134,32 @@ Test(api_nn, comparisons_by_hand) {
 
 /* The reference's fusion: conv2d with its bias is one reduce kernel;
  * errors name the op. */
-Test(api_nn, conv2d_is_one_kernel_and_errors_name_the_op) {
+/* A convolution whose windows hold few values (cin x kh x kw < 16) is one
+ * kernel, as the reference fuses it; a wider one is two: the windows laid
+ * out as columns, then one matmul-like reduce. */
+Test(api_nn, conv2d_kernels_and_errors_name_the_op) {
     tact_ctx *ctx;
     cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
     tact_tensor *x = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){2, 3, 8, 8}));
     tact_tensor *w = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 3, 3, 3}));
     tact_tensor *b = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){4}));
-    tact_tensor *in[3] = {x, w, b};
-    cr_assert_eq(tact_realize(ctx, 3, in), TACT_OK);
+    tact_tensor *x1 = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){2, 1, 8, 8}));
+    tact_tensor *w1 = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 1, 3, 3}));
+    tact_tensor *in[5] = {x, w, b, x1, w1};
+    cr_assert_eq(tact_realize(ctx, 5, in), TACT_OK);
     float out[2 * 4 * 6 * 6];
-    cr_assert_eq(tact_read(tact_conv2d(x, w, b, NULL), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_stats st;
-    tact_ctx_stats(ctx, &st);
-    cr_assert_eq(st.kernels, 1, "conv2d: %llu kernels", (unsigned long long)st.kernels);
-    for (int i = 0; i < 2 * 4 * 36; i++) cr_assert_eq(out[i], 28.0f); /* 27 ones times ones, plus the bias */
+    const struct {
+        tact_tensor *x, *w;
+        uint64_t kernels;
+        float value;
+    } cases[2] = {{x1, w1, 1, 10.0f}, {x, w, 2, 28.0f}}; /* 9 or 27 ones times ones, plus the bias */
+    for (int c = 0; c < 2; c++) {
+        cr_assert_eq(tact_read(tact_conv2d(cases[c].x, cases[c].w, b, NULL), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_ctx_stats(ctx, &st);
+        cr_assert_eq(st.kernels, cases[c].kernels, "conv2d %d: %llu kernels", c, (unsigned long long)st.kernels); /* of the last realize */
+        for (int i = 0; i < 2 * 4 * 36; i++) cr_assert_eq(out[i], cases[c].value, "conv2d %d: out[%d] %g", c, i, (double)out[i]);
+    }
     tact_window o;
     tact_window_default(&o);
     o.groups = 2;

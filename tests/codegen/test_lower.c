@@ -409,3 +409,42 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     free(path);
     free(a);
 }
+
+/* The windows of a padded image stacked along a new last dim (an unfold):
+ * each load's mask picks its piece by that dim's index, so the lowering
+ * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
+ * its own piece's load.  Values against a loop. */
+Test(codegen_lower, stacked_windows_are_unrolled_along_the_stack) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { N = 3, H = 5, W = 7 };
+    float *x = s_rand(&rng, N * H * W, -1, 1), got[N * H * W * 9];
+    char *path = tu_tmpfile("stack");
+    tact_ctx *ctx = s_open(2, path);
+    tact_tensor *xt = tact_from_data(ctx, TACT_FLOAT32, 3, (int64_t[]){N, H, W}, x);
+    tact_tensor *padded = tact_pad2d(xt, 4, (int64_t[]){1, 1, 1, 1}, 0), *pieces[9];
+    for (int q = 0; q < 9; q++) pieces[q] = tact_shrink(padded, (const int64_t[][2]){{0, N}, {q / 3, q / 3 + H}, {q % 3, q % 3 + W}});
+    cr_assert_eq(tact_read(tact_stack(9, pieces, -1), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int n = 0; n < N; n++)
+        for (int y = 0; y < H; y++)
+            for (int xx = 0; xx < W; xx++)
+                for (int q = 0; q < 9; q++) {
+                    int sy = y + q / 3 - 1, sx = xx + q % 3 - 1;
+                    float want = sy < 0 || sy >= H || sx < 0 || sx >= W ? 0 : x[(n * H + sy) * W + sx];
+                    float g = got[((n * H + y) * W + xx) * 9 + q];
+                    cr_assert_eq(g, want, "seed %#llx: (%d, %d, %d) window %d: %g, not %g", (unsigned long long)seed, n, y, xx, q, (double)g, (double)want);
+                }
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx512 = {64, 1, 0};
+    cr_assert_eq(ta_lower(&asts[0], &avx512, &l, &err), TACT_OK, "%s", err.text);
+    int up = -1;
+    for (int a = 0; a < l.naxes; a++)
+        if (l.axes[a].kind == TA_AXIS_UPCAST) up = a;
+    cr_assert(up >= 0 && l.axes[up].size == 9 && l.axes[up].dim == asts[0].ndim - 1, "an UPCAST of the 9 windows (axis %d)", up);
+    unlink(path);
+    free(path);
+    free(x);
+}
