@@ -210,11 +210,14 @@ Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     }
 }
 
-/* Padded convolutions (masked reduces, scalar-tiled over two output dims)
- * and their input and weight gradients against double loops, within 1e-5
- * of the magnitudes; the same bits for 1 and 8 threads. */
+/* Padded convolutions (masked reduces, scalar-tiled over two output dims,
+ * or columns and a matmul) and their input gradients against double
+ * loops, within 1e-5 of the magnitudes; the same bits for 1 and 8
+ * threads. */
 Test(codegen_lower, masked_tiles_of_convolutions_against_loops) {
-    static const int shapes[][6] = {{4, 6, 8, 10, 10, 1}, {3, 5, 12, 9, 7, 2}, {2, 16, 32, 14, 14, 1}, {5, 3, 4, 6, 11, 0}};
+    /* One input channel: windows of 9 values, the masked pooling view's
+     * scalar tiles; more: the columns and the matmul (tact_conv2d). */
+    static const int shapes[][6] = {{4, 6, 8, 10, 10, 1}, {3, 5, 12, 9, 7, 2}, {2, 16, 32, 14, 14, 1}, {5, 3, 4, 6, 11, 0}, {4, 1, 8, 10, 10, 1}, {3, 1, 16, 9, 7, 2}};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int bn = shapes[s][0], ci = shapes[s][1], co = shapes[s][2], h = shapes[s][3], w = shapes[s][4], pd = shapes[s][5];
