@@ -455,6 +455,56 @@ static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     return rc;
 }
 
+/* The sums of a reduce's vector accumulators, all lanes at once (C
+ * target): pairs of vectors are folded into one by two shuffles and an
+ * add, halving the partials of every accumulator at each level, so m
+ * accumulators take m - 1 vector adds instead of m sums of one vector's
+ * lanes.  Every add pairs the same partials as tact_vsum's tree (lane l
+ * with lane l + w, w = W/2 down to 1), so the bits are the same.  At the
+ * first lane, emits the tree and its results red<lane> for every lane;
+ * at the others, nothing.  Returns 1 when done, 0 when the accumulators
+ * are not a power of two (tact_vsum then), -1 on error. */
+static int s_sum_tree(s_ctx_t *c, int node) {
+    const ta_lir_t *l = c->l;
+    int nl = ta_lir_nlanes(l), acc[TA_LIR_MAX_LANES], m = 0, W = l->width;
+    for (int L = 0; L < nl; L++)
+        if (ta_lir_lane_of(l, node, L) == L) acc[m++] = L;
+    if (m < 2 || (m & (m - 1)) || W < 2) return 0;
+    if (c->lane != acc[0]) return 1;
+    s_str_t *o = c->out;
+    /* v: the vectors of this level (names), each holding groups of g
+     * partials, accumulators in order. */
+    char v[TA_LIR_MAX_LANES][16];
+    int nv = m, g = W, level = 0;
+    for (int k = 0; k < m; k++) snprintf(v[k], sizeof v[k], "acc%d", acc[k]);
+    for (; g > 1; g /= 2, level++) {
+        int w = g / 2, pairs = nv >= 2 ? nv / 2 : 1;
+        for (int q = 0; q < pairs; q++) {
+            const char *a = v[2 * q], *b = nv >= 2 ? v[2 * q + 1] : v[2 * q];
+            char half[2][512];
+            for (int h = 0; h < 2; h++) {
+                int len = 0;
+                /* a's groups, then b's: lane grp*g + l (+ w for the high half). */
+                for (int side = 0; side < 2; side++)
+                    for (int grp = 0; grp < W / g; grp++)
+                        for (int x = 0; x < w; x++)
+                            len += snprintf(half[h] + len, sizeof half[h] - (size_t)len, ", %d", side * W + grp * g + x + h * w);
+            }
+            s_indent(c);
+            s_put(o, "tact_vf hs%d_%d = __builtin_shufflevector(%s, %s%s) + __builtin_shufflevector(%s, %s%s);\n", level, q, a, b, half[0], a, b,
+                  half[1]);
+        }
+        for (int q = 0; q < pairs; q++) snprintf(v[q], sizeof v[q], "hs%d_%d", level, q);
+        nv = pairs;
+    }
+    /* Vector k lane j holds accumulator k * W + j (one vector: lane j, j < m). */
+    for (int k = 0; k < m; k++) {
+        s_indent(c);
+        s_put(o, "float red%d = %s[%d];\n", acc[k], v[k / W], k % W);
+    }
+    return 1;
+}
+
 /* Emits node i for the current lane as a statement (for constants, just a
  * name to use). */
 static int s_node(s_ctx_t *c, int i) {
@@ -535,8 +585,12 @@ static int s_node(s_ctx_t *c, int i) {
     case TA_OP_RMAX: /* its accumulators were updated in the loops; a VECTOR over the reduced dim is summed here */
         if (c->l->vector >= 0 && c->l->axes[c->l->vector].reduce) {
             snprintf(name, 16, "red%d", c->lane);
-            s_indent(c);
-            s_put(o, "float %s = %s(acc%d);\n", name, n->op == TA_OP_SUM ? "tact_vsum" : "tact_vhmax", c->lane);
+            int tree = n->op == TA_OP_SUM && !c->l->target.opencl ? s_sum_tree(c, i) : 0;
+            if (tree < 0) return -1;
+            if (!tree) {
+                s_indent(c);
+                s_put(o, "float %s = %s(acc%d);\n", name, n->op == TA_OP_SUM ? "tact_vsum" : "tact_vhmax", c->lane);
+            }
         } else {
             snprintf(name, 16, "acc%d", c->lane);
         }

@@ -11,7 +11,9 @@
 #include "ast.h"
 #include "log.h"
 #include "lower.h"
+#include "mem.h"
 #include "mpread.h"
+#include "render.h"
 #include "tact.h"
 #include "testutil.h"
 
@@ -447,6 +449,49 @@ Test(codegen_lower, stacked_windows_are_unrolled_along_the_stack) {
     for (int a = 0; a < l.naxes; a++)
         if (l.axes[a].kind == TA_AXIS_UPCAST) up = a;
     cr_assert(up >= 0 && l.axes[up].size == 9 && l.axes[up].dim == asts[0].ndim - 1, "an UPCAST of the 9 windows (axis %d)", up);
+    unlink(path);
+    free(path);
+    free(x);
+}
+
+/* Row sums (the vector on the reduced dim, rows side by side): the
+ * printer folds the rows' vector accumulators pairwise with shuffles, and
+ * every output keeps the bits of one vector's fixed tree (lane l sums
+ * elements l, l + W, ...; then lanes l and l + w are added, w = W/2 down
+ * to 1), computed here on the host. */
+Test(codegen_lower, row_sums_fold_their_lanes_in_the_fixed_tree) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { R = 8, C = 256 };
+    float *x = s_rand(&rng, R * C, -1, 1), got[R];
+    for (int i = 0; i < R * C; i += 7) x[i] *= 1e4f; /* the order of the additions shows in the bits */
+    char *path = tu_tmpfile("rowsum");
+    tact_ctx *ctx = s_open(2, path);
+    int one = 1;
+    cr_assert_eq(tact_read(tact_sum(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C}, x), 1, &one, 0), got, sizeof got), TACT_OK, "%s",
+                 tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t host = ta_target_host();
+    cr_assert_eq(ta_lower(&asts[0], &host, &l, &err), TACT_OK, "%s", err.text);
+    int W = l.width;
+    if (W > 1) {
+        cr_assert(l.axes[l.vector].reduce && ta_lir_nlanes(&l) >= 2, "a vector along the row, rows side by side");
+        char *src, name[64];
+        int64_t align;
+        cr_assert_eq(ta_render_c(&asts[0], &src, name, sizeof name, &align, &err), TACT_OK, "%s", err.text);
+        cr_assert(strstr(src, "__builtin_shufflevector"), "%s", src);
+        ta_free(src);
+    }
+    for (int r = 0; r < R; r++) {
+        float h[64] = {0};
+        for (int k = 0; k < C; k++) h[k % W] = h[k % W] + x[r * C + k];
+        for (int w = W / 2; w; w /= 2)
+            for (int i = 0; i < w; i++) h[i] = h[i] + h[i + w];
+        cr_assert_eq(got[r], h[0], "seed %#llx: row %d: %.9g, the tree gives %.9g", (unsigned long long)seed, r, (double)got[r], (double)h[0]);
+    }
     unlink(path);
     free(path);
     free(x);
