@@ -162,13 +162,17 @@ int ta_mpr_nil(ta_mpr_t *r) {
 static int s_skip(ta_mpr_t *r, int depth) {
     if (depth > 64 || s_left(r) < 1) return -1;
     uint8_t b = r->p[0];
+    if (b <= 0x7f || b >= 0xe0) { /* fixints, most of an AST: one byte */
+        r->p++;
+        return 0;
+    }
     uint64_t u;
     int sig;
     double f;
     const uint8_t *ptr;
     size_t len;
     uint32_t n;
-    if (b <= 0x7f || b >= 0xe0 || (b >= 0xcc && b <= 0xd3)) return s_int(r, &u, &sig);
+    if (b >= 0xcc && b <= 0xd3) return s_int(r, &u, &sig);
     if (b == 0xc0 || b == 0xc2 || b == 0xc3) { /* nil, false, true */
         r->p++;
         return 0;
