@@ -9,6 +9,11 @@
 #define TA_MAX_COMPILERS 8
 #define TA_MAX_DEVICES 8
 
+/* A realize's small targets (the loss a training loop reads every step)
+ * come back with the executors' DONE: at most TA_RETURNS_MAX of at most
+ * TA_RETURN_BYTES each (RUN.returns, DONE.returned). */
+enum { TA_RETURN_BYTES = 64, TA_RETURNS_MAX = 16 };
+
 /*
  * The wiring and settings of a context's pipeline.  The client fills it
  * once every actor has started and sends it to each stage as CONFIG; each

@@ -91,6 +91,10 @@ typedef struct {
     uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
     uint64_t *targets;        /* its tensors */
     size_t ntargets, targets_cap;
+    /* Its small targets, whose bytes come back with the executors' DONE:
+     * (device, target id, buffer id, bytes) each. */
+    uint64_t returns[4 * TA_RETURNS_MAX];
+    int nreturns;
     g_given_t *given;         /* by realize, oldest first */
     size_t ngiven, given_cap;
     /* The backward being built (one at a time: the graph awaits the
@@ -917,6 +921,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
 static void s_end_realize(g_state_t *g) {
     g->realize = g->corr = g->awaited = 0;
     g->ntargets = 0;
+    g->nreturns = 0;
 }
 
 /* Tells the executor where the part just scheduled runs in the graph's
@@ -930,8 +935,14 @@ static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) 
     r.as.run.plan = plan;
     r.as.run.reply_to = g->reply_to;
     r.as.run.final = (uint64_t)final;
-    /* Every executor runs its share of the part and answers the client. */
+    /* Every executor runs its share of the part and answers the client,
+     * after the last part with the bytes of the small targets it holds. */
     for (int d = 0; d < g->w.ndevices; d++) {
+        uint64_t mine[3 * TA_RETURNS_MAX];
+        size_t n = 0;
+        for (int i = 0; final && i < g->nreturns; i++)
+            if (g->returns[4 * i] == (uint64_t)d) memcpy(&mine[n], &g->returns[4 * i + 1], 3 * sizeof *mine), n += 3;
+        r.as.run.returns = ta_u64s(mine, n);
         int rc = ta_actor_send(self, g->w.executor[d], &r);
         if (rc != TACT_OK) return rc;
     }
@@ -1023,6 +1034,7 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     uint64_t id;
     int needed = 0;
     g->ntargets = 0;
+    g->nreturns = 0;
     ta_u64s_begin(&it, &rq->ids);
     while (ta_u64s_next(&it, &id)) {
         g_node_t *t = s_find(g, id);
@@ -1034,7 +1046,15 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         }
         g->targets[g->ntargets++] = id;
         g_node_t *b = t->is_view ? s_find(g, t->base) : t;
-        if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st))) needed = 1;
+        int contiguous = !t->is_view || ta_vstack_contiguous(t->st);
+        if (!b->buffer || !contiguous) needed = 1;
+        /* A small target read through its base, as READ would (a view
+         * that is not contiguous is made so by this realize: read later). */
+        uint64_t bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
+        if (contiguous && bytes <= TA_RETURN_BYTES && g->nreturns < TA_RETURNS_MAX) {
+            uint64_t *q = &g->returns[4 * g->nreturns++];
+            q[0] = (uint64_t)b->device, q[1] = id, q[2] = b->id, q[3] = bytes;
+        }
     }
     int rc = needed ? s_schedule_next(self, g) : s_send_run(self, g, 0, 1);
     if (!needed || rc != TACT_OK) s_end_realize(g);

@@ -937,7 +937,10 @@ int tact_realize_async(tact_ctx *ctx, int n, tact_tensor *const *tensors);
  * or the first one's error (its text in tact_ctx_error). */
 int tact_wait(tact_ctx *ctx);
 /* Realizes t and copies its elements (row-major, numel * dtype size bytes)
- * into buf; bytes must be at least that.  Returns TACT_OK or an error. */
+ * into buf; bytes must be at least that.  Returns TACT_OK or an error.
+ * The bytes of small tensors a tact_realize named (at most 64 bytes each,
+ * the first 16 of a realize: a loss) come back with the realize's answer,
+ * and reading one of them sends nothing. */
 int tact_read(tact_tensor *t, void *buf, size_t bytes);
 /* Reads a one-element tensor as a double. */
 int tact_item(tact_tensor *t, double *out);

@@ -63,6 +63,9 @@ typedef struct {
     int failed;  /* its ERROR went out: the rest is consumed, not run */
     int silent;  /* an await of it timed out: the rest is not awaited (sends still answer) */
     char failure[300]; /* why, for the executors awaiting a copy from this one */
+    /* The small targets whose bytes DONE carries: (target, buffer, bytes) each. */
+    uint64_t returns[3 * TA_RETURNS_MAX];
+    int nreturns;
 } s_run_t;
 
 /* A program the device made runnable, by the digest of its bytes and the
@@ -309,6 +312,23 @@ static void s_finish_run(ta_actor_t *self, s_state_t *s) {
         d.as.done.planned_peak = r->p ? r->p->planned_peak : 0;
         d.as.done.unplanned = r->p ? r->p->unplanned : 0;
         d.as.done.device_bytes = live;
+        /* The small targets' bytes, one after another; one that cannot be
+         * read is left out (the client reads it the long way). */
+        uint64_t returned[2 * TA_RETURNS_MAX];
+        size_t nret = 0, at = 0;
+        uint8_t *host = r->nreturns ? ta_malloc((size_t)TA_RETURNS_MAX * TA_RETURN_BYTES) : NULL;
+        for (int i = 0; host && i < r->nreturns; i++) {
+            const uint64_t *q = &r->returns[3 * i];
+            s_buf_t *b = s_buf(s, q[1]);
+            ta_error_t e = {0, ""};
+            if (!b || q[2] > b->bytes || q[2] > TA_RETURN_BYTES) continue;
+            if (s->dev_ops->host_memory) memcpy(host + at, b->ptr, q[2]);
+            else if (s->dev_ops->copy_out(s->dev, host + at, b->ptr, q[2], &e) != TACT_OK) continue;
+            returned[nret++] = q[0], returned[nret++] = q[2];
+            at += q[2];
+        }
+        d.as.done.returned = ta_u64s(returned, nret);
+        if (host) d.bulk.ptr = host, d.bulk.len = at, d.bulk_free = s_free_host;
         ta_actor_send(self, (uint32_t)r->reply_to, &d);
     }
     s_plan_free(r->p);
@@ -629,7 +649,14 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     const ta_run_msg_t *r = &m->as.run;
     if (s->run.active) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN while realize %" PRIu64 " runs", s->run.realize);
     if (!r->reply_to || r->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN names no port to answer");
-    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, 0, ""};
+    if (r->returns.n % 3 || r->returns.n > 3 * TA_RETURNS_MAX)
+        return ta_actor_fail(self, TACT_EPROTO, "executor: RUN returns %u values, not at most %d triples", r->returns.n, TA_RETURNS_MAX);
+    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, 0, "", {0}, 0};
+    ta_u64s_it_t rit;
+    uint64_t rv;
+    ta_u64s_begin(&rit, &r->returns);
+    for (int k = 0; ta_u64s_next(&rit, &rv); k++) s->run.returns[k] = rv;
+    s->run.nreturns = (int)(r->returns.n / 3);
     if (s->done_corr != m->corr) s->done_corr = m->corr, s->done_steps = 0; /* the first part of a realize */
     /* A later part of a realize that failed runs nothing; the client heard. */
     s->run.failed = s->failed_corr == m->corr;

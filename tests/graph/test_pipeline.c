@@ -1299,3 +1299,71 @@ Test(graph_pipeline, an_expression_built_again_after_its_scope_ended_runs_again)
     }
     tact_ctx_close(&ctx);
 }
+
+/* ------------------------------------------------- small results come back */
+
+/* The READ requests the client sent in the log at path. */
+static int s_reads_sent(const char *path) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    int n = 0;
+    for (size_t i = 0; i < log->nstreams; i++) {
+        if (strcmp(log->streams[i].name, "client") != 0) continue;
+        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
+            const ta_log_record_t *rec = &log->streams[i].records[k];
+            ta_msg_t m;
+            if (rec->dir == TA_LOG_OUT && ta_log_record_msg(rec, &m, &err) == TACT_OK && m.type == TA_MSG_READ) n++;
+        }
+    }
+    ta_log_free(&log);
+    return n;
+}
+
+/* The bytes of a realize's small targets (at most TA_RETURN_BYTES each, at
+ * most TA_RETURNS_MAX) come back with its answer: reading them sends no
+ * READ, a scalar and a contiguous view alike; a larger target, and the
+ * small ones past the limit, are read with a READ each.  An assign makes a
+ * new node: a read after it gives the new value.  Values by hand. */
+Test(graph_pipeline, small_results_come_back_with_the_realize) {
+    char *path = tu_tmpfile("returned");
+    tact_ctx *ctx = s_open(2, path);
+    float v[100];
+    for (int i = 0; i < 100; i++) v[i] = (float)(i + 1);
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){100}, v);
+    tact_tensor *four = tact_shrink(x, (const int64_t[][2]){{0, 4}});                  /* 1 2 3 4 */
+    tact_tensor *loss = tact_sum(tact_mul(four, four), -1, NULL, 0);                    /* 30 */
+    tact_tensor *twice = tact_contiguous(tact_mul(four, tact_scalar(ctx, 2.0)));        /* 2 4 6 8 */
+    tact_tensor *square = tact_reshape(twice, 2, (int64_t[]){2, 2});                   /* a view of it */
+    tact_tensor *big = tact_add(x, tact_scalar(ctx, 1.0));                              /* 400 bytes */
+    tact_tensor *outs[4] = {loss, twice, square, big};
+    cr_assert_eq(tact_realize(ctx, 4, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    double l;
+    float t[4], q[4], b[100];
+    cr_assert_eq(tact_item(loss, &l), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(twice, t, sizeof t), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(square, q, sizeof q), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(big, b, sizeof b), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(l, 30.0);
+    for (int i = 0; i < 4; i++) cr_assert(t[i] == 2.0f * (float)(i + 1) && q[i] == t[i], "[%d]: %g %g", i, (double)t[i], (double)q[i]);
+    for (int i = 0; i < 100; i++) cr_assert_eq(b[i], (float)(i + 2));
+    /* An assign: the same handle names a new node, computed and read anew. */
+    tact_assign(twice, tact_mul(twice, tact_scalar(ctx, 10.0)));
+    cr_assert_eq(tact_realize(ctx, 1, &twice), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(twice, t, sizeof t), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(t[i], 20.0f * (float)(i + 1));
+    /* More small targets than come back: the rest are read with READs. */
+    enum { N = TA_RETURNS_MAX + 4 };
+    tact_tensor *many[N];
+    for (int i = 0; i < N; i++) many[i] = tact_sum(tact_mul(four, tact_scalar(ctx, (double)i)), -1, NULL, 0); /* 10 i */
+    cr_assert_eq(tact_realize(ctx, N, many), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(tact_item(many[i], &l), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(l, 10.0 * i, "many[%d]: %g", i, l);
+    }
+    tact_ctx_close(&ctx);
+    int reads = s_reads_sent(path);
+    cr_assert_eq(reads, 1 + N - TA_RETURNS_MAX, "%d READs: only the large target and the small ones past the limit", reads);
+    unlink(path);
+    free(path);
+}
