@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cc.h"
+#include "device.h"
 
 void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers, uint64_t *executors, char *devices, size_t devices_size) {
     ta_msg_init(m, TA_MSG_CONFIG);
@@ -51,19 +52,11 @@ int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port) {
     return -1;
 }
 
-/* Splits CONFIG's device list (names joined by commas) into n->device, one
- * per executor; -1 when the counts differ or a name is empty or long. */
+/* CONFIG's device list (names joined by commas) into n->device, one per
+ * executor; -1 when the counts differ or a name is empty or long. */
 static int s_devices(const ta_bytes_t list, ta_pipeline_t *n) {
-    size_t at = 0;
-    for (int i = 0; i < n->ndevices; i++) {
-        size_t end = at;
-        while (end < list.len && list.ptr[end] != ',') end++;
-        if (end == at || end - at >= sizeof n->device[i]) return -1;
-        memcpy(n->device[i], list.ptr + at, end - at);
-        n->device[i][end - at] = '\0';
-        at = end + 1;
-    }
-    return at == list.len + 1 ? 0 : -1;
+    ta_error_t err;
+    return ta_device_names((const char *)list.ptr, list.len, n->device, TA_MAX_DEVICES, &err) == n->ndevices ? 0 : -1;
 }
 
 static int s_port(uint64_t v, uint32_t *out) {

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "client_core.h"
+#include "device.h"
 #include "mem.h"
 
 /*
@@ -157,23 +158,16 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     if (!devices) return tc_error(ctx, TACT_EINVAL, "shard: devices is NULL");
     ti_multi_t proto;
     memset(&proto, 0, sizeof proto);
-    const char *p = devices;
-    for (;;) { /* the names, each one of the context's, each once */
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        char name[32];
-        ta_error_t err;
-        int at = -1;
-        if (len >= sizeof name) return tc_error(ctx, TACT_EINVAL, "shard: a device name of %zu characters", len);
-        memcpy(name, p, len);
-        name[len] = '\0';
-        if ((at = tc_device_index(ctx, name, &err)) < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
+    char names[TA_MAX_DEVICES][16];
+    ta_error_t err;
+    int count = ta_device_names(devices, strlen(devices), names, TA_MAX_DEVICES, &err);
+    if (count < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
+    for (int k = 0; k < count; k++) { /* the names, each one of the context's, each once */
+        int at = tc_device_index(ctx, names[k], &err);
+        if (at < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
         for (int i = 0; i < proto.n; i++)
-            if (proto.dev[i] == at) return tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", name);
-        if (proto.n == TA_MAX_DEVICES) return tc_error(ctx, TACT_EINVAL, "shard: more than %d devices", TA_MAX_DEVICES);
+            if (proto.dev[i] == at) return tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", names[k]);
         proto.dev[proto.n++] = at;
-        if (!end) break;
-        p = end + 1;
     }
     if (axis != TACT_REPLICATE && (axis < -x->shape.ndim || axis >= x->shape.ndim))
         return tc_error(ctx, TACT_EINVAL, "shard: axis %d of a tensor of %d dims", axis, x->shape.ndim);

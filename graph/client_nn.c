@@ -151,6 +151,24 @@ ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
     return ti_max(s_padded_pool(x, opt, opt->kernel, -INFINITY, 1, "max_pool2d"), n, axes, 0);
 }
 
+/* The convolution's sums r, of shape (bs, g, rc, *o, 1, ...) with n dims,
+ * plus the bias, as (bs, g * rc, *o).  The bias is added before the
+ * reshape, in the reduce's own shape, so the scheduler fuses it into the
+ * reduce's kernel; the same values as the reference's add after it. */
+static ti_tensor_t *s_conv_out(ti_tensor_t *r, ti_tensor_t *bias, int n, int64_t bs, int64_t g, int64_t rc, int nk, const int64_t *o) {
+    if (bias) {
+        int64_t bsh[TA_MAX_DIMS];
+        for (int j = 0; j < n; j++) bsh[j] = 1;
+        bsh[1] = g, bsh[2] = rc;
+        r = ti_add(r, ti_reshape(bias, n, bsh));
+    }
+    int k = 0;
+    int64_t out[TA_MAX_DIMS];
+    out[k++] = bs, out[k++] = g * rc;
+    for (int j = 0; j < nk; j++) out[k++] = o[j];
+    return ti_reshape(r, k, out);
+}
+
 /* Elements start, start+step, ... (count of them) of dim j. */
 static ti_tensor_t *s_every(ti_tensor_t *x, int j, int64_t start, int64_t count, int64_t step) {
     int nd = ti_ndim(x);
@@ -219,7 +237,7 @@ static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tens
         }
         pieces[q] = v;
     }
-    int64_t g = w->groups, bs = xs[0], cout = ws[0], cin = ws[1], rc = cout / g, d[TA_MAX_DIMS];
+    int64_t g = w->groups, bs = xs[0], cin = ws[1], rc = ws[0] / g, d[TA_MAX_DIMS];
     ti_tensor_t *cols = ti_stack((int)kprod, pieces, -1); /* (bs, g*cin, *o, K) */
     int m = 0;
     d[m++] = bs, d[m++] = g, d[m++] = cin;
@@ -245,17 +263,7 @@ static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tens
     wr[n++] = cin * kprod;
     int axis = -1;
     ti_tensor_t *r = ti_sum(ti_mul(ti_expand(cols, m, e), ti_reshape(weight, n, wr)), 1, &axis, 1);
-    if (bias) {
-        int64_t bsh[TA_MAX_DIMS];
-        for (int j = 0; j < n; j++) bsh[j] = 1;
-        bsh[1] = g, bsh[2] = rc;
-        r = ti_add(r, ti_reshape(bias, n, bsh));
-    }
-    int k = 0;
-    int64_t out[TA_MAX_DIMS];
-    out[k++] = bs, out[k++] = cout;
-    for (int j = 0; j < nk; j++) out[k++] = o[j];
-    return ti_reshape(r, k, out);
+    return s_conv_out(r, bias, n, bs, g, rc, nk, o);
 }
 
 /* x (bs, groups*cin, *i), weight (cout, cin, *k): the pool view (bs,
@@ -284,7 +292,7 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     if (unfolded) return unfolded;
     ti_tensor_t *p = s_padded_pool(x, &ww, ww.kernel, 0, 0, "conv2d"); /* (bs, g*cin, *o, *k) */
     if (ti_status_of(p)) return p;
-    int64_t ps[TA_MAX_DIMS], rc = cout / g, a[TA_MAX_DIMS], e[TA_MAX_DIMS], wr[TA_MAX_DIMS], out[TA_MAX_DIMS];
+    int64_t ps[TA_MAX_DIMS], rc = cout / g, a[TA_MAX_DIMS], e[TA_MAX_DIMS], wr[TA_MAX_DIMS];
     ti_shape(p, ps);
     int m = 0;
     a[m++] = bs, a[m++] = g, a[m++] = cin, a[m++] = 1;
@@ -305,19 +313,7 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     int axes[4];
     for (int j = 0; j <= nk; j++) axes[j] = -1 - j;
     ti_tensor_t *r = ti_sum(ti_mul(v, ti_reshape(weight, n, wr)), nk + 1, axes, 1);
-    if (bias) {
-        /* Added before the final reshape, in the reduce's own shape (bs, g,
-         * rc, *o, 1, ...), so the scheduler fuses it into the reduce's
-         * kernel; the same values as the reference's add after it. */
-        int64_t bsh[TA_MAX_DIMS];
-        for (int j = 0; j < n; j++) bsh[j] = 1;
-        bsh[1] = g, bsh[2] = rc;
-        r = ti_add(r, ti_reshape(bias, n, bsh));
-    }
-    int k = 0;
-    out[k++] = bs, out[k++] = cout;
-    for (int j = 0; j < nk; j++) out[k++] = ps[2 + j];
-    return ti_reshape(r, k, out);
+    return s_conv_out(r, bias, n, bs, g, rc, nk, ps + 2);
 }
 
 /* x.dot(weight) (weight (in, out), as the reference: not PyTorch's (out, in)),

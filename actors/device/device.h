@@ -142,6 +142,14 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
  * CPU:0, "KIND:k" otherwise ("CL" is "CL:0"). */
 int ta_device_canonical(const char *name, char out[16], ta_error_t *err);
 
+/* Splits a list of device names joined by commas (len bytes, no NUL
+ * needed) into out, at most max names of at most 15 characters each, as
+ * they are written (not checked against the devices present).  Returns
+ * how many, or -1 with err saying what is wrong (an empty or long name,
+ * more than max).  A context's device list, CONFIG's and tact_shard's
+ * are read by it. */
+int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_error_t *err);
+
 /* Describes the devices present into out (at most max); returns how many
  * there are (which may be more than max). */
 int ta_device_list(ta_device_info_t *out, int max);

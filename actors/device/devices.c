@@ -61,6 +61,21 @@ int ta_device_canonical(const char *name, char out[16], ta_error_t *err) {
     return TACT_OK;
 }
 
+int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_error_t *err) {
+    int n = 0;
+    for (size_t at = 0;; n++) {
+        size_t end = at;
+        while (end < len && list[end] != ',') end++;
+        if (end == at) return ta_error_set(err, TACT_EINVAL, "an empty device name"), -1;
+        if (end - at >= sizeof out[0]) return ta_error_set(err, TACT_EINVAL, "device name '%.*s...' is too long", 15, list + at), -1;
+        if (n == max) return ta_error_set(err, TACT_EINVAL, "more than %d devices", max), -1;
+        memcpy(out[n], list + at, end - at);
+        out[n][end - at] = '\0';
+        if (end == len) return n + 1;
+        at = end + 1;
+    }
+}
+
 void ta_cond_init_monotonic(pthread_cond_t *c) {
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);

@@ -223,6 +223,25 @@ Test(device, names_are_parsed_and_absent_devices_are_clear_errors) {
     cr_assert(strstr(err.text, "not supported"), "%s", err.text);
 }
 
+/* A device list splits at commas into names as written; an empty name, a
+ * name of 16 characters or more, or more names than fit are errors. */
+Test(device, device_lists_split_at_commas_with_clear_errors) {
+    char names[3][16];
+    ta_error_t err;
+    const char *two = "CPU,CL:1 and more";
+    cr_assert_eq(ta_device_names(two, 8, names, 3, &err), 2, "%s", err.text); /* the length bounds the list, not a NUL */
+    cr_assert(strcmp(names[0], "CPU") == 0 && strcmp(names[1], "CL:1") == 0, "%s %s", names[0], names[1]);
+    cr_assert_eq(ta_device_names("CPU:0,CPU:1,CPU:2", 17, names, 3, &err), 3);
+    static const struct {
+        const char *list, *error;
+    } bad[] = {{"", "empty"}, {"CPU,", "empty"}, {",CPU", "empty"}, {"CPU,,CL", "empty"}, {"ABCDEFGHIJKLMNOP", "too long"},
+               {"A,B,C,D", "more than 3 devices"}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(ta_device_names(bad[i].list, strlen(bad[i].list), names, 3, &err), -1, "'%s' accepted", bad[i].list);
+        cr_assert(strstr(err.text, bad[i].error), "'%s': %s", bad[i].list, err.text);
+    }
+}
+
 Test(device, tact_devices_lists_the_cpu_first_and_each_opencl_device) {
     int n = tact_devices(NULL, 0);
     cr_assert_eq(n, 1 + ta_cl_device.count());
