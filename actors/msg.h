@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 9
+#define TA_PROTOCOL_VERSION 10
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {

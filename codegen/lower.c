@@ -117,12 +117,12 @@ static ta_access_t s_access_along(const ta_ast_t *a, const ta_ast_node_t *n, int
     return k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
 }
 
-/* Whether node n's validity (its view's masks) depends on dim d. */
-static int s_guarded_by(const ta_ast_t *a, const ta_ast_node_t *n, int d, ta_sym_arena_t *ar) {
+/* Whether node n's view is masked out everywhere dim d's index is v. */
+static int s_never_at(const ta_ast_t *a, const ta_ast_node_t *n, int d, int64_t v, ta_sym_arena_t *ar) {
     const ta_sym_t *idx[TA_MAX_DIMS], *pos, *valid;
-    for (int k = 0; k < a->ndim; k++) idx[k] = ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
-    if (ta_vstack_expr(&a->views[n->view], ar, idx, &pos, &valid) != 0) return 0;
-    return (int)(ta_sym_slots(valid) >> d & 1);
+    for (int k = 0; k < a->ndim; k++) idx[k] = k == d ? ta_sym_const(ar, v) : ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+    int64_t c;
+    return ta_vstack_expr(&a->views[n->view], ar, idx, &pos, &valid) == 0 && ta_sym_is_const(valid, &c) && c == 0;
 }
 
 /* Marks the reduce's source subtree (computed inside the reduce loops). */
@@ -300,14 +300,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             /* Pieces side by side along a short dim (a stack, a cat, the
              * windows of an unfold): each load's mask picks its piece by
              * that dim's index.  Unrolled whole, every lane knows its
-             * index, so the masks of the other pieces fold away. */
-            int most = 1;
+             * index and the masks of the other pieces fold to false: taken
+             * when at least half of the loads' lanes fold so, and the dim
+             * whole (with the dims inside it) still leaves 16 work items. */
+            int most = 0;
             for (int d = 0; d < a->ndim; d++) {
-                if (out[d] < 2 || out[d] > 16) continue;
-                int guarded = 0;
+                if (out[d] < 2 || out[d] > 16 || numel / (out[d] * ostride[d]) < 16) continue;
+                int never = 0, lanes = 0;
                 for (int i = 0; i < a->nnodes; i++)
-                    if (a->nodes[i].op == TA_OP_LOAD) guarded += s_guarded_by(a, &a->nodes[i], d, ar);
-                if (guarded > most) most = guarded, up_dim[1] = d, up_size[1] = out[d];
+                    for (int64_t v = 0; a->nodes[i].op == TA_OP_LOAD && v < out[d]; v++) never += s_never_at(a, &a->nodes[i], d, v, ar), lanes++;
+                if (2 * never >= lanes && never > most) most = never, up_dim[1] = d, up_size[1] = out[d];
             }
         }
         for (int u = 0; u < 2; u++)

@@ -458,12 +458,14 @@ static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
 /* The sums of a reduce's vector accumulators, all lanes at once (C
  * target): pairs of vectors are folded into one by two shuffles and an
  * add, halving the partials of every accumulator at each level, so m
- * accumulators take m - 1 vector adds instead of m sums of one vector's
- * lanes.  Every add pairs the same partials as tact_vsum's tree (lane l
- * with lane l + w, w = W/2 down to 1), so the bits are the same.  At the
- * first lane, emits the tree and its results red<lane> for every lane;
- * at the others, nothing.  Returns 1 when done, 0 when the accumulators
- * are not a power of two (tact_vsum then), -1 on error. */
+ * accumulators (m >= W) take m - 1 vector adds instead of m sums of one
+ * vector's lanes (fewer than W fold into one vector, then within it).
+ * Every add pairs the same partials as tact_vsum's tree (lane l with lane
+ * l + w, w = W/2 down to 1), so the bits are the same, and a compiler
+ * without __builtin_shufflevector (gcc before 12) takes tact_vsum.  At
+ * the first lane, emits the tree and its results red<lane> for every
+ * lane; at the others, nothing.  Returns 1 when done, 0 when the
+ * accumulators are not a power of two (tact_vsum then). */
 static int s_sum_tree(s_ctx_t *c, int node) {
     const ta_lir_t *l = c->l;
     int nl = ta_lir_nlanes(l), acc[TA_LIR_MAX_LANES], m = 0, W = l->width;
@@ -472,6 +474,7 @@ static int s_sum_tree(s_ctx_t *c, int node) {
     if (m < 2 || (m & (m - 1)) || W < 2) return 0;
     if (c->lane != acc[0]) return 1;
     s_str_t *o = c->out;
+    s_put(o, "#if defined(__clang__) || __GNUC__ >= 12\n");
     /* v: the vectors of this level (names), each holding groups of g
      * partials, accumulators in order. */
     char v[TA_LIR_MAX_LANES][16];
@@ -502,6 +505,12 @@ static int s_sum_tree(s_ctx_t *c, int node) {
         s_indent(c);
         s_put(o, "float red%d = %s[%d];\n", acc[k], v[k / W], k % W);
     }
+    s_put(o, "#else\n");
+    for (int k = 0; k < m; k++) {
+        s_indent(c);
+        s_put(o, "float red%d = tact_vsum(acc%d);\n", acc[k], acc[k]);
+    }
+    s_put(o, "#endif\n");
     return 1;
 }
 
@@ -585,9 +594,7 @@ static int s_node(s_ctx_t *c, int i) {
     case TA_OP_RMAX: /* its accumulators were updated in the loops; a VECTOR over the reduced dim is summed here */
         if (c->l->vector >= 0 && c->l->axes[c->l->vector].reduce) {
             snprintf(name, 16, "red%d", c->lane);
-            int tree = n->op == TA_OP_SUM && !c->l->target.opencl ? s_sum_tree(c, i) : 0;
-            if (tree < 0) return -1;
-            if (!tree) {
+            if (n->op != TA_OP_SUM || c->l->target.opencl || !s_sum_tree(c, i)) {
                 s_indent(c);
                 s_put(o, "float %s = %s(acc%d);\n", name, n->op == TA_OP_SUM ? "tact_vsum" : "tact_vhmax", c->lane);
             }

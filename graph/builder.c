@@ -1051,9 +1051,9 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         /* A small target read through its base, as READ would (a view
          * that is not contiguous is made so by this realize: read later). */
         uint64_t bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
-        if (contiguous && bytes <= TA_RETURN_BYTES && g->nreturns < TA_RETURNS_MAX) {
+        if (contiguous && bytes && bytes <= TA_RETURN_BYTES && g->nreturns < TA_RETURNS_MAX) {
             uint64_t *q = &g->returns[4 * g->nreturns++];
-            q[0] = (uint64_t)b->device, q[1] = id, q[2] = b->id, q[3] = bytes;
+            q[0] = (uint64_t)b->device, q[1] = id, q[2] = b->buf, q[3] = bytes; /* an assign's node names its target's buffer */
         }
     }
     int rc = needed ? s_schedule_next(self, g) : s_send_run(self, g, 0, 1);

@@ -48,7 +48,7 @@ struct ti_ctx {
     uint64_t *released;
     size_t nreleased, released_cap;
     struct s_inflight {
-        uint64_t corr, realize;
+        uint64_t corr, realize, assigns;
     } *inflight; /* realizes started, not yet waited for */
     size_t ninflight, inflight_cap;
     uint64_t realizes;  /* realizes started so far: each is numbered */
@@ -66,14 +66,17 @@ struct ti_ctx {
     int no_grad; /* tact_set_no_grad: new ops get no gradient flag */
     /* The bytes of small tensors that came back with realizes' answers
      * (DONE.returned), the latest TA_RETURNS_MAX: a read of one of them
-     * needs no request.  A node's bytes never change once computed (an
-     * assign makes a new node), so an entry is right while its id lives. */
+     * needs no request.  An assign writes its target's buffer in place,
+     * which views made before it share, so every assign forgets them all,
+     * and the answer of a realize sent before an assign is not kept
+     * (assigns counts them; a realize in flight notes the count). */
     struct s_returned {
         uint64_t id;
         size_t len;
         uint8_t bytes[TA_RETURN_BYTES];
     } returned[TA_RETURNS_MAX];
     int next_returned;
+    uint64_t assigns;
 };
 
 void ti_rng_take(ti_ctx_t *ctx, uint64_t num, uint64_t *seed, uint32_t *counter) {
@@ -867,6 +870,9 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
         ctx->released[ctx->nreleased++] = target->id;
     target->id = next.id;
     target->realized = 0;
+    /* The target's buffer will change under the views that share it. */
+    ctx->assigns++;
+    memset(ctx->returned, 0, sizeof ctx->returned);
     return target;
 }
 
@@ -882,9 +888,14 @@ static void s_keep_returned(ti_ctx_t *ctx, const ta_msg_t *done) {
     if (done->as.done.returned.n % 2) return;
     ta_u64s_begin(&it, &done->as.done.returned);
     while (ta_u64s_next(&it, &id) && ta_u64s_next(&it, &len)) {
-        if (len > TA_RETURN_BYTES || len > done->bulk.len - at) return;
-        struct s_returned *e = &ctx->returned[ctx->next_returned];
-        ctx->next_returned = (ctx->next_returned + 1) % TA_RETURNS_MAX;
+        if (!len || len > TA_RETURN_BYTES || len > done->bulk.len - at) return;
+        struct s_returned *e = NULL;
+        for (int i = 0; i < TA_RETURNS_MAX && !e; i++)
+            if (ctx->returned[i].id == id) e = &ctx->returned[i]; /* one entry an id */
+        if (!e) {
+            e = &ctx->returned[ctx->next_returned];
+            ctx->next_returned = (ctx->next_returned + 1) % TA_RETURNS_MAX;
+        }
         e->id = id;
         e->len = (size_t)len;
         memcpy(e->bytes, (const uint8_t *)done->bulk.ptr + at, (size_t)len);
@@ -916,7 +927,7 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
                 ta_error_set(&e, r, "no answer to realize %" PRIu64 ", and no sign of work on it, within %d ms", ctx->inflight[i].realize,
                              ctx->timeout_ms);
             if (r == TACT_OK && reply.type == TA_MSG_DONE) {
-                s_keep_returned(ctx, &reply);
+                if (ctx->inflight[i].assigns == ctx->assigns) s_keep_returned(ctx, &reply);
                 sum.planned_peak_bytes += reply.as.done.planned_peak;
                 sum.unplanned_bytes += reply.as.done.unplanned;
                 sum.device_bytes += reply.as.done.device_bytes;
@@ -1056,7 +1067,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         req.as.realize.failed = ta_u64s(ctx->failed, ctx->nfailed);
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
         if (rc == TACT_OK) {
-            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes};
+            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns};
             ctx->nfailed = 0;
         }
     }
@@ -1115,9 +1126,11 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     /* Realized already: one request, not a realize and then a read (a
      * training loop reads its loss every step). */
     if (t->realized && t->id) {
-        for (int i = 0; i < TA_RETURNS_MAX; i++)
+        /* Came with a realize's answer: no request (unless realizes are in
+         * flight, whose errors a read reports as it waits for them). */
+        for (int i = 0; i < TA_RETURNS_MAX && !ctx->ninflight; i++)
             if (ctx->returned[i].id == t->id && ctx->returned[i].len == need) {
-                memcpy(buf, ctx->returned[i].bytes, need); /* it came with the realize's answer */
+                memcpy(buf, ctx->returned[i].bytes, need);
                 return TACT_OK;
             }
         if (s_read_bytes(ctx, t->id, buf, need) == TACT_OK) return TACT_OK;

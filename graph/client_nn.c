@@ -37,15 +37,23 @@ static int s_padding(const tact_window *w, int64_t *out) {
     return 0;
 }
 
+/* Window sizes, strides, dilations and paddings are at most this: the
+ * shapes computed from them cannot overflow. */
+#define S_WINDOW_MAX (INT64_C(1) << 31)
+
 static int s_window_ok(ti_tensor_t *x, const tact_window *w, const char *op, ti_tensor_t **err) {
     *err = NULL;
     if (w->ndims < 1 || w->ndims > 3 || w->ndims > ti_ndim(x))
         return *err = tc_fail(x, TACT_EINVAL, "%s: %d spatial dims for a %d-dim tensor (1 to 3, no more than its dims)", op, w->ndims, ti_ndim(x)), -1;
     for (int i = 0; i < w->ndims; i++)
-        if (w->kernel[i] < 1 || w->stride[i] < 0 || w->dilation[i] < 1)
-            return *err = tc_fail(x, TACT_EINVAL, "%s: kernel %lld, stride %lld, dilation %lld (kernel and dilation at least 1)", op, (long long)w->kernel[i],
-                                 (long long)w->stride[i], (long long)w->dilation[i]),
+        if (w->kernel[i] < 1 || w->stride[i] < 0 || w->dilation[i] < 1 || w->kernel[i] > S_WINDOW_MAX || w->stride[i] > S_WINDOW_MAX ||
+            w->dilation[i] > S_WINDOW_MAX)
+            return *err = tc_fail(x, TACT_EINVAL, "%s: kernel %lld, stride %lld, dilation %lld (kernel and dilation at least 1, each at most 2^31)", op,
+                                 (long long)w->kernel[i], (long long)w->stride[i], (long long)w->dilation[i]),
                    -1;
+    for (int i = 0; i < w->npad && i < 6; i++)
+        if (w->padding[i] > S_WINDOW_MAX || w->padding[i] < -S_WINDOW_MAX)
+            return *err = tc_fail(x, TACT_EINVAL, "%s: padding %lld (at most 2^31 either way)", op, (long long)w->padding[i]), -1;
     return 0;
 }
 
@@ -201,11 +209,14 @@ static ti_tensor_t *s_every(ti_tensor_t *x, int j, int64_t start, int64_t count,
  * of a masked gather per product, and its gradients are matmuls too, plus
  * a sum of the pieces' shifted views for the input.  Taken when the
  * windows hold at least S_UNFOLD_MIN values (a shorter reduce gains
- * nothing from vectors), at most S_UNFOLD_PIECES offsets, and the columns
- * fit in S_UNFOLD_BYTES (they are the input copied prod(k) times); NULL
- * otherwise, and the pooling view below computes the same values. */
-enum { S_UNFOLD_MIN = 16, S_UNFOLD_PIECES = 64 };
-#define S_UNFOLD_BYTES (256.0 * 1024 * 1024)
+ * nothing from vectors), at most S_UNFOLD_PIECES offsets (the stack of
+ * pieces then fits one kernel: TA_AST_MAX_VIEWS), and one sample's
+ * columns take at most S_UNFOLD_SAMPLE_BYTES (they are its input copied
+ * prod(k) times); NULL otherwise, and the pooling view below computes the
+ * same values.  The choice never depends on the batch, so a sample's
+ * bits do not either (DESIGN.md §2, batch invariance). */
+enum { S_UNFOLD_MIN = 16, S_UNFOLD_PIECES = 27 };
+#define S_UNFOLD_SAMPLE_BYTES (4.0 * 1024 * 1024)
 static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *w) {
     int nk = w->ndims;
     int64_t pad[6], xs[TA_MAX_DIMS], ws[TA_MAX_DIMS], o[3], s[3], kprod = 1;
@@ -214,7 +225,7 @@ static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tens
     for (int j = 0; j < nk; j++) kprod *= ws[2 + j];
     if (kprod > S_UNFOLD_PIECES || ws[1] * kprod < S_UNFOLD_MIN) return NULL;
     ti_shape(x, xs);
-    double bytes = (double)ta_dtype_size(ti_dtype_of(x)) * (double)xs[0] * (double)ws[1] * (double)w->groups * (double)kprod;
+    double bytes = (double)ta_dtype_size(ti_dtype_of(x)) * (double)ws[1] * (double)w->groups * (double)kprod; /* one sample's */
     for (int j = 0; j < nk; j++) {
         s[j] = w->stride[j] ? w->stride[j] : 1;
         int64_t span = xs[2 + j] + pad[2 * (nk - 1 - j)] + pad[2 * (nk - 1 - j) + 1] - w->dilation[j] * (ws[2 + j] - 1);
@@ -222,7 +233,7 @@ static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tens
         if (o[j] <= 0) return NULL;
         bytes *= (double)o[j];
     }
-    if (bytes > S_UNFOLD_BYTES) return NULL;
+    if (bytes > S_UNFOLD_SAMPLE_BYTES) return NULL;
     ti_tensor_t *xp = ti_pad2d(x, 2 * nk, pad, 0);
     if (ti_status_of(xp)) return xp;
     ti_shape(xp, xs);

@@ -553,12 +553,14 @@ void tact_window_default(tact_window *w);
 
 /* x (batch, groups * cin, *spatial) with weight (cout, cin, *kernel) and an
  * optional bias (cout) (NULL: none).  When a window holds at least 16
- * values (cin x prod(kernel)), it has at most 64 offsets and its columns
- * (the input copied prod(kernel) times) take at most 256 MiB, the windows
- * are first laid out in a buffer of their own and then summed against the
- * weight as a matmul (two kernels, faster ones, the gradients matmuls
- * too); otherwise the reference's one fused kernel.  The values are the
- * same within rounding. */
+ * values (cin x prod(kernel)), it has at most 27 offsets (3x3x3) and one
+ * sample's columns (its input copied prod(kernel) times) take at most 4
+ * MiB, the windows are first laid out in a buffer of their own and then
+ * summed against the weight as a matmul (two kernels, faster ones, the
+ * gradients matmuls too); otherwise the reference's one fused kernel.
+ * The values are the same within rounding; the choice does not depend on
+ * the batch size.  Window sizes, strides, dilations and paddings above
+ * 2^31 are refused. */
 tact_tensor *tact_conv2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt);
 /* x (batch, cin, *spatial) with weight (cin, cout / groups, *kernel), the
  * gradient of conv2d; padding is 1 amount or one per dim, output_padding

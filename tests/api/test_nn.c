@@ -194,3 +194,34 @@ Test(api_nn, shifts_by_hand) {
     cr_assert_eq(tact_status_of(e), TACT_EDTYPE, "%s", tact_error_message(e));
     tact_ctx_close(&ctx);
 }
+
+/* A sample's convolution has the same bits in a batch of one as in a
+ * larger batch (DESIGN.md §2, batch invariance), on both ways conv2d
+ * computes: columns and a matmul (windows of 72 values), and the pooling
+ * view (one sample's columns over 4 MiB: 16 x 9 x 96 x 96 floats). */
+Test(api_nn, a_samples_convolution_does_not_depend_on_the_batch) {
+    uint64_t seed = tu_seed(), rng = seed;
+    static const int64_t cases[2][4] = {{5, 8, 12, 12}, {2, 16, 96, 96}}; /* batch, cin, h, w */
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    for (int c = 0; c < 2; c++) {
+        int64_t bs = cases[c][0], cin = cases[c][1], h = cases[c][2], w = cases[c][3], n = bs * cin * h * w, per = 4 * h * w;
+        float *x = malloc(sizeof *x * (size_t)n), wt[4 * 16 * 9], *all = malloc(sizeof *all * (size_t)(bs * per)), *one = malloc(sizeof *one * (size_t)per);
+        cr_assert(x && all && one);
+        for (int64_t i = 0; i < n; i++) x[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+        for (int i = 0; i < 4 * 16 * 9; i++) wt[i] = (float)((double)(tu_rand(&rng) >> 11) / 9007199254740992.0 * 2 - 1);
+        tact_window win;
+        tact_window_default(&win);
+        win.npad = 1, win.padding[0] = 1;
+        tact_tensor *weight = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){4, cin, 3, 3}, wt);
+        tact_tensor *xb = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){bs, cin, h, w}, x);
+        tact_tensor *x1 = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){1, cin, h, w}, x);
+        cr_assert_eq(tact_read(tact_conv2d(xb, weight, NULL, &win), all, sizeof *all * (size_t)(bs * per)), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_conv2d(x1, weight, NULL, &win), one, sizeof *one * (size_t)per), TACT_OK, "%s", tact_ctx_error(ctx));
+        for (int64_t i = 0; i < per; i++)
+            cr_assert(memcmp(&all[i], &one[i], sizeof one[i]) == 0, "seed %#llx: case %d, output %lld: %.9g in a batch of %lld, %.9g alone",
+                      (unsigned long long)seed, c, (long long)i, (double)all[i], (long long)bs, (double)one[i]);
+        free(x), free(all), free(one);
+    }
+    tact_ctx_close(&ctx);
+}

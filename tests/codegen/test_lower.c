@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "ast.h"
+#include "cc.h"
 #include "log.h"
 #include "lower.h"
 #include "mem.h"
@@ -450,8 +451,20 @@ Test(codegen_lower, stacked_windows_are_unrolled_along_the_stack) {
         if (l.axes[a].kind == TA_AXIS_UPCAST) up = a;
     cr_assert(up >= 0 && l.axes[up].size == 9 && l.axes[up].dim == asts[0].ndim - 1, "an UPCAST of the 9 windows (axis %d)", up);
     unlink(path);
+    /* Two long pieces stacked along dim 0: unrolling it would leave one
+     * work item (one thread), so it is not. */
+    ctx = s_open(2, path);
+    float *y = s_rand(&rng, 2 * 4096, -1, 1), out2[2 * 4096];
+    tact_tensor *two[2] = {tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){4096}, y), tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){4096}, y + 4096)};
+    cr_assert_eq(tact_read(tact_stack(2, two, 0), out2, sizeof out2), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    cr_assert(memcmp(out2, y, sizeof out2) == 0, "stack along dim 0");
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    cr_assert_eq(ta_lower(&asts[0], &avx512, &l, &err), TACT_OK, "%s", err.text);
+    cr_assert_geq(l.items, 16, "%lld work items", (long long)l.items);
+    unlink(path);
     free(path);
-    free(x);
+    free(x), free(y);
 }
 
 /* Row sums (the vector on the reduced dim, rows side by side): the
@@ -495,4 +508,59 @@ Test(codegen_lower, row_sums_fold_their_lanes_in_the_fixed_tree) {
     unlink(path);
     free(path);
     free(x);
+}
+
+/* The fold of more accumulators than lanes: x @ w^T (both along the
+ * reduce) rendered for 4-lane vectors gets 4 x 4 accumulators of 4 lanes,
+ * built and run here; every output keeps the bits of its own lanes' fused
+ * multiply-adds added in tact_vsum's tree, computed on the host. */
+Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { M = 8, N = 8, K = 64, W = 4 };
+    float *x = s_rand(&rng, M * K, -1, 1), *w = s_rand(&rng, N * K, -1, 1), got[M * N];
+    for (int i = 0; i < M * K; i += 5) x[i] *= 1e3f;
+    char *path = tu_tmpfile("tree4");
+    tact_ctx *ctx = s_open(1, path);
+    tact_tensor *xt = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, x), *wt = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, K}, w);
+    cr_assert_eq(tact_read(tact_matmul(xt, tact_transpose(wt, 0, 1)), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    ta_target_t narrow = {4 * W, 1, 0};
+    char *src, name[64];
+    int64_t align;
+    int width;
+    ta_error_t err;
+    cr_assert_eq(ta_render_c_for(&asts[0], &narrow, &src, name, sizeof name, &align, &width, &err), TACT_OK, "%s", err.text);
+    cr_assert(width == W && strstr(src, "hs1_0") && strstr(src, "float red15"), "16 accumulators of %d lanes: %s", width, src);
+    char *dir = tu_tmpfile("tree4cache");
+    unlink(dir);
+    ta_program_t prog;
+    uint8_t *obj = NULL;
+    size_t len;
+    char digest[33];
+    cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, src, TA_CC_FULL, &prog, &obj, &len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    ta_program_t run;
+    cr_assert_eq(ta_cc_load_bytes(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
+    cr_assert(run.fn && asts[0].nbufs == 3);
+    float out[M * N];
+    void *bufs[3] = {out, x, w};
+    run.fn(0, M * N, bufs, NULL);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float h[W] = {0};
+            for (int k = 0; k < K; k++) h[k % W] = fmaf(x[m * K + k], w[n * K + k], h[k % W]);
+            for (int s = W / 2; s; s /= 2)
+                for (int i = 0; i < s; i++) h[i] = h[i] + h[i + s];
+            cr_assert_eq(out[m * N + n], h[0], "seed %#llx: [%d, %d]: %.9g, the tree gives %.9g", (unsigned long long)seed, m, n, (double)out[m * N + n],
+                         (double)h[0]);
+            cr_assert(fabsf(out[m * N + n] - got[m * N + n]) <= 1e-3f * (1 + fabsf(got[m * N + n])), "[%d, %d] against the host's kernel", m, n);
+        }
+    ta_cc_unload(&run);
+    ta_free(obj), ta_free(src);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    unlink(path);
+    free(dir), free(path), free(x), free(w);
 }

@@ -1352,6 +1352,20 @@ Test(graph_pipeline, small_results_come_back_with_the_realize) {
     cr_assert_eq(tact_realize(ctx, 1, &twice), TACT_OK, "%s", tact_ctx_error(ctx));
     cr_assert_eq(tact_read(twice, t, sizeof t), TACT_OK, "%s", tact_ctx_error(ctx));
     for (int i = 0; i < 4; i++) cr_assert_eq(t[i], 20.0f * (float)(i + 1));
+    /* A view shares its base's buffer, which an assign writes in place:
+     * read after the assign, it has the new values, never kept old ones. */
+    float pv[4] = {1, 2, 3, 4}, got[4];
+    tact_tensor *pt = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){4}, pv);
+    tact_tensor *sq = tact_reshape(pt, 2, (int64_t[]){2, 2}), *both[2] = {pt, sq};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(sq, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], pv[i]);
+    tact_assign(pt, tact_mul(pt, tact_scalar(ctx, 10.0)));
+    cr_assert_eq(tact_realize(ctx, 1, &pt), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(pt, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx)); /* the assign's result came back */
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], 10 * pv[i], "p[%d] %g", i, (double)got[i]);
+    cr_assert_eq(tact_read(sq, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx)); /* a READ: the kept bytes were forgotten */
+    for (int i = 0; i < 4; i++) cr_assert_eq(got[i], 10 * pv[i], "the view [%d]: %g after the assign", i, (double)got[i]);
     /* More small targets than come back: the rest are read with READs. */
     enum { N = TA_RETURNS_MAX + 4 };
     tact_tensor *many[N];
@@ -1363,7 +1377,7 @@ Test(graph_pipeline, small_results_come_back_with_the_realize) {
     }
     tact_ctx_close(&ctx);
     int reads = s_reads_sent(path);
-    cr_assert_eq(reads, 1 + N - TA_RETURNS_MAX, "%d READs: only the large target and the small ones past the limit", reads);
+    cr_assert_eq(reads, 2 + N - TA_RETURNS_MAX, "%d READs: only the large target, the view after the assign and the small ones past the limit", reads);
     unlink(path);
     free(path);
 }
