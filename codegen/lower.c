@@ -113,7 +113,8 @@ static ta_access_t s_access_along(const ta_ast_t *a, const ta_ast_node_t *n, int
     }
     if (ta_vstack_expr(&a->views[n->view], ar, idx, &pos, &valid) != 0) return TA_ACCESS_GATHER;
     int64_t k;
-    if ((ta_sym_slots(valid) >> d & 1) || !ta_sym_linear(pos, d, &k)) return TA_ACCESS_GATHER;
+    if (ta_sym_slots(valid) >> d & 1) return TA_ACCESS_GATHER;
+    if (!ta_sym_linear(pos, d, &k)) return ta_sym_half(pos, d) ? TA_ACCESS_HALF : TA_ACCESS_GATHER;
     return k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
 }
 
@@ -173,7 +174,18 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     }
     for (int v = 0; v < a->nviews; v++)
         for (int w = 0; w < a->views[v].nviews; w++) masked |= a->views[v].views[w].has_mask;
-    for (int i = 0; i < a->nnodes; i++) all_f32 &= a->nodes[i].dtype == TACT_FLOAT32;
+    /* Vectors take float32 values, and on the C target the bools of
+     * float32 comparisons that only choose a WHERE's value (the masks of a
+     * relu's or a max pool's gradient): lanes of -1 or 0. */
+    for (int i = 0; i < a->nnodes; i++) {
+        const ta_ast_node_t *n = &a->nodes[i];
+        int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && !t->opencl;
+        all_f32 &= n->dtype == TACT_FLOAT32 || cmp;
+        for (int k = 0; k < n->nsrc; k++) {
+            tact_dtype sd = a->nodes[n->src[k]].dtype;
+            all_f32 &= sd == TACT_FLOAT32 || (sd == TACT_BOOL && n->op == TA_OP_WHERE && k == 0);
+        }
+    }
     ta_sym_arena_t *ar = ta_sym_arena_new();
     if (!ar) return ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
 
@@ -205,7 +217,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     const ta_ast_node_t *n = &a->nodes[i];
                     if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
                     ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
-                    if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER;
+                    /* A HALF load is cheap on the C target (a pair of lanes
+                     * each), a gather on OpenCL; neither may store. */
+                    if (acc == TA_ACCESS_HALF && t->opencl) acc = TA_ACCESS_GATHER;
+                    if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER && acc != TA_ACCESS_HALF;
                     else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
                 }
                 /* Prefer output dims (no sum across lanes at the end), then inner ones. */
@@ -434,8 +449,12 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 if (l->axes[x].dim == l->pad_dim && !l->axes[x].reduce && (slots >> x & 1)) ln->padded = 1;
             if (l->vector >= 0 && n->op != TA_OP_CONST) {
                 int64_t k;
-                int linear = !(ta_sym_slots(valid) >> l->vector & 1) && ta_sym_linear(pos, l->vector, &k);
+                int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
                 ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
+                /* Pairs of lanes from an even first one: not in a padded
+                 * dim's last tile (lanes past its end), not on OpenCL. */
+                if (!linear && unmasked && n->op == TA_OP_LOAD && !t->opencl && !ln->padded && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
+                    ln->access = TA_ACCESS_HALF;
             }
         }
         for (int x = 1; x < l->naxes; x++) {

@@ -58,7 +58,9 @@ typedef struct ta_target {
 } ta_target_t;
 
 /* How a LOAD or STORE reads along the VECTOR axis. */
-typedef enum { TA_ACCESS_SCALAR, TA_ACCESS_CONTIGUOUS, TA_ACCESS_BROADCAST, TA_ACCESS_GATHER } ta_access_t;
+/* HALF: each element for two lanes in turn (position e + lane // 2, from
+ * an even first lane): W/2 contiguous floats, each loaded twice. */
+typedef enum { TA_ACCESS_SCALAR, TA_ACCESS_CONTIGUOUS, TA_ACCESS_BROADCAST, TA_ACCESS_GATHER, TA_ACCESS_HALF } ta_access_t;
 
 typedef struct {
     int level;        /* 0: once per work item; k: inside the k-th loop (LOOP and REDUCE axes, in order) */

@@ -267,11 +267,15 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "%s"
           "/* The first n lanes (n may be <= 0 or >= TACT_W): a padded dim's last tile. */\n"
           "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
+          "/* Each of TACT_W / 2 floats for two lanes in turn. */\n"
+          "static inline tact_vf tact_vload_half(const float *p) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = p[l / 2]; return r; }\n"
           "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
           "/* max propagates NaN from either side, as tact_maxf. */\n"
           "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
           "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
           "}\n"
+          "/* The lanes of x where c is -1, of y where it is 0. */\n"
+          "static inline tact_vf tact_vsel(tact_vi c, tact_vf x, tact_vf y) { return (tact_vf)(((tact_vi)x & c) | ((tact_vi)y & ~c)); }\n"
           "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) {\n"
           "  tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmaf(a[l], b[l], c[l]); return r;\n"
           "}\n"
@@ -428,10 +432,12 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     }
 }
 
-/* Renders a vector ALU node (every vector kernel is float32). */
+/* Renders a vector ALU node (every vector kernel is float32, but for the
+ * bools of comparisons, which only a WHERE reads). */
 static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     s_str_t x = {0}, y = {0}, z = {0};
-    s_vec_operand(c, &x, n->src[0]);
+    if (n->op == TA_OP_WHERE) s_put(&x, "0"); /* its condition is read by name */
+    else s_vec_operand(c, &x, n->src[0]);
     if (n->nsrc > 1) s_vec_operand(c, &y, n->src[1]);
     if (n->nsrc > 2) s_vec_operand(c, &z, n->src[2]);
     int rc = x.failed || y.failed || z.failed ? -1 : 0;
@@ -449,7 +455,15 @@ static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_CAST: s_put(e, "%s", x.p); break; /* float32 to float32 */
     case TA_OP_IDIV: s_put(e, "tact_vtrunc(%s/%s)", x.p, y.p); break;
     case TA_OP_MOD: s_put(e, "tact_vfmod(%s,%s)", x.p, y.p); break;
-    default: rc = -1; break; /* lowering vectorizes float32 kernels only */
+    /* Comparisons give lanes of -1 or 0 (tact_vi), the same answers as
+     * the scalar ones, NaN included; WHERE picks the bits of one value. */
+    case TA_OP_CMPLT: s_put(e, "(tact_vi)(%s<%s)", x.p, y.p); break;
+    case TA_OP_CMPNE: s_put(e, "(tact_vi)(%s!=%s)", x.p, y.p); break;
+    case TA_OP_WHERE:
+        if (c->l->nodes[n->src[0]].vector) s_put(e, "tact_vsel(%s,%s,%s)", s_name(c, n->src[0]), y.p, z.p);
+        else s_put(e, "(%s?%s:%s)", s_name(c, n->src[0]), y.p, z.p);
+        break;
+    default: rc = -1; break; /* lowering vectorizes float32 kernels (and their comparisons) only */
     }
     ta_free(x.p), ta_free(y.p), ta_free(z.p);
     return rc;
@@ -558,6 +572,11 @@ static int s_node(s_ctx_t *c, int i) {
         /* In the padded dim's last tile, only the lanes inside it are read. */
         char cnt[4100] = "";
         if (c->masked && ln->padded && s_count(c, cnt, sizeof cnt) != 0) return -1;
+        if (ln->access == TA_ACCESS_HALF) { /* unmasked, never in a padded tile (lowering) */
+            if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+            s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
+            return 0;
+        }
         if (ln->access == TA_ACCESS_CONTIGUOUS) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             if (*cnt) s_put(o, "tact_vf %s = tact_vload_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
@@ -649,7 +668,7 @@ static int s_node(s_ctx_t *c, int i) {
         }
         snprintf(name, 16, "alu%d", c->nalu++);
         s_indent(c);
-        s_put(o, "%s %s = %s;\n", ln->vector ? "tact_vf" : s_reg(d), name, e.p);
+        s_put(o, "%s %s = %s;\n", ln->vector ? (d == TACT_BOOL ? "tact_vi" : "tact_vf") : s_reg(d), name, e.p);
         ta_free(e.p);
         return 0;
     }

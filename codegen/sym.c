@@ -673,6 +673,21 @@ bool ta_sym_linear(const ta_sym_t *s, int slot, int64_t *k) {
     return found;
 }
 
+bool ta_sym_half(const ta_sym_t *s, int slot) {
+    uint64_t bit = (uint64_t)1 << (slot < 63 ? slot : 63);
+    if (!s || slot >= 63 || !(ta_sym_slots(s) & bit)) return false;
+    const ta_sym_t *half = s;
+    if (s->kind == S_SUM) {
+        half = NULL;
+        for (size_t i = 0; i < s->n; i++) {
+            if (!(ta_sym_slots(s->args[i].t) & bit)) continue;
+            if (half || s->args[i].k != 1) return false;
+            half = s->args[i].t;
+        }
+    }
+    return half && half->kind == S_DIV && half->c == 2 && half->args[0].t->kind == S_VAR && half->args[0].t->c == slot && half->args[0].t->min >= 0;
+}
+
 /* Returns s's value with floor division and wrapping int64 arithmetic; 0 for
  * NULL. */
 int64_t ta_sym_eval(const ta_sym_t *s, const int64_t *vals) {

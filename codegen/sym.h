@@ -57,6 +57,10 @@ uint64_t ta_sym_slots(const ta_sym_t *s);
 /* True when s is e + k*v, v the variable of slot and e an expression
  * without it; sets *k (0 when s does not use the slot at all). */
 bool ta_sym_linear(const ta_sym_t *s, int slot, int64_t *k);
+/* True when s is e + v // 2, v the variable of slot (0 <= v) and e an
+ * expression without it: each value taken twice, as a 2x2 pool's
+ * gradient or a 2x nearest upsampling reads. */
+bool ta_sym_half(const ta_sym_t *s, int slot);
 
 /* Evaluates s with variable slot k set to vals[k] (vals must cover every
  * slot used; values outside a variable's range give unspecified results). */

@@ -564,3 +564,53 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
     unlink(path);
     free(dir), free(path), free(x), free(w);
 }
+
+/* Masks on vectors: a relu's gradient (where(x > 0, g, 0)), a max pool's
+ * (where(x != m, 0, 1) / count * g with m, count and g read at x / 2: each
+ * element for two lanes) and a 2x upsampling take a VECTOR, comparisons
+ * as lanes of -1 or 0, and give the bits of a loop doing the same float
+ * operations, NaN included. */
+Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { R = 16, C = 64 };
+    float *x = s_rand(&rng, R * C, -1, 1), *g = s_rand(&rng, R * C, -1, 1), *m = s_rand(&rng, R * C / 2, -1, 1), *cnt = s_rand(&rng, R * C / 2, 1, 2);
+    for (int i = 0; i < R * C; i += 9) x[i] = 0.0f;
+    for (int i = 0; i < R * C; i += 31) x[i] = NAN;
+    for (int i = 0; i < R * C / 2; i += 3) m[i] = x[2 * i + 1]; /* ties with the max */
+    char *path = tu_tmpfile("vmask");
+    tact_ctx *ctx = s_open(2, path);
+    int64_t full[2] = {R, C}, half[2] = {R, C / 2};
+    tact_tensor *xt = tact_from_data(ctx, TACT_FLOAT32, 2, full, x), *gt = tact_from_data(ctx, TACT_FLOAT32, 2, full, g);
+    tact_tensor *mt = tact_repeat_interleave(tact_from_data(ctx, TACT_FLOAT32, 2, half, m), 2, 1);
+    tact_tensor *ct = tact_repeat_interleave(tact_from_data(ctx, TACT_FLOAT32, 2, half, cnt), 2, 1);
+    tact_tensor *zero = tact_zeros(ctx, TACT_FLOAT32, 2, full), *one = tact_ones(ctx, TACT_FLOAT32, 2, full);
+    tact_tensor *outs[3] = {tact_where(tact_gt(xt, zero), gt, zero),
+                            tact_mul(tact_mul(tact_where(tact_ne(xt, mt), zero, one), tact_recip(ct)), gt), tact_mul(mt, gt)};
+    cr_assert_eq(tact_realize(ctx, 3, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    float got[3][R * C];
+    for (int k = 0; k < 3; k++) cr_assert_eq(tact_read(outs[k], got[k], sizeof got[k]), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int i = 0; i < R * C; i++) {
+        int r = i / C, c = i % C;
+        float mi = m[r * (C / 2) + c / 2], ci = cnt[r * (C / 2) + c / 2];
+        float want[3] = {0.0f < x[i] ? g[i] : 0.0f, (x[i] != mi ? 0.0f : 1.0f) * (1.0f / ci) * g[i], mi * g[i]};
+        for (int k = 0; k < 3; k++)
+            cr_assert(memcmp(&got[k][i], &want[k], sizeof want[k]) == 0, "seed %#llx: output %d [%d]: %.9g, not %.9g", (unsigned long long)seed, k, i,
+                      (double)got[k][i], (double)want[k]);
+    }
+    /* The lowering's choices: every kernel a vector, the halved reads HALF. */
+    static ta_ast_t asts[8];
+    int n = s_recorded_asts(path, asts, 8), halves = 0;
+    cr_assert_geq(n, 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx512 = {64, 1, 0};
+    for (int k = 0; k < n; k++) {
+        cr_assert_eq(ta_lower(&asts[k], &avx512, &l, &err), TACT_OK, "%s", err.text);
+        cr_assert_gt(l.width, 1, "kernel %d has no vector", k);
+        for (int i = 0; i < asts[k].nnodes; i++) halves += l.nodes[i].access == TA_ACCESS_HALF;
+    }
+    cr_assert_geq(halves, 2, "%d HALF loads", halves);
+    unlink(path);
+    free(path), free(x), free(g), free(m), free(cnt);
+}

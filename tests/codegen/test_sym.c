@@ -616,3 +616,17 @@ Test(codegen_sym, allocation_failures_give_null_and_leak_nothing) {
     cr_expect(done, "succeeded with enough memory");
     tact_set_allocator(NULL, NULL);
 }
+
+/* Each value read twice: e + v // 2 with v the slot's variable, and
+ * nothing else of it (an offset inside the division pairs other lanes). */
+Test(codegen_sym, halved_reads_are_recognized_and_nothing_else) {
+    ta_sym_arena_t *ar = ta_sym_arena_new();
+    const ta_sym_t *x = ta_sym_var(ar, 0, "x", 0, 27), *y = ta_sym_var(ar, 1, "y", 0, 13);
+    const ta_sym_t *yes[] = {ta_sym_div(ar, x, 2), ta_sym_add(ar, ta_sym_mulc(ar, y, 14), ta_sym_div(ar, x, 2)),
+                             ta_sym_addc(ar, ta_sym_div(ar, ta_sym_add(ar, ta_sym_mulc(ar, y, 4), x), 2), 17)};
+    const ta_sym_t *no[] = {x, y, ta_sym_div(ar, ta_sym_addc(ar, x, 1), 2), ta_sym_mulc(ar, ta_sym_div(ar, x, 2), 2), ta_sym_div(ar, x, 4),
+                            ta_sym_add(ar, ta_sym_div(ar, x, 2), x), ta_sym_mod(ar, x, 2)};
+    for (size_t i = 0; i < sizeof yes / sizeof *yes; i++) cr_assert(ta_sym_half(yes[i], 0), "%s", s_str(yes[i]));
+    for (size_t i = 0; i < sizeof no / sizeof *no; i++) cr_assert(!ta_sym_half(no[i], 0), "%s", s_str(no[i]));
+    ta_sym_arena_destroy(&ar);
+}
