@@ -211,7 +211,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             for (int d = a->ndim - 1; d >= 0; d--) {
                 int reduced = a->reduce_mask >> d & 1;
                 int64_t padded = (a->shape[d] + w - 1) / w * w;
-                if (a->shape[d] < w || (a->shape[d] % w && (!allow_pad || reduced || (padded - a->shape[d]) * 8 > a->shape[d]))) continue;
+                /* Padding may add 1/8 of the dim, or 1/4 in an elementwise kernel
+                 * (a row of 14 in tiles of 4: the last tile's loads and store
+                 * are masked, which still beats scalar code). */
+                int slack = l->reduce < 0 ? 4 : 8;
+                if (a->shape[d] < w || (a->shape[d] % w && (!allow_pad || reduced || (padded - a->shape[d]) * slack > a->shape[d]))) continue;
                 int score = 0, ok = 1;
                 for (int i = 0; i < a->nnodes && ok; i++) {
                     const ta_ast_node_t *n = &a->nodes[i];
@@ -451,9 +455,9 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 int64_t k;
                 int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
                 ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
-                /* Pairs of lanes from an even first one: not in a padded
-                 * dim's last tile (lanes past its end), not on OpenCL. */
-                if (!linear && unmasked && n->op == TA_OP_LOAD && !t->opencl && !ln->padded && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
+                /* Pairs of lanes from an even first one (in a padded dim's
+                 * last tile, only the lanes inside it), not on OpenCL. */
+                if (!linear && unmasked && n->op == TA_OP_LOAD && !t->opencl && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
                     ln->access = TA_ACCESS_HALF;
             }
         }

@@ -269,6 +269,7 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
           "/* Each of TACT_W / 2 floats for two lanes in turn. */\n"
           "static inline tact_vf tact_vload_half(const float *p) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = p[l / 2]; return r; }\n"
+          "static inline tact_vf tact_vload_half_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l / 2]; return r; }\n"
           "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
           "/* max propagates NaN from either side, as tact_maxf. */\n"
           "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
@@ -572,9 +573,10 @@ static int s_node(s_ctx_t *c, int i) {
         /* In the padded dim's last tile, only the lanes inside it are read. */
         char cnt[4100] = "";
         if (c->masked && ln->padded && s_count(c, cnt, sizeof cnt) != 0) return -1;
-        if (ln->access == TA_ACCESS_HALF) { /* unmasked, never in a padded tile (lowering) */
+        if (ln->access == TA_ACCESS_HALF) { /* unmasked (lowering) */
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
+            if (*cnt) s_put(o, "tact_vf %s = tact_vload_half_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
+            else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
             return 0;
         }
         if (ln->access == TA_ACCESS_CONTIGUOUS) {
