@@ -584,17 +584,20 @@ Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops
     tact_tensor *mt = tact_repeat_interleave(tact_from_data(ctx, TACT_FLOAT32, 2, half, m), 2, 1);
     tact_tensor *ct = tact_repeat_interleave(tact_from_data(ctx, TACT_FLOAT32, 2, half, cnt), 2, 1);
     tact_tensor *zero = tact_zeros(ctx, TACT_FLOAT32, 2, full), *one = tact_ones(ctx, TACT_FLOAT32, 2, full);
-    tact_tensor *outs[3] = {tact_where(tact_gt(xt, zero), gt, zero),
-                            tact_mul(tact_mul(tact_where(tact_ne(xt, mt), zero, one), tact_recip(ct)), gt), tact_mul(mt, gt)};
-    cr_assert_eq(tact_realize(ctx, 3, outs), TACT_OK, "%s", tact_ctx_error(ctx));
-    float got[3][R * C];
-    for (int k = 0; k < 3; k++) cr_assert_eq(tact_read(outs[k], got[k], sizeof got[k]), TACT_OK, "%s", tact_ctx_error(ctx));
+    /* A condition the same along the vector (one per row): a scalar. */
+    tact_tensor *rowc = tact_expand(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, 1}, g), 2, full);
+    tact_tensor *outs[4] = {tact_where(tact_gt(xt, zero), gt, zero),
+                            tact_mul(tact_mul(tact_where(tact_ne(xt, mt), zero, one), tact_recip(ct)), gt), tact_mul(mt, gt),
+                            tact_where(tact_lt(rowc, zero), xt, gt)};
+    cr_assert_eq(tact_realize(ctx, 4, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    float got[4][R * C];
+    for (int k = 0; k < 4; k++) cr_assert_eq(tact_read(outs[k], got[k], sizeof got[k]), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_ctx_close(&ctx);
     for (int i = 0; i < R * C; i++) {
         int r = i / C, c = i % C;
         float mi = m[r * (C / 2) + c / 2], ci = cnt[r * (C / 2) + c / 2];
-        float want[3] = {0.0f < x[i] ? g[i] : 0.0f, (x[i] != mi ? 0.0f : 1.0f) * (1.0f / ci) * g[i], mi * g[i]};
-        for (int k = 0; k < 3; k++)
+        float want[4] = {0.0f < x[i] ? g[i] : 0.0f, (x[i] != mi ? 0.0f : 1.0f) * (1.0f / ci) * g[i], mi * g[i], g[r] < 0.0f ? x[i] : g[i]};
+        for (int k = 0; k < 4; k++)
             cr_assert(memcmp(&got[k][i], &want[k], sizeof want[k]) == 0, "seed %#llx: output %d [%d]: %.9g, not %.9g", (unsigned long long)seed, k, i,
                       (double)got[k][i], (double)want[k]);
     }
