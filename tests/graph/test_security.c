@@ -331,7 +331,10 @@ Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never
     }
     tact_set_allocator(NULL, NULL);
     cr_assert(clean, "the program never ran clean within %ld allocations", n);
-    cr_assert_gt(enomem, 20, "the failures were really injected (%d)", enomem);
+    /* About 22 allocations come before a clean run, but the budget also
+     * counts the stages' own allocations, whose timing varies (a run under
+     * load once went clean after 13): enough to show they were injected. */
+    cr_assert_gt(enomem, 5, "the failures were really injected (%d)", enomem);
     cr_log_info("ran clean with %ld allocations allowed, after %d ENOMEM runs", n - 1, enomem);
 }
 
