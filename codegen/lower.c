@@ -216,7 +216,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                  * last tile's loads and store are masked, which still beats
                  * scalar code; a row of 28 takes exact tiles of 4: padded
                  * ones of 16 read the broadcast operands lane by lane). */
-                int slack = l->reduce < 0 && a->shape[d] % 4 ? 4 : 8;
+                int slack = l->reduce < 0 && a->shape[d] % 4 && !t->opencl ? 4 : 8;
                 if (a->shape[d] < w || (a->shape[d] % w && (!allow_pad || reduced || (padded - a->shape[d]) * slack > a->shape[d]))) continue;
                 int score = 0, ok = 1;
                 for (int i = 0; i < a->nnodes && ok; i++) {

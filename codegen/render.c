@@ -256,7 +256,7 @@ static void s_vector_prelude(s_str_t *o, int w) {
     strcat(splat, "}; }\n");
     /* The HALF load as one load of half a vector and a shuffle (a quick
      * -Og build keeps a lane loop a lane loop). */
-    char half[600] = "", dup[300] = "";
+    char half[1024] = "", dup[400] = ""; /* w <= 64 lanes */
     for (int l = 0; l < w && l < 64; l++) snprintf(dup + strlen(dup), sizeof dup - strlen(dup), ", %d", l / 2);
     snprintf(half, sizeof half,
              "#if defined(__clang__) || __GNUC__ >= 12\n"
@@ -292,11 +292,11 @@ static void s_vector_prelude(s_str_t *o, int w) {
           "/* One rounding per lane, as fmaf: the machine's instruction where gcc\n"
           "   has a builtin for it (a quick -Og build does not vectorize the loop). */\n"
           "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) {\n"
-          "#if defined(__GNUC__) && !defined(__clang__) && defined(__AVX512F__) && TACT_W == 16\n"
+          "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__) && TACT_W == 16\n"
           "  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);\n"
-          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__FMA__) && TACT_W == 8\n"
+          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 8\n"
           "  return __builtin_ia32_vfmaddps256(a, b, c);\n"
-          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__FMA__) && TACT_W == 4\n"
+          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 4\n"
           "  return __builtin_ia32_vfmaddps(a, b, c);\n"
           "#else\n"
           "  tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmaf(a[l], b[l], c[l]); return r;\n"

@@ -566,10 +566,11 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
 }
 
 /* Masks on vectors: a relu's gradient (where(x > 0, g, 0)), a max pool's
- * (where(x != m, 0, 1) / count * g with m, count and g read at x / 2: each
- * element for two lanes) and a 2x upsampling take a VECTOR, comparisons
- * as lanes of -1 or 0, and give the bits of a loop doing the same float
- * operations, NaN included. */
+ * (where(x != m, 0, 1) / count * g with m and count read at x / 2: each
+ * element for two lanes), a 2x upsampling, in rows of 64 and of 14 (a
+ * padded last tile), and a WHERE whose condition is one per row take a
+ * VECTOR, comparisons as lanes of -1 or 0, and give the bits of a loop
+ * doing the same float operations, NaN included. */
 Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops) {
     uint64_t seed = tu_seed(), rng = seed;
     enum { R = 16, C = 64 };
@@ -614,6 +615,33 @@ Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops
         for (int i = 0; i < asts[k].nnodes; i++) halves += l.nodes[i].access == TA_ACCESS_HALF;
     }
     cr_assert_geq(halves, 2, "%d HALF loads", halves);
+    int scalar_cond = 0;
+    for (int k = 0; k < n; k++) {
+        cr_assert_eq(ta_lower(&asts[k], &avx512, &l, &err), TACT_OK, "%s", err.text);
+        for (int i = 0; i < asts[k].nnodes; i++)
+            scalar_cond += asts[k].nodes[i].op == TA_OP_WHERE && !l.nodes[asts[k].nodes[i].src[0]].vector && l.nodes[i].vector;
+    }
+    cr_assert_geq(scalar_cond, 1, "a WHERE with a scalar condition on vectors");
     unlink(path);
-    free(path), free(x), free(g), free(m), free(cnt);
+    /* Rows of 14 upsampled from 7: no width divides 14, so its tiles of 8
+     * are padded and the last one reads only the lanes inside it. */
+    enum { S = 14 };
+    float *h = s_rand(&rng, R * S / 2, -1, 1), *w14 = s_rand(&rng, R * S, -1, 1), up[R * S];
+    ctx = s_open(2, path);
+    tact_tensor *u = tact_mul(tact_repeat_interleave(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, S / 2}, h), 2, 1),
+                              tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, S}, w14));
+    cr_assert_eq(tact_read(u, up, sizeof up), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int i = 0; i < R * S; i++) {
+        float want = h[i / S * (S / 2) + i % S / 2] * w14[i];
+        cr_assert(memcmp(&up[i], &want, sizeof want) == 0, "seed %#llx: upsampled [%d]: %.9g, not %.9g", (unsigned long long)seed, i, (double)up[i],
+                  (double)want);
+    }
+    cr_assert_eq(s_recorded_asts(path, asts, 8), 1);
+    cr_assert_eq(ta_lower(&asts[0], &avx512, &l, &err), TACT_OK, "%s", err.text);
+    halves = 0;
+    for (int i = 0; i < asts[0].nnodes; i++) halves += l.nodes[i].access == TA_ACCESS_HALF;
+    cr_assert(l.width > 1 && l.pad >= 0 && halves == 1, "width %d pad %d, %d HALF loads", l.width, l.pad, halves);
+    unlink(path);
+    free(path), free(x), free(g), free(m), free(cnt), free(h), free(w14);
 }

@@ -69,21 +69,23 @@ enum { N = 37, K = 61, M = 45 };
 
 /* Kernels of every kind the quick build could compute otherwise: vector
  * math with the helpers (exp2, log2, sin, sqrt, fma in a matmul), reduces,
- * a float16 round trip, comparisons; their outputs into out (N*M + 4*N*K). */
+ * a float16 round trip, comparisons, halved reads (a 2x upsampling); their
+ * outputs into out (N*M + 4*N*K + N*64). */
 static void s_program(tact_ctx *ctx, const float *x, const float *w, float *out) {
     tact_scope_begin(ctx);
     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, K}, x);
     tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){K, M}, w);
-    tact_tensor *t[5] = {
+    tact_tensor *t[6] = {
         tact_matmul(a, b),
         tact_add(tact_mul(tact_exp2(a), tact_log2(tact_add(tact_abs(a), tact_scalar(ctx, 1.0)))), tact_sin(a)),
         tact_div(tact_sqrt(tact_abs(a)), tact_add(tact_sum(a, 1, (int[]){1}, 1), tact_scalar(ctx, 100.0))),
         tact_cast(tact_cast(tact_mul(a, tact_max(a, 1, (int[]){1}, 1)), TACT_FLOAT16), TACT_FLOAT32),
         tact_where(tact_gt(a, tact_scalar(ctx, 0.25)), tact_softmax(a, 1), tact_neg(a)),
+        tact_mul(tact_repeat_interleave(tact_shrink(a, (const int64_t[][2]){{0, N}, {0, 32}}), 2, 1), tact_scalar(ctx, 1.5)),
     };
     size_t at = 0;
-    for (int i = 0; i < 5; i++) {
-        size_t n = i == 0 ? N * M : N * K;
+    for (int i = 0; i < 6; i++) {
+        size_t n = i == 0 ? N * M : i == 5 ? N * 64 : N * K;
         cr_assert_eq(tact_read(t[i], out + at, n * sizeof *out), TACT_OK, "output %d: %s", i, tact_ctx_error(ctx));
         at += n;
     }
@@ -91,7 +93,7 @@ static void s_program(tact_ctx *ctx, const float *x, const float *w, float *out)
 }
 
 /* The program's inputs (seeded) and room for two sets of its outputs. */
-enum { S_TOTAL = N * M + 4 * N * K };
+enum { S_TOTAL = N * M + 4 * N * K + N * 64 };
 typedef struct {
     float *x, *w, *first, *later;
 } s_data_t;
