@@ -1,18 +1,5 @@
 /* builder.c - the graph builder actor: owns the lazy graph (bases and views), sends subgraphs to schedule. */
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "ast.h"
-#include "dtype.h"
-#include "fold.h"
-#include "map.h"
-#include "mem.h"
-#include "mpread.h"
-#include "ops.h"
-#include "pipeline.h"
-#include "shape.h"
+#include "builder_impl.h"
 
 /*
  * Messages: the client's stream (CONFIG, OP_BATCH, WRITE, RELEASE, REALIZE,
@@ -28,96 +15,6 @@
  * read such bases instead of recomputing them.
  */
 
-typedef struct g_node {
-    uint64_t id;
-    ta_op_t op; /* for views: the movement op that made it */
-    tact_dtype dtype;
-    ta_shape_t shape;
-    int nsrc;
-    uint64_t src[3];
-    int nargs;
-    int64_t args[2 * TA_MAX_DIMS];
-    int is_view;
-    uint64_t base;   /* views: the base; bases: their own id */
-    ta_vstack_t *st; /* views: over the base's shape */
-    int buffer;      /* the base has a buffer on the executor */
-    int writes;      /* EMPTY whose bytes the client sends */
-    int client_ref;  /* the client still holds the tensor */
-    int children;    /* live nodes naming this one as a source or base */
-    uint64_t mark;   /* traversal stamp */
-    uint64_t hash;   /* of its op, dtype, shape, sources and args (0: not shareable) */
-    uint64_t alias;  /* the node this one duplicates (common subexpression), or 0 */
-    uint64_t buf;    /* the buffer holding its data: its own id, or an ASSIGN's target's */
-    int internal;    /* while realizing: consumers inside the subgraph */
-    size_t pos;      /* while realizing: index in the collected subgraph */
-    int grad;        /* differentiable: the client's record had flags bit 0 (its result requires a gradient) */
-    int consumed;    /* a backward went through it (a second one is refused) */
-    int sealed;      /* its buffer is final (the realize that gave it was waited for and did not fail) */
-    int device;      /* the index of its device (NODE.device): where its buffer is, or its kernel runs; a view's is its base's */
-} g_node_t;
-
-/* A slot of the node map: the id (0: empty) and its node. */
-typedef struct {
-    uint64_t id;
-    g_node_t *n;
-} g_slot_t;
-
-/* Common subexpressions: the hash of an op's content -> a live node with it. */
-typedef struct {
-    uint64_t hash, id; /* id 0: empty slot */
-} g_cse_t;
-
-/* A node a realize gave a buffer to, kept until the client has heard how
- * that realize ended: if it failed, the node loses its buffer again. */
-typedef struct {
-    uint64_t realize, id;
-} g_given_t;
-
-typedef struct {
-    ta_pipeline_t w;
-    int configured;
-    g_slot_t *slots; /* open addressing by id (the id beside the node: a probe reads no node) */
-    size_t cap, count;
-    g_cse_t *cse;
-    size_t cse_cap, cse_count;
-    uint64_t cse_hits;
-    uint64_t next_internal; /* ids of nodes the builder makes itself */
-    uint64_t stamp;
-    ta_error_t refused; /* a one-way message of the client that was refused: reported at its next request */
-    /* The realize being scheduled (one at a time: the graph awaits each
-     * part's SCHEDULED before the client's next message). */
-    uint64_t realize;         /* the client's number for it, or 0 */
-    uint64_t corr, reply_to;  /* the client's REALIZE */
-    uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
-    uint64_t *targets;        /* its tensors */
-    size_t ntargets, targets_cap;
-    /* Its small targets, whose bytes come back with the executors' DONE:
-     * (device, target id, buffer id, bytes) each. */
-    uint64_t returns[4 * TA_RETURNS_MAX];
-    int nreturns;
-    g_given_t *given;         /* by realize, oldest first */
-    size_t ngiven, given_cap;
-    /* The backward being built (one at a time: the graph awaits the
-     * gradient engine's GRADS before the client's next message). */
-    uint64_t bw_awaited, bw_corr, bw_reply_to;
-    uint64_t *bw_walked; /* the differentiable nodes it went through */
-    size_t bw_nwalked, bw_walked_cap;
-    uint64_t *bw_ids;    /* the ids the client chose for the gradients */
-    size_t bw_nids, bw_ids_cap;
-    ta_map_t bw_chosen;  /* the same ids, for lookups (an answer has an op per gradient op) */
-    uint64_t *bw_added;  /* the engine's ops added so far (its answer may come in parts) */
-    size_t bw_nadded, bw_added_cap;
-    size_t part_bytes;   /* the most bytes of records a part (of a SCHEDULE or a BACKWARD) carries */
-    size_t part_nodes;   /* the most nodes of a SCHEDULE part */
-    /* Buffers by id: 2 * (live bases whose data is in it) + 1 once one that
-     * had it allocated was dropped.  An assign writes its target's buffer,
-     * so a buffer is freed when the last base naming it goes. */
-    ta_map_t bufs;
-    /* Freed nodes and view stacks, for the next ones: a step makes and
-     * drops hundreds of each, and a 3 KiB stack is slow to allocate. */
-    void *free_nodes, *free_stacks;
-    int nfree_nodes, nfree_stacks;
-} g_state_t;
 
 /* --------------------------------------------------------------- the map */
 
@@ -127,7 +24,7 @@ static size_t s_slot(const g_state_t *g, uint64_t id) {
     return i;
 }
 
-static g_node_t *s_find(const g_state_t *g, uint64_t id) {
+g_node_t *g_find(const g_state_t *g, uint64_t id) {
     if (!g->cap || !id) return NULL;
     return g->slots[s_slot(g, id)].n;
 }
@@ -239,7 +136,7 @@ static size_t s_cse_slot(const g_state_t *g, uint64_t hash) {
 static g_node_t *s_cse_find(g_state_t *g, const g_node_t *n) {
     if (!g->cse_cap) return NULL;
     g_cse_t *e = &g->cse[s_cse_slot(g, n->hash)];
-    g_node_t *m = e->id ? s_find(g, e->id) : NULL;
+    g_node_t *m = e->id ? g_find(g, e->id) : NULL;
     if (!m || m->op != n->op || m->dtype != n->dtype || !ta_shape_equal(&m->shape, &n->shape) || m->nsrc != n->nsrc ||
         m->nargs != n->nargs || m->grad != n->grad || m->device != n->device)
         return NULL;
@@ -268,7 +165,7 @@ static void s_cse_add(g_state_t *g, const g_node_t *n) {
     e->id = n->id;
 }
 
-static void s_cse_remove(g_state_t *g, const g_node_t *n) {
+void g_cse_remove(g_state_t *g, const g_node_t *n) {
     if (!g->cse_cap || !n->hash) return;
     size_t i = s_cse_slot(g, n->hash);
     if (g->cse[i].id != n->id) return;
@@ -285,7 +182,7 @@ static void s_cse_remove(g_state_t *g, const g_node_t *n) {
 
 /* Sends the executor the buffers RELEASE dropped.  The executor frees them
  * after every RUN the graph sent before, so no plan in flight loses one. */
-static int s_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) {
+int g_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) {
     if (!n) return TACT_OK;
     /* Every executor hears (each frees those it holds): a dropped buffer's
      * node may be gone already, and with it which device had it. */
@@ -323,7 +220,7 @@ static int s_buf_release(g_state_t *g, uint64_t buf, int allocated) {
 /* Drops n if nothing refers to it any more, and then its sources in turn
  * (with a work list: chains of assigns can be very long); the buffers of
  * dropped bases are appended to *frees. */
-static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
+void g_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
     uint64_t *work = NULL;
     size_t len = 0, cap = 0;
     for (;;) {
@@ -337,18 +234,18 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
             if (!n->is_view && s_buf_release(g, n->buf, n->buffer) &&
                 ta_grow((void **)frees, frees_cap, *nfrees + 1, sizeof **frees) == TACT_OK)
                 (*frees)[(*nfrees)++] = n->buf;
-            s_cse_remove(g, n);
+            g_cse_remove(g, n);
             s_remove(g, n->id);
             s_node_free(g, n);
             for (int i = 0; i < nd; i++) {
-                g_node_t *d = s_find(g, deps[i]);
+                g_node_t *d = g_find(g, deps[i]);
                 if (!d) continue;
                 d->children--;
                 if (ta_grow((void **)&work, &cap, len + 1, sizeof *work) == TACT_OK) work[len++] = deps[i];
             }
         }
         if (!len) break;
-        n = s_find(g, work[--len]);
+        n = g_find(g, work[--len]);
     }
     ta_free(work);
 }
@@ -358,28 +255,28 @@ static void s_maybe_drop(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nf
  * a training loop does not keep every step's graph alive through its
  * assigns.  An assign lets its target go too: the buffer they share stays
  * while either names it. */
-static void s_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
+void g_drop_sources(g_state_t *g, g_node_t *n, uint64_t **frees, size_t *nfrees, size_t *frees_cap) {
     if (n->is_view || !n->buffer || !n->sealed || (n->grad && !n->consumed)) return;
     int keep = 0;
     if (n->nsrc <= keep) return;
-    s_cse_remove(g, n);
+    g_cse_remove(g, n);
     n->hash = 0;
     uint64_t src[3];
     int ns = n->nsrc;
     memcpy(src, n->src, sizeof src);
     n->nsrc = keep;
     for (int i = keep; i < ns; i++) {
-        g_node_t *d = s_find(g, src[i]);
+        g_node_t *d = g_find(g, src[i]);
         if (!d) continue;
         d->children--;
-        s_maybe_drop(g, d, frees, nfrees, frees_cap);
+        g_maybe_drop(g, d, frees, nfrees, frees_cap);
     }
 }
 
 /* ------------------------------------------------------------ adding ops */
 
 static g_node_t *s_new_node(g_state_t *g, uint64_t id) {
-    if (s_find(g, id)) return NULL; /* never two nodes of one id (the map would lose one) */
+    if (g_find(g, id)) return NULL; /* never two nodes of one id (the map would lose one) */
     g_node_t *n = s_take(&g->free_nodes, &g->nfree_nodes, sizeof *n);
     if (!n) return NULL;
     memset(n, 0, sizeof *n);
@@ -393,7 +290,7 @@ static g_node_t *s_new_node(g_state_t *g, uint64_t id) {
 }
 
 static void s_ref(g_state_t *g, uint64_t id) {
-    g_node_t *n = s_find(g, id);
+    g_node_t *n = g_find(g, id);
     if (n) n->children++;
 }
 
@@ -428,7 +325,7 @@ static int s_apply(const g_node_t *n, ta_vstack_t *st) {
 static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     g_node_t *src[3] = {NULL, NULL, NULL};
     for (int i = 0; i < n->nsrc; i++)
-        if (!(src[i] = s_find(g, n->src[i])))
+        if (!(src[i] = g_find(g, n->src[i])))
             return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): unknown source %" PRIu64, n->id, ta_op_name(n->op), n->src[i]);
     ta_shape_t want;
     int rc = TACT_OK, arity = ta_op_arity(n->op);
@@ -483,7 +380,7 @@ static int s_make_alias(g_state_t *g, g_node_t *nd, g_node_t *same, ta_error_t *
 /* True (with the value) when n holds one value everywhere: a CONST, or a
  * view of one without a mask (padding would bring zeros in). */
 static int s_const_value(g_state_t *g, const g_node_t *n, ta_value_t *v) {
-    const g_node_t *b = n->is_view ? s_find(g, n->base) : n;
+    const g_node_t *b = n->is_view ? g_find(g, n->base) : n;
     if (!b || b->op != TA_OP_CONST || b->nargs != 1) return 0;
     if (n->is_view)
         for (int i = 0; i < n->st->nviews; i++)
@@ -506,7 +403,7 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
     ta_value_t val[3];
     int nconst = 0, isconst[3] = {0, 0, 0};
     for (int i = 0; i < tmp->nsrc; i++) {
-        src[i] = s_find(g, tmp->src[i]);
+        src[i] = g_find(g, tmp->src[i]);
         if (src[i] && s_const_value(g, src[i], &val[i])) isconst[i] = 1, nconst++;
     }
     /* A differentiable op on constants stays: a constant the program asked
@@ -522,7 +419,7 @@ static int s_fold(g_state_t *g, g_node_t *tmp, g_node_t **alias) {
         }
     }
     if (tmp->op == TA_OP_NEG && src[0]->op == TA_OP_NEG && !src[0]->is_view) {
-        *alias = s_find(g, src[0]->src[0]);
+        *alias = g_find(g, src[0]->src[0]);
         return *alias != NULL;
     }
     if ((tmp->op != TA_OP_ADD && tmp->op != TA_OP_MUL) || nconst != 1) return 0;
@@ -567,12 +464,12 @@ static g_node_t *s_internal_copy(g_state_t *g, g_node_t *src) {
 }
 
 /* Adds one op record [id, op, dtype, [shape], [srcs], [args]]. */
-static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
+int g_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     uint64_t id = r->id;
     if (r->op >= TA_OP__COUNT || !ta_dtype_valid((int)r->dtype) || r->base || r->st.n || (r->flags & ~(uint64_t)TA_NODE_GRAD) ||
         r->bufref || r->device >= (uint64_t)g->w.ndevices)
         return ta_error_set(err, TACT_EPROTO, "op batch: op %" PRIu64 ": malformed record", id);
-    if (!id || s_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
+    if (!id || g_find(g, id)) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is %s", id, id ? "taken" : "0");
     g_node_t tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.id = id;
@@ -589,7 +486,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     /* A source that duplicates another node is read as that node, so
      * chains of duplicates are found duplicate too. */
     for (int i = 0; i < tmp.nsrc; i++) {
-        g_node_t *sn = s_find(g, tmp.src[i]);
+        g_node_t *sn = g_find(g, tmp.src[i]);
         if (sn && sn->alias && !sn->grad) tmp.src[i] = sn->alias; /* a differentiable alias stays on the path (it may be a target) */
     }
     ta_op_class_t cls = ta_op_class(tmp.op);
@@ -601,7 +498,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     if (tmp.op == TA_OP_COPY) {
         /* A copy moves a whole buffer from its start: a view that is not
          * laid out so (a gradient's expand, say) is made contiguous first. */
-        g_node_t *src = s_find(g, tmp.src[0]);
+        g_node_t *src = g_find(g, tmp.src[0]);
         if (src->is_view && !ta_vstack_contiguous(src->st)) {
             g_node_t *c = s_internal_copy(g, src);
             if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
@@ -611,7 +508,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     if (tmp.op == TA_OP_ASSIGN) {
         /* An assign writes into its target's buffer: the target must be a
          * base, and the value must match it. */
-        g_node_t *t = s_find(g, tmp.src[0]), *v = s_find(g, tmp.src[1]);
+        g_node_t *t = g_find(g, tmp.src[0]), *v = g_find(g, tmp.src[1]);
         if (v->dtype != t->dtype || !ta_shape_equal(&v->shape, &t->shape))
             return ta_error_set(err, TACT_EINVAL, "assign %" PRIu64 ": value and target differ in dtype or shape", id);
         /* A target that is a view (say a shared duplicate, or contiguous() of
@@ -619,7 +516,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
          * has none yet: the assign gets a buffer of its own, which is what
          * the client sees. */
         tmp.buf = t->is_view || !t->buffer ? id : t->buf;
-        g_node_t *vb = v->is_view ? s_find(g, v->base) : NULL;
+        g_node_t *vb = v->is_view ? g_find(g, v->base) : NULL;
         if (vb && vb->buf == tmp.buf) {
             g_node_t *c = s_internal_copy(g, v);
             if (!c) return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
@@ -655,7 +552,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     nd->writes = tmp.op == TA_OP_EMPTY && tmp.nargs == 1 && tmp.args[0] == 1;
     nd->buffer = nd->writes; /* the client's bytes are on their way to the executor */
     for (int i = 0; i < nd->nsrc; i++) s_ref(g, nd->src[i]);
-    g_node_t *s0 = nd->nsrc ? s_find(g, nd->src[0]) : NULL;
+    g_node_t *s0 = nd->nsrc ? g_find(g, nd->src[0]) : NULL;
     int same_device = s0 && s0->device == nd->device;
     if (cls == TA_OPC_MOVEMENT || (tmp.op == TA_OP_CONTIGUOUS && same_device && s0->is_view && ta_vstack_contiguous(s0->st)) ||
         (tmp.op == TA_OP_CONTIGUOUS && same_device && !s0->is_view)) {
@@ -668,7 +565,7 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
             /* Too many stacked views: the movement applies to a copy. */
             g_node_t *c = s_internal_copy(g, s0);
             if (c) {
-                s_find(g, nd->src[0])->children--;
+                g_find(g, nd->src[0])->children--;
                 nd->src[0] = c->id;
                 c->children++;
                 s0 = c;
@@ -684,16 +581,16 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
         nd->is_view = 1;
         nd->base = s0->is_view ? s0->base : s0->id;
         nd->buf = nd->base;
-        nd->device = s_find(g, nd->base)->device; /* a view is where its base is */
+        nd->device = g_find(g, nd->base)->device; /* a view is where its base is */
         s_ref(g, nd->base);
     }
     /* A base not counted would free its buffer early: the op is refused. */
     if (!nd->is_view && s_buf_hold(g, nd->buf) != TACT_OK) {
         for (int i = 0; i < nd->nsrc; i++) {
-            g_node_t *d = s_find(g, nd->src[i]);
+            g_node_t *d = g_find(g, nd->src[i]);
             if (d) d->children--;
         }
-        s_cse_remove(g, nd);
+        g_cse_remove(g, nd);
         s_remove(g, nd->id);
         s_node_free(g, nd);
         return ta_error_set(err, TACT_ENOMEM, "graph: out of memory");
@@ -708,22 +605,18 @@ static int s_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
  * that later parts read become its targets. */
 enum { S_PART_NODES = 1 << 15, S_PART_BYTES = 4 << 20 };
 
-typedef struct {
-    g_node_t *n;
-    int exit; /* its sources are done: append it */
-} s_visit_t;
 
 /* Collects everything the pending targets need that has no buffer yet,
  * sources before users (depth first, with a stack: chains can be millions
  * long).  A view brings its base; a base with a buffer is a leaf.  Sets
  * each node's pos to its index in *list. */
 static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
-    s_visit_t *stack = NULL;
+    g_visit_t *stack = NULL;
     size_t depth = 0, cap = 0, lcap = 0;
     int rc = TACT_OK;
     g->stamp++;
     for (size_t t = g->ntargets; t-- > 0 && rc == TACT_OK;) {
-        g_node_t *root = s_find(g, g->targets[t]), *b = root && root->is_view ? s_find(g, root->base) : root;
+        g_node_t *root = g_find(g, g->targets[t]), *b = root && root->is_view ? g_find(g, root->base) : root;
         if (!root || !b) {
             rc = TACT_EINVAL;
             break;
@@ -736,11 +629,11 @@ static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
             rc = TACT_ENOMEM;
             break;
         }
-        stack[depth++] = (s_visit_t){root, 0};
+        stack[depth++] = (g_visit_t){root, 0};
     }
     /* The targets were pushed last first, so the first is collected first. */
     while (depth && rc == TACT_OK) {
-        s_visit_t v = stack[--depth];
+        g_visit_t v = stack[--depth];
         g_node_t *n = v.n;
         if (v.exit) {
             if (ta_grow((void **)list, &lcap, *len + 1, sizeof **list) != TACT_OK) {
@@ -763,10 +656,10 @@ static int s_collect(g_state_t *g, g_node_t ***list, size_t *len) {
             rc = TACT_ENOMEM;
             break;
         }
-        stack[depth++] = (s_visit_t){n, 1};
+        stack[depth++] = (g_visit_t){n, 1};
         for (int i = nn; i-- > 0;) {
-            g_node_t *d = s_find(g, next[i]);
-            if (d && d->mark != g->stamp) stack[depth++] = (s_visit_t){d, 0};
+            g_node_t *d = g_find(g, next[i]);
+            if (d && d->mark != g->stamp) stack[depth++] = (g_visit_t){d, 0};
         }
     }
     ta_free(stack);
@@ -794,11 +687,11 @@ static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, ta_node
     r->n_shape = (uint32_t)n->shape.ndim;
     memcpy(r->shape, n->shape.d, sizeof *r->shape * r->n_shape);
     r->n_srcs = leaf || n->is_view ? 0 : (uint32_t)n->nsrc;
-    for (uint32_t i = 0; i < r->n_srcs; i++) r->srcs[i] = s_find(g, n->src[i])->pos;
+    for (uint32_t i = 0; i < r->n_srcs; i++) r->srcs[i] = g_find(g, n->src[i])->pos;
     r->n_args = (uint32_t)n->nargs;
     memcpy(r->args, n->args, sizeof *r->args * r->n_args);
     r->device = (uint64_t)n->device;
-    r->base = n->is_view ? s_find(g, n->base)->pos : n->pos;
+    r->base = n->is_view ? g_find(g, n->base)->pos : n->pos;
     if (n->is_view) r->st = ta_vstack_recs(n->st, views);
     int keep = n->client_ref || n->children > n->internal;
     r->flags = (uint64_t)((n->buffer ? 1 : 0) | (keep ? 2 : 0) | (n->writes ? 4 : 0));
@@ -809,8 +702,8 @@ static int s_pack_node(g_state_t *g, const g_node_t *n, uint64_t bufref, ta_node
 /* True while some target's base has no buffer yet. */
 static int s_targets_pending(g_state_t *g) {
     for (size_t i = 0; i < g->ntargets; i++) {
-        g_node_t *t = s_find(g, g->targets[i]);
-        g_node_t *b = t && t->is_view ? s_find(g, t->base) : t;
+        g_node_t *t = g_find(g, g->targets[i]);
+        g_node_t *b = t && t->is_view ? g_find(g, t->base) : t;
         if (b && !b->buffer) return 1;
     }
     return 0;
@@ -844,10 +737,10 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     for (size_t i = 0; i < cut; i++) {
         g_node_t *c = list[i];
         for (int k = 0; k < c->nsrc; k++) {
-            g_node_t *d = s_find(g, c->src[k]);
+            g_node_t *d = g_find(g, c->src[k]);
             if (d && d->mark == g->stamp && d->pos < cut) d->internal++;
         }
-        g_node_t *b = c->is_view ? s_find(g, c->base) : NULL;
+        g_node_t *b = c->is_view ? g_find(g, c->base) : NULL;
         if (b && b->mark == g->stamp && b->pos < cut) b->internal++;
     }
     /* The nodes, by position. */
@@ -873,7 +766,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
     uint64_t *tpos = NULL;
     size_t ntpos = 0, tpos_cap = 0;
     for (size_t i = 0; !bad && i < g->ntargets; i++) {
-        g_node_t *t = s_find(g, g->targets[i]);
+        g_node_t *t = g_find(g, g->targets[i]);
         if (!t || t->mark != g->stamp || t->pos >= cut) continue;
         bad = ta_grow((void **)&tpos, &tpos_cap, ntpos + 1, sizeof *tpos) != TACT_OK;
         if (!bad) tpos[ntpos++] = t->pos;
@@ -886,7 +779,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         else if (!c->buffer)
             for (int k = 0; k < c->nsrc; k++) deps[nd++] = c->src[k];
         for (int k = 0; k < nd && !bad; k++) {
-            g_node_t *d = s_find(g, deps[k]);
+            g_node_t *d = g_find(g, deps[k]);
             if (!d || d->pos >= cut || d->mark != g->stamp || d->internal < 0) continue;
             d->internal = -1; /* listed once */
             bad = ta_grow((void **)&tpos, &tpos_cap, ntpos + 1, sizeof *tpos) != TACT_OK;
@@ -979,15 +872,15 @@ static void s_settle(g_state_t *g, const ta_realize_msg_t *r, uint64_t **frees, 
     ta_u64s_begin(&it, &r->failed);
     while (ta_u64s_next(&it, &failed))
         for (size_t i = 0; i < g->ngiven; i++) {
-            g_node_t *nd = g->given[i].realize == failed ? s_find(g, g->given[i].id) : NULL;
+            g_node_t *nd = g->given[i].realize == failed ? g_find(g, g->given[i].id) : NULL;
             if (nd) nd->buffer = 0;
         }
     size_t keep = 0;
     while (keep < g->ngiven && g->given[keep].realize <= r->settled) {
-        g_node_t *nd = s_find(g, g->given[keep].id);
+        g_node_t *nd = g_find(g, g->given[keep].id);
         if (nd && nd->buffer) {
             nd->sealed = 1;
-            s_drop_sources(g, nd, frees, nfrees, frees_cap);
+            g_drop_sources(g, nd, frees, nfrees, frees_cap);
         }
         keep++;
     }
@@ -998,7 +891,7 @@ static void s_settle(g_state_t *g, const ta_realize_msg_t *r, uint64_t **frees, 
 
 /* A request of the client after a one-way message of its was refused is
  * answered with that error (once): the client reports it there. */
-static int s_refused(ta_actor_t *self, g_state_t *g) {
+int g_refused(ta_actor_t *self, g_state_t *g) {
     int code = g->refused.code;
     g->refused.code = 0;
     return ta_actor_fail(self, code, "%s", g->refused.text);
@@ -1011,7 +904,7 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     uint64_t *frees = NULL;
     size_t nfrees = 0, frees_cap = 0;
     s_settle(g, rq, &frees, &nfrees, &frees_cap);
-    int frc = s_send_frees(self, g, frees, nfrees);
+    int frc = g_send_frees(self, g, frees, nfrees);
     ta_free(frees);
     if (frc != TACT_OK) return ta_actor_fail(self, frc, "realize: cannot send the frees to the executor");
     if (!rq->realize) return ta_actor_fail(self, TACT_EPROTO, "realize: number 0");
@@ -1037,7 +930,7 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     g->nreturns = 0;
     ta_u64s_begin(&it, &rq->ids);
     while (ta_u64s_next(&it, &id)) {
-        g_node_t *t = s_find(g, id);
+        g_node_t *t = g_find(g, id);
         if (!t) {
             char text[96];
             snprintf(text, sizeof text, "realize: unknown tensor %" PRIu64, id);
@@ -1045,7 +938,7 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             return TACT_OK;
         }
         g->targets[g->ntargets++] = id;
-        g_node_t *b = t->is_view ? s_find(g, t->base) : t;
+        g_node_t *b = t->is_view ? g_find(g, t->base) : t;
         int contiguous = !t->is_view || ta_vstack_contiguous(t->st);
         if (!b->buffer || !contiguous) needed = 1;
         /* A small target read through its base, as READ would (a view
@@ -1070,7 +963,7 @@ static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     g->awaited = 0;
     ta_u64s_begin(&it, &m->as.scheduled.ids);
     while (ta_u64s_next(&it, &id)) {
-        g_node_t *nd = s_find(g, id);
+        g_node_t *nd = g_find(g, id);
         if (nd && !nd->is_view && !nd->buffer) {
             if (ta_grow((void **)&g->given, &g->given_cap, g->ngiven + 1, sizeof *g->given) != TACT_OK) {
                 s_end_realize(g);
@@ -1090,10 +983,10 @@ static int s_scheduled(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
 
 /* READ: the executor sends the bytes of the tensor's buffer to the client. */
 static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    if (g->refused.code) return s_refused(self, g);
-    g_node_t *t = s_find(g, m->as.read.id);
+    if (g->refused.code) return g_refused(self, g);
+    g_node_t *t = g_find(g, m->as.read.id);
     if (!t) return ta_actor_fail(self, TACT_EINVAL, "read: unknown tensor %" PRIu64, m->as.read.id);
-    g_node_t *b = t->is_view ? s_find(g, t->base) : t;
+    g_node_t *b = t->is_view ? g_find(g, t->base) : t;
     if (!b->buffer || (t->is_view && !ta_vstack_contiguous(t->st)))
         return ta_actor_fail(self, TACT_EINVAL, "read: tensor %" PRIu64 " is not realized contiguously", t->id);
     ta_msg_t c;
@@ -1103,290 +996,6 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
     c.as.copy_out.reply_to = m->sender;
     return ta_actor_send(self, g->w.executor[b->device], &c);
-}
-
-/* --------------------------------------------------------------- backward */
-
-/* Collects what a backward from loss needs, sources before users (depth
- * first with a stack: graphs can be long): every differentiable node on a
- * path from the loss, and the nodes they read.  A node that an earlier
- * backward went through is refused, as the reference frees its graph. */
-static int s_bw_collect(g_state_t *g, g_node_t *loss, g_node_t ***list, size_t *len, ta_error_t *err) {
-    s_visit_t *stack = NULL;
-    size_t depth = 0, cap = 0, lcap = 0;
-    int rc = TACT_OK;
-    g->stamp++;
-    if (ta_grow((void **)&stack, &cap, 1, sizeof *stack) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
-    stack[depth++] = (s_visit_t){loss, 0};
-    while (depth && rc == TACT_OK) {
-        s_visit_t v = stack[--depth];
-        g_node_t *n = v.n;
-        if (!v.exit && n->mark == g->stamp) continue;
-        if (!v.exit) {
-            n->mark = g->stamp;
-            if (n->grad && n->consumed) {
-                rc = ta_error_set(err, TACT_EINVAL,
-                                  "backward: tensor %" PRIu64 " was already differentiated by an earlier backward, which consumed its graph "
-                                  "(compute it again for a second backward)",
-                                  n->id);
-                break;
-            }
-            if (n->grad) {
-                if (ta_grow((void **)&stack, &cap, depth + 1 + (size_t)n->nsrc, sizeof *stack) != TACT_OK) {
-                    rc = ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
-                    break;
-                }
-                stack[depth++] = (s_visit_t){n, 1};
-                for (int i = n->nsrc; i-- > 0;) {
-                    g_node_t *d = s_find(g, n->src[i]);
-                    if (d && d->mark != g->stamp) stack[depth++] = (s_visit_t){d, 0};
-                }
-                continue;
-            }
-        }
-        if (ta_grow((void **)list, &lcap, *len + 1, sizeof **list) != TACT_OK) {
-            rc = ta_error_set(err, TACT_ENOMEM, "backward: out of memory");
-            break;
-        }
-        (*list)[(*len)++] = n;
-    }
-    ta_free(stack);
-    return rc;
-}
-
-/* Adds n to list unless the walk has it (for the gradient given and the
- * old gradients, which the engine's ops read). */
-static int s_bw_leaf(g_state_t *g, g_node_t *n, g_node_t ***list, size_t *len, size_t *cap) {
-    if (!n || n->mark == g->stamp) return TACT_OK;
-    n->mark = g->stamp;
-    if (ta_grow((void **)list, cap, *len + 1, sizeof **list) != TACT_OK) return TACT_ENOMEM;
-    (*list)[(*len)++] = n;
-    return TACT_OK;
-}
-
-/* One forward node as the engine reads it: a view as the movement op that
- * made it, a duplicate as CONTIGUOUS of the node it duplicates, a node the
- * walk does not go through without sources. */
-static int s_bw_pack(const g_node_t *n, int walked, msgpack_packer *pk) {
-    ta_node_rec_t r;
-    memset(&r, 0, sizeof r);
-    r.id = n->id;
-    r.op = (uint64_t)(n->alias && n->is_view ? TA_OP_CONTIGUOUS : n->op);
-    r.dtype = (uint64_t)n->dtype;
-    r.device = (uint64_t)n->device;
-    r.n_shape = (uint32_t)n->shape.ndim;
-    memcpy(r.shape, n->shape.d, sizeof *r.shape * r.n_shape);
-    if (n->grad && walked) {
-        r.n_srcs = (uint32_t)n->nsrc;
-        memcpy(r.srcs, n->src, sizeof *r.srcs * r.n_srcs);
-        if (!n->alias) {
-            r.n_args = (uint32_t)n->nargs;
-            memcpy(r.args, n->args, sizeof *r.args * r.n_args);
-        }
-        r.flags = TA_NODE_GRAD;
-    }
-    return ta_rec_pack(TA_REC_NODE, &r, pk);
-}
-
-/* BACKWARD from the client: the forward records go to the gradient engine,
- * whose GRADS the graph awaits before anything else. */
-static int s_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    const ta_backward_msg_t *b = &m->as.backward;
-    if (g->refused.code) return s_refused(self, g);
-    ta_error_t err = {0, ""};
-    g_node_t *loss = s_find(g, b->loss), *grad = b->grad ? s_find(g, b->grad) : NULL;
-    if (!loss || (b->grad && !grad)) return ta_actor_fail(self, TACT_EINVAL, "backward: unknown tensor %" PRIu64, loss ? b->grad : b->loss);
-    if (b->targets.n != b->ids.n || b->targets.n != b->olds.n || b->nodes.n)
-        return ta_actor_fail(self, TACT_EPROTO, "backward: %u targets, %u ids, %u old gradients, %u nodes", b->targets.n, b->ids.n, b->olds.n, b->nodes.n);
-    uint64_t *olds = NULL;
-    g->bw_nids = 0;
-    ta_map_clear(&g->bw_chosen);
-    g->bw_nwalked = 0;
-    if (ta_u64s_copy(&b->olds, &olds) != TACT_OK || ta_grow((void **)&g->bw_ids, &g->bw_ids_cap, b->ids.n + 1, sizeof *g->bw_ids) != TACT_OK) {
-        ta_free(olds);
-        return ta_actor_fail(self, TACT_ENOMEM, "backward: out of memory");
-    }
-    ta_u64s_it_t it;
-    uint64_t id;
-    ta_u64s_begin(&it, &b->ids);
-    while (ta_u64s_next(&it, &id)) {
-        if (!id || id >= UINT64_C(1) << 61 || s_find(g, id)) {
-            ta_free(olds);
-            return ta_actor_fail(self, TACT_EPROTO, "backward: gradient id %" PRIu64 " is taken or out of the client's range", id);
-        }
-        g->bw_ids[g->bw_nids++] = id;
-        if (ta_map_put(&g->bw_chosen, id, 1) != TACT_OK) {
-            ta_free(olds);
-            return ta_actor_fail(self, TACT_ENOMEM, "backward: out of memory");
-        }
-    }
-    g_node_t **list = NULL;
-    size_t len = 0;
-    int rc = s_bw_collect(g, loss, &list, &len, &err);
-    size_t cap = len, walked = len; /* the nodes after these are leaves the engine reads (the gradients given) */
-    if (rc == TACT_OK && s_bw_leaf(g, grad, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-    for (uint32_t i = 0; rc == TACT_OK && i < b->olds.n; i++) {
-        g_node_t *o = olds[i] ? s_find(g, olds[i]) : NULL;
-        if (olds[i] && !o) rc = ta_error_set(&err, TACT_EINVAL, "backward: unknown gradient %" PRIu64, olds[i]);
-        else if (s_bw_leaf(g, o, &list, &len, &cap) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-    }
-    ta_free(olds);
-    for (size_t i = 0; rc == TACT_OK && i < walked; i++)
-        if (list[i]->grad) {
-            if (ta_grow((void **)&g->bw_walked, &g->bw_walked_cap, g->bw_nwalked + 1, sizeof *g->bw_walked) != TACT_OK)
-                rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-            else g->bw_walked[g->bw_nwalked++] = list[i]->id;
-        }
-    /* The records go in parts of at most part_bytes (any size of graph
-     * fits the message limit): every part but the last one-way, in the
-     * graph's stream; the last, with the targets, a request. */
-    g->bw_nadded = 0;
-    uint64_t nparts = 0;
-    msgpack_sbuffer nodes;
-    msgpack_sbuffer_init(&nodes);
-    for (size_t i = 0; rc == TACT_OK;) {
-        msgpack_sbuffer_clear(&nodes);
-        msgpack_sbuffer one;
-        msgpack_sbuffer_init(&one);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &one, msgpack_sbuffer_write);
-        size_t first = i;
-        while (rc == TACT_OK && i < len && (i == first || one.size < g->part_bytes)) {
-            if (s_bw_pack(list[i], i < walked, &pk)) rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-            i++;
-        }
-        msgpack_packer_init(&pk, &nodes, msgpack_sbuffer_write);
-        if (rc == TACT_OK && (ta_recs_pack_header(&pk, i - first) || (one.size && msgpack_sbuffer_write(&nodes, one.data, one.size))))
-            rc = ta_error_set(&err, TACT_ENOMEM, "backward: out of memory");
-        msgpack_sbuffer_destroy(&one);
-        if (rc != TACT_OK) break;
-        ta_msg_t q;
-        ta_msg_init(&q, TA_MSG_BACKWARD);
-        int last = i >= len;
-        q.as.backward = *b;
-        q.as.backward.nodes = ta_recs_raw(TA_REC_NODE, nodes.data, nodes.size, i - first);
-        q.as.backward.more = (uint64_t)!last;
-        q.as.backward.next = 0;
-        q.as.backward.part = nparts++;
-        if (!last) q.as.backward.targets = q.as.backward.ids = q.as.backward.olds = ta_u64s(NULL, 0);
-        if (last) q.corr = ta_actor_new_corr(self);
-        rc = ta_actor_send(self, g->w.autograd, &q);
-        if (rc != TACT_OK) {
-            ta_error_set(&err, rc, "backward: cannot reach the gradient engine");
-        } else if (last) {
-            g->bw_awaited = q.corr;
-            g->bw_corr = m->corr;
-            g->bw_reply_to = m->sender;
-            ta_actor_await(self, q.corr, g->w.autograd);
-            break;
-        }
-    }
-    ta_free(list);
-    msgpack_sbuffer_destroy(&nodes);
-    return rc == TACT_OK ? TACT_OK : ta_actor_fail(self, rc, "%s", err.text);
-}
-
-/* True when id is one the client chose for a gradient of this backward. */
-static int s_bw_chosen(const g_state_t *g, uint64_t id) { return ta_map_get(&g->bw_chosen, id, NULL); }
-
-/* Drops the nodes of ops the engine sent (all of them, or all but the
- * gradients the client asked for) that nobody holds. */
-static void s_bw_unhold(g_state_t *g, int keep_chosen) {
-    uint64_t *frees = NULL;
-    size_t nfrees = 0, frees_cap = 0;
-    for (size_t k = 0; k < g->bw_nadded; k++) {
-        g_node_t *nd = keep_chosen && s_bw_chosen(g, g->bw_added[k]) ? NULL : s_find(g, g->bw_added[k]);
-        if (!nd) continue;
-        nd->client_ref = 0;
-        s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
-    }
-    ta_free(frees); /* nothing the engine made has a buffer yet */
-    g->bw_nadded = 0;
-}
-
-/* The awaited GRADS: its ops join the graph (ids in the engine's range, or
- * the ones the client chose), the nodes the backward went through are
- * consumed, and the client hears which gradients exist. */
-static int s_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
-    ta_error_t err = {0, ""};
-    ta_recs_it_t it;
-    ta_node_rec_t rec;
-    int rc = !m->as.grads.ops.n || m->as.grads.ops.type == TA_REC_NODE ? TACT_OK : ta_error_set(&err, TACT_EPROTO, "grads: not NODE records");
-    g->bw_awaited = 0;
-    ta_recs_begin(&it, &m->as.grads.ops);
-    while (rc == TACT_OK && ta_recs_next(&it, &rec)) {
-        if (!s_bw_chosen(g, rec.id) && (rec.id < UINT64_C(1) << 61 || rec.id >= UINT64_C(1) << 62)) {
-            rc = ta_error_set(&err, TACT_EPROTO, "grads: op id %" PRIu64 " is outside the gradient engine's range", rec.id);
-            break;
-        }
-        /* Only what the rules make: computations, never data or writes. */
-        if (rec.op == TA_OP_EMPTY || rec.op == TA_OP_ASSIGN || rec.op == TA_OP_CUSTOM || rec.flags) {
-            rc = ta_error_set(&err, TACT_EPROTO, "grads: op %" PRIu64 " is not a gradient op", rec.id);
-            break;
-        }
-        if ((rc = s_add_op(g, &rec, &err)) == TACT_OK) {
-            if (ta_grow((void **)&g->bw_added, &g->bw_added_cap, g->bw_nadded + 1, sizeof *g->bw_added) != TACT_OK)
-                rc = ta_error_set(&err, TACT_ENOMEM, "grads: out of memory");
-            else g->bw_added[g->bw_nadded++] = rec.id;
-        }
-    }
-    /* More to come: ask for the next part of the answer. */
-    if (rc == TACT_OK && m->as.grads.more) {
-        ta_msg_t q;
-        ta_msg_init(&q, TA_MSG_BACKWARD);
-        q.corr = ta_actor_new_corr(self);
-        q.as.backward.next = 1;
-        rc = ta_actor_send(self, g->w.autograd, &q);
-        if (rc == TACT_OK) {
-            g->bw_awaited = q.corr;
-            ta_actor_await(self, q.corr, g->w.autograd);
-            return TACT_OK;
-        }
-        ta_error_set(&err, rc, "grads: cannot reach the gradient engine");
-    }
-    ta_u64s_it_t ui;
-    uint64_t id;
-    ta_u64s_begin(&ui, &m->as.grads.ids);
-    while (rc == TACT_OK && ta_u64s_next(&ui, &id)) {
-        g_node_t *nd = s_bw_chosen(g, id) ? s_find(g, id) : NULL;
-        if (!nd || nd->mark == UINT64_MAX) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for, not made or listed twice", id);
-        else nd->mark = UINT64_MAX;
-    }
-    /* A chosen id the answer does not list is nobody's: it goes. */
-    for (size_t i = 0; i < g->bw_nids; i++) {
-        g_node_t *nd = s_find(g, g->bw_ids[i]);
-        if (nd && nd->mark != UINT64_MAX) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
-        else if (nd) nd->mark = 0;
-    }
-
-    if (rc != TACT_OK) {
-        s_bw_unhold(g, 0); /* the chosen ids too: the client makes none */
-        ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
-        return TACT_OK;
-    }
-    s_bw_unhold(g, 1);
-    uint64_t *frees = NULL;
-    size_t nfrees = 0, frees_cap = 0;
-    for (size_t i = 0; i < g->bw_nwalked; i++) {
-        g_node_t *nd = s_find(g, g->bw_walked[i]);
-        if (!nd) continue;
-        nd->consumed = 1;
-        s_cse_remove(g, nd); /* a new forward makes new nodes, not aliases of consumed ones */
-    }
-    /* The gradient ops read the forward nodes they need: what the backward
-     * went through may now let its sources go, as any realized node. */
-    for (size_t i = 0; i < g->bw_nwalked; i++) {
-        g_node_t *nd = s_find(g, g->bw_walked[i]);
-        if (nd) s_drop_sources(g, nd, &frees, &nfrees, &frees_cap);
-    }
-    int frc = s_send_frees(self, g, frees, nfrees);
-    ta_free(frees);
-    if (frc != TACT_OK) return ta_actor_fail(self, frc, "grads: cannot send the frees to the executor");
-    ta_msg_t r;
-    ta_msg_init(&r, TA_MSG_GRADS);
-    r.corr = g->bw_corr;
-    r.as.grads.ids = m->as.grads.ids;
-    return ta_actor_send(self, (uint32_t)g->bw_reply_to, &r);
 }
 
 /* ---------------------------------------------------------------- actor */
@@ -1437,7 +1046,7 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *er
             if (rec.id >= UINT64_C(1) << 61) return ta_error_set(err, TACT_EPROTO, "op batch: id %" PRIu64 " is outside the client's range", rec.id);
             /* The client computed every shape itself, so this is a bug or a
              * hostile peer: the ops before it stay, the rest is refused. */
-            int rc = s_add_op(g, &rec, err);
+            int rc = g_add_op(g, &rec, err);
             if (rc != TACT_OK) return rc;
         }
         return TACT_OK;
@@ -1448,18 +1057,18 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *er
         size_t nfrees = 0, frees_cap = 0;
         ta_u64s_begin(&it, &m->as.release.ids);
         while (ta_u64s_next(&it, &id)) {
-            g_node_t *nd = s_find(g, id);
+            g_node_t *nd = g_find(g, id);
             if (nd) {
                 nd->client_ref = 0;
-                s_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
+                g_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
             }
         }
-        int rc = s_send_frees(self, g, frees, nfrees);
+        int rc = g_send_frees(self, g, frees, nfrees);
         ta_free(frees);
         return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "release: cannot send the frees to the executor");
     }
     default: { /* WRITE */
-        g_node_t *nd = s_find(g, m->as.write.buf);
+        g_node_t *nd = g_find(g, m->as.write.buf);
         if (!nd || !nd->writes) return ta_error_set(err, TACT_EINVAL, "write: tensor %" PRIu64 " takes no data", m->as.write.buf);
         uint64_t want = (uint64_t)ta_shape_numel(&nd->shape) * ta_dtype_size(nd->dtype);
         if (m->bulk.len != want)
@@ -1486,9 +1095,9 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (g->bw_awaited && (m->type == TA_MSG_GRADS || (m->type == TA_MSG_ERROR && m->corr == g->bw_awaited))) {
         if (m->corr != g->bw_awaited || (m->sender != g->w.autograd && m->sender != 0))
             return ta_actor_fail(self, TACT_EPROTO, "graph: a GRADS nobody awaits");
-        if (m->type == TA_MSG_GRADS) return s_grads(self, g, m);
+        if (m->type == TA_MSG_GRADS) return g_grads(self, g, m);
         g->bw_awaited = 0;
-        s_bw_unhold(g, 0); /* ops of earlier parts of the answer go, the chosen ids too */
+        g_bw_unhold(g, 0); /* ops of earlier parts of the answer go, the chosen ids too */
         char what[64], text[256];
         snprintf(what, sizeof what, "%.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "");
         snprintf(text, sizeof text, "%.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
@@ -1511,7 +1120,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         return ta_actor_fail(self, TACT_EPROTO, "graph: %s while a reply is awaited", ta_msg_type_name(m->type));
     switch (m->type) {
     case TA_MSG_REALIZE: return s_realize(self, g, m);
-    case TA_MSG_BACKWARD: return s_backward(self, g, m);
+    case TA_MSG_BACKWARD: return g_backward(self, g, m);
     case TA_MSG_READ: return s_read(self, g, m);
     case TA_MSG_OP_BATCH:
     case TA_MSG_RELEASE:
