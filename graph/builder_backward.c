@@ -1,7 +1,6 @@
 /* builder_backward.c - the graph builder's backward: the forward records to the gradient engine, its gradient ops into the graph. */
 #include "builder_impl.h"
 
-
 /* Collects what a backward from loss needs, sources before users (depth
  * first with a stack: graphs can be long): every differentiable node on a
  * path from the loss, and the nodes they read.  A node that an earlier

@@ -1,6 +1,7 @@
 /* testutil.c - helpers shared by the Criterion suites. */
 #include "testutil.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,4 +159,20 @@ void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, v
     ta_stage_destroy(&a);
     ta_log_free(&log);
     unlink(path);
+}
+
+void tu_fake_cc(const char *dir, const char *fmt, ...) {
+    char path[1200], cc[1300];
+    snprintf(path, sizeof path, "%s/cc.sh", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f, "cannot write %s", path);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(f, fmt, ap);
+    va_end(ap);
+    fclose(f);
+    snprintf(cc, sizeof cc, "sh %s", path);
+    setenv("TACT_CC", cc, 1);
+    snprintf(path, sizeof path, "%s/cache", dir);
+    setenv("TACT_CACHE_DIR", path, 1);
 }

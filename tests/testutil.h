@@ -13,6 +13,11 @@ uint64_t tu_seed(void);
 /* xorshift64* over *state. */
 uint64_t tu_rand(uint64_t *state);
 
+/* A compiler for the contexts opened next: dir/cc.sh holds the shell
+ * script (printf-style fmt) and TACT_CC runs it, with a fresh kernel cache
+ * in dir/cache (TACT_CACHE_DIR).  The test unsets both when done. */
+__attribute__((format(printf, 2, 3))) void tu_fake_cc(const char *dir, const char *fmt, ...);
+
 /* A runtime with the defaults, the given transport and timeout; aborts the
  * test (cr_assert) on failure. */
 ta_rt_t *tu_rt(ta_transport_t transport, int timeout_ms, const char *log_path);

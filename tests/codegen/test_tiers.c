@@ -17,24 +17,15 @@
  * cache.  A full (-O3) build takes 0.3 s more: a realize that returns with
  * all of them logged waited for them. */
 static tact_ctx *s_open_with(const char *dir, int threads, const char *extra) {
-    char cc[1400], cache[1200], script[1200];
-    snprintf(script, sizeof script, "%s/cc.sh", dir);
-    FILE *f = fopen(script, "w");
-    cr_assert(f);
-    fprintf(f,
-            "[ \"$1\" = --version ] && exec cc \"$@\"\n"
-            "level=\n"
-            "for a; do case \"$a\" in -O*) level=$a;; esac; done\n"
-            "%s\n"
-            "[ \"$level\" = -O3 ] && sleep 0.3\n"
-            "cc \"$@\" || exit 1\n"
-            "echo $level >> %s/levels\n",
-            extra, dir);
-    fclose(f);
-    snprintf(cc, sizeof cc, "sh %s", script);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
-    setenv("TACT_CC", cc, 1);
-    setenv("TACT_CACHE_DIR", cache, 1);
+    tu_fake_cc(dir,
+               "[ \"$1\" = --version ] && exec cc \"$@\"\n"
+               "level=\n"
+               "for a; do case \"$a\" in -O*) level=$a;; esac; done\n"
+               "%s\n"
+               "[ \"$level\" = -O3 ] && sleep 0.3\n"
+               "cc \"$@\" || exit 1\n"
+               "echo $level >> %s/levels\n",
+               extra, dir);
     tact_options o;
     tact_options_default(&o);
     o.cpu_threads = threads;

@@ -1035,25 +1035,17 @@ static int s_lines(const char *path) {
 Test(graph_pipeline, the_stages_take_the_next_realize_while_one_is_still_in_flight) {
     /* A compiler that holds the kernel E_9 (elementwise over 9 elements)
      * until a flag file exists, and logs the others' quick builds. */
-    char *dir = tu_tmpfile("overlap"), path[1200], cc[1400];
+    char *dir = tu_tmpfile("overlap"), path[1200];
     unlink(dir);
     cr_assert_eq(mkdir(dir, 0700), 0);
-    snprintf(path, sizeof path, "%s/cc.sh", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fprintf(f,
-            "for last; do :; done\n"
-            "case \"$1\" in --version) exec cc \"$@\";; esac\n"
-            "case \" $* \" in *\" -O3 \"*) exec cc \"$@\";; esac\n" /* a full build in the background */
-            "if ! grep -q ' E_9(' \"$last\"; then echo marked >> %s/marked\n"
-            "else n=0; while [ ! -e %s/go ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; fi\n"
-            "exec cc \"$@\"\n",
-            dir, dir);
-    fclose(f);
-    snprintf(cc, sizeof cc, "sh %s", path);
-    setenv("TACT_CC", cc, 1);
-    snprintf(path, sizeof path, "%s/cache", dir);
-    setenv("TACT_CACHE_DIR", path, 1);
+    tu_fake_cc(dir,
+               "for last; do :; done\n"
+               "case \"$1\" in --version) exec cc \"$@\";; esac\n"
+               "case \" $* \" in *\" -O3 \"*) exec cc \"$@\";; esac\n" /* a full build in the background */
+               "if ! grep -q ' E_9(' \"$last\"; then echo marked >> %s/marked\n"
+               "else n=0; while [ ! -e %s/go ] && [ $n -lt 3000 ]; do sleep 0.01; n=$((n+1)); done; fi\n"
+               "exec cc \"$@\"\n",
+               dir, dir);
     tact_ctx *ctx = s_open(0, NULL);
     unsetenv("TACT_CC");
     unsetenv("TACT_CACHE_DIR");

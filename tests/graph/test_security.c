@@ -106,28 +106,20 @@ typedef struct {
 } s_slowcc_t;
 
 static void s_slowcc(s_slowcc_t *c, int sleep_s) {
-    char *dir = tu_tmpfile("slowcc"), path[400], cc[600];
+    char *dir = tu_tmpfile("slowcc");
     unlink(dir);
     snprintf(c->dir, sizeof c->dir, "%s", dir);
     free(dir);
     cr_assert_eq(mkdir(c->dir, 0700), 0);
     snprintf(c->marks, sizeof c->marks, "%s/running", c->dir);
     cr_assert_eq(mkdir(c->marks, 0700), 0);
-    snprintf(path, sizeof path, "%s/cc.sh", c->dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f);
-    fprintf(f,
-            "case \"$1\" in --version) exec cc \"$@\";; esac\n"
-            "touch %s/$$\n"
-            "sleep %d\n"
-            "rm -f %s/$$\n"
-            "exec cc \"$@\"\n",
-            c->marks, sleep_s, c->marks);
-    fclose(f);
-    snprintf(cc, sizeof cc, "sh %s", path);
-    setenv("TACT_CC", cc, 1);
-    snprintf(path, sizeof path, "%s/cache", c->dir);
-    setenv("TACT_CACHE_DIR", path, 1);
+    tu_fake_cc(c->dir,
+               "case \"$1\" in --version) exec cc \"$@\";; esac\n"
+               "touch %s/$$\n"
+               "sleep %d\n"
+               "rm -f %s/$$\n"
+               "exec cc \"$@\"\n",
+               c->marks, sleep_s, c->marks);
 }
 
 /* The number of wrappers running now (their mark files whose process is
