@@ -176,3 +176,22 @@ void tu_fake_cc(const char *dir, const char *fmt, ...) {
     snprintf(path, sizeof path, "%s/cache", dir);
     setenv("TACT_CACHE_DIR", path, 1);
 }
+
+int tu_log_sent(const char *path, const char *stream, int type, void (*fn)(const ta_msg_t *m, void *ud), void *ud) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    int n = 0;
+    for (size_t i = 0; i < log->nstreams; i++) {
+        if (strcmp(log->streams[i].name, stream) != 0) continue;
+        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
+            const ta_log_record_t *rec = &log->streams[i].records[k];
+            ta_msg_t m;
+            if (rec->dir != TA_LOG_OUT || ta_log_record_msg(rec, &m, &err) != TACT_OK || (int)m.type != type) continue;
+            if (fn) fn(&m, ud);
+            n++;
+        }
+    }
+    ta_log_free(&log);
+    return n;
+}

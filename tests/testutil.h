@@ -18,6 +18,10 @@ uint64_t tu_rand(uint64_t *state);
  * in dir/cache (TACT_CACHE_DIR).  The test unsets both when done. */
 __attribute__((format(printf, 2, 3))) void tu_fake_cc(const char *dir, const char *fmt, ...);
 
+/* Calls fn(m, ud) for each message of type that stream (a port's name,
+ * "client", "scheduler", ...) sent in the log at path; returns how many. */
+int tu_log_sent(const char *path, const char *stream, int type, void (*fn)(const ta_msg_t *m, void *ud), void *ud);
+
 /* A runtime with the defaults, the given transport and timeout; aborts the
  * test (cr_assert) on failure. */
 ta_rt_t *tu_rt(ta_transport_t transport, int timeout_ms, const char *log_path);

@@ -312,30 +312,29 @@ Test(codegen_lower, blocked_column_reduces_against_loops) {
     free(x);
 }
 
-/* The kernels' ASTs of a recorded run, lowered for a given target. */
-static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
-    ta_log_t *log;
+/* The kernels' ASTs of a recorded run (at most max), for lowering. */
+typedef struct {
+    ta_ast_t *asts;
+    int n, max;
+} s_asts_t;
+
+static void s_take_asts(const ta_msg_t *m, void *ud) {
+    s_asts_t *a = ud;
+    ta_recs_it_t it;
+    ta_kernel_rec_t kr;
     ta_error_t err;
-    cr_assert_eq(ta_log_load(log_path, &log, &err), TACT_OK, "%s", err.text);
-    int n = 0;
-    for (size_t i = 0; i < log->nstreams; i++) {
-        if (strcmp(log->streams[i].name, "scheduler") != 0) continue;
-        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
-            const ta_log_record_t *rec = &log->streams[i].records[k];
-            ta_msg_t m;
-            if (rec->dir != TA_LOG_OUT || ta_log_record_msg(rec, &m, &err) != TACT_OK || m.type != TA_MSG_KERNELS) continue;
-            ta_recs_it_t it;
-            ta_kernel_rec_t kr;
-            ta_recs_begin(&it, &m.as.kernels.kernels);
-            while (n < max && ta_recs_next(&it, &kr)) {
-                ta_mpr_t r;
-                ta_mpr_init(&r, kr.ast.ptr, kr.ast.len);
-                cr_assert_eq(ta_ast_unpack(&asts[n++], &r, &err), TACT_OK, "%s", err.text);
-            }
-        }
+    ta_recs_begin(&it, &m->as.kernels.kernels);
+    while (a->n < a->max && ta_recs_next(&it, &kr)) {
+        ta_mpr_t r;
+        ta_mpr_init(&r, kr.ast.ptr, kr.ast.len);
+        cr_assert_eq(ta_ast_unpack(&a->asts[a->n++], &r, &err), TACT_OK, "%s", err.text);
     }
-    ta_log_free(&log);
-    return n;
+}
+
+static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
+    s_asts_t a = {asts, 0, max};
+    tu_log_sent(log_path, "scheduler", TA_MSG_KERNELS, s_take_asts, &a);
+    return a.n;
 }
 
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile

@@ -1294,24 +1294,6 @@ Test(graph_pipeline, an_expression_built_again_after_its_scope_ended_runs_again)
 
 /* ------------------------------------------------- small results come back */
 
-/* The READ requests the client sent in the log at path. */
-static int s_reads_sent(const char *path) {
-    ta_log_t *log;
-    ta_error_t err;
-    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
-    int n = 0;
-    for (size_t i = 0; i < log->nstreams; i++) {
-        if (strcmp(log->streams[i].name, "client") != 0) continue;
-        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
-            const ta_log_record_t *rec = &log->streams[i].records[k];
-            ta_msg_t m;
-            if (rec->dir == TA_LOG_OUT && ta_log_record_msg(rec, &m, &err) == TACT_OK && m.type == TA_MSG_READ) n++;
-        }
-    }
-    ta_log_free(&log);
-    return n;
-}
-
 /* The bytes of a realize's small targets (at most TA_RETURN_BYTES each, at
  * most TA_RETURNS_MAX) come back with its answer: reading them sends no
  * READ, a scalar and a contiguous view alike; a larger target, and the
@@ -1368,7 +1350,7 @@ Test(graph_pipeline, small_results_come_back_with_the_realize) {
         cr_assert_eq(l, 10.0 * i, "many[%d]: %g", i, l);
     }
     tact_ctx_close(&ctx);
-    int reads = s_reads_sent(path);
+    int reads = tu_log_sent(path, "client", TA_MSG_READ, NULL, NULL);
     cr_assert_eq(reads, 2 + N - TA_RETURNS_MAX, "%d READs: only the large target, the view after the assign and the small ones past the limit", reads);
     unlink(path);
     free(path);
