@@ -19,11 +19,13 @@
  * a fixed order), so results are bitwise the same for any thread count; only
  * which thread does which chunk depends on timing.
  *
- * The pool has one worker per thread.  A small launch runs on the
- * launching (executor's) thread, alone or with nthreads - 1 workers; a
- * supervised one (a tick function given: long work) runs on all workers
- * while the launching thread waits, calling tick every 20 ms, so the
- * executor can send heartbeats and stop handing out chunks when told to.
+ * The pool has nthreads - 1 workers.  A launch runs on the launching
+ * (executor's) thread, alone when it is small, else with nthreads - 1
+ * workers.  A supervised one (a tick function given: long work) is cut in
+ * chunks of at most S_TICK_WORK iterations, and the launching thread calls
+ * tick between its chunks and every 20 ms while it waits for the workers'
+ * last ones, so the executor can send heartbeats and stop handing out
+ * chunks when told to.
  */
 struct ta_device {
     int nthreads; /* computing threads of a launch */
@@ -52,6 +54,9 @@ struct ta_device {
 };
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
+/* Iterations of a supervised launch's chunk (at least one tile): the
+ * launching thread runs chunks too, and ticks between them. */
+enum { S_TICK_WORK = 4 << 20 };
 
 /* How long a thread that waits for the pool (a worker for the next launch,
  * the launching thread for the workers' last chunks) watches before it
@@ -61,7 +66,7 @@ enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread co
  * second thread.  Longer costs the rest of the pipeline (the graph, the
  * client) a core while a step is being built: the MLP step ran 380-530
  * steps/s at 200 us, 540-610 at 30. */
-enum { S_SPIN_NS = 30 * 1000 };
+enum { S_SPIN_NS = 10 * 1000 };
 
 static int64_t s_ns(void) {
     struct timespec t;
@@ -86,16 +91,24 @@ static void s_spin_while(const uint64_t *v, uint64_t value, int equal, const int
     }
 }
 
-/* Takes chunks of the current launch until none is left. */
-static void s_drain(ta_device_t *d) {
+/* Takes chunks of the current launch until none is left; with tick, calls
+ * it after each chunk.  Returns 1 when tick said stop (no chunk is handed
+ * out after that; those running finish). */
+static int s_drain(ta_device_t *d, ta_device_tick_fn tick, void *ud) {
     for (;;) {
         pthread_mutex_lock(&d->lock);
         int64_t start = d->next;
         if (start < d->n) d->next += d->chunk;
         pthread_mutex_unlock(&d->lock);
-        if (start >= d->n) return;
+        if (start >= d->n) return 0;
         int64_t end = start + d->chunk < d->n ? start + d->chunk : d->n;
         d->fn(start, end, d->bufs, d->args);
+        if (tick && tick(ud)) {
+            pthread_mutex_lock(&d->lock);
+            d->next = d->n;
+            pthread_mutex_unlock(&d->lock);
+            return 1;
+        }
     }
 }
 
@@ -116,7 +129,7 @@ static void *s_worker(void *arg) {
         if (!d->slots) continue; /* this launch has all the workers it takes */
         d->slots--;
         pthread_mutex_unlock(&d->lock);
-        s_drain(d);
+        s_drain(d, NULL, NULL);
         pthread_mutex_lock(&d->lock);
         __atomic_store_n(&d->busy, d->busy - 1, __ATOMIC_RELEASE);
         if (d->busy == 0) pthread_cond_signal(&d->done);
@@ -185,7 +198,7 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     pthread_mutex_init(&d->lock, NULL);
     pthread_cond_init(&d->work, NULL);
     ta_cond_init_monotonic(&d->done);
-    for (int i = 0; i < threads; i++) {
+    for (int i = 0; i < threads - 1; i++) { /* the launching thread is the last */
         if (pthread_create(&d->workers[i], NULL, s_worker, d) != 0) {
             s_close(&d);
             return ta_error_set(err, TACT_EDEVICE, "CPU: cannot start worker thread %d", i);
@@ -322,13 +335,15 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
     uint64_t per = work / (uint64_t)n ? work / (uint64_t)n : 1;
     int64_t chunk = (n + d->nthreads * 4 - 1) / (d->nthreads * 4), least = (int64_t)((S_MIN_CHUNK_WORK + per - 1) / per);
     if (chunk < least) chunk = least;
+    if (tick && chunk > (int64_t)(S_TICK_WORK / per)) chunk = (int64_t)(S_TICK_WORK / per);
+    if (chunk < 1) chunk = 1;
     if (align < 1) align = 1;
     chunk = (chunk + align - 1) / align * align; /* kernels that compute tiles need whole tiles */
     if (!tick && (d->nthreads == 1 || chunk >= n)) {
         prog->fn(0, n, bufs, args);
         return TACT_OK;
     }
-    int helpers = tick ? d->nthreads : d->nthreads - 1;
+    int helpers = d->nthreads - 1;
     pthread_mutex_lock(&d->lock);
     d->fn = prog->fn;
     d->bufs = bufs;
@@ -337,14 +352,18 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
     d->chunk = chunk;
     d->next = 0;
     d->slots = d->busy = helpers;
-    __atomic_store_n(&d->generation, d->generation + 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&d->work);
-    pthread_mutex_unlock(&d->lock);
-    int stopped = 0;
-    if (!tick) {
-        s_drain(d);
-        s_spin_while(&d->busy, 0, 0, &d->quit);
+    if (helpers) {
+        __atomic_store_n(&d->generation, d->generation + 1, __ATOMIC_RELEASE);
+        pthread_cond_broadcast(&d->work);
     }
+    pthread_mutex_unlock(&d->lock);
+    int stopped = s_drain(d, tick, ud);
+    /* No chunk is left: workers that have not woken yet are not waited for. */
+    pthread_mutex_lock(&d->lock);
+    __atomic_store_n(&d->busy, d->busy - (uint64_t)d->slots, __ATOMIC_RELEASE);
+    d->slots = 0;
+    pthread_mutex_unlock(&d->lock);
+    s_spin_while(&d->busy, 0, 0, &d->quit);
     pthread_mutex_lock(&d->lock);
     while (d->busy) {
         if (!tick) {

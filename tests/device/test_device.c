@@ -120,6 +120,92 @@ static void s_conformance(const ta_device_ops_t *ops, int index) {
 
 Test(device, the_cpu_device_copies_launches_and_stays_in_bounds) { s_conformance(&ta_cpu_device, 0); }
 
+/* A supervised CPU launch (a tick given) is cut in chunks of at most 4M
+ * iterations; the launching thread computes chunks too and ticks between
+ * its chunks, and a stop hands out no chunk after it. */
+static int s_count_ticks(void *ud) {
+    ++*(int *)ud;
+    return 0;
+}
+
+static int s_stop_at_once(void *ud) {
+    ++*(int *)ud;
+    return 1;
+}
+
+static void s_supervised(int threads, ta_device_tick_fn tick) {
+    enum { N = 1 << 20, PER = 64 }; /* 64 iterations an output: chunks of at most 65536 outputs */
+    const uint32_t sentinel = 0x7fc00badu;
+    ta_error_t err = {0, ""};
+    ta_device_t *dev;
+    cr_assert_eq(ta_cpu_device.open(&dev, 0, &(ta_device_options_t){threads, 0, NULL}, &err), TACT_OK, "%s", err.text);
+    void *o, *a, *b;
+    cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &o, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &b, &err), TACT_OK, "%s", err.text);
+    float *ha = malloc(N * 4), *hb = malloc(N * 4);
+    uint32_t *ho = malloc(N * 4);
+    cr_assert(ha && hb && ho);
+    for (int i = 0; i < N; i++) ha[i] = (float)(i % 1000), hb[i] = 1.0f, ho[i] = sentinel;
+    cr_assert_eq(ta_cpu_device.copy_in(dev, a, ha, N * 4, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.copy_in(dev, b, hb, N * 4, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.copy_in(dev, o, ho, N * 4, &err), TACT_OK, "%s", err.text);
+    size_t len;
+    uint8_t *bytes = s_program(&ta_cpu_device, "k", s_cpu_src, s_cl_src, &len);
+    void *prog;
+    cr_assert_eq(ta_cpu_device.load(dev, bytes, len, "k", &prog, &err), TACT_OK, "%s", err.text);
+    uint32_t sw = 0x40000000u; /* 2.0f */
+    uint64_t args[1] = {sw};
+    void *bufs[3] = {o, a, b};
+    ta_launch_t l = {bufs, 3, args, 1, N, 4, (uint64_t)N * PER};
+    cr_assert_eq(ta_cpu_device.launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    int ticks = 0;
+    int rc = ta_cpu_device.sync(dev, tick, &ticks, &err);
+    cr_assert_eq(ta_cpu_device.copy_out(dev, ho, o, N * 4, &err), TACT_OK, "%s", err.text);
+    int done = 0;
+    for (int i = 0; i < N; i++) {
+        if (ho[i] == sentinel) continue;
+        float got;
+        memcpy(&got, &ho[i], 4);
+        cr_assert_eq((double)got, (double)ha[i] * 2.0 + 1.0, "output %d is %g", i, (double)got);
+        done++;
+    }
+    if (tick == s_count_ticks) {
+        cr_assert_eq(rc, TACT_OK, "%s", err.text);
+        cr_assert_eq(done, N, "%d of %d outputs computed", done, N);
+        /* One thread computes the 16 chunks or more itself (with two, the
+         * worker may take them all while the launching thread is
+         * preempted: it then ticks only when it waits 20 ms). */
+        if (threads == 1) cr_assert(ticks >= 16, "%d ticks for 16 chunks or more on one thread", ticks);
+    } else if (threads == 1) {
+        /* Its first chunk and nothing after the stop. */
+        cr_assert_eq(rc, TACT_ESTOPPED, "got %s: %s", tact_status_name(rc), err.text);
+        cr_assert(strstr(err.text, "stopped"), "%s", err.text);
+        cr_assert_eq(ticks, 1, "%d ticks after a stop", ticks);
+        cr_assert(done > 0 && done <= N / 16, "%d outputs computed before the stop", done);
+    } else {
+        cr_assert(rc == TACT_ESTOPPED || (rc == TACT_OK && ticks == 0 && done == N), "got %s: %s (%d ticks, %d outputs)",
+                  tact_status_name(rc), err.text, ticks, done);
+        if (rc == TACT_ESTOPPED) cr_assert(strstr(err.text, "stopped") && ticks == 1, "%s (%d ticks)", err.text, ticks);
+    }
+    /* The device runs the next launch to its end. */
+    cr_assert_eq(ta_cpu_device.launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.sync(dev, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_cpu_device.copy_out(dev, ho, o, N * 4, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < N; i += 4099) cr_assert_neq(ho[i], sentinel, "output %d not computed after a stopped launch", i);
+    ta_cpu_device.unload(dev, prog);
+    free(bytes), free(ha), free(hb), free(ho);
+    ta_cpu_device.free(dev, o), ta_cpu_device.free(dev, a), ta_cpu_device.free(dev, b);
+    ta_cpu_device.close(&dev);
+}
+
+Test(device, a_supervised_cpu_launch_ticks_between_chunks_and_stops_when_told) {
+    s_supervised(1, s_count_ticks);
+    s_supervised(2, s_count_ticks);
+    s_supervised(1, s_stop_at_once);
+    s_supervised(2, s_stop_at_once);
+}
+
 Test(device, every_opencl_device_copies_launches_and_stays_in_bounds) {
     int n = ta_cl_device.count();
     if (!n) cr_skip_test("no OpenCL device (install pocl-opencl-icd)");
@@ -372,11 +458,6 @@ Test(device, opencl_program_binaries_are_cached_and_checked) {
 
 /* A stop asked for during a long kernel: the kernel cannot be interrupted,
  * so sync waits for it (within a grace period) and reports the stop. */
-static int s_stop_at_once(void *ud) {
-    ++*(int *)ud;
-    return 1;
-}
-
 Test(device, a_stop_during_an_opencl_kernel_is_reported_once_it_ends) {
     if (!ta_cl_device.count()) cr_skip_test("no OpenCL device");
     ta_error_t err = {0, ""};
