@@ -159,12 +159,6 @@ int ta_msg_encode(const ta_msg_t *m, msgpack_sbuffer *sb) {
                 rc = ta_rec_pack((ta_rec_type_t)t->fields[i].rec, (const char *)a->vals + size * k, &pk);
             break;
         }
-        case TA_FK_MP: {
-            /* Already msgpack: appended as is; an empty field encodes nil. */
-            const ta_bytes_t *b = f;
-            rc = b->len ? msgpack_sbuffer_write(sb, (const char *)b->ptr, b->len) : msgpack_pack_nil(&pk);
-            break;
-        }
         }
     }
     if (!rc) rc = msgpack_pack_uint64(&pk, m->bulk.len);
@@ -213,13 +207,6 @@ int ta_msg_decode(ta_msg_t *m, const void *buf, size_t len, size_t max_bytes, ui
         case TA_FK_I64: bad = ta_mpr_i64(&r, f); break;
         case TA_FK_F64: bad = ta_mpr_f64(&r, f); break;
         case TA_FK_STR: bad = ta_mpr_str(&r, &b->ptr, &b->len); break;
-        case TA_FK_MP: {
-            const uint8_t *start = r.p;
-            bad = ta_mpr_skip(&r);
-            b->ptr = start;
-            b->len = (size_t)(r.p - start);
-            break;
-        }
         case TA_FK_U64S: {
             ta_u64s_t *a = f;
             const uint8_t *start = r.p;
@@ -340,7 +327,6 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
         case TA_FK_F64: S_PUT(" %s=%.17g", t->fields[i].name, *(const double *)f); break;
         case TA_FK_STR: S_PUT(" %s=\"%.*s\"", t->fields[i].name, (int)(b->len > 64 ? 64 : b->len), b->ptr ? (const char *)b->ptr : ""); break;
         case TA_FK_BIN: S_PUT(" %s=<%zu bytes>", t->fields[i].name, b->len); break;
-        case TA_FK_MP: S_PUT(" %s=<msgpack, %zu bytes>", t->fields[i].name, b->len); break;
         case TA_FK_RECS: S_PUT(" %s=<%u %s>", t->fields[i].name, ((const ta_recs_t *)f)->n, ta_rec_type_name(t->fields[i].rec)); break;
         case TA_FK_U64S: {
             const ta_u64s_t *a = (const ta_u64s_t *)f;

@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 10
+#define TA_PROTOCOL_VERSION 11
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -70,8 +70,9 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
  * kernel, a plan step, a view), declared once like the messages below.
  * Their codec, validation, field-by-field comparison and dump are derived
  * from these tables (actors/rec.c), so no stage packs or reads a payload by
- * hand.  Record field kinds: U64, I64, MP (one msgpack value, kept as its
- * bytes), U64S (an array of uints of any length, ta_u64s_t), U64A and I64A
+ * hand.  Record field kinds: U64, I64, MP (one msgpack value, a kernel AST,
+ * travelling in a bin: a decode skips it without parsing it, and the stage
+ * that reads it checks it with the AST record, codegen/ast.c), U64S (an array of uints of any length, ta_u64s_t), U64A and I64A
  * (at most ARG values, held in the record as field[ARG] with their count in
  * n_field), RECS (a list of records of type ARG, ta_recs_t).  A record
  * travels as a msgpack array of its fields in order.
@@ -217,9 +218,7 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
  * derived from these two tables, so a new message is one line in each.
  * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), U64S (an
  * array of unsigned integers, ta_u64s_t), NODES, KERNELS, STEPS and JOBS (lists
- * of records, ta_recs_t, checked record by record), MP (one embedded
- * msgpack value, checked well formed on decode; a kernel AST, read with the
- * AST record by codegen/ast.c).
+ * of records, ta_recs_t, checked record by record).
  */
 #define TA_MSG_LIST(X)                                                                  \
     X(READY, ready)           /* actor -> owner: started (status: 0) or failed */         \
@@ -293,7 +292,7 @@ typedef enum ta_msg_type {
     TA_MSG__COUNT
 } ta_msg_type_t;
 
-typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_MP, TA_FK_U64S, TA_FK_RECS } ta_field_kind_t;
+typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_BIN, TA_FK_U64S, TA_FK_RECS } ta_field_kind_t;
 
 /* The list kinds of message fields: a list of records of one type each
  * (ta_recs_t, checked record by record by the codec). */
@@ -310,7 +309,6 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_RECOF_F64 (-1)
 #define TA_RECOF_STR (-1)
 #define TA_RECOF_BIN (-1)
-#define TA_RECOF_MP (-1)
 #define TA_RECOF_U64S (-1)
 
 #define TA_CTYPE_U64 uint64_t
@@ -318,7 +316,6 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_CTYPE_F64 double
 #define TA_CTYPE_STR ta_bytes_t
 #define TA_CTYPE_BIN ta_bytes_t
-#define TA_CTYPE_MP ta_bytes_t
 #define TA_CTYPE_U64S ta_u64s_t
 #define TA_CTYPE_NODES ta_recs_t
 #define TA_CTYPE_KERNELS ta_recs_t

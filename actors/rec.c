@@ -84,9 +84,9 @@ int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
         switch (f->kind) {
         case S_U64: bad = msgpack_pack_uint64(pk, *(const uint64_t *)p); break;
         case S_I64: bad = msgpack_pack_int64(pk, *(const int64_t *)p); break;
-        case S_MP: {
+        case S_MP: { /* in a bin: a reader skips it without parsing it */
             const ta_bytes_t *b = (const ta_bytes_t *)p;
-            bad = b->len ? s_append(pk, b->ptr, b->len) : msgpack_pack_nil(pk);
+            bad = msgpack_pack_bin(pk, b->len) || s_append(pk, b->ptr, b->len);
             break;
         }
         case S_U64S: bad = ta_u64s_pack((const ta_u64s_t *)p, pk); break;
@@ -164,10 +164,8 @@ static int s_unpack(ta_rec_type_t type, void *rec, ta_mpr_t *r, int depth, ta_er
             break;
         case S_MP: {
             ta_bytes_t *b = (ta_bytes_t *)p;
-            if (ta_mpr_skip(r)) return s_fail(err, r, type, f->name, "a msgpack value");
-            b->ptr = start;
-            b->len = (size_t)(r->p - start);
-            if (b->len == 1 && start[0] == 0xc0) b->ptr = NULL, b->len = 0; /* nil: empty */
+            if (ta_mpr_bin(r, &b->ptr, &b->len)) return s_fail(err, r, type, f->name, "a bin");
+            if (!b->len) b->ptr = NULL;
             break;
         }
         case S_U64S: {

@@ -285,6 +285,9 @@ int ta_ast_unpack(ta_ast_t *a, ta_mpr_t *r, ta_error_t *err) {
         a->nargs += node->arg;
     }
     S_NEED(a->nviews == (int)rec.views.n && a->nnodes == (int)rec.nodes.n, "every view and node");
+    /* The bytes are the record and nothing more: two different byte
+     * strings never stand for one AST (they key the caches). */
+    S_NEED(r->p == r->end, "bytes after the record");
     a->nfused = 0; /* they travel beside the AST (KERNEL.fused) */
 #undef S_NEED
     return ta_ast_check(a, err);

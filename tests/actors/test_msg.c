@@ -48,15 +48,6 @@ static void s_fill(ta_msg_t *m, uint64_t *rng, uint8_t *bytes, size_t nbytes) {
             *(ta_u64s_t *)f = ta_u64s(v, (size_t)(r % 7));
             break;
         }
-        case TA_FK_MP: { /* a valid msgpack value: a str header over the bytes that follow */
-            ta_bytes_t *b = f;
-            size_t n = (size_t)(r >> 32) % 31;
-            uint8_t *p = bytes + nbytes / 2 + i * 40; /* a region per field */
-            p[0] = (uint8_t)(0xa0 | n);
-            b->ptr = p;
-            b->len = n + 1;
-            break;
-        }
         default: {
             ta_bytes_t *b = f;
             b->ptr = bytes + r % (nbytes / 2);
