@@ -96,6 +96,11 @@ Test(codegen_render, arguments_are_checked_and_survive_the_codec) {
     cr_assert_eq(b->nargs, 1);
     cr_assert_eq(b->nodes[1].arg, 1);
     cr_assert_eq(b->nodes[3].arg, 0);
+    /* The bytes are the record alone: one more is refused (ASTs are cached by their bytes). */
+    msgpack_pack_nil(&pk);
+    ta_mpr_init(&r, (const uint8_t *)sb.data, sb.size);
+    cr_assert_eq(ta_ast_unpack(b, &r, &err), TACT_EPROTO);
+    cr_assert(strstr(err.text, "bytes after the record"), "%s", err.text);
     msgpack_sbuffer_destroy(&sb);
     /* An argument with a value, on a LOAD, or miscounted. */
     a->nodes[1].value.f = 2.0;
