@@ -75,7 +75,112 @@ int ta_u64s_pack(const ta_u64s_t *a, msgpack_packer *pk) {
     return bad ? -1 : 0;
 }
 
-int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
+/* A record is packed into a buffer on the stack first, with inline writes,
+ * and handed to the packer in one call (one call per value cost the graph
+ * more than adding the ops).  The forms are msgpack-c's own (the shortest
+ * for integers; test_rec compares the bytes with msgpack-c's); a record
+ * that does not fit the buffer takes msgpack-c's packer. */
+typedef struct {
+    uint8_t *p, *end;
+} s_w_t;
+
+enum { S_W_BYTES = 4096 };
+
+static inline int s_w_put(s_w_t *w, const void *b, size_t n) {
+    if ((size_t)(w->end - w->p) < n) return -1;
+    memcpy(w->p, b, n);
+    w->p += n;
+    return 0;
+}
+
+/* A tag and the low `width` bytes of v, big-endian. */
+static inline int s_w_tagged(s_w_t *w, uint8_t tag, uint64_t v, int width) {
+    if (w->end - w->p < 1 + width) return -1;
+    *w->p++ = tag;
+    for (int k = width - 1; k >= 0; k--) *w->p++ = (uint8_t)(v >> (8 * k));
+    return 0;
+}
+
+static inline int s_w_u64(s_w_t *w, uint64_t d) {
+    if (d < 128) return s_w_tagged(w, (uint8_t)d, 0, 0);
+    if (d < 256) return s_w_tagged(w, 0xcc, d, 1);
+    if (d < 65536) return s_w_tagged(w, 0xcd, d, 2);
+    if (d < (UINT64_C(1) << 32)) return s_w_tagged(w, 0xce, d, 4);
+    return s_w_tagged(w, 0xcf, d, 8);
+}
+
+static inline int s_w_i64(s_w_t *w, int64_t d) {
+    if (d >= 0) return s_w_u64(w, (uint64_t)d);
+    if (d >= -32) return s_w_tagged(w, (uint8_t)d, 0, 0);
+    if (d >= -128) return s_w_tagged(w, 0xd0, (uint64_t)d, 1);
+    if (d >= -32768) return s_w_tagged(w, 0xd1, (uint64_t)d, 2);
+    if (d >= INT64_C(-2147483648)) return s_w_tagged(w, 0xd2, (uint64_t)d, 4);
+    return s_w_tagged(w, 0xd3, (uint64_t)d, 8);
+}
+
+static inline int s_w_array(s_w_t *w, uint64_t n) {
+    if (n < 16) return s_w_tagged(w, (uint8_t)(0x90 | n), 0, 0);
+    if (n < 65536) return s_w_tagged(w, 0xdc, n, 2);
+    return n <= UINT32_MAX ? s_w_tagged(w, 0xdd, n, 4) : -1;
+}
+
+static inline int s_w_bin(s_w_t *w, uint64_t n) {
+    if (n < 256) return s_w_tagged(w, 0xc4, n, 1);
+    if (n < 65536) return s_w_tagged(w, 0xc5, n, 2);
+    return n <= UINT32_MAX ? s_w_tagged(w, 0xc6, n, 4) : -1;
+}
+
+/* -1: it does not fit (or a list's type or a count is wrong, which the
+ * packer's path reports the same way). */
+static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
+    const s_type_t *t = &s_types[type];
+    int bad = s_w_array(w, t->nfields);
+    for (size_t i = 0; !bad && i < t->nfields; i++) {
+        const s_field_t *f = &t->fields[i];
+        const char *p = (const char *)rec + f->off;
+        switch (f->kind) {
+        case S_U64: bad = s_w_u64(w, *(const uint64_t *)p); break;
+        case S_I64: bad = s_w_i64(w, *(const int64_t *)p); break;
+        case S_MP: {
+            const ta_bytes_t *b = (const ta_bytes_t *)p;
+            bad = s_w_bin(w, b->len) || s_w_put(w, b->ptr, b->len);
+            break;
+        }
+        case S_U64S: {
+            const ta_u64s_t *a = (const ta_u64s_t *)p;
+            if (a->raw.len) {
+                bad = s_w_put(w, a->raw.ptr, a->raw.len);
+                break;
+            }
+            bad = s_w_array(w, a->n);
+            for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_u64(w, a->vals[k]);
+            break;
+        }
+        case S_U64A:
+        case S_I64A: {
+            uint32_t n = *(const uint32_t *)((const char *)rec + f->count_off);
+            bad = n > f->cap || s_w_array(w, n);
+            for (uint32_t k = 0; !bad && k < n; k++)
+                bad = f->kind == S_U64A ? s_w_u64(w, ((const uint64_t *)p)[k]) : s_w_i64(w, ((const int64_t *)p)[k]);
+            break;
+        }
+        case S_RECS: {
+            const ta_recs_t *a = (const ta_recs_t *)p;
+            if ((a->n || a->raw.len) && a->type != f->sub) return -1;
+            if (a->raw.len) {
+                bad = s_w_put(w, a->raw.ptr, a->raw.len);
+                break;
+            }
+            bad = s_w_array(w, a->n);
+            for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_rec((ta_rec_type_t)a->type, (const char *)a->vals + (size_t)k * s_types[a->type].size, w);
+            break;
+        }
+        }
+    }
+    return bad ? -1 : 0;
+}
+
+static int s_rec_pack_slow(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
     const s_type_t *t = &s_types[type];
     int bad = msgpack_pack_array(pk, t->nfields);
     for (size_t i = 0; !bad && i < t->nfields; i++) {
@@ -107,6 +212,13 @@ int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
         }
     }
     return bad ? -1 : 0;
+}
+
+int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
+    uint8_t buf[S_W_BYTES];
+    s_w_t w = {buf, buf + sizeof buf};
+    if (s_w_rec(type, rec, &w) == 0) return s_append(pk, buf, (size_t)(w.p - buf));
+    return s_rec_pack_slow(type, rec, pk);
 }
 
 static int s_pack_recs(const ta_recs_t *a, msgpack_packer *pk) {
