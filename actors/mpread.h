@@ -55,6 +55,26 @@ static inline int ta_mpr_u64_fast(ta_mpr_t *r, uint64_t *v) {
     return ta_mpr_u64(r, v);
 }
 
+/* ta_mpr_i64 with fixints (the usual shape, stride and argument) read inline. */
+static inline int ta_mpr_i64_fast(ta_mpr_t *r, int64_t *v) {
+    if (r->p < r->end && (r->p[0] < 0x80 || r->p[0] >= 0xe0)) {
+        *v = (int8_t)r->p[0];
+        r->p += 1;
+        return 0;
+    }
+    return ta_mpr_i64(r, v);
+}
+
+/* ta_mpr_array with a fixarray header read inline. */
+static inline int ta_mpr_array_fast(ta_mpr_t *r, uint32_t *count) {
+    if (r->p < r->end && (r->p[0] & 0xf0) == 0x90) {
+        *count = r->p[0] & 0x0f;
+        r->p += 1;
+        return 0;
+    }
+    return ta_mpr_array(r, count);
+}
+
 /* Skips one whole value of any type (nesting at most 64 deep), checking it
  * is well formed and within the buffer; returns 0, or -1 leaving r in place. */
 int ta_mpr_skip(ta_mpr_t *r);

@@ -241,7 +241,7 @@ static int s_fail(ta_error_t *err, const ta_mpr_t *r, ta_rec_type_t type, const 
 static int s_check_list(ta_rec_type_t type, ta_mpr_t *r, uint32_t *count, int depth, ta_error_t *err) {
     uint32_t n;
     if (depth > S_MAX_DEPTH) return ta_error_set(err, TACT_EPROTO, "byte %zu: records nested too deep", ta_mpr_offset(r));
-    if (ta_mpr_array(r, &n) || n > (size_t)(r->end - r->p))
+    if (ta_mpr_array_fast(r, &n) || n > (size_t)(r->end - r->p))
         return ta_error_set(err, TACT_EPROTO, "byte %zu: expected a list of %s records", ta_mpr_offset(r), s_types[type].name);
     /* The largest record is a few KiB: scratch on the stack, per depth. */
     union {
@@ -260,7 +260,7 @@ static int s_check_list(ta_rec_type_t type, ta_mpr_t *r, uint32_t *count, int de
 static int s_unpack(ta_rec_type_t type, void *rec, ta_mpr_t *r, int depth, ta_error_t *err) {
     const s_type_t *t = &s_types[type];
     uint32_t n;
-    if (ta_mpr_array(r, &n) || n != t->nfields) {
+    if (ta_mpr_array_fast(r, &n) || n != t->nfields) {
         return ta_error_set(err, TACT_EPROTO, "byte %zu: expected a %s record (array of %zu)", ta_mpr_offset(r), t->name, t->nfields);
     }
     for (size_t i = 0; i < t->nfields; i++) {
@@ -269,10 +269,10 @@ static int s_unpack(ta_rec_type_t type, void *rec, ta_mpr_t *r, int depth, ta_er
         const uint8_t *start = r->p;
         switch (f->kind) {
         case S_U64:
-            if (ta_mpr_u64(r, (uint64_t *)p)) return s_fail(err, r, type, f->name, "uint");
+            if (ta_mpr_u64_fast(r, (uint64_t *)p)) return s_fail(err, r, type, f->name, "uint");
             break;
         case S_I64:
-            if (ta_mpr_i64(r, (int64_t *)p)) return s_fail(err, r, type, f->name, "int");
+            if (ta_mpr_i64_fast(r, (int64_t *)p)) return s_fail(err, r, type, f->name, "int");
             break;
         case S_MP: {
             ta_bytes_t *b = (ta_bytes_t *)p;
@@ -292,9 +292,9 @@ static int s_unpack(ta_rec_type_t type, void *rec, ta_mpr_t *r, int depth, ta_er
         case S_U64A:
         case S_I64A: {
             uint32_t *count = (uint32_t *)((char *)rec + f->count_off);
-            if (ta_mpr_array(r, &n) || n > f->cap) return s_fail(err, r, type, f->name, f->kind == S_U64A ? "a short array of uints" : "a short array of ints");
+            if (ta_mpr_array_fast(r, &n) || n > f->cap) return s_fail(err, r, type, f->name, f->kind == S_U64A ? "a short array of uints" : "a short array of ints");
             for (uint32_t k = 0; k < n; k++)
-                if (f->kind == S_U64A ? ta_mpr_u64_fast(r, &((uint64_t *)p)[k]) : ta_mpr_i64(r, &((int64_t *)p)[k]))
+                if (f->kind == S_U64A ? ta_mpr_u64_fast(r, &((uint64_t *)p)[k]) : ta_mpr_i64_fast(r, &((int64_t *)p)[k]))
                     return s_fail(err, r, type, f->name, f->kind == S_U64A ? "uints" : "ints");
             *count = n;
             break;
