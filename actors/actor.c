@@ -336,12 +336,15 @@ static void *s_run(void *arg) {
         return NULL;
     }
     void *mailbox = ta_port_mailbox(a->port);
-    int timeout = ta_rt_config(a->rt)->timeout_ms;
+    int timeout = ta_rt_config(a->rt)->timeout_ms, idle_ms = -1;
     for (int running = 1; running;) {
         zmq_pollitem_t items[2] = {{pipe, 0, ZMQ_POLLIN, 0}, {mailbox, 0, ZMQ_POLLIN, 0}};
         /* Idle actors wait for work without a bound (the pipe wakes them for
-         * a stop); a merge that is waiting wakes up to check for a stall. */
-        int n = zmq_poll(items, 2, a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1);
+         * a stop); a merge that is waiting wakes up to check for a stall,
+         * and an actor with idle work when that asks. */
+        int wait = a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1;
+        if (idle_ms >= 0 && (wait < 0 || idle_ms < wait)) wait = idle_ms;
+        int n = zmq_poll(items, 2, wait);
         if (n < 0 && errno != EINTR) {
             if (errno != ETERM) ta_rt_report(a->rt, "actor %s: poll: %s", a->name, zmq_strerror(errno));
             break;
@@ -366,6 +369,8 @@ static void *s_run(void *arg) {
             s_take(a, &in);
         }
         s_check_stall(a);
+        if (running && a->ops->idle && n == 0) idle_ms = a->ops->idle(a);
+        else if (a->ops->idle && idle_ms < 0) idle_ms = 0; /* after a message: look again once it is quiet */
     }
     /* Stopping: what the merge still holds is processed in merge order. */
     for (size_t i = 0; i < a->ninputs; i++) a->inputs[i].ended = 1;

@@ -15,13 +15,18 @@ typedef struct ta_actor ta_actor_t;
  * handle runs once per message in processing order; fini runs before the
  * actor acknowledges a stop.  A handle that returns an error code makes the
  * runtime reply ERROR(code, message type, text from ta_actor_fail) to the
- * sender, with the request's correlation id, and the actor goes on.
+ * sender, with the request's correlation id, and the actor goes on.  idle,
+ * for work of the actor's own that no message brings (a compiler's
+ * background builds), runs when the mailbox is empty and returns the
+ * milliseconds until it wants to run again, or a negative number when it
+ * has nothing left (a message wakes the actor as usual); it sends nothing.
  */
 typedef struct ta_actor_ops {
     const char *name;
     int (*init)(ta_actor_t *self, void *arg, ta_error_t *err); /* may be NULL */
     int (*handle)(ta_actor_t *self, ta_msg_t *msg);
     void (*fini)(ta_actor_t *self); /* may be NULL */
+    int (*idle)(ta_actor_t *self);  /* may be NULL */
 } ta_actor_ops_t;
 
 /*

@@ -43,4 +43,4 @@ static int s_echo_handle(ta_actor_t *self, ta_msg_t *m) {
     }
 }
 
-const ta_actor_ops_t ta_echo_ops = {"echo", s_echo_init, s_echo_handle, s_echo_fini};
+const ta_actor_ops_t ta_echo_ops = {"echo", s_echo_init, s_echo_handle, s_echo_fini, NULL};

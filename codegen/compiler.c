@@ -599,4 +599,12 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     return TACT_OK; /* an error goes to the executor, never to the planner, which waits for none */
 }
 
-const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini};
+/* With no COMPILE coming, full builds still finish, go to the disk cache
+ * and make way for the next: every 20 ms while one is queued or running. */
+static int s_idle(ta_actor_t *self) {
+    s_state_t *s = ta_actor_state(self);
+    s_background(s);
+    return s->running || s->queue ? 20 : -1;
+}
+
+const ta_actor_ops_t ta_compiler_ops = {"compiler", s_init, s_handle, s_fini, s_idle};

@@ -53,7 +53,7 @@ static int s_square_handle(ta_actor_t *self, ta_msg_t *m) {
     return ta_actor_send(self, w->sum_id, &out);
 }
 
-static const ta_actor_ops_t s_square_ops = {"square", s_square_init, s_square_handle, NULL};
+static const ta_actor_ops_t s_square_ops = {"square", s_square_init, s_square_handle, NULL, NULL};
 
 /* sum: merges its inputs in (seq, sender) order, so the float sum is the same every run. */
 typedef struct {
@@ -95,7 +95,7 @@ static int s_sum_handle(ta_actor_t *self, ta_msg_t *m) {
 
 static void s_sum_fini(ta_actor_t *self) { ta_free(ta_actor_state(self)); }
 
-static const ta_actor_ops_t s_sum_ops = {"sum", s_sum_init, s_sum_handle, s_sum_fini};
+static const ta_actor_ops_t s_sum_ops = {"sum", s_sum_init, s_sum_handle, s_sum_fini, NULL};
 
 static int s_demo_actors(int argc, char **argv) {
     ta_rt_config_t cfg;

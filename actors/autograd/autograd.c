@@ -510,4 +510,4 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     return s_backward(self, a, m);
 }
 
-const ta_actor_ops_t ta_autograd_ops = {"autograd", s_init, s_handle, s_fini};
+const ta_actor_ops_t ta_autograd_ops = {"autograd", s_init, s_handle, s_fini, NULL};

@@ -20,7 +20,8 @@
  * FREE, COPY_OUT and RUN.  A RUN says "realize this plan here": the
  * executor then awaits the PLAN (from the planner, under the corr RUN
  * names), then each step's PROGRAM (from the compilers, under the corr the
- * plan names for it), running each step as its program comes, and answers
+ * plan names for it), running each step as its program comes (a step that
+ * names no PROGRAM runs the program kept for its AST's digest), and answers
  * the client (DONE, or ERROR for the first failure of that realize) before
  * it takes the graph's next message.  So everything the graph sent before a
  * RUN (the bytes a plan reads) is in place when the plan runs, and what it
@@ -36,7 +37,8 @@ typedef struct {
 
 typedef struct {
     int index, nbufs, nfrees;
-    uint64_t program; /* the corr of its PROGRAM */
+    uint64_t program; /* the corr of its PROGRAM; 0: the program kept for its AST */
+    uint64_t ast[2];  /* the digest of its AST's bytes */
     uint64_t work;    /* iterations of the kernel (the planner's estimate) */
     uint64_t bufs[TA_AST_MAX_BUFS], bytes[TA_AST_MAX_BUFS], reuse;
     uint8_t writes[TA_AST_MAX_BUFS];
@@ -76,6 +78,18 @@ typedef struct {
     void *prog;
 } s_prog_t;
 
+/* The program a kernel's AST got (the latest PROGRAM of a step with that
+ * AST), or its compile error, for the steps that name no PROGRAM. */
+typedef struct {
+    uint64_t ast[2];
+    void *prog; /* NULL: the compile failed with rc, text */
+    char name[64];
+    int64_t align;
+    uint64_t nargs;
+    int rc;
+    char text[256];
+} s_known_t;
+
 typedef struct {
     ta_pipeline_t w;
     ta_stage_local_t local;
@@ -92,6 +106,9 @@ typedef struct {
     s_prog_t *loaded; /* every program loaded so far: loaded once */
     size_t nloaded, loaded_cap;
     ta_map_t loaded_index; /* s_prog_key(digest, name) -> index in loaded (a step per kernel looks it up) */
+    s_known_t *known;
+    size_t nknown, known_cap;
+    ta_map_t known_index; /* ast[0] -> index in known */
     s_buf_t *cache;      /* freed allocations kept for reuse (see s_alloc) */
     size_t ncache, cache_cap;
     uint64_t cached_bytes;
@@ -234,7 +251,7 @@ static int s_parse_plan(const ta_pipeline_t *self_w, const ta_msg_t *m, s_plan_t
     for (uint32_t i = 0; i < steps->n; i++) {
         s_step_t *st = &p->steps[p->nsteps];
         int ok = ta_recs_next(&it, &rec) && rec.n_bufs >= 1 && rec.n_bytes == rec.n_bufs && rec.n_writes == rec.n_bufs && rec.numel >= 0 &&
-                 rec.program && rec.index <= INT32_MAX && rec.copy <= 2;
+                 (rec.program || !rec.copy) && rec.index <= INT32_MAX && rec.copy <= 2;
         /* A copy moves one buffer between this executor and another. */
         int peer = rec.copy && rec.peer <= UINT32_MAX ? ta_pipeline_device_of(self_w, (uint32_t)rec.peer) : -1;
         ok = ok && (!rec.copy || (rec.n_bufs == 1 && peer >= 0 && peer != self_w->self_device));
@@ -247,6 +264,7 @@ static int s_parse_plan(const ta_pipeline_t *self_w, const ta_msg_t *m, s_plan_t
         p->nsteps++;
         st->index = (int)rec.index;
         st->program = rec.program;
+        st->ast[0] = rec.ast0, st->ast[1] = rec.ast1;
         st->nbufs = (int)rec.n_bufs;
         memcpy(st->bufs, rec.bufs, sizeof *st->bufs * rec.n_bufs);
         memcpy(st->bytes, rec.bytes, sizeof *st->bytes * rec.n_bufs);
@@ -344,6 +362,8 @@ static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
 /* The port a step awaits: its PROGRAM's compiler, or a received copy's sender. */
 static uint32_t s_awaited_from(const s_state_t *s, const s_step_t *st) { return st->copy == 2 ? st->peer : s_compiler_of(s, st); }
 
+static void s_run_known(ta_actor_t *self, s_state_t *s, s_step_t *st);
+
 /* Sends the copies due next, then awaits the next step's PROGRAM (or
  * copy), or ends the run after the last.  A run that failed still awaits
  * (and so consumes) what its steps were promised, unless an await of it
@@ -352,6 +372,11 @@ static void s_await_next(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
     while (r->next < r->p->nsteps) {
         s_step_t *st = &r->p->steps[r->next];
+        if (!st->copy && !st->program) { /* a kernel whose program is kept here */
+            r->next++;
+            if (!r->failed) s_run_known(self, s, st);
+            continue;
+        }
         if (st->copy == 1 || r->silent) {
             r->next++;
             if (st->copy == 1) s_send_copy(self, s, st);
@@ -536,6 +561,29 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     return TACT_OK;
 }
 
+/* The program a step's AST got (or its compile error, rc and text), for
+ * later steps of that AST that name no PROGRAM. */
+static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *name, int64_t align, uint64_t nargs, int rc,
+                      const char *text, ta_error_t *err) {
+    uint64_t i;
+    if (!st->ast[0] && !st->ast[1]) return TACT_OK;
+    if (!ta_map_get(&s->known_index, st->ast[0], &i)) {
+        if (ta_grow((void **)&s->known, &s->known_cap, s->nknown + 1, sizeof *s->known) != TACT_OK ||
+            ta_map_put(&s->known_index, st->ast[0], s->nknown) != TACT_OK)
+            return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+        i = s->nknown++;
+    }
+    s_known_t *k = &s->known[i];
+    k->ast[0] = st->ast[0], k->ast[1] = st->ast[1];
+    k->prog = prog;
+    snprintf(k->name, sizeof k->name, "%s", name);
+    k->align = align;
+    k->nargs = nargs;
+    k->rc = rc;
+    snprintf(k->text, sizeof k->text, "%s", text);
+    return TACT_OK;
+}
+
 /* PROGRAM for the awaited step: loaded (always: its bytes come once), then
  * run unless the realize failed already. */
 static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
@@ -562,9 +610,33 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     if (rc == TACT_OK && m->as.program.nargs != (uint64_t)st->nargs)
         rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", name,
                           m->as.program.nargs, st->nargs);
+    /* Its compiler's answer is kept for the AST: a compile error too, which
+     * the steps that name no PROGRAM then report. */
+    if (rc == TACT_OK) rc = s_remember(s, st, prog, name, align, m->as.program.nargs, TACT_OK, "", &err);
+    else if (rc == TACT_ECOMPILE) s_remember(s, st, NULL, name, align, 0, rc, err.text, &(ta_error_t){0, ""});
     if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, prog, name, align, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);
+}
+
+/* A step that names no PROGRAM runs the program kept for its AST. */
+static void s_run_known(ta_actor_t *self, s_state_t *s, s_step_t *st) {
+    ta_error_t err = {0, ""};
+    uint64_t i;
+    int rc;
+    if (!ta_map_get(&s->known_index, st->ast[0], &i) || s->known[i].ast[1] != st->ast[1])
+        rc = ta_error_set(&err, TACT_EPROTO,
+                          "executor: kernel %d comes without its program, and none was loaded here for its AST (an earlier realize "
+                          "that built it was abandoned)",
+                          st->index);
+    else if (!s->known[i].prog)
+        rc = ta_error_set(&err, s->known[i].rc, "%s", s->known[i].text);
+    else if (s->known[i].nargs != (uint64_t)st->nargs)
+        rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", s->known[i].name,
+                          s->known[i].nargs, st->nargs);
+    else
+        rc = s_step(self, s, st, s->known[i].prog, s->known[i].name, s->known[i].align, &err);
+    if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
 }
 
 /* ----------------------------------------------------------------- actor */
@@ -586,6 +658,8 @@ static void s_fini(ta_actor_t *self) {
     for (size_t i = 0; i < s->nloaded; i++) s->dev_ops->unload(s->dev, s->loaded[i].prog);
     ta_free(s->loaded);
     ta_map_fini(&s->loaded_index);
+    ta_free(s->known);
+    ta_map_fini(&s->known_index);
     s_plan_free(s->run.p);
     ta_free(s->bufs);
     ta_free(s->failed);
@@ -795,4 +869,4 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     }
 }
 
-const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini};
+const ta_actor_ops_t ta_executor_ops = {"executor", s_init, s_handle, s_fini, NULL};

@@ -18,9 +18,11 @@
  * way), in a COMPILE of several, with a fresh corr each and the executor as
  * the port to reply to, and the whole PLAN, naming each step's corr, goes to the executor
  * under the KERNELS' corr.  The executor awaits the PLAN where the graph's
- * RUN puts it, then each step's PROGRAM in order.  A PLAN always goes, with
- * a failure status when the kernels cannot be planned, so the executor
- * never waits for one that will not come.
+ * RUN puts it, then each step's PROGRAM in order.  A kernel whose executor
+ * keeps the full build of its program (s_choose) goes to no compiler: its
+ * step names no PROGRAM (corr 0), only its AST's digest.  A PLAN always
+ * goes, with a failure status when the kernels cannot be planned, so the
+ * executor never waits for one that will not come.
  *
  * Reuse: once a temporary's last reader has run, its memory is free; a later
  * temporary output of at most that size takes it over instead of a fresh
@@ -39,6 +41,7 @@ typedef struct {
     ta_u64s_t args; /* the argument values, in the KERNELS message */
     int device;     /* where it runs (a copy: where it arrives) */
     int from;       /* a copy's source device, else -1 */
+    uint64_t h[2];  /* the digest of its AST's bytes */
 } s_kernel_t;
 
 /* What the planner needs of a kernel's AST, kept by the digest of its
@@ -56,12 +59,28 @@ typedef struct {
 
 enum { S_HEADS = 512 };
 
+enum { S_SENT_MAX = 1 << 16 };
+
+/* A kernel the planner sent to be compiled for one executor: what each
+ * compiler was sent it first with, and whether the program the executor
+ * keeps for it (its latest PROGRAM) is the full build. */
+typedef struct {
+    uint64_t h[2];
+    uint64_t first[TA_MAX_COMPILERS]; /* the realize that first sent it to compiler c, or 0 */
+    int full;
+} s_sent_t;
+
 typedef struct {
     ta_pipeline_t w;
     int configured;
     s_head_t *heads; /* S_HEADS, replaced oldest first */
     int nheads, next_head;
     ta_map_t head_index; /* h[0] -> index in heads */
+    /* Per executor, the kernels (by AST digest) sent to compilers, at most
+     * S_SENT_MAX: see s_choose. */
+    s_sent_t *sent[TA_MAX_DEVICES];
+    size_t nsent[TA_MAX_DEVICES], sent_cap[TA_MAX_DEVICES];
+    ta_map_t sent_index[TA_MAX_DEVICES]; /* h[0] -> index in sent */
 } s_state_t;
 
 /* The head of the AST in bytes: remembered, or decoded (and checked). */
@@ -126,6 +145,7 @@ static int s_parse(s_state_t *s, const ta_recs_t *kernels, s_kernel_t **out, int
         if ((rc = s_head(s, ast, rec->ast, &hd, err)) != TACT_OK) break;
         k->ast = rec->ast.ptr;
         k->ast_len = rec->ast.len;
+        k->h[0] = hd.h[0], k->h[1] = hd.h[1];
         k->numel = hd.numel;
         k->work = hd.work;
         if ((int)rec->n_bufs != hd.nbufs || rec->n_writes != rec->n_bufs) {
@@ -178,10 +198,10 @@ static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, con
         int n = 0, cap = 4;
         size_t bytes = 0;
         for (int q = c; q < nk; q += s->w.ncompilers) {
-            if (ks[q].from >= 0) continue; /* a copy: nothing to build */
+            if (ks[q].from >= 0 || !corrs[q]) continue; /* a copy, or a kernel its executor has: nothing to build */
             /* A batch goes to one executor: it ends where the next kernel's device differs. */
             int next = q + s->w.ncompilers;
-            while (next < nk && ks[next].from >= 0) next += s->w.ncompilers;
+            while (next < nk && (ks[next].from >= 0 || !corrs[next])) next += s->w.ncompilers;
             jobs[n].index = (uint64_t)q;
             jobs[n].corr = corrs[q];
             jobs[n].ast.ptr = ks[q].ast;
@@ -353,6 +373,7 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
         st.copy = role == S_SEND ? 1 : role == S_RECEIVE ? 2 : 0;
         st.peer = role == S_SEND ? s->w.executor[k->device] : role == S_RECEIVE ? s->w.executor[k->from] : 0;
         if (role == S_SEND) st.bytes[0] = k->bytes[0]; /* what goes: the copy's output size, from the source's start */
+        if (role == S_KERNEL) st.ast0 = k->h[0], st.ast1 = k->h[1];
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
     *nsteps = (uint32_t)n;
@@ -364,6 +385,63 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
     return bad ? TACT_ENOMEM : TACT_OK;
 }
 
+static void s_forget_sent(s_state_t *s, int d) {
+    s->nsent[d] = 0;
+    ta_map_clear(&s->sent_index[d]);
+}
+
+/* The entry of kernel k's AST for its executor (NULL: out of memory). */
+static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k) {
+    int d = k->device;
+    uint64_t i;
+    if (ta_map_get(&s->sent_index[d], k->h[0], &i)) return s->sent[d][i].h[1] == k->h[1] ? &s->sent[d][i] : NULL;
+    if (s->nsent[d] >= S_SENT_MAX) s_forget_sent(s, d); /* bounded: the kernels forgotten are compiled again */
+    if (ta_grow((void **)&s->sent[d], &s->sent_cap[d], s->nsent[d] + 1, sizeof *s->sent[d]) != TACT_OK ||
+        ta_map_put(&s->sent_index[d], k->h[0], s->nsent[d]) != TACT_OK)
+        return NULL;
+    s_sent_t *e = &s->sent[d][s->nsent[d]++];
+    memset(e, 0, sizeof *e);
+    e->h[0] = k->h[0], e->h[1] = k->h[1];
+    return e;
+}
+
+/*
+ * Which kernels need no COMPILE: those whose executor keeps the full build
+ * of their program.  A compiler answers a kernel with its quick build in
+ * the realize that first sent it there and with the full build in any
+ * later one (codegen/compiler.c), and the executor keeps, per AST, the
+ * program of the last step with that AST that named a PROGRAM.  So the
+ * planner follows what each compiler was sent, in step order: a kernel
+ * whose latest PROGRAM came from a compiler that had it from an earlier
+ * realize is known, and its step names no PROGRAM (corr 0).  The choice
+ * depends on the KERNELS alone, as the log's determinism asks.  (A
+ * compiler that forgot a kernel, past its 256 remembered, answers with
+ * the quick build again: the same bits, slower.  A second AST with the
+ * same first digest word is always compiled.)
+ */
+static int s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t realize, uint64_t *corrs, ta_actor_t *self) {
+    for (int q = 0; q < nk; q++) {
+        corrs[q] = 0;
+        if (ks[q].from >= 0) {
+            corrs[q] = ta_actor_new_corr(self); /* a copy's two steps share one */
+            continue;
+        }
+        s_sent_t *e = s_sent(s, &ks[q]);
+        if (e && e->full) continue;
+        corrs[q] = ta_actor_new_corr(self);
+    }
+    /* What this realize's PROGRAMs leave with the executors. */
+    for (int q = 0; q < nk; q++) {
+        if (ks[q].from >= 0 || !corrs[q]) continue;
+        s_sent_t *e = s_sent(s, &ks[q]);
+        if (!e) continue;
+        int c = s->w.ncompilers ? q % s->w.ncompilers : 0;
+        e->full = e->first[c] && e->first[c] < realize;
+        if (!e->first[c]) e->first[c] = realize;
+    }
+    return TACT_OK;
+}
+
 /* Plans the kernels of m (KERNELS): sends their COMPILEs, and one PLAN to
  * every executor (a device with nothing to do gets one without steps:
  * each executor awaits one per RUN). */
@@ -373,7 +451,11 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     int nk = 0, rc = s_parse(s, &m->as.kernels.kernels, &ks, &nk, &err);
     uint64_t *corrs = rc == TACT_OK ? ta_calloc((size_t)nk + 1, sizeof *corrs) : NULL;
     if (rc == TACT_OK && !corrs) rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
-    for (int q = 0; rc == TACT_OK && q < nk; q++) corrs[q] = ta_actor_new_corr(self);
+    /* A realize failed since the last KERNELS: an executor may lack a
+     * program it was promised (an abandoned realize), or keep a compile
+     * error, so every kernel is compiled again until it is known anew. */
+    for (int d = 0; m->as.kernels.fresh && d < TA_MAX_DEVICES; d++) s_forget_sent(s, d);
+    if (rc == TACT_OK) s_choose(s, ks, nk, m->as.kernels.realize, corrs, self);
     msgpack_sbuffer sb[TA_MAX_DEVICES];
     uint32_t nsteps[TA_MAX_DEVICES] = {0};
     uint64_t peak[TA_MAX_DEVICES] = {0}, unplanned[TA_MAX_DEVICES] = {0};
@@ -430,6 +512,7 @@ static void s_fini(ta_actor_t *self) {
     for (int i = 0; s->heads && i < S_HEADS; i++) ta_free(s->heads[i].ast);
     ta_free(s->heads);
     ta_map_fini(&s->head_index);
+    for (int d = 0; d < TA_MAX_DEVICES; d++) ta_free(s->sent[d]), ta_map_fini(&s->sent_index[d]);
     ta_free(s);
 }
 
@@ -444,4 +527,4 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     return s_plan(self, s, m);
 }
 
-const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini};
+const ta_actor_ops_t ta_planner_ops = {"planner", s_init, s_handle, s_fini, NULL};

@@ -1111,6 +1111,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ker.as.kernels.realize = sm->realize;
         ker.as.kernels.kernels = ta_recs_raw(TA_REC_KERNEL, kb.data, kb.size, (size_t)res->nk);
         ker.as.kernels.temps = ta_u64s(temps, (size_t)res->ntemp);
+        ker.as.kernels.fresh = sm->fresh != 0;
         /* KERNELS first: if it cannot go, the graph hears ERROR instead of
          * a SCHEDULED whose plan would never come. */
         rc = ta_actor_send(self, s->w.planner, &ker);
@@ -1150,4 +1151,4 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     return ta_actor_fail(self, TACT_EINVAL, "scheduler: cannot handle %s", ta_msg_type_name(m->type));
 }
 
-const ta_actor_ops_t ta_scheduler_ops = {"scheduler", s_init, s_handle, s_fini};
+const ta_actor_ops_t ta_scheduler_ops = {"scheduler", s_init, s_handle, s_fini, NULL};

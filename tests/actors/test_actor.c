@@ -86,7 +86,7 @@ static int s_peek_handle(ta_actor_t *self, ta_msg_t *m) {
     return m->type == TA_MSG_EOS ? ta_actor_reply(self, m, &out) : TACT_OK;
 }
 
-static const ta_actor_ops_t s_peek_ops = {"peek", s_peek_init, s_peek_handle, NULL};
+static const ta_actor_ops_t s_peek_ops = {"peek", s_peek_init, s_peek_handle, NULL, NULL};
 
 static int s_freed;
 static void s_free_bulk(void *data, void *owner) {
@@ -133,7 +133,7 @@ static int s_moody_handle(ta_actor_t *self, ta_msg_t *m) {
     return ta_echo_ops.handle(self, m);
 }
 
-static const ta_actor_ops_t s_moody_ops = {"moody", NULL, s_moody_handle, NULL};
+static const ta_actor_ops_t s_moody_ops = {"moody", NULL, s_moody_handle, NULL, NULL};
 
 static int s_request_text(ta_port_t *port, uint32_t dest, const char *text, ta_error_t *err) {
     ta_msg_t req, reply;
@@ -176,7 +176,7 @@ static int s_bad_init(ta_actor_t *self, void *arg, ta_error_t *err) {
 }
 
 Test(actors_actor, init_failure_fails_start_with_its_text) {
-    static const ta_actor_ops_t ops = {"broken", s_bad_init, s_moody_handle, NULL};
+    static const ta_actor_ops_t ops = {"broken", s_bad_init, s_moody_handle, NULL, NULL};
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
     ta_actor_t *a = (ta_actor_t *)1;
     ta_error_t err;
@@ -257,7 +257,7 @@ static int s_mute_handle(ta_actor_t *self, ta_msg_t *m) {
     return TACT_OK;
 }
 
-static const ta_actor_ops_t s_mute_ops = {"mute", NULL, s_mute_handle, NULL};
+static const ta_actor_ops_t s_mute_ops = {"mute", NULL, s_mute_handle, NULL, NULL};
 
 Test(actors_actor, a_peer_that_never_answers_times_out) {
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
@@ -483,6 +483,51 @@ Test(actors_actor, curve_refuses_a_sender_the_key_may_not_claim) {
     cr_assert(strstr(last, "100"), "%s", last);
     cr_assert_eq(s_request_text(port, ta_actor_id(echo), "still alive", &err), TACT_OK, "%s", err.text);
     cr_assert_eq(ta_actor_stop(&echo, &err), TACT_OK);
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+}
+
+/* ------------------------------------------------------------------ idle */
+
+/* An echo actor with idle work: it asks to run again in 1 ms for three
+ * calls after each message, then has nothing left. */
+static int s_idle_calls, s_idle_left;
+
+static int s_idle_handle(ta_actor_t *self, ta_msg_t *m) {
+    __atomic_store_n(&s_idle_left, 3, __ATOMIC_SEQ_CST);
+    return ta_echo_ops.handle(self, m);
+}
+
+static int s_idle(ta_actor_t *self) {
+    (void)self;
+    __atomic_add_fetch(&s_idle_calls, 1, __ATOMIC_SEQ_CST);
+    return __atomic_sub_fetch(&s_idle_left, 1, __ATOMIC_SEQ_CST) > 0 ? 1 : -1;
+}
+
+static const ta_actor_ops_t s_idle_ops = {"idler", NULL, s_idle_handle, NULL, s_idle};
+
+static int s_idle_wait_calls(int want) {
+    int got = 0;
+    for (int i = 0; i < 5000 && (got = __atomic_load_n(&s_idle_calls, __ATOMIC_SEQ_CST)) < want; i++) usleep(1000);
+    return got;
+}
+
+Test(actors_actor, idle_runs_when_the_mailbox_is_empty_until_it_has_nothing_left) {
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_port_t *port;
+    ta_actor_t *a;
+    ta_error_t err;
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
+    cr_assert_eq(ta_actor_start(rt, &s_idle_ops, NULL, NULL, &a, &err), TACT_OK);
+    cr_assert_eq(s_request_text(port, ta_actor_id(a), "one", &err), TACT_OK, "%s", err.text);
+    /* Three calls after the message, without any other message. */
+    cr_assert_eq(s_idle_wait_calls(3), 3);
+    usleep(50000);
+    cr_assert_eq(__atomic_load_n(&s_idle_calls, __ATOMIC_SEQ_CST), 3, "idle ran again after it said it had nothing left");
+    /* A message wakes it, and idle runs again after it. */
+    cr_assert_eq(s_request_text(port, ta_actor_id(a), "two", &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(s_idle_wait_calls(6), 6);
+    cr_assert_eq(ta_actor_stop(&a, &err), TACT_OK);
     ta_port_destroy(&port);
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
 }

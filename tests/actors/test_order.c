@@ -57,7 +57,7 @@ static void s_consumer_fini(ta_actor_t *self) {
     ta_free(c->seen);
 }
 
-static const ta_actor_ops_t s_consumer_ops = {"consumer", s_consumer_init, s_consumer_handle, s_consumer_fini};
+static const ta_actor_ops_t s_consumer_ops = {"consumer", s_consumer_init, s_consumer_handle, s_consumer_fini, NULL};
 
 typedef struct {
     ta_port_t *port;

@@ -169,14 +169,15 @@ Test(device_multi, a_matmul_split_over_devices_matches_one_device_and_repeats_bi
 /* Two devices, each given a long matmul of its own in one realize: the
  * executors' own record says both ran a kernel at the same moment. */
 Test(device_multi, two_devices_run_kernels_at_the_same_time) {
-    enum { S = 384 };
+    enum { S = 768 };
     float *a = malloc(sizeof(float) * S * S);
     s_fill(a, S * S, tu_seed());
     tact_ctx *ctx = s_open("CPU,CPU:1", 1);
     int64_t shape[2] = {S, S};
     int peak = 0;
-    /* Each round is two kernels of about 10 ms, dispatched together; a box
-     * too busy to run them at once in one round gets a few more. */
+    /* Each round is two kernels of several milliseconds (a 768^3 matmul on
+     * one thread), dispatched together; a box too busy to run them at once
+     * in one round gets a few more. */
     for (int round = 0; round < 20 && peak < 2; round++) {
         ta_executor_busy_peak(1);
         tact_scope_begin(ctx);
