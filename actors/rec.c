@@ -87,6 +87,7 @@ typedef struct {
 enum { S_W_BYTES = 4096 };
 
 static inline int s_w_put(s_w_t *w, const void *b, size_t n) {
+    if (!n) return 0; /* b may be NULL */
     if ((size_t)(w->end - w->p) < n) return -1;
     memcpy(w->p, b, n);
     w->p += n;

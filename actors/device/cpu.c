@@ -54,8 +54,11 @@ struct ta_device {
 };
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
-/* Iterations of a supervised launch's chunk (at least one tile): the
- * launching thread runs chunks too, and ticks between them. */
+/* Iterations of a supervised launch's chunk: the launching thread runs
+ * chunks too, and ticks between them.  A chunk is at least one tile (align
+ * outputs), so a kernel whose tile iterates more goes that long between
+ * ticks; reduces are split past 65536 elements, which keeps it well under
+ * the quarter of a timeout a heartbeat may take. */
 enum { S_TICK_WORK = 4 << 20 };
 
 /* How long a thread that waits for the pool (a worker for the next launch,
@@ -66,7 +69,7 @@ enum { S_TICK_WORK = 4 << 20 };
  * second thread.  Longer costs the rest of the pipeline (the graph, the
  * client) a core while a step is being built: the MLP step ran 380-530
  * steps/s at 200 us, 540-610 at 30. */
-enum { S_SPIN_NS = 10 * 1000 };
+enum { S_SPIN_NS = 30 * 1000 };
 
 static int64_t s_ns(void) {
     struct timespec t;

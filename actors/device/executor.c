@@ -572,6 +572,8 @@ static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *
             ta_map_put(&s->known_index, st->ast[0], s->nknown) != TACT_OK)
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         i = s->nknown++;
+    } else if (s->known[i].ast[1] != st->ast[1]) {
+        return TACT_OK; /* another AST with that first word: the planner never skips either */
     }
     s_known_t *k = &s->known[i];
     k->ast[0] = st->ast[0], k->ast[1] = st->ast[1];

@@ -59,15 +59,18 @@ typedef struct {
 
 enum { S_HEADS = 512 };
 
-enum { S_SENT_MAX = 1 << 16 };
+enum { S_SENT_MAX = 4096 };
 
-/* A kernel the planner sent to be compiled for one executor: what each
- * compiler was sent it first with, and whether the program the executor
- * keeps for it (its latest PROGRAM) is the full build. */
+/* A kernel the planner sent to be compiled for one executor: in which
+ * realize each compiler was first sent it, and whether the program the
+ * executor keeps for it (its latest PROGRAM) is the full build. */
 typedef struct {
     uint64_t h[2];
+    uint8_t *ast; /* its bytes: a digest can be made to collide */
+    size_t ast_len;
     uint64_t first[TA_MAX_COMPILERS]; /* the realize that first sent it to compiler c, or 0 */
-    int full;
+    uint64_t full;                    /* the realize whose PROGRAM of the full build the executor keeps, or 0 */
+    int collided;                     /* another AST has its first digest word: never skipped */
 } s_sent_t;
 
 typedef struct {
@@ -386,60 +389,77 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
 }
 
 static void s_forget_sent(s_state_t *s, int d) {
+    for (size_t i = 0; i < s->nsent[d]; i++) ta_free(s->sent[d][i].ast);
     s->nsent[d] = 0;
     ta_map_clear(&s->sent_index[d]);
 }
 
-/* The entry of kernel k's AST for its executor (NULL: out of memory). */
-static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k) {
+/* The entry of kernel k's AST for its executor, made if create; NULL when
+ * there is none, for an AST whose first digest word another AST has (both
+ * marked collided), or out of memory. */
+static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
     int d = k->device;
     uint64_t i;
-    if (ta_map_get(&s->sent_index[d], k->h[0], &i)) return s->sent[d][i].h[1] == k->h[1] ? &s->sent[d][i] : NULL;
+    if (ta_map_get(&s->sent_index[d], k->h[0], &i)) {
+        s_sent_t *e = &s->sent[d][i];
+        if (e->h[1] != k->h[1] || e->ast_len != k->ast_len || memcmp(e->ast, k->ast, k->ast_len) != 0) {
+            e->collided = 1;
+            return NULL;
+        }
+        return e;
+    }
+    if (!create) return NULL;
     if (s->nsent[d] >= S_SENT_MAX) s_forget_sent(s, d); /* bounded: the kernels forgotten are compiled again */
-    if (ta_grow((void **)&s->sent[d], &s->sent_cap[d], s->nsent[d] + 1, sizeof *s->sent[d]) != TACT_OK ||
-        ta_map_put(&s->sent_index[d], k->h[0], s->nsent[d]) != TACT_OK)
+    uint8_t *copy = ta_malloc(k->ast_len ? k->ast_len : 1);
+    if (!copy || ta_grow((void **)&s->sent[d], &s->sent_cap[d], s->nsent[d] + 1, sizeof *s->sent[d]) != TACT_OK ||
+        ta_map_put(&s->sent_index[d], k->h[0], s->nsent[d]) != TACT_OK) {
+        ta_free(copy);
         return NULL;
+    }
+    memcpy(copy, k->ast, k->ast_len);
     s_sent_t *e = &s->sent[d][s->nsent[d]++];
     memset(e, 0, sizeof *e);
     e->h[0] = k->h[0], e->h[1] = k->h[1];
+    e->ast = copy;
+    e->ast_len = k->ast_len;
     return e;
 }
 
 /*
  * Which kernels need no COMPILE: those whose executor keeps the full build
- * of their program.  A compiler answers a kernel with its quick build in
- * the realize that first sent it there and with the full build in any
- * later one (codegen/compiler.c), and the executor keeps, per AST, the
- * program of the last step with that AST that named a PROGRAM.  So the
- * planner follows what each compiler was sent, in step order: a kernel
- * whose latest PROGRAM came from a compiler that had it from an earlier
- * realize is known, and its step names no PROGRAM (corr 0).  The choice
- * depends on the KERNELS alone, as the log's determinism asks.  (A
- * compiler that forgot a kernel, past its 256 remembered, answers with
- * the quick build again: the same bits, slower.  A second AST with the
- * same first digest word is always compiled.)
+ * of their program, from a realize the client has waited for (settled: it
+ * ran, so the executor has the program; one that failed made this KERNELS
+ * fresh).  A compiler answers a kernel with its quick build in the realize
+ * that first sent it there and with the full build in any later one
+ * (codegen/compiler.c), and the executor keeps, per AST, the program of the
+ * last step with that AST that named a PROGRAM.  So the planner follows
+ * what each compiler was sent, in step order (s_commit, once the realize's
+ * COMPILEs and PLANs went out).  A kernel it skips gets corr 0: its step
+ * names no PROGRAM.  The choice depends on the messages alone, as the log's
+ * determinism asks.  (A compiler that forgot a kernel, past its 256
+ * remembered, answers with the quick build again: the same bits, slower.)
  */
-static int s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t realize, uint64_t *corrs, ta_actor_t *self) {
+static void s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t settled, uint64_t *corrs, ta_actor_t *self) {
+    /* Every AST is looked up first, so a collision anywhere in the
+     * realize is marked before any choice. */
+    for (int q = 0; q < nk; q++)
+        if (ks[q].from < 0) s_sent(s, &ks[q], 0);
     for (int q = 0; q < nk; q++) {
-        corrs[q] = 0;
-        if (ks[q].from >= 0) {
-            corrs[q] = ta_actor_new_corr(self); /* a copy's two steps share one */
-            continue;
-        }
-        s_sent_t *e = s_sent(s, &ks[q]);
-        if (e && e->full) continue;
-        corrs[q] = ta_actor_new_corr(self);
+        const s_sent_t *e = ks[q].from < 0 ? s_sent(s, &ks[q], 0) : NULL;
+        corrs[q] = e && !e->collided && e->full && e->full <= settled ? 0 : ta_actor_new_corr(self); /* a copy's two steps share one */
     }
-    /* What this realize's PROGRAMs leave with the executors. */
+}
+
+/* What this realize's PROGRAMs leave with the executors (s_choose). */
+static void s_commit(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t realize, const uint64_t *corrs) {
     for (int q = 0; q < nk; q++) {
         if (ks[q].from >= 0 || !corrs[q]) continue;
-        s_sent_t *e = s_sent(s, &ks[q]);
+        s_sent_t *e = s_sent(s, &ks[q], 1);
         if (!e) continue;
         int c = s->w.ncompilers ? q % s->w.ncompilers : 0;
-        e->full = e->first[c] && e->first[c] < realize;
+        e->full = e->first[c] && e->first[c] < realize ? realize : 0;
         if (!e->first[c]) e->first[c] = realize;
     }
-    return TACT_OK;
 }
 
 /* Plans the kernels of m (KERNELS): sends their COMPILEs, and one PLAN to
@@ -455,7 +475,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
      * program it was promised (an abandoned realize), or keep a compile
      * error, so every kernel is compiled again until it is known anew. */
     for (int d = 0; m->as.kernels.fresh && d < TA_MAX_DEVICES; d++) s_forget_sent(s, d);
-    if (rc == TACT_OK) s_choose(s, ks, nk, m->as.kernels.realize, corrs, self);
+    if (rc == TACT_OK) s_choose(s, ks, nk, m->as.kernels.settled, corrs, self);
     msgpack_sbuffer sb[TA_MAX_DEVICES];
     uint32_t nsteps[TA_MAX_DEVICES] = {0};
     uint64_t peak[TA_MAX_DEVICES] = {0}, unplanned[TA_MAX_DEVICES] = {0};
@@ -494,6 +514,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (r != TACT_OK && src == TACT_OK) src = r;
         msgpack_sbuffer_destroy(&sb[d]);
     }
+    if (rc == TACT_OK && src == TACT_OK) s_commit(s, ks, nk, m->as.kernels.realize, corrs);
     ta_free(corrs);
     ta_free(ks);
     return src;
@@ -512,7 +533,7 @@ static void s_fini(ta_actor_t *self) {
     for (int i = 0; s->heads && i < S_HEADS; i++) ta_free(s->heads[i].ast);
     ta_free(s->heads);
     ta_map_fini(&s->head_index);
-    for (int d = 0; d < TA_MAX_DEVICES; d++) ta_free(s->sent[d]), ta_map_fini(&s->sent_index[d]);
+    for (int d = 0; d < TA_MAX_DEVICES; d++) s_forget_sent(s, d), ta_free(s->sent[d]), ta_map_fini(&s->sent_index[d]);
     ta_free(s);
 }
 
