@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mem.h"
 #include "mpread.h"
 #include "msg.h"
 
@@ -64,7 +65,6 @@ ta_recs_t ta_recs_raw(ta_rec_type_t type, const void *bytes, size_t len, size_t 
 
 static int s_append(msgpack_packer *pk, const uint8_t *p, size_t n) { return n ? pk->callback(pk->data, (const char *)p, n) : 0; }
 
-static int s_pack_recs(const ta_recs_t *a, msgpack_packer *pk);
 
 int ta_recs_pack_header(msgpack_packer *pk, size_t n) { return msgpack_pack_array(pk, n) ? -1 : 0; }
 
@@ -75,20 +75,21 @@ int ta_u64s_pack(const ta_u64s_t *a, msgpack_packer *pk) {
     return bad ? -1 : 0;
 }
 
-/* A record is packed into a buffer on the stack first, with inline writes,
- * and handed to the packer in one call (one call per value cost the graph
- * more than adding the ops).  The forms are msgpack-c's own (the shortest
- * for integers; test_rec compares the bytes with msgpack-c's); a record
- * that does not fit the buffer takes msgpack-c's packer. */
+/* A record is packed into a buffer on the stack (or, when it does not fit,
+ * a larger one), with inline writes, and handed to the packer in one call
+ * (one call per value cost the graph more than adding the ops).  The forms
+ * are msgpack-c's own (the shortest for integers; test_rec compares the
+ * bytes with msgpack-c's). */
 typedef struct {
     uint8_t *p, *end;
+    int full; /* a write did not fit */
 } s_w_t;
 
 enum { S_W_BYTES = 4096 };
 
 static inline int s_w_put(s_w_t *w, const void *b, size_t n) {
     if (!n) return 0; /* b may be NULL */
-    if ((size_t)(w->end - w->p) < n) return -1;
+    if ((size_t)(w->end - w->p) < n) return w->full = 1, -1;
     memcpy(w->p, b, n);
     w->p += n;
     return 0;
@@ -96,7 +97,7 @@ static inline int s_w_put(s_w_t *w, const void *b, size_t n) {
 
 /* A tag and the low `width` bytes of v, big-endian. */
 static inline int s_w_tagged(s_w_t *w, uint8_t tag, uint64_t v, int width) {
-    if (w->end - w->p < 1 + width) return -1;
+    if (w->end - w->p < 1 + width) return w->full = 1, -1;
     *w->p++ = tag;
     for (int k = width - 1; k >= 0; k--) *w->p++ = (uint8_t)(v >> (8 * k));
     return 0;
@@ -181,53 +182,18 @@ static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
     return bad ? -1 : 0;
 }
 
-static int s_rec_pack_slow(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
-    const s_type_t *t = &s_types[type];
-    int bad = msgpack_pack_array(pk, t->nfields);
-    for (size_t i = 0; !bad && i < t->nfields; i++) {
-        const s_field_t *f = &t->fields[i];
-        const char *p = (const char *)rec + f->off;
-        switch (f->kind) {
-        case S_U64: bad = msgpack_pack_uint64(pk, *(const uint64_t *)p); break;
-        case S_I64: bad = msgpack_pack_int64(pk, *(const int64_t *)p); break;
-        case S_MP: { /* in a bin: a reader skips it without parsing it */
-            const ta_bytes_t *b = (const ta_bytes_t *)p;
-            bad = msgpack_pack_bin(pk, b->len) || s_append(pk, b->ptr, b->len);
-            break;
-        }
-        case S_U64S: bad = ta_u64s_pack((const ta_u64s_t *)p, pk); break;
-        case S_U64A:
-        case S_I64A: {
-            uint32_t n = *(const uint32_t *)((const char *)rec + f->count_off);
-            bad = n > f->cap || msgpack_pack_array(pk, n);
-            for (uint32_t k = 0; !bad && k < n; k++)
-                bad = f->kind == S_U64A ? msgpack_pack_uint64(pk, ((const uint64_t *)p)[k]) : msgpack_pack_int64(pk, ((const int64_t *)p)[k]);
-            break;
-        }
-        case S_RECS: {
-            /* An empty list may be left zeroed, whatever its type says. */
-            const ta_recs_t *a = (const ta_recs_t *)p;
-            bad = (a->n || a->raw.len) && a->type != f->sub ? -1 : s_pack_recs(a, pk);
-            break;
-        }
-        }
-    }
-    return bad ? -1 : 0;
-}
-
 int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
-    uint8_t buf[S_W_BYTES];
-    s_w_t w = {buf, buf + sizeof buf};
-    if (s_w_rec(type, rec, &w) == 0) return s_append(pk, buf, (size_t)(w.p - buf));
-    return s_rec_pack_slow(type, rec, pk);
-}
-
-static int s_pack_recs(const ta_recs_t *a, msgpack_packer *pk) {
-    if (a->raw.len) return s_append(pk, a->raw.ptr, a->raw.len);
-    int bad = msgpack_pack_array(pk, a->n);
-    for (uint32_t k = 0; !bad && k < a->n; k++)
-        bad = ta_rec_pack((ta_rec_type_t)a->type, (const char *)a->vals + (size_t)k * s_types[a->type].size, pk);
-    return bad ? -1 : 0;
+    uint8_t stack[S_W_BYTES], *buf = stack;
+    size_t cap = sizeof stack;
+    for (;;) {
+        s_w_t w = {buf, buf + cap, 0};
+        int bad = s_w_rec(type, rec, &w);
+        if (!bad) bad = s_append(pk, buf, (size_t)(w.p - buf));
+        if (buf != stack) ta_free(buf);
+        if (!bad || !w.full) return bad ? -1 : 0; /* packed, or a count over its bound */
+        /* A record larger than the stack's buffer: in one 4 times larger. */
+        if (cap > SIZE_MAX / 4 || !(buf = ta_malloc(cap *= 4))) return -1;
+    }
 }
 
 /* ------------------------------------------------------------- decoding */

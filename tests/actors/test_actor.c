@@ -148,13 +148,21 @@ static int s_request_text(ta_port_t *port, uint32_t dest, const char *text, ta_e
     return rc;
 }
 
-Test(actors_actor, handler_error_is_replied_and_the_actor_goes_on) {
-    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
-    ta_port_t *port;
-    ta_actor_t *moody;
+/* An in-process runtime, a client port and an actor of ops. */
+static ta_actor_t *s_start_with_port(const ta_actor_ops_t *ops, ta_rt_t **rt, ta_port_t **port) {
+    ta_actor_t *a;
     ta_error_t err;
-    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
-    cr_assert_eq(ta_actor_start(rt, &s_moody_ops, NULL, NULL, &moody, &err), TACT_OK);
+    *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    cr_assert_eq(ta_port_new(*rt, "client", port, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_start(*rt, ops, NULL, NULL, &a, &err), TACT_OK, "%s", err.text);
+    return a;
+}
+
+Test(actors_actor, handler_error_is_replied_and_the_actor_goes_on) {
+    ta_rt_t *rt;
+    ta_port_t *port;
+    ta_error_t err;
+    ta_actor_t *moody = s_start_with_port(&s_moody_ops, &rt, &port);
     uint32_t id = ta_actor_id(moody);
     cr_assert_eq(s_request_text(port, id, "hello", &err), TACT_OK);
     cr_assert_eq(s_request_text(port, id, "xyz", &err), TACT_EINVAL);
@@ -513,12 +521,10 @@ static int s_idle_wait_calls(int want) {
 }
 
 Test(actors_actor, idle_runs_when_the_mailbox_is_empty_until_it_has_nothing_left) {
-    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_rt_t *rt;
     ta_port_t *port;
-    ta_actor_t *a;
     ta_error_t err;
-    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
-    cr_assert_eq(ta_actor_start(rt, &s_idle_ops, NULL, NULL, &a, &err), TACT_OK);
+    ta_actor_t *a = s_start_with_port(&s_idle_ops, &rt, &port);
     cr_assert_eq(s_request_text(port, ta_actor_id(a), "one", &err), TACT_OK, "%s", err.text);
     /* Three calls after the message, without any other message. */
     cr_assert_eq(s_idle_wait_calls(3), 3);

@@ -127,6 +127,19 @@ Test(actors_rec, records_pack_to_the_bytes_msgpack_c_gives) {
         s_ref_pack(TA_REC_VIEW, &v, &pk);
         cr_assert(len == ref.size && memcmp(sb.data, ref.data, len) == 0, "edge %lld: %zu bytes, msgpack-c %zu", (long long)edges[k], len, ref.size);
     }
+    /* A record larger than the packer's first buffer (an AST of 40000 bytes). */
+    static uint8_t big[40000];
+    for (size_t k = 0; k < sizeof big; k++) big[k] = (uint8_t)(k * 7);
+    ta_kernel_rec_t kr;
+    memset(&kr, 0, sizeof kr);
+    kr.ast = (ta_bytes_t){big, sizeof big};
+    kr.n_bufs = 2, kr.bufs[0] = 1, kr.bufs[1] = UINT64_MAX;
+    size_t len = s_pack(TA_REC_KERNEL, &kr, &sb);
+    msgpack_packer pk;
+    msgpack_sbuffer_clear(&ref);
+    msgpack_packer_init(&pk, &ref, msgpack_sbuffer_write);
+    s_ref_pack(TA_REC_KERNEL, &kr, &pk);
+    cr_assert(len == ref.size && memcmp(sb.data, ref.data, len) == 0, "a large record: %zu bytes, msgpack-c %zu", len, ref.size);
     msgpack_sbuffer_destroy(&sb);
     msgpack_sbuffer_destroy(&ref);
 }
