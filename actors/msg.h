@@ -237,7 +237,6 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
     X(DONE, done)             /* reply: the request with this corr has finished */       \
     X(READ, read)             /* client -> graph: a tensor's bytes; reply DATA */        \
     X(WRITE, write)           /* host bytes (bulk) for a buffer */                       \
-    X(RELEASE, release)       /* client -> graph: tensors the program dropped */         \
     X(SCHEDULE, schedule)     /* graph -> scheduler: a subgraph to realize */            \
     X(KERNELS, kernels)       /* scheduler -> planner: kernels in dependency order */    \
     X(COMPILE, compile)       /* planner -> compiler: build kernels, in one go */        \
@@ -264,12 +263,11 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
     F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64S, executors) \
     F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, STR, devices)
-#define TA_FIELDS_OP_BATCH(F, M) F(M, NODES, ops)
+#define TA_FIELDS_OP_BATCH(F, M) F(M, U64S, released) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes) F(M, U64S, returned)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
-#define TA_FIELDS_RELEASE(F, M) F(M, U64S, ids)
 #define TA_FIELDS_SCHEDULE(F, M) \
     F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs) F(M, U64, fresh) F(M, U64, settled)
 #define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps) F(M, U64, fresh) F(M, U64, settled)

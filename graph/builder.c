@@ -2,7 +2,7 @@
 #include "builder_impl.h"
 
 /*
- * Messages: the client's stream (CONFIG, OP_BATCH, WRITE, RELEASE, REALIZE,
+ * Messages: the client's stream (CONFIG, OP_BATCH, WRITE, REALIZE,
  * READ) gives the graph its work; SCHEDULED (or ERROR) from the scheduler is
  * the reply it awaits after each SCHEDULE, before the client's next message.
  * It sends the executor its own stream (WRITE, FREE, COPY_OUT, and RUN: the
@@ -180,7 +180,7 @@ void g_cse_remove(g_state_t *g, const g_node_t *n) {
 
 /* ------------------------------------------------------------- releasing */
 
-/* Sends the executor the buffers RELEASE dropped.  The executor frees them
+/* Sends the executor the buffers a release dropped.  The executor frees them
  * after every RUN the graph sent before, so no plan in flight loses one. */
 int g_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) {
     if (!n) return TACT_OK;
@@ -1041,6 +1041,22 @@ static void s_fini(ta_actor_t *self) {
 static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *err) {
     switch (m->type) {
     case TA_MSG_OP_BATCH: {
+        /* The releases first: what they drop is gone before the new ops
+         * come (a new op is never taken for a duplicate of a dropped one). */
+        ta_u64s_it_t ri;
+        uint64_t id, *frees = NULL;
+        size_t nfrees = 0, frees_cap = 0;
+        ta_u64s_begin(&ri, &m->as.op_batch.released);
+        while (ta_u64s_next(&ri, &id)) {
+            g_node_t *nd = g_find(g, id);
+            if (nd) {
+                nd->client_ref = 0;
+                g_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
+            }
+        }
+        int frc = g_send_frees(self, g, frees, nfrees);
+        ta_free(frees);
+        if (frc != TACT_OK) return ta_error_set(err, frc, "op batch: cannot send the frees of its releases to the executor");
         ta_recs_it_t it;
         ta_node_rec_t rec;
         if (m->as.op_batch.ops.type != TA_REC_NODE) return ta_error_set(err, TACT_EPROTO, "op batch: not NODE records");
@@ -1055,22 +1071,6 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *er
             if (rc != TACT_OK) return rc;
         }
         return TACT_OK;
-    }
-    case TA_MSG_RELEASE: {
-        ta_u64s_it_t it;
-        uint64_t id, *frees = NULL;
-        size_t nfrees = 0, frees_cap = 0;
-        ta_u64s_begin(&it, &m->as.release.ids);
-        while (ta_u64s_next(&it, &id)) {
-            g_node_t *nd = g_find(g, id);
-            if (nd) {
-                nd->client_ref = 0;
-                g_maybe_drop(g, nd, &frees, &nfrees, &frees_cap);
-            }
-        }
-        int rc = g_send_frees(self, g, frees, nfrees);
-        ta_free(frees);
-        return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "release: cannot send the frees to the executor");
     }
     default: { /* WRITE */
         g_node_t *nd = g_find(g, m->as.write.buf);
@@ -1128,7 +1128,6 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     case TA_MSG_BACKWARD: return g_backward(self, g, m);
     case TA_MSG_READ: return s_read(self, g, m);
     case TA_MSG_OP_BATCH:
-    case TA_MSG_RELEASE:
     case TA_MSG_WRITE: {
         int rc = s_one_way(self, g, m, &err);
         /* Nobody waits for a one-way message: the first refusal is kept and

@@ -271,33 +271,28 @@ static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc,
 }
 
 static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
+    if (!ctx->nbatch && !ctx->nreleased) return TACT_OK;
     int rc = TACT_OK;
-    /* Releases first: the graph frees what they drop before new ops arrive. */
-    if (ctx->nreleased) {
+    /* One message: the releases (which the graph handles first, so it
+     * drops what they drop before new ops arrive), then the records
+     * gathered so far behind their array header. */
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    if (ta_recs_pack_header(&pk, ctx->nbatch) || (ctx->nbatch && msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size))) {
+        rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
+    } else {
         ta_msg_t m;
-        ta_msg_init(&m, TA_MSG_RELEASE);
-        m.as.release.ids = ta_u64s(ctx->released, ctx->nreleased);
+        ta_msg_init(&m, TA_MSG_OP_BATCH);
+        m.as.op_batch.released = ta_u64s(ctx->released, ctx->nreleased);
+        m.as.op_batch.ops = ta_recs_raw(TA_REC_NODE, sb.data, sb.size, ctx->nbatch);
         rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
-        ctx->nreleased = 0;
     }
-    if (rc == TACT_OK && ctx->nbatch) {
-        /* The array header goes in front of the records gathered so far. */
-        msgpack_sbuffer sb;
-        msgpack_sbuffer_init(&sb);
-        msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-        if (ta_recs_pack_header(&pk, ctx->nbatch) || msgpack_sbuffer_write(&sb, ctx->batch.data, ctx->batch.size)) {
-            rc = ta_error_set(err, TACT_ENOMEM, "out of memory sending ops");
-        } else {
-            ta_msg_t m;
-            ta_msg_init(&m, TA_MSG_OP_BATCH);
-            m.as.op_batch.ops = ta_recs_raw(TA_REC_NODE, sb.data, sb.size, ctx->nbatch);
-            rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
-        }
-        msgpack_sbuffer_destroy(&sb);
-        msgpack_sbuffer_clear(&ctx->batch);
-        ctx->nbatch = 0;
-    }
+    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_clear(&ctx->batch);
+    ctx->nbatch = 0;
+    ctx->nreleased = 0;
     return rc;
 }
 

@@ -55,7 +55,7 @@ static int s_capture(void *ud, const ta_msg_t *m) {
 static int s_id_fields(ta_msg_t *m, ta_u64s_t **out) {
     switch (m->type) {
     case TA_MSG_REALIZE: out[0] = &m->as.realize.ids, out[1] = &m->as.realize.failed; return 2;
-    case TA_MSG_RELEASE: out[0] = &m->as.release.ids; return 1;
+    case TA_MSG_OP_BATCH: out[0] = &m->as.op_batch.released; return 1;
     case TA_MSG_SCHEDULE: out[0] = &m->as.schedule.targets, out[1] = &m->as.schedule.ids, out[2] = &m->as.schedule.bufs; return 3;
     case TA_MSG_KERNELS: out[0] = &m->as.kernels.temps; return 1;
     case TA_MSG_SCHEDULED: out[0] = &m->as.scheduled.ids; return 1;
