@@ -268,9 +268,8 @@ char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes) F(M, U64S, returned)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
-#define TA_FIELDS_SCHEDULE(F, M) \
-    F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs) F(M, U64, fresh) F(M, U64, settled)
-#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps) F(M, U64, fresh) F(M, U64, settled)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs) F(M, U64, fresh)
+#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps) F(M, U64, fresh)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, JOBS, jobs)
 #define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align) F(M, U64, nargs)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)

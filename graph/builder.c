@@ -798,7 +798,6 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         s.as.schedule.ids = ta_u64s(ids, cut);
         s.as.schedule.bufs = ta_u64s(bufs, cut);
         s.as.schedule.fresh = (uint64_t)g->fresh;
-        s.as.schedule.settled = g->settled;
         rc = ta_actor_send(self, g->w.scheduler, &s);
         if (rc == TACT_OK) g->fresh = 0;
         /* The part's SCHEDULED comes before anything else is processed. */
@@ -908,7 +907,6 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     size_t nfrees = 0, frees_cap = 0;
     s_settle(g, rq, &frees, &nfrees, &frees_cap);
     g->fresh |= rq->failed.n > 0;
-    if (rq->settled > g->settled) g->settled = rq->settled;
     int frc = g_send_frees(self, g, frees, nfrees);
     ta_free(frees);
     if (frc != TACT_OK) return ta_actor_fail(self, frc, "realize: cannot send the frees to the executor");

@@ -77,7 +77,6 @@ typedef struct {
      * part's SCHEDULED before the client's next message). */
     uint64_t realize;         /* the client's number for it, or 0 */
     int fresh;                /* a realize failed since the last SCHEDULE: the next one says so (SCHEDULE.fresh) */
-    uint64_t settled;         /* the latest realize the client has waited for (REALIZE.settled) */
     uint64_t corr, reply_to;  /* the client's REALIZE */
     uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
     uint64_t *targets;        /* its tensors */

@@ -427,26 +427,28 @@ static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
 
 /*
  * Which kernels need no COMPILE: those whose executor keeps the full build
- * of their program, from a realize the client has waited for (settled: it
- * ran, so the executor has the program; one that failed made this KERNELS
- * fresh).  A compiler answers a kernel with its quick build in the realize
+ * of their program.  A compiler answers a kernel with its quick build in the realize
  * that first sent it there and with the full build in any later one
  * (codegen/compiler.c), and the executor keeps, per AST, the program of the
  * last step with that AST that named a PROGRAM.  So the planner follows
  * what each compiler was sent, in step order (s_commit, once the realize's
  * COMPILEs and PLANs went out).  A kernel it skips gets corr 0: its step
  * names no PROGRAM.  The choice depends on the messages alone, as the log's
- * determinism asks.  (A compiler that forgot a kernel, past its 256
- * remembered, answers with the quick build again: the same bits, slower.)
+ * determinism asks.  An executor lacks a program it was sent only when the
+ * realize that brought it was given up (an await timed out): a later step
+ * that needs it fails, naming that, and the failure, reported by the
+ * client's next REALIZE, makes a KERNELS fresh.  (A compiler that forgot a
+ * kernel, past its 256 remembered, answers with the quick build again: the
+ * same bits, slower.)
  */
-static void s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t settled, uint64_t *corrs, ta_actor_t *self) {
+static void s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t *corrs, ta_actor_t *self) {
     /* Every AST is looked up first, so a collision anywhere in the
      * realize is marked before any choice. */
     for (int q = 0; q < nk; q++)
         if (ks[q].from < 0) s_sent(s, &ks[q], 0);
     for (int q = 0; q < nk; q++) {
         const s_sent_t *e = ks[q].from < 0 ? s_sent(s, &ks[q], 0) : NULL;
-        corrs[q] = e && !e->collided && e->full && e->full <= settled ? 0 : ta_actor_new_corr(self); /* a copy's two steps share one */
+        corrs[q] = e && !e->collided && e->full ? 0 : ta_actor_new_corr(self); /* a copy's two steps share one */
     }
 }
 
@@ -475,7 +477,7 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
      * program it was promised (an abandoned realize), or keep a compile
      * error, so every kernel is compiled again until it is known anew. */
     for (int d = 0; m->as.kernels.fresh && d < TA_MAX_DEVICES; d++) s_forget_sent(s, d);
-    if (rc == TACT_OK) s_choose(s, ks, nk, m->as.kernels.settled, corrs, self);
+    if (rc == TACT_OK) s_choose(s, ks, nk, corrs, self);
     msgpack_sbuffer sb[TA_MAX_DEVICES];
     uint32_t nsteps[TA_MAX_DEVICES] = {0};
     uint64_t peak[TA_MAX_DEVICES] = {0}, unplanned[TA_MAX_DEVICES] = {0};

@@ -1419,11 +1419,10 @@ Test(graph_pipeline, a_kernel_is_compiled_twice_then_run_from_the_executor) {
     free(path), free(flag), free(cache);
 }
 
-/* Realizes started without waiting compile their kernels every time: a
- * kernel is run from the executor's keeping only once the realize that
- * delivered its program is one the client has waited for (REALIZE's
- * settled), since until then it may not have run. */
-Test(graph_pipeline, realizes_in_flight_compile_until_the_client_has_waited) {
+/* Realizes started without waiting get the kept programs too: a kernel is
+ * compiled in the first two, then runs from the executor's keeping; every
+ * result is right. */
+Test(graph_pipeline, realizes_in_flight_run_kept_programs_too) {
     char *path = tu_tmpfile("inflight-log");
     unlink(path);
     tact_ctx *ctx = s_open(2, path);
@@ -1433,20 +1432,20 @@ Test(graph_pipeline, realizes_in_flight_compile_until_the_client_has_waited) {
     for (int i = 0; i < 64; i++) x[i] = (float)i;
     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, s, x);
     for (int r = 1; r <= 6; r++) {
-        ys[r - 1] = tact_add(tact_mul(a, a), tact_scalar(ctx, (double)r)); /* one kernel, its constant an argument */
+        ys[r - 1] = tact_add(tact_mul(a, a), tact_scalar(ctx, 0.5 + r)); /* one kernel, its constant an argument */
         if (r <= 4) cr_assert_eq(tact_realize_async(ctx, 1, &ys[r - 1]), TACT_OK, "%s", tact_ctx_error(ctx));
         else cr_assert_eq(tact_realize(ctx, 1, &ys[r - 1]), TACT_OK, "%s", tact_ctx_error(ctx));
         if (r == 4) cr_assert_eq(tact_wait(ctx), TACT_OK, "%s", tact_ctx_error(ctx));
     }
     for (int r = 1; r <= 6; r++) {
         cr_assert_eq(tact_read(ys[r - 1], out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
-        for (int i = 0; i < 64; i++) cr_assert_eq(out[i], x[i] * x[i] + (float)r, "realize %d, [%d]: %g", r, i, (double)out[i]);
+        for (int i = 0; i < 64; i++) cr_assert_eq(out[i], x[i] * x[i] + (float)(0.5 + r), "realize %d, [%d]: %g", r, i, (double)out[i]);
     }
     tact_ctx_close(&ctx);
     int jobs[16] = {0};
     tu_log_sent(path, "planner", TA_MSG_COMPILE, s_count_jobs, jobs);
-    for (int r = 1; r <= 4; r++) cr_assert_eq(jobs[r], 1, "realize %d, in flight, compiles its kernel (%d jobs)", r, jobs[r]);
-    cr_assert(jobs[5] == 0 && jobs[6] == 0, "after the wait nothing is compiled (%d, %d jobs)", jobs[5], jobs[6]);
+    cr_assert(jobs[1] == 1 && jobs[2] == 1, "the first two realizes in flight compile the kernel (%d, %d jobs)", jobs[1], jobs[2]);
+    for (int r = 3; r <= 6; r++) cr_assert_eq(jobs[r], 0, "realize %d compiles nothing (%d jobs; %d %d %d %d %d %d)", r, jobs[r], jobs[1], jobs[2], jobs[3], jobs[4], jobs[5], jobs[6]);
     unlink(path);
     free(path);
 }
