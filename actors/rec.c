@@ -65,17 +65,9 @@ ta_recs_t ta_recs_raw(ta_rec_type_t type, const void *bytes, size_t len, size_t 
 
 static int s_append(msgpack_packer *pk, const uint8_t *p, size_t n) { return n ? pk->callback(pk->data, (const char *)p, n) : 0; }
 
-
 int ta_recs_pack_header(msgpack_packer *pk, size_t n) { return msgpack_pack_array(pk, n) ? -1 : 0; }
 
-int ta_u64s_pack(const ta_u64s_t *a, msgpack_packer *pk) {
-    if (a->raw.len) return s_append(pk, a->raw.ptr, a->raw.len);
-    int bad = msgpack_pack_array(pk, a->n);
-    for (uint32_t k = 0; !bad && k < a->n; k++) bad = msgpack_pack_uint64(pk, a->vals[k]);
-    return bad ? -1 : 0;
-}
-
-/* A record is packed into a buffer on the stack (or, when it does not fit,
+/* A record (or an id list) is packed into a buffer on the stack (or, when it does not fit,
  * a larger one), with inline writes, and handed to the packer in one call
  * (one call per value cost the graph more than adding the ops).  The forms
  * are msgpack-c's own (the shortest for integers; test_rec compares the
@@ -132,9 +124,15 @@ static inline int s_w_bin(s_w_t *w, uint64_t n) {
     return n <= UINT32_MAX ? s_w_tagged(w, 0xc6, n, 4) : -1;
 }
 
-/* -1: it does not fit (or a list's type or a count is wrong, which the
- * packer's path reports the same way). */
-static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
+static int s_w_u64s(s_w_t *w, const ta_u64s_t *a) {
+    if (a->raw.len) return s_w_put(w, a->raw.ptr, a->raw.len);
+    int bad = s_w_array(w, a->n);
+    for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_u64(w, a->vals[k]);
+    return bad;
+}
+
+/* -1: it does not fit (w->full), or a list's type or a count is wrong. */
+static int s_w_rec(s_w_t *w, ta_rec_type_t type, const void *rec) {
     const s_type_t *t = &s_types[type];
     int bad = s_w_array(w, t->nfields);
     for (size_t i = 0; !bad && i < t->nfields; i++) {
@@ -148,16 +146,7 @@ static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
             bad = s_w_bin(w, b->len) || s_w_put(w, b->ptr, b->len);
             break;
         }
-        case S_U64S: {
-            const ta_u64s_t *a = (const ta_u64s_t *)p;
-            if (a->raw.len) {
-                bad = s_w_put(w, a->raw.ptr, a->raw.len);
-                break;
-            }
-            bad = s_w_array(w, a->n);
-            for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_u64(w, a->vals[k]);
-            break;
-        }
+        case S_U64S: bad = s_w_u64s(w, (const ta_u64s_t *)p); break;
         case S_U64A:
         case S_I64A: {
             uint32_t n = *(const uint32_t *)((const char *)rec + f->count_off);
@@ -174,7 +163,7 @@ static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
                 break;
             }
             bad = s_w_array(w, a->n);
-            for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_rec((ta_rec_type_t)a->type, (const char *)a->vals + (size_t)k * s_types[a->type].size, w);
+            for (uint32_t k = 0; !bad && k < a->n; k++) bad = s_w_rec(w, (ta_rec_type_t)a->type, (const char *)a->vals + (size_t)k * s_types[a->type].size);
             break;
         }
         }
@@ -182,12 +171,15 @@ static int s_w_rec(ta_rec_type_t type, const void *rec, s_w_t *w) {
     return bad ? -1 : 0;
 }
 
-int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
+/* Writes with write(w, type, what) into the stack's buffer, or a larger
+ * one when it does not fit, and hands the bytes to pk. */
+static int s_pack_with(int (*write)(s_w_t *w, ta_rec_type_t type, const void *what), ta_rec_type_t type, const void *what,
+                       msgpack_packer *pk) {
     uint8_t stack[S_W_BYTES], *buf = stack;
     size_t cap = sizeof stack;
     for (;;) {
         s_w_t w = {buf, buf + cap, 0};
-        int bad = s_w_rec(type, rec, &w);
+        int bad = write(&w, type, what);
         if (!bad) bad = s_append(pk, buf, (size_t)(w.p - buf));
         if (buf != stack) ta_free(buf);
         if (!bad || !w.full) return bad ? -1 : 0; /* packed, or a count over its bound */
@@ -195,6 +187,11 @@ int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) {
         if (cap > SIZE_MAX / 4 || !(buf = ta_malloc(cap *= 4))) return -1;
     }
 }
+
+static int s_write_u64s(s_w_t *w, ta_rec_type_t type, const void *a) { return (void)type, s_w_u64s(w, a); }
+
+int ta_rec_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) { return s_pack_with(s_w_rec, type, rec, pk); }
+int ta_u64s_pack(const ta_u64s_t *a, msgpack_packer *pk) { return s_pack_with(s_write_u64s, TA_REC__COUNT, a, pk); }
 
 /* ------------------------------------------------------------- decoding */
 

@@ -95,23 +95,26 @@ static void s_spin_while(const uint64_t *v, uint64_t value, int equal, const int
 }
 
 /* Takes chunks of the current launch until none is left; with tick, calls
- * it after each chunk.  Returns 1 when tick said stop (no chunk is handed
- * out after that; those running finish). */
+ * it after each chunk.  The thread that finds none left cancels the slots
+ * no worker has taken yet: a worker not awake by then is not waited for.
+ * Returns 1 when tick said stop (no chunk is handed out after that; those
+ * running finish). */
 static int s_drain(ta_device_t *d, ta_device_tick_fn tick, void *ud) {
-    for (;;) {
+    for (int stopped = 0;;) {
         pthread_mutex_lock(&d->lock);
+        if (stopped) d->next = d->n;
         int64_t start = d->next;
-        if (start < d->n) d->next += d->chunk;
+        if (start < d->n) {
+            d->next += d->chunk;
+        } else {
+            __atomic_store_n(&d->busy, d->busy - (uint64_t)d->slots, __ATOMIC_RELEASE);
+            d->slots = 0;
+        }
         pthread_mutex_unlock(&d->lock);
-        if (start >= d->n) return 0;
+        if (start >= d->n) return stopped;
         int64_t end = start + d->chunk < d->n ? start + d->chunk : d->n;
         d->fn(start, end, d->bufs, d->args);
-        if (tick && tick(ud)) {
-            pthread_mutex_lock(&d->lock);
-            d->next = d->n;
-            pthread_mutex_unlock(&d->lock);
-            return 1;
-        }
+        stopped = tick && tick(ud);
     }
 }
 
@@ -361,11 +364,6 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
     }
     pthread_mutex_unlock(&d->lock);
     int stopped = s_drain(d, tick, ud);
-    /* No chunk is left: workers that have not woken yet are not waited for. */
-    pthread_mutex_lock(&d->lock);
-    __atomic_store_n(&d->busy, d->busy - (uint64_t)d->slots, __ATOMIC_RELEASE);
-    d->slots = 0;
-    pthread_mutex_unlock(&d->lock);
     s_spin_while(&d->busy, 0, 0, &d->quit);
     pthread_mutex_lock(&d->lock);
     while (d->busy) {

@@ -561,6 +561,15 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
     return TACT_OK;
 }
 
+/* Runs a step with a program that reads nargs argument values: a step
+ * with another count would have it read past them. */
+static int s_run_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, const char *name, int64_t align, uint64_t nargs,
+                      ta_error_t *err) {
+    if (nargs != (uint64_t)st->nargs)
+        return ta_error_set(err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", name, nargs, st->nargs);
+    return s_step(self, s, st, prog, name, align, err);
+}
+
 /* The program a step's AST got (or its compile error, rc and text), for
  * later steps of that AST that name no PROGRAM. */
 static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *name, int64_t align, uint64_t nargs, int rc,
@@ -607,16 +616,11 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ta_error_set(&err, rc, "%.*s", (int)m->as.program.text.len, m->as.program.text.ptr ? (const char *)m->as.program.text.ptr : "");
     }
     int64_t align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
-    /* The kernel reads exactly nargs values: a step with another count
-     * would have it read past them. */
-    if (rc == TACT_OK && m->as.program.nargs != (uint64_t)st->nargs)
-        rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", name,
-                          m->as.program.nargs, st->nargs);
     /* Its compiler's answer is kept for the AST: a compile error too, which
      * the steps that name no PROGRAM then report. */
     if (rc == TACT_OK) rc = s_remember(s, st, prog, name, align, m->as.program.nargs, TACT_OK, "", &err);
     else if (rc == TACT_ECOMPILE) s_remember(s, st, NULL, name, align, 0, rc, err.text, &(ta_error_t){0, ""});
-    if (!r->failed && rc == TACT_OK) rc = s_step(self, s, st, prog, name, align, &err);
+    if (!r->failed && rc == TACT_OK) rc = s_run_step(self, s, st, prog, name, align, m->as.program.nargs, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);
 }
@@ -633,11 +637,8 @@ static void s_run_known(ta_actor_t *self, s_state_t *s, s_step_t *st) {
                           st->index);
     else if (!s->known[i].prog)
         rc = ta_error_set(&err, s->known[i].rc, "%s", s->known[i].text);
-    else if (s->known[i].nargs != (uint64_t)st->nargs)
-        rc = ta_error_set(&err, TACT_EPROTO, "executor: program %s reads %" PRIu64 " arguments, its step gives %d", s->known[i].name,
-                          s->known[i].nargs, st->nargs);
     else
-        rc = s_step(self, s, st, s->known[i].prog, s->known[i].name, s->known[i].align, &err);
+        rc = s_run_step(self, s, st, s->known[i].prog, s->known[i].name, s->known[i].align, s->known[i].nargs, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
 }
 

@@ -442,10 +442,10 @@ static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
  * same bits, slower.)
  */
 static void s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t *corrs, ta_actor_t *self) {
-    /* Every AST is looked up first, so a collision anywhere in the
-     * realize is marked before any choice. */
-    for (int q = 0; q < nk; q++)
-        if (ks[q].from < 0) s_sent(s, &ks[q], 0);
+    /* One pass in step order: a kernel skipped before a colliding AST of
+     * this realize is met runs at its step, before that AST's PROGRAM
+     * replaces the program kept for the digest; the entry is marked
+     * collided for every later realize. */
     for (int q = 0; q < nk; q++) {
         const s_sent_t *e = ks[q].from < 0 ? s_sent(s, &ks[q], 0) : NULL;
         corrs[q] = e && !e->collided && e->full ? 0 : ta_actor_new_corr(self); /* a copy's two steps share one */

@@ -149,21 +149,34 @@ static int s_request_text(ta_port_t *port, uint32_t dest, const char *text, ta_e
 }
 
 /* An in-process runtime, a client port and an actor of ops. */
-static ta_actor_t *s_start_with_port(const ta_actor_ops_t *ops, ta_rt_t **rt, ta_port_t **port) {
+typedef struct {
+    ta_rt_t *rt;
+    ta_port_t *port;
     ta_actor_t *a;
+} s_with_port_t;
+
+static s_with_port_t s_start_with_port(const ta_actor_ops_t *ops) {
+    s_with_port_t f;
     ta_error_t err;
-    *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
-    cr_assert_eq(ta_port_new(*rt, "client", port, &err), TACT_OK, "%s", err.text);
-    cr_assert_eq(ta_actor_start(*rt, ops, NULL, NULL, &a, &err), TACT_OK, "%s", err.text);
-    return a;
+    f.rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    cr_assert_eq(ta_port_new(f.rt, "client", &f.port, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_start(f.rt, ops, NULL, NULL, &f.a, &err), TACT_OK, "%s", err.text);
+    return f;
+}
+
+/* The actor stops cleanly (even one that failed), then the rest goes. */
+static void s_stop_with_port(s_with_port_t *f) {
+    ta_error_t err;
+    cr_assert_eq(ta_actor_stop(&f->a, &err), TACT_OK, "%s", err.text);
+    ta_port_destroy(&f->port);
+    cr_assert_eq(ta_rt_destroy(&f->rt, &err), TACT_OK, "%s", err.text);
 }
 
 Test(actors_actor, handler_error_is_replied_and_the_actor_goes_on) {
-    ta_rt_t *rt;
-    ta_port_t *port;
+    s_with_port_t f = s_start_with_port(&s_moody_ops);
+    ta_port_t *port = f.port;
     ta_error_t err;
-    ta_actor_t *moody = s_start_with_port(&s_moody_ops, &rt, &port);
-    uint32_t id = ta_actor_id(moody);
+    uint32_t id = ta_actor_id(f.a);
     cr_assert_eq(s_request_text(port, id, "hello", &err), TACT_OK);
     cr_assert_eq(s_request_text(port, id, "xyz", &err), TACT_EINVAL);
     cr_assert(strstr(err.text, "ECHO: moody: refusing 'xyz'"), "%s", err.text);
@@ -172,9 +185,7 @@ Test(actors_actor, handler_error_is_replied_and_the_actor_goes_on) {
     cr_assert_eq(s_request_text(port, id, "fail", &err), TACT_EIO);
     cr_assert_eq(s_request_text(port, id, "hello", &err), TACT_EACTOR);
     cr_assert(strstr(err.text, "failed earlier: moody: disk gone"), "%s", err.text);
-    cr_assert_eq(ta_actor_stop(&moody, &err), TACT_OK, "a failed actor still stops cleanly");
-    ta_port_destroy(&port);
-    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+    s_stop_with_port(&f);
 }
 
 static int s_bad_init(ta_actor_t *self, void *arg, ta_error_t *err) {
@@ -521,19 +532,15 @@ static int s_idle_wait_calls(int want) {
 }
 
 Test(actors_actor, idle_runs_when_the_mailbox_is_empty_until_it_has_nothing_left) {
-    ta_rt_t *rt;
-    ta_port_t *port;
+    s_with_port_t f = s_start_with_port(&s_idle_ops);
     ta_error_t err;
-    ta_actor_t *a = s_start_with_port(&s_idle_ops, &rt, &port);
-    cr_assert_eq(s_request_text(port, ta_actor_id(a), "one", &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(s_request_text(f.port, ta_actor_id(f.a), "one", &err), TACT_OK, "%s", err.text);
     /* Three calls after the message, without any other message. */
     cr_assert_eq(s_idle_wait_calls(3), 3);
     usleep(50000);
     cr_assert_eq(__atomic_load_n(&s_idle_calls, __ATOMIC_SEQ_CST), 3, "idle ran again after it said it had nothing left");
     /* A message wakes it, and idle runs again after it. */
-    cr_assert_eq(s_request_text(port, ta_actor_id(a), "two", &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(s_request_text(f.port, ta_actor_id(f.a), "two", &err), TACT_OK, "%s", err.text);
     cr_assert_eq(s_idle_wait_calls(6), 6);
-    cr_assert_eq(ta_actor_stop(&a, &err), TACT_OK);
-    ta_port_destroy(&port);
-    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
+    s_stop_with_port(&f);
 }
