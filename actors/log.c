@@ -5,13 +5,16 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "crc32c.h"
+#include "file.h"
 #include "hash.h"
 #include "mem.h"
 #include "mpread.h"
@@ -28,6 +31,96 @@
  * A bulk frame seen before (an upload relayed by the graph builder, a
  * program passed on by the planner) is written once and referenced after.
  */
+
+/* ------------------------------------------------------------- run header */
+
+enum { S_KIND_STR, S_KIND_INT };
+typedef struct {
+    const char *name;
+    int kind;
+    int64_t a, b;
+    size_t offset;
+} s_run_field_t;
+
+static const s_run_field_t s_run_fields[] = {
+#define S_FIELD_(kind, name, a, b) {#name, S_KIND_##kind, a, b, offsetof(ta_run_header_t, name)},
+    TA_RUN_HEADER_MAP(S_FIELD_)
+#undef S_FIELD_
+};
+enum { S_NFIELDS = sizeof s_run_fields / sizeof *s_run_fields };
+
+static const char *const s_transports[] = {"inproc", "ipc", "tcp", "tcp-insecure"};
+
+int ta_log_header_pack(const ta_run_header_t *h, msgpack_sbuffer *sb) {
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    int bad = msgpack_pack_map(&pk, S_NFIELDS);
+    for (int i = 0; i < S_NFIELDS && !bad; i++) {
+        const s_run_field_t *f = &s_run_fields[i];
+        const char *at = (const char *)h + f->offset;
+        char clean[512]; /* a control character (a tab in TACT_CC) as '?': the reader refuses them, a terminal would obey them */
+        size_t n = f->kind == S_KIND_STR ? strlen(at) : 0;
+        for (size_t c = 0; c < n && c < sizeof clean; c++) clean[c] = (unsigned char)at[c] < 0x20 || at[c] == 0x7f ? '?' : at[c];
+        bad = msgpack_pack_str_with_body(&pk, f->name, strlen(f->name)) ||
+              (f->kind == S_KIND_STR ? msgpack_pack_str_with_body(&pk, clean, n < sizeof clean ? n : sizeof clean) : msgpack_pack_int64(&pk, *(const int *)at));
+    }
+    return bad ? -1 : 0;
+}
+
+int ta_log_header_parse(const uint8_t *p, size_t len, ta_run_header_t *out, ta_error_t *err) {
+    memset(out, 0, sizeof *out);
+    out->schedule_cache = 1;
+    ta_mpr_t r;
+    uint32_t pairs;
+    ta_mpr_init(&r, p, len);
+    if (ta_mpr_map(&r, &pairs) != 0) return ta_error_set(err, TACT_ECORRUPT, "log: the run header is not a map");
+    for (uint32_t i = 0; i < pairs; i++) {
+        const uint8_t *k, *v;
+        size_t kl, vl;
+        int64_t n;
+        if (ta_mpr_str(&r, &k, &kl) != 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: key %u is not a string", i);
+        int at = -1;
+        for (int j = 0; j < S_NFIELDS; j++)
+            if (strlen(s_run_fields[j].name) == kl && memcmp(s_run_fields[j].name, k, kl) == 0) at = j;
+        if (at < 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: unknown field '%.*s'", (int)(kl < 40 ? kl : 40), (const char *)k);
+        const s_run_field_t *f = &s_run_fields[at];
+        if (out->present & 1u << at) return ta_error_set(err, TACT_ECORRUPT, "log: run header: field %s given twice", f->name);
+        out->present |= 1u << at;
+        char *dst = (char *)out + f->offset;
+        if (f->kind == S_KIND_INT) {
+            if (ta_mpr_i64(&r, &n) != 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is not an integer", f->name);
+            if (n < f->a || n > f->b)
+                return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is %" PRId64 ", outside %" PRId64 "..%" PRId64, f->name, n, f->a, f->b);
+            *(int *)dst = (int)n;
+            continue;
+        }
+        if (ta_mpr_str(&r, &v, &vl) != 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is not a string", f->name);
+        if (vl > (size_t)f->a) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is %zu bytes long; at most %" PRId64, f->name, vl, f->a);
+        for (size_t c = 0; c < vl; c++)
+            if (v[c] < 0x20 || v[c] == 0x7f) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s holds a control character", f->name);
+        memcpy(dst, v, vl);
+        dst[vl] = '\0';
+        int known = !f->b || !vl;
+        for (size_t t = 0; !known && t < sizeof s_transports / sizeof *s_transports; t++) known = strcmp(dst, s_transports[t]) == 0;
+        if (!known) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s '%s' is not one of inproc, ipc, tcp, tcp-insecure", f->name, dst);
+    }
+    if (r.p != r.end) return ta_error_set(err, TACT_ECORRUPT, "log: run header: bytes after its map");
+    return TACT_OK;
+}
+
+void ta_log_header_format(const ta_run_header_t *h, char *out, size_t size) {
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < S_NFIELDS && used + 1 < size; i++) {
+        const s_run_field_t *f = &s_run_fields[i];
+        if (!(h->present & 1u << i)) continue;
+        const char *at = (const char *)h + f->offset;
+        int n = f->kind == S_KIND_STR ? snprintf(out + used, size - used, "%s%s '%s'", used ? ", " : "", f->name, at)
+                                      : snprintf(out + used, size - used, "%s%s %d", used ? ", " : "", f->name, *(const int *)at);
+        if (n < 0) break;
+        used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+    }
+}
 
 /* ----------------------------------------------------------------- writer */
 
@@ -105,23 +198,33 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header
     ta_log_writer_t *w = ta_calloc(1, sizeof *w);
     if (!w) return ta_error_set(err, TACT_ENOMEM, "log: out of memory");
     snprintf(w->path, sizeof w->path, "%s", path);
-    w->out = fopen(path, "wb");
-    if (!w->out) {
-        int e = errno;
+    /* A log holds every tensor's bytes: only its owner may read it, also
+     * when it replaces an older file. */
+    int fd = ta_file_open(path, 1, 0600, "log", err);
+    if (fd < 0) {
         ta_free(w);
-        return ta_error_set(err, TACT_EIO, "log: cannot create %s: %s", path, strerror(e));
+        return fd;
+    }
+    if (fchmod(fd, 0600) != 0 || !(w->out = fdopen(fd, "wb"))) {
+        int e = errno;
+        close(fd);
+        ta_free(w);
+        return ta_error_set(err, TACT_EIO, "log: cannot make %s private: %s", path, strerror(e));
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->write_lock, NULL);
     msgpack_sbuffer_init(&w->buf);
     msgpack_sbuffer_init(&w->spare);
     w->ns0 = s_ns();
-    /* ["TACTLOG", version, {run header}]: an empty map when none is given. */
+    /* ["TACTLOG", version, {run header}, crc32c of the header's bytes]: an
+     * empty map when none is given. */
+    static const uint8_t empty_map = 0x80;
+    if (!header.len) header = (ta_bytes_t){&empty_map, 1};
     msgpack_packer pk;
     msgpack_packer_init(&pk, &w->buf, msgpack_sbuffer_write);
-    int bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
-              msgpack_pack_uint32(&pk, TA_LOG_VERSION) ||
-              (header.len ? msgpack_sbuffer_write(&w->buf, (const char *)header.ptr, header.len) : msgpack_pack_map(&pk, 0));
+    int bad = msgpack_pack_array(&pk, 4) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
+              msgpack_pack_uint32(&pk, TA_LOG_VERSION) || msgpack_sbuffer_write(&w->buf, (const char *)header.ptr, header.len) ||
+              msgpack_pack_uint32(&pk, ta_crc32c(0, header.ptr, header.len));
     if (!bad) {
         pthread_mutex_lock(&w->lock);
         s_flush(w);
@@ -323,30 +426,40 @@ static int s_has_end(const uint8_t *p, size_t len) {
 }
 
 static int s_parse(ta_log_t *log, ta_error_t *err) {
+    int rc = TACT_OK;
     ta_mpr_t r;
     uint32_t count;
     uint64_t version;
     const uint8_t *s;
     size_t len;
     ta_mpr_init(&r, log->data, log->len);
-    if (ta_mpr_array(&r, &count) != 0 || count != 3 || ta_mpr_str(&r, &s, &len) != 0 || len != strlen(TA_LOG_MAGIC) ||
+    if (ta_mpr_array(&r, &count) != 0 || ta_mpr_str(&r, &s, &len) != 0 || len != strlen(TA_LOG_MAGIC) ||
         memcmp(s, TA_LOG_MAGIC, len) != 0)
         return ta_error_set(err, TACT_ECORRUPT, "log: byte offset 0: not a tact log (no TACTLOG header)");
     if (ta_mpr_u64(&r, &version) != 0) return S_CORRUPT(ta_mpr_offset(&r), "expected the format version");
     if (version != TA_LOG_VERSION)
         return ta_error_set(err, TACT_EVERSION, "log: format version %" PRIu64 ", this build reads %d", version, TA_LOG_VERSION);
+    if (count != 4) return S_CORRUPT(0, "the file's header has %u fields, not 4", count);
+    /* The run header is checked like a record: a header edited by hand
+     * (the compiler it names, the devices) does not pass. */
     log->header = r.p;
     uint32_t pairs;
+    uint64_t header_crc;
     ta_mpr_t save = r;
     if (ta_mpr_skip(&r) != 0 || ta_mpr_map(&save, &pairs) != 0) return S_CORRUPT(ta_mpr_offset(&save), "expected the run header (a map)");
     log->header_len = (size_t)(r.p - log->header);
+    size_t crc_at = ta_mpr_offset(&r);
+    if (ta_mpr_u64(&r, &header_crc) != 0) return S_CORRUPT(crc_at, "expected the run header's checksum");
+    if (header_crc != ta_crc32c(0, log->header, log->header_len))
+        return S_CORRUPT((size_t)(log->header - log->data), "the run header's checksum does not match (the header was changed)");
+    if ((rc = ta_log_header_parse(log->header, log->header_len, &log->run, err)) != TACT_OK) return rc;
     /* Every record in file order, as (stream index, position), to resolve
      * bulk references (record arrays move as they grow). */
     struct s_at {
         size_t stream, pos;
     } *all = NULL;
     size_t nall = 0, all_cap = 0;
-    int rc = TACT_OK, ended = 0, finished = s_has_end(log->data, log->len);
+    int ended = 0, finished = s_has_end(log->data, log->len);
 #define s_short(r) (!finished && s_short(r))
     while (rc == TACT_OK && r.p < r.end) {
         size_t off = ta_mpr_offset(&r);
@@ -498,14 +611,15 @@ int ta_log_parse(const void *buf, size_t len, ta_log_t **out, ta_error_t *err) {
 
 int ta_log_load(const char *path, ta_log_t **out, ta_error_t *err) {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f) return ta_error_set(err, TACT_EIO, "log: cannot open %s: %s", path, strerror(errno));
     /* Only a regular file has an end: /dev/zero or a pipe would be read
-     * without bound. */
+     * without bound (and a FIFO's open would block). */
+    ta_error_t ferr;
+    FILE *f = ta_file_fopen(path, 0, 0, "log", &ferr);
+    if (!f) return ta_error_set(err, ferr.code, "%s", ferr.text);
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fileno(f), &st) != 0) {
         fclose(f);
-        return ta_error_set(err, TACT_EIO, "log: %s is not a regular file", path);
+        return ta_error_set(err, TACT_EIO, "log: cannot stat %s", path);
     }
     size_t len = (size_t)st.st_size;
     uint8_t *buf = ta_malloc(len ? len : 1);

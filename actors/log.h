@@ -8,10 +8,54 @@
 #include "msg.h"
 
 /* File format version written by this build (docs/log-format.md). */
-#define TA_LOG_VERSION 3
+#define TA_LOG_VERSION 4
 #define TA_LOG_MAGIC "TACTLOG"
 
 typedef enum ta_log_dir { TA_LOG_IN = 0, TA_LOG_OUT = 1 } ta_log_dir_t;
+
+/* ------------------------------------------------------------- run header */
+
+/*
+ * The run header: what the recorded context was (docs/log-format.md).
+ * Each field is declared once here, with its kind and range, and the
+ * packer, the reader's checks and `tact replay`'s display come from the
+ * table.  XX(kind, name, a, b): STR fields hold at most a bytes (b: 0, or
+ * 1 when the value must be a transport name); INT fields lie in [a, b].
+ * Nothing here is ever executed or obeyed by a replay: it only describes
+ * the recording (graph/rerun.c).
+ */
+#define TA_RUN_HEADER_MAP(XX)                 \
+    XX(STR, library, 31, 0)                   \
+    XX(STR, build, 127, 0)                    \
+    XX(STR, transport, 15, 1)                 \
+    XX(STR, devices, 255, 0)                  \
+    XX(INT, cpu_threads, 0, 65536)            \
+    XX(INT, compile_workers, 0, 8)            \
+    XX(INT, timeout_ms, 0, 2147483647)        \
+    XX(STR, cc, 511, 0)                       \
+    XX(STR, flags, 255, 0)                    \
+    XX(STR, quick_flags, 255, 0)              \
+    XX(INT, schedule_cache, 0, 1)
+
+#define TA_RUN_FIELD_STR(name, a) char name[(a) + 1];
+#define TA_RUN_FIELD_INT(name, a) int name;
+#define TA_RUN_FIELD_(kind, name, a, b) TA_RUN_FIELD_##kind(name, a)
+typedef struct ta_run_header {
+    TA_RUN_HEADER_MAP(TA_RUN_FIELD_)
+    unsigned present; /* bit k: the k-th field of the table was in the file */
+} ta_run_header_t;
+
+/* Packs h (every field) as the map a log's run header is. */
+int ta_log_header_pack(const ta_run_header_t *h, msgpack_sbuffer *sb);
+
+/* Reads and checks a run header (a msgpack map of len bytes): each key a
+ * field of the table, at most once, of its kind and in its range; absent
+ * fields are "" or 0 (schedule_cache 1).  Returns TACT_OK, or
+ * TACT_ECORRUPT naming the field and why. */
+int ta_log_header_parse(const uint8_t *p, size_t len, ta_run_header_t *out, ta_error_t *err);
+
+/* Prints the fields present as "name value, name value" into out. */
+void ta_log_header_format(const ta_run_header_t *h, char *out, size_t size);
 
 /* ----------------------------------------------------------------- writer */
 
@@ -66,6 +110,7 @@ typedef struct ta_log {
     size_t len;
     const uint8_t *header; /* the run header: a msgpack map */
     size_t header_len;
+    ta_run_header_t run; /* the run header, checked */
     size_t truncated_at;   /* 0, or the offset where a log without its end marker stops */
     size_t nstreams;       /* in port id order */
     ta_log_stream_info_t *streams;
@@ -73,7 +118,8 @@ typedef struct ta_log {
 } ta_log_t;
 
 /*
- * Reads and validates a whole log: magic, version, structure, counts, each
+ * Reads and validates a whole log: magic, version, the run header (its
+ * checksum, each field's kind and range), structure, counts, each
  * record's checksum and envelope.  A log that stops without its end marker
  * (a crashed run) is read up to its last whole record, and truncated_at
  * says where it stops.  Returns TACT_OK and *out, or

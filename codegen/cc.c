@@ -2,6 +2,7 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "cc.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -20,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "file.h"
 #include "hash.h"
 #include "mem.h"
 #include "render.h"
@@ -93,35 +95,78 @@ int ta_cc_check_dir(const char *dir, ta_error_t *err) {
     return TACT_OK;
 }
 
-const char *ta_cc_identity(const char *cc) {
+/* The identities probed so far, by compiler command (a process meets
+ * few): a list whose nodes live as long as the process and never move, so
+ * an identity found stays valid without the lock. */
+typedef struct s_known {
+    struct s_known *next;
+    char cc[512];
+    char identity[33];
+} s_known_t;
+static pthread_mutex_t s_known_lock = PTHREAD_MUTEX_INITIALIZER;
+static s_known_t *s_known;
+
+static const char *s_known_find(const char *cc) {
+    pthread_mutex_lock(&s_known_lock);
+    const s_known_t *k = s_known;
+    while (k && strcmp(k->cc, cc) != 0) k = k->next;
+    pthread_mutex_unlock(&s_known_lock);
+    return k ? k->identity : NULL;
+}
+
+static int s_spawn(ta_cc_job_t *job, const char *cmd, const char *cwd, int background);
+static bool s_step(ta_cc_job_t *job, int wait_ms);
+static void s_discard(ta_cc_job_t *job);
+static double s_ms(void);
+
+int ta_cc_probe(const char *cc, int limit_s, ta_error_t *err) {
+    if (s_known_find(cc)) return TACT_OK;
     /* What the objects depend on beyond the source: the compiler's version
-     * (its first line of --version) and, since the flags say -march=native,
-     * the CPU's features.  Computed once per compiler command. */
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    static char last_cc[512], identity[33];
-    pthread_mutex_lock(&lock);
-    if (strcmp(last_cc, cc) != 0 || !identity[0]) {
-        char version[512] = "", cpu[4096] = "", cmd[700];
-        snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", cc);
-        FILE *p = popen(cmd, "r");
-        if (p) {
-            if (!fgets(version, sizeof version, p)) version[0] = '\0';
-            char sink[256];
-            while (fread(sink, 1, sizeof sink, p) > 0) {}
-            pclose(p);
+     * (the first line of its --version) and, since the flags say
+     * -march=native, the CPU's features.  The compiler runs as a compile
+     * does, in a group of its own, killed when it outlasts the limit. */
+    ta_cc_job_t job;
+    memset(&job, 0, sizeof job);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "%s --version 2>/dev/null", cc);
+    if (s_spawn(&job, cmd, NULL, 0) != 0) return ta_error_set(err, TACT_ECOMPILE, "the kernel compiler `%s`: %s", cc, job.msg);
+    double t0 = s_ms();
+    while (!s_step(&job, 50))
+        if (s_ms() - t0 > limit_s * 1000.0) {
+            s_discard(&job);
+            return ta_error_set(err, TACT_ECOMPILE, "the kernel compiler `%s` did not answer --version within %d s (TACT_COMPILE_LIMIT_S); stopped",
+                                cc, limit_s);
         }
-        FILE *f = fopen("/proc/cpuinfo", "r");
-        char line[4096];
-        while (f && fgets(line, sizeof line, f))
-            if (strncmp(line, "flags", 5) == 0 || strncmp(line, "model name", 10) == 0 || strncmp(line, "Features", 8) == 0)
-                strncat(cpu, line, sizeof cpu - strlen(cpu) - 1);
-        if (f) fclose(f);
-        const char *parts[] = {version, cpu};
-        s_key(parts, 2, identity);
-        snprintf(last_cc, sizeof last_cc, "%s", cc);
-    }
-    pthread_mutex_unlock(&lock);
-    return identity;
+    s_discard(&job);
+    job.msg[job.used] = '\0';
+    char version[512] = "", cpu[4096] = "";
+    snprintf(version, sizeof version, "%.*s", (int)strcspn(job.msg, "\n"), job.msg); /* "" when it failed: the compile will say why */
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[4096];
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "flags", 5) == 0 || strncmp(line, "model name", 10) == 0 || strncmp(line, "Features", 8) == 0)
+            strncat(cpu, line, sizeof cpu - strlen(cpu) - 1);
+    if (f) fclose(f);
+    /* Process-lifetime memory, outside the allocator hook (as static
+     * storage would be). */
+    s_known_t *k = calloc(1, sizeof *k);
+    if (!k) return ta_error_set(err, TACT_ENOMEM, "out of memory");
+    snprintf(k->cc, sizeof k->cc, "%s", cc);
+    const char *parts[] = {version, cpu};
+    s_key(parts, 2, k->identity);
+    pthread_mutex_lock(&s_known_lock);
+    k->next = s_known;
+    s_known = k; /* a twin probed meanwhile is harmless: both say the same */
+    pthread_mutex_unlock(&s_known_lock);
+    return TACT_OK;
+}
+
+const char *ta_cc_identity(const char *cc) {
+    const char *id = s_known_find(cc);
+    /* A context probed its compiler when it opened; a direct caller (a
+     * test) that did not is probed here, with the default limit. */
+    if (!id && ta_cc_probe(cc, 300, NULL) == TACT_OK) id = s_known_find(cc);
+    return id ? id : "00000000000000000000000000000000";
 }
 
 static double s_ms(void) {
@@ -165,7 +210,7 @@ static void s_sum_path(const char *so, char *out, size_t len) {
 static bool s_cached(const char *so, uint8_t **obj, size_t *len, char digest[33]) {
     char sum[1100], want[40] = "";
     s_sum_path(so, sum, sizeof sum);
-    FILE *f = fopen(sum, "r");
+    FILE *f = ta_file_fopen(sum, 0, 0, "kernel cache", NULL);
     if (!f) return false;
     size_t n = fread(want, 1, 32, f);
     fclose(f);
@@ -196,17 +241,31 @@ static int s_write_sum(const char *so, const char *digest, const char *tmpdir) {
 enum { S_CANCELLED = -1000, S_TOO_LONG = -1001 };
 
 /*
- * Starts `$cc <flags> -o k.so k.c` in the job's folder through the shell,
- * in a process group of its own (niced to the lowest priority in the
- * background, so it takes only time nothing else wants), its output going
- * to the job's pipe.  Returns 0, or -1 with the reason in the job's msg.
+ * Starts cmd through the shell, in cwd when not NULL (a compile's private
+ * folder, which is also its TMPDIR: the temporary files the compiler
+ * makes there go with the folder, even when it is killed), in a process
+ * group of its own (niced to the lowest priority in the background, so it
+ * takes only time nothing else wants), its output going to the job's pipe.
+ * Returns 0, or -1 with the reason in the job's msg.
  */
-static int s_spawn(ta_cc_job_t *job, const char *cc, int background) {
-    char cmd[1200];
-    snprintf(cmd, sizeof cmd, "%s %s -o k.so k.c 2>&1", cc, ta_cc_flags(job->tier));
+static int s_spawn(ta_cc_job_t *job, const char *cmd, const char *cwd, int background) {
+    extern char **environ;
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = ta_malloc(sizeof *env * (n + 2)), tmpdir[1200];
+    if (!env) {
+        snprintf(job->msg, sizeof job->msg, "out of memory");
+        return -1;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!cwd || strncmp(environ[i], "TMPDIR=", 7) != 0) env[k++] = environ[i];
+    if (cwd) snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", cwd), env[k++] = tmpdir;
+    env[k] = NULL;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
         snprintf(job->msg, sizeof job->msg, "no pipe for the compiler's output: %s", strerror(errno));
+        ta_free(env);
         return -1;
     }
     posix_spawn_file_actions_t fa;
@@ -216,15 +275,15 @@ static int s_spawn(ta_cc_job_t *job, const char *cc, int background) {
     posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
     posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
     posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addchdir_np(&fa, job->tmpdir);
+    if (cwd) posix_spawn_file_actions_addchdir_np(&fa, cwd);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
     pid_t pid;
-    char *argv[] = {(char *)"sh", (char *)"-c", cmd, NULL};
-    extern char **environ;
-    int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, environ);
+    char *argv[] = {(char *)"sh", (char *)"-c", (char *)cmd, NULL};
+    int rc = posix_spawn(&pid, "/bin/sh", &fa, &attr, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
+    ta_free(env);
     close(fds[1]);
     if (rc != 0) {
         close(fds[0]);
@@ -287,11 +346,17 @@ static void s_discard(ta_cc_job_t *job) {
         job->pid = 0;
     }
     if (job->tmpdir[0]) {
-        char path[1200];
-        snprintf(path, sizeof path, "%s/k.c", job->tmpdir);
-        unlink(path);
-        snprintf(path, sizeof path, "%s/k.so", job->tmpdir);
-        unlink(path);
+        /* Everything in the folder: the source, the object, and whatever
+         * temporary files a killed compiler left (its TMPDIR is the folder). */
+        DIR *d = opendir(job->tmpdir);
+        struct dirent *e;
+        char path[1400];
+        while (d && (e = readdir(d)))
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                snprintf(path, sizeof path, "%s/%s", job->tmpdir, e->d_name);
+                unlink(path);
+            }
+        if (d) closedir(d);
         rmdir(job->tmpdir);
         job->tmpdir[0] = '\0';
     }
@@ -328,7 +393,9 @@ int ta_cc_start(const char *cc, const char *dir, const char *name, const char *s
         s_discard(job);
         return ta_error_set(err, TACT_EIO, "kernel %s: cannot write %s", name, csrc);
     }
-    if (s_spawn(job, cc, background) != 0) {
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "%s %s -o k.so k.c 2>&1", cc, ta_cc_flags(job->tier));
+    if (s_spawn(job, cmd, job->tmpdir, background) != 0) {
         int rc = ta_error_set(err, TACT_ECOMPILE, "kernel %s: %s", name, job->msg);
         s_discard(job);
         return rc;
@@ -437,7 +504,7 @@ int ta_cc_read(const char *path, uint8_t **bytes, size_t *len, ta_error_t *err) 
     enum { S_MAX_OBJECT = 256 << 20 };
     *bytes = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
+    FILE *f = ta_file_fopen(path, 0, 0, "kernel cache", NULL); /* a regular file: a FIFO planted there is not waited on */
     struct stat st;
     if (!f || fstat(fileno(f), &st) != 0 || st.st_size <= 0 || st.st_size > S_MAX_OBJECT) {
         if (f) fclose(f);

@@ -42,8 +42,17 @@ const char *ta_cc_flags(int tier);
  * writable by others, or not a folder is refused with TACT_EIO naming it. */
 int ta_cc_check_dir(const char *dir, ta_error_t *err);
 
-/* 32 hex digits naming what compiled objects depend on besides their
- * source: the compiler's version and the CPU's features (-march=native). */
+/* Finds what compiled objects depend on besides their source: the
+ * compiler's version (the first line of `cc --version`) and the CPU's
+ * features (-march=native), kept for the process by compiler command.  The
+ * command runs like a compile (a process group of its own, killed after
+ * limit_s seconds), so a compiler that hangs is an error, never a stage
+ * that blocks: a context probes its compiler when it opens.  Returns
+ * TACT_OK (also for a compiler that fails to run: its compiles will say
+ * why), TACT_ECOMPILE when it did not answer in time, or TACT_ENOMEM. */
+int ta_cc_probe(const char *cc, int limit_s, ta_error_t *err);
+/* The probed identity of cc as 32 hex digits (probing it now, with a
+ * limit of 300 s, if nobody did). */
 const char *ta_cc_identity(const char *cc);
 
 /*
@@ -60,7 +69,8 @@ const char *ta_cc_identity(const char *cc);
  * process group of its own; tick (may be NULL) is called every 50 ms while
  * it runs, and when it returns nonzero the group is killed and TACT_ESTOPPED
  * returned; a compile running longer than limit_s seconds is killed too
- * (TACT_ECOMPILE).  No temporary file outlives the call.
+ * (TACT_ECOMPILE).  The compile runs in a private folder which is also its
+ * TMPDIR; no temporary file outlives the call, even a killed compiler's.
  */
 typedef int (*ta_cc_tick_fn)(void *ud);
 int ta_cc_build(const char *cc, const char *dir, const char *name, const char *src, int tier, ta_program_t *out, uint8_t **obj,

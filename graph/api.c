@@ -140,6 +140,14 @@ const char *tact_ctx_error(const tact_ctx *h) {
     return text;
 }
 
+void tact_ctx_clear_error(tact_ctx *h) {
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) return;
+    ti_ctx_set_error(ctx, "");
+    ti_ctx_leave(ctx);
+}
+
 void tact_ctx_stats(const tact_ctx *h, tact_stats *out) {
     int stale, busy;
     ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);

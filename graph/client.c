@@ -1,5 +1,6 @@
 /* client.c - the public tensor API (include/tact.h): runs in the user's thread, streams ops to the graph builder. */
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -187,6 +188,7 @@ __attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int c
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    ti_ctx_set_error(ctx, msg); /* the one place for errors: the tensor and its context both say it */
     if (!t || !(t->message = ta_strdup(msg))) {
         ta_free(t);
         return &s_oom;
@@ -198,6 +200,11 @@ __attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int c
 }
 
 ti_tensor_t *ti_error(ti_ctx_t *ctx, int code, const char *text) { return tc_error(ctx, code, "%s", text); }
+
+int tc_report(const ti_tensor_t *t) {
+    if (t->ctx && t->message) ti_ctx_set_error(t->ctx, t->message);
+    return t->status;
+}
 
 ti_tensor_t *tc_fail(ti_tensor_t *x, int code, const char *fmt, ...) {
     char text[512];
@@ -365,20 +372,20 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
 static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeout_ms, msgpack_sbuffer *sb) {
-    char devices[TA_MAX_DEVICES * 17];
-    ta_pipeline_device_list(w, ",", devices, sizeof devices);
-    msgpack_packer pk;
-    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
-#define S_STR(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_str_with_body(&pk, v, strlen(v)))
-#define S_INT(k, v) (msgpack_pack_str_with_body(&pk, k, strlen(k)) || msgpack_pack_int64(&pk, v))
-    int bad = msgpack_pack_map(&pk, 11) || S_STR("library", tact_version()) || S_STR("build", "gcc " __VERSION__) ||
-              S_STR("transport", o->transport ? o->transport : "inproc") || S_STR("devices", devices) ||
-              S_INT("cpu_threads", o->cpu_threads) || S_INT("compile_workers", w->ncompilers) || S_INT("timeout_ms", timeout_ms) ||
-              S_STR("cc", w->cc) || S_STR("flags", ta_cc_flags(TA_CC_FULL)) ||
-              S_STR("quick_flags", ta_cc_flags(TA_CC_QUICK)) || S_INT("schedule_cache", w->schedule_cache);
-#undef S_STR
-#undef S_INT
-    return bad ? -1 : 0;
+    ta_run_header_t h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.library, sizeof h.library, "%s", tact_version());
+    snprintf(h.build, sizeof h.build, "%s", "gcc " __VERSION__);
+    snprintf(h.transport, sizeof h.transport, "%s", o->transport ? o->transport : "inproc");
+    ta_pipeline_device_list(w, ",", h.devices, sizeof h.devices);
+    h.cpu_threads = o->cpu_threads;
+    h.compile_workers = w->ncompilers;
+    h.timeout_ms = timeout_ms;
+    snprintf(h.cc, sizeof h.cc, "%s", w->cc);
+    snprintf(h.flags, sizeof h.flags, "%s", ta_cc_flags(TA_CC_FULL));
+    snprintf(h.quick_flags, sizeof h.quick_flags, "%s", ta_cc_flags(TA_CC_QUICK));
+    h.schedule_cache = w->schedule_cache;
+    return ta_log_header_pack(&h, sb);
 }
 
 int ti_ctx_open(ti_ctx_t **out, const tact_options *opts) {
@@ -433,9 +440,17 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     char names[TA_MAX_DEVICES][16];
     int ndevices = 0;
     if (s_parse_devices(devices, names, &ndevices) != TACT_OK) return ndevices;
-    if (o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS || o.cpu_threads < 0 || o.timeout_ms < 0) {
-        snprintf(s_open_error, sizeof s_open_error, "options out of range (compile_workers 0..%d, cpu_threads >= 0)",
-                 TA_MAX_COMPILERS);
+    /* Every number is checked here, before anything starts: 100000
+     * threads are refused now, not after 30000 of them ran. */
+    const char *bad = o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS ? "compile_workers"
+                      : o.cpu_threads < 0 || o.cpu_threads > ta_cpu_threads_max() ? "cpu_threads"
+                      : o.timeout_ms < 0                                          ? "timeout_ms"
+                                                                                  : NULL;
+    if (bad) {
+        snprintf(s_open_error, sizeof s_open_error,
+                 "option %s out of range (compile_workers 0..%d, cpu_threads 0..%d on this machine, timeout_ms 0..%d): compile_workers %d, "
+                 "cpu_threads %d, timeout_ms %d",
+                 bad, TA_MAX_COMPILERS, ta_cpu_threads_max(), INT_MAX, o.compile_workers, o.cpu_threads, o.timeout_ms);
         return TACT_EINVAL;
     }
     /* The compiler and cache folder are kept with the context; names that
@@ -474,6 +489,10 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     local->check_bounds = bounds && atoi(bounds) > 0;
     ta_cc_cache_dir(local->cache_dir, sizeof local->cache_dir);
     if ((rc = ta_cc_check_dir(local->cache_dir, &err)) != TACT_OK) goto fail;
+    /* The compiler's identity (part of every kernel's cache key) is found
+     * here, under the compile limit, not inside a stage whose silence a
+     * realize would take for a dead stage. */
+    if ((rc = ta_cc_probe(cc, local->compile_limit_s, &err)) != TACT_OK) goto fail;
     w->schedule_cache = schedule_cache;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
@@ -597,8 +616,10 @@ void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out) {
 
 int ti_scope_begin(ti_ctx_t *ctx) {
     if (!ctx) return TACT_EINVAL;
-    if (ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, ctx->nscopes + 1, sizeof *ctx->scopes) != TACT_OK)
+    if (ta_grow((void **)&ctx->scopes, &ctx->scopes_cap, ctx->nscopes + 1, sizeof *ctx->scopes) != TACT_OK) {
+        ti_ctx_set_error(ctx, "scope_begin: out of memory");
         return TACT_ENOMEM;
+    }
     memset(&ctx->scopes[ctx->nscopes], 0, sizeof ctx->scopes[0]);
     ctx->nscopes++;
     return TACT_OK;
@@ -606,11 +627,16 @@ int ti_scope_begin(ti_ctx_t *ctx) {
 
 int ti_scope_end(ti_ctx_t *ctx) {
     if (!ctx) return TACT_EINVAL;
-    if (ctx->nscopes <= 1) return TACT_EINVAL;
+    if (ctx->nscopes <= 1) {
+        ti_ctx_set_error(ctx, "scope_end: no scope is open (only the context's root scope, which closing the context ends)");
+        return TACT_EINVAL;
+    }
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
     /* The ops that made these tensors go out before their release does
      * (the next flush sends releases ahead of newer ops). */
-    int rc = s_flush(ctx, NULL);
+    ta_error_t err = {0, ""};
+    int rc = s_flush(ctx, &err);
+    if (rc != TACT_OK) ti_ctx_set_error(ctx, err.text);
     for (size_t i = 0; i < sc->n; i++) {
         ti_tensor_t *t = sc->items[i];
         if (t->kept) {
@@ -620,6 +646,7 @@ int ti_scope_end(ti_ctx_t *ctx) {
                 continue;
             }
             rc = TACT_ENOMEM; /* cannot keep it: release it rather than leak */
+            ti_ctx_set_error(ctx, "scope_end: out of memory keeping a tensor; it was released");
         }
         if (t->id && ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
             ctx->released[ctx->nreleased++] = t->id;
@@ -1104,7 +1131,7 @@ static int s_read_bytes(ti_ctx_t *ctx, uint64_t id, void *buf, size_t need) {
 
 int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     if (!t) return TACT_EINVAL;
-    if (t->status) return t->status;
+    if (t->status) return tc_report(t);
     ti_ctx_t *ctx = t->ctx;
     if (!buf && bytes) {
         snprintf(ctx->error, sizeof ctx->error, "read: buf is NULL");
@@ -1112,7 +1139,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
     }
     t = tc_solid(t);
     if (t->multi) t = tc_gather(t, tc_multi_first(t)->device); /* read on its first (real) part's device */
-    if (t->status) return t->status;
+    if (t->status) return tc_report(t);
     size_t need = (size_t)ti_numel(t) * ta_dtype_size(t->dtype);
     if (bytes < need) {
         snprintf(ctx->error, sizeof ctx->error, "read: buffer of %zu bytes, the tensor has %zu", bytes, need);
@@ -1128,9 +1155,11 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
                 memcpy(buf, ctx->returned[i].bytes, need);
                 return TACT_OK;
             }
+        char before[sizeof ctx->error];
+        memcpy(before, ctx->error, sizeof before);
         if (s_read_bytes(ctx, t->id, buf, need) == TACT_OK) return TACT_OK;
-        t->realized = 0; /* not there after all (a view, say): the long way */
-        ctx->error[0] = '\0';
+        t->realized = 0; /* not there after all (a view, say): the long way, and no failure */
+        memcpy(ctx->error, before, sizeof before);
     }
     /* Reading goes through a contiguous copy, which is t itself when t is
      * already a realized contiguous buffer. */
@@ -1142,7 +1171,7 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
 
 int ti_item(ti_tensor_t *t, double *out) {
     if (!t || !out) return TACT_EINVAL;
-    if (t->status) return t->status;
+    if (t->status) return tc_report(t);
     if (ti_numel(t) != 1) {
         snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", ti_numel(t));
         return TACT_ESHAPE;

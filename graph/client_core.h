@@ -53,8 +53,12 @@ struct ti_tensor {
  * client_elementwise.c, client_reduce.c, client_movement.c). */
 
 /* An error tensor of ctx with code and the formatted message (the static
- * out-of-memory one when even that cannot be made). */
+ * out-of-memory one when even that cannot be made); the message is also
+ * the context's error (tact_ctx_error). */
 __attribute__((format(printf, 3, 4))) ti_tensor_t *tc_error(ti_ctx_t *ctx, int code, const char *fmt, ...);
+/* For a call that fails because t is an error tensor: makes t's message
+ * its context's error again and returns t's status. */
+int tc_report(const ti_tensor_t *t);
 /* A new tensor object of ctx (status set when out of memory). */
 ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape);
 /* Records op with its sources and int arguments as out's node; returns out

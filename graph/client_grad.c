@@ -65,12 +65,12 @@ static void s_collect_target(ti_tensor_t *t, void *ud) {
 
 int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     if (!loss) return TACT_EINVAL;
-    if (loss->status) return loss->status;
+    if (loss->status) return tc_report(loss);
     ti_ctx_t *ctx = loss->ctx;
     char text[256];
     int rc = TACT_OK;
     loss = tc_solid(loss);
-    if (loss->status) return loss->status;
+    if (loss->status) return tc_report(loss);
     if (loss->multi) {
         /* A replicated loss is the same on every device: its first part
          * leads back through every device's share of the work. */
@@ -87,13 +87,13 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
         return TACT_EDTYPE;
     }
     if (grad) {
-        if (grad->status) return grad->status;
+        if (grad->status) return tc_report(grad);
         if (grad->ctx && grad->ctx != ctx) {
             ti_ctx_set_error(ctx, "backward: the gradient belongs to another context");
             return TACT_EINVAL;
         }
         grad = grad->weak ? tc_materialize(grad, loss->dtype) : ti_cast(grad, loss->dtype);
-        if (grad->status) return grad->status;
+        if (grad->status) return tc_report(grad);
         if (grad->multi || (grad->device >= 0 && grad->device != tc_home(loss))) {
             snprintf(text, sizeof text, "backward: the gradient is on %s, the loss on %s", ti_device(grad), ti_device(loss));
             ti_ctx_set_error(ctx, text);

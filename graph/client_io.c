@@ -1,14 +1,17 @@
 /* client_io.c - files: IDX datasets (the MNIST family's format, gzipped or not) and safetensors model files, every
  * header field, offset and byte count checked before anything is trusted. */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "client_core.h"
+#include "file.h"
 #include "mem.h"
 
 /* The IDX element types: the third magic byte, its dtype and size. */
@@ -47,9 +50,14 @@ static const char *s_why(gzFile f) {
 
 ti_tensor_t *ti_load_idx(ti_ctx_t *ctx, const char *path) {
     if (!ctx || !path) return ti_null_arg();
-    errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f) return tc_error(ctx, TACT_EINVAL, "load_idx: cannot open %s: %s", path, errno ? strerror(errno) : "out of memory");
+    ta_error_t ferr;
+    int fd = ta_file_open(path, 0, 0, "load_idx", &ferr);
+    if (fd < 0) return tc_error(ctx, TACT_EINVAL, "%s", ferr.text);
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return tc_error(ctx, TACT_ENOMEM, "load_idx: %s: out of memory", path);
+    }
     ti_tensor_t *r = NULL;
     uint8_t head[4], dimbytes[4 * 16];
     uint8_t *data = NULL;
@@ -78,13 +86,23 @@ ti_tensor_t *ti_load_idx(ti_ctx_t *ctx, const char *path) {
         }
         total *= shape[k];
     }
-    if (!(data = ta_malloc(total ? (size_t)total : 1))) {
-        r = tc_error(ctx, TACT_ENOMEM, "load_idx: %s: out of memory for %" PRId64 " bytes", path, total);
-        goto done;
-    }
-    if (!s_read(f, data, (size_t)total)) {
-        r = tc_error(ctx, TACT_EINVAL, "load_idx: %s: %s: the header promises %" PRId64 " bytes of data", path, s_why(f), total);
-        goto done;
+    /* The buffer grows with the data that actually comes (a few bytes that
+     * promise a gigabyte get no gigabyte), at most to what the dims say. */
+    size_t have = 0, cap = 0;
+    while (have < (size_t)total) {
+        size_t want = cap ? cap * 2 : 1 << 20;
+        if (want > (size_t)total) want = (size_t)total;
+        uint8_t *grown = ta_realloc(data, want);
+        if (!grown) {
+            r = tc_error(ctx, TACT_ENOMEM, "load_idx: %s: out of memory for %" PRId64 " bytes", path, total);
+            goto done;
+        }
+        data = grown, cap = want;
+        if (!s_read(f, data + have, cap - have)) {
+            r = tc_error(ctx, TACT_EINVAL, "load_idx: %s: %s: the header promises %" PRId64 " bytes of data", path, s_why(f), total);
+            goto done;
+        }
+        have = cap;
     }
     uint8_t extra;
     if (gzread(f, &extra, 1) != 0) {
@@ -113,7 +131,7 @@ done:
 
 static const char *const s_st_names[TACT_DTYPE_COUNT] = {"BOOL", "I8", "U8", "I16", "U16", "I32", "U32", "I64", "U64", "F16", "BF16", "F32", "F64"};
 
-enum { S_ST_MAX_HEADER = 100 << 20 }; /* the reference implementation's limit */
+enum { S_ST_MAX_HEADER = 100 << 20 }; /* the reference implementation's limit (tact.h states it) */
 
 /* A bounded reader of the JSON header (no recursion: the format's nesting
  * is fixed). */
@@ -132,41 +150,81 @@ static int s_lit(s_json_t *j, char c) {
     return 0;
 }
 
-/* A string into out (at most cap - 1 bytes, escapes decoded, \u to UTF-8). */
+/* The length of the valid UTF-8 sequence at p (at most n bytes), or 0:
+ * no overlong forms, no surrogates, nothing past U+10FFFF. */
+static int s_utf8(const unsigned char *p, size_t n) {
+    unsigned c = p[0];
+    int len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+    if (!len || (size_t)len > n) return 0;
+    unsigned v = len == 1 ? c : len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+    for (int i = 1; i < len; i++) {
+        if ((p[i] & 0xc0) != 0x80) return 0;
+        v = v << 6 | (p[i] & 0x3f);
+    }
+    static const unsigned least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff)) return 0;
+    return len;
+}
+
+/* Four hex digits of a \u escape into *v; 0 when they are not. */
+static int s_hex4(s_json_t *j, unsigned *v) {
+    if (j->end - j->p < 4) return 0;
+    *v = 0;
+    for (int i = 0; i < 4; i++) {
+        char h = *j->p++;
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0) return 0;
+        *v = *v * 16 + (unsigned)d;
+    }
+    return 1;
+}
+
+/* A string into out (at most cap - 1 bytes, escapes decoded, \u to UTF-8),
+ * or only checked when out is NULL.  The bytes must be UTF-8, as the
+ * format requires, and a name may hold no NUL ("a\u0000b" would match
+ * "a" in C). */
 static int s_str(s_json_t *j, char *out, size_t cap) {
     if (!s_lit(j, '"')) return j->err = "a string expected", 0;
     size_t n = 0;
     while (j->p < j->end && *j->p != '"') {
-        unsigned c = (unsigned char)*j->p++;
+        unsigned char u[4];
+        int k = 1;
+        unsigned c = (unsigned char)*j->p;
         if (c < 0x20) return j->err = "a control character in a string", 0;
         if (c == '\\') {
-            if (j->p >= j->end) break;
+            if (++j->p >= j->end) break;
             char e = *j->p++;
             if (e == 'u') {
-                if (j->end - j->p < 4) return j->err = "a bad \\u escape", 0;
-                unsigned v = 0;
-                for (int i = 0; i < 4; i++) {
-                    char h = *j->p++;
-                    v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
-                    if (v > 0xffff) return j->err = "a bad \\u escape", 0;
+                unsigned v, lo;
+                if (!s_hex4(j, &v)) return j->err = "a bad \\u escape", 0;
+                if (v >= 0xdc00 && v <= 0xdfff) return j->err = "a \\u escape of a lone surrogate", 0;
+                if (v >= 0xd800 && v <= 0xdbff) { /* a pair: \uD83D\uDE00 */
+                    if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u' || (j->p += 2, !s_hex4(j, &lo)) || lo < 0xdc00 || lo > 0xdfff)
+                        return j->err = "a \\u escape of a lone surrogate", 0;
+                    v = 0x10000 + ((v - 0xd800) << 10) + (lo - 0xdc00);
                 }
-                char u[3];
-                int k = v < 0x80 ? (u[0] = (char)v, 1) : v < 0x800 ? (u[0] = (char)(0xc0 | v >> 6), u[1] = (char)(0x80 | (v & 63)), 2)
-                                                                   : (u[0] = (char)(0xe0 | v >> 12), u[1] = (char)(0x80 | (v >> 6 & 63)), u[2] = (char)(0x80 | (v & 63)), 3);
-                for (int i = 0; i < k; i++)
-                    if (n + 1 < cap) out[n++] = u[i];
-                    else return j->err = "a string too long", 0;
-                continue;
+                if (!v) return j->err = "a NUL (\\u0000) in a string", 0;
+                k = v < 0x80 ? (u[0] = (unsigned char)v, 1)
+                    : v < 0x800 ? (u[0] = (unsigned char)(0xc0 | v >> 6), u[1] = (unsigned char)(0x80 | (v & 63)), 2)
+                    : v < 0x10000 ? (u[0] = (unsigned char)(0xe0 | v >> 12), u[1] = (unsigned char)(0x80 | (v >> 6 & 63)), u[2] = (unsigned char)(0x80 | (v & 63)), 3)
+                                  : (u[0] = (unsigned char)(0xf0 | v >> 18), u[1] = (unsigned char)(0x80 | (v >> 12 & 63)),
+                                     u[2] = (unsigned char)(0x80 | (v >> 6 & 63)), u[3] = (unsigned char)(0x80 | (v & 63)), 4);
+            } else {
+                const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t", *at = strchr(from, e);
+                if (!e || !at) return j->err = "a bad escape", 0;
+                u[0] = (unsigned char)to[at - from];
             }
-            const char *from = "\"\\/bfnrt", *to = "\"\\/\b\f\n\r\t", *at = strchr(from, e);
-            if (!e || !at) return j->err = "a bad escape", 0;
-            c = (unsigned char)to[at - from];
+        } else {
+            if (!(k = s_utf8((const unsigned char *)j->p, (size_t)(j->end - j->p)))) return j->err = "a string that is not UTF-8", 0;
+            memcpy(u, j->p, (size_t)k);
+            j->p += k;
         }
-        if (n + 1 >= cap) return j->err = "a string too long", 0;
-        out[n++] = (char)c;
+        if (out && n + (size_t)k >= cap) return j->err = "a string too long", 0;
+        if (out) memcpy(out + n, u, (size_t)k);
+        n += (size_t)k;
     }
     if (!s_lit(j, '"')) return j->err = "an unterminated string", 0;
-    out[n] = 0;
+    if (out) out[n] = 0;
     return 1;
 }
 
@@ -184,11 +242,10 @@ static int s_uint(s_json_t *j, uint64_t *v) {
 
 /* Skips a string-to-string object (__metadata__). */
 static int s_skip_meta(s_json_t *j) {
-    char tmp[4096];
     if (!s_lit(j, '{')) return j->err = "__metadata__ must be an object", 0;
     if (s_lit(j, '}')) return 1;
     do {
-        if (!s_str(j, tmp, sizeof tmp) || !s_lit(j, ':') || !s_str(j, tmp, sizeof tmp)) return j->err ? 0 : (j->err = "a bad __metadata__ entry", 0);
+        if (!s_str(j, NULL, 0) || !s_lit(j, ':') || !s_str(j, NULL, 0)) return j->err ? 0 : (j->err = "a bad __metadata__ entry", 0);
     } while (s_lit(j, ','));
     return s_lit(j, '}') ? 1 : (j->err = "an unterminated __metadata__", 0);
 }
@@ -241,12 +298,57 @@ static int s_entry(s_json_t *j, s_entry_t *e) {
     return 1;
 }
 
+/* Where each tensor's bytes lie, to check the layout as a whole. */
+typedef struct {
+    uint64_t begin, end;
+    size_t name, name_len; /* in the names arena */
+} s_span_t;
+
+static int s_by_name(const void *a, const void *b, void *names) {
+    const s_span_t *x = a, *y = b;
+    size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
+    int c = memcmp((const char *)names + x->name, (const char *)names + y->name, n);
+    return c ? c : (x->name_len > y->name_len) - (x->name_len < y->name_len);
+}
+static int s_by_offset(const void *a, const void *b, void *unused) {
+    (void)unused;
+    const s_span_t *x = a, *y = b;
+    return x->begin != y->begin ? (x->begin > y->begin) - (x->begin < y->begin) : (x->end > y->end) - (x->end < y->end);
+}
+
+/* Checks what the format requires of the tensors together: unique names,
+ * and data that the tensors cover exactly (in offset order, each starting
+ * where the one before ends, the last ending where the file does); the
+ * error, naming the tensors, goes into why. */
+static int s_layout(s_span_t *sp, size_t n, const char *names, uint64_t datalen, char *why, size_t len) {
+    if (n > 1) qsort_r(sp, n, sizeof *sp, s_by_name, (void *)names);
+    for (size_t i = 1; i < n; i++)
+        if (!s_by_name(&sp[i - 1], &sp[i], (void *)names))
+            return snprintf(why, len, "the name \"%.*s\" is given twice", (int)(sp[i].name_len < 200 ? sp[i].name_len : 200), names + sp[i].name), 0;
+    if (n > 1) qsort_r(sp, n, sizeof *sp, s_by_offset, NULL);
+    uint64_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *nm = names + sp[i].name;
+        int nl = (int)(sp[i].name_len < 200 ? sp[i].name_len : 200);
+        if (sp[i].begin < at)
+            return snprintf(why, len, "the data of \"%.*s\" (bytes %" PRIu64 " to %" PRIu64 ") overlaps the tensor before it", nl, nm, sp[i].begin, sp[i].end), 0;
+        if (sp[i].begin > at)
+            return snprintf(why, len, "bytes %" PRIu64 " to %" PRIu64 " of the data belong to no tensor (before \"%.*s\")", at, sp[i].begin, nl, nm), 0;
+        at = sp[i].end;
+    }
+    if (at != datalen) return snprintf(why, len, "the data holds %" PRIu64 " bytes, the tensors cover %" PRIu64 " (trailing bytes)", datalen, at), 0;
+    return 1;
+}
+
 ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *name) {
     if (!ctx || !path || !name) return ti_null_arg();
-    FILE *f = fopen(path, "rb");
-    if (!f) return tc_error(ctx, TACT_EINVAL, "load_safetensors: cannot open %s: %s", path, strerror(errno));
+    ta_error_t ferr;
+    FILE *f = ta_file_fopen(path, 0, 0, "load_safetensors", &ferr);
+    if (!f) return tc_error(ctx, ferr.code == TACT_ENOMEM ? TACT_ENOMEM : TACT_EINVAL, "%s", ferr.text);
     ti_tensor_t *r = NULL;
-    char *head = NULL;
+    char *head = NULL, *names = NULL;
+    s_span_t *spans = NULL;
+    size_t nspans = 0, spans_cap = 0, names_len = 0, names_cap = 0;
     uint8_t *data = NULL;
     uint8_t len8[8];
     long size = -1;
@@ -258,7 +360,8 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
     uint64_t hn = 0;
     for (int i = 7; i >= 0; i--) hn = hn << 8 | len8[i];
     if (hn == 0 || hn > S_ST_MAX_HEADER || hn > (uint64_t)size - 8) {
-        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: a header of %llu bytes in a file of %ld", path, (unsigned long long)hn, size);
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: a header of %llu bytes in a file of %ld (at most %d)", path, (unsigned long long)hn,
+                     size, S_ST_MAX_HEADER);
         goto done;
     }
     if (!(head = ta_malloc((size_t)hn)) || fread(head, 1, (size_t)hn, f) != hn) {
@@ -269,7 +372,7 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
     s_json_t j = {head, head + hn, NULL};
     s_entry_t found = {0}, e;
     int got = 0;
-    char key[1024];
+    char key[1024], why[400] = "";
     if (!s_lit(&j, '{')) j.err = "the header is not a JSON object";
     else if (!s_lit(&j, '}')) {
         do {
@@ -286,19 +389,33 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
             uint64_t n = ta_dtype_size((tact_dtype)e.dtype);
             for (int k = 0; k < e.ndim; k++) n = e.shape[k] && n > UINT64_MAX / (uint64_t)e.shape[k] ? UINT64_MAX : n * (uint64_t)e.shape[k];
             if (e.begin > e.end || e.end > datalen || e.end - e.begin != n) {
-                j.err = "data_offsets that do not match the dtype and shape or the data";
+                snprintf(why, sizeof why, "the data_offsets of \"%.200s\" ([%" PRIu64 ", %" PRIu64 "]) do not match its dtype and shape (%" PRIu64
+                         " bytes) within the %" PRIu64 " bytes of data", key, e.begin, e.end, n, datalen);
                 break;
             }
+            size_t kl = strlen(key);
+            if (ta_grow((void **)&spans, &spans_cap, nspans + 1, sizeof *spans) != TACT_OK ||
+                ta_grow((void **)&names, &names_cap, names_len + kl + 1, 1) != TACT_OK) {
+                j.err = "out of memory";
+                break;
+            }
+            memcpy(names + names_len, key, kl);
+            spans[nspans++] = (s_span_t){e.begin, e.end, names_len, kl};
+            names_len += kl;
             if (!strcmp(key, name)) found = e, got = 1;
         } while (s_lit(&j, ','));
-        if (!j.err && !s_lit(&j, '}')) j.err = "an unterminated header";
+        if (!j.err && !why[0] && !s_lit(&j, '}')) j.err = "an unterminated header";
     }
-    if (!j.err) {
+    if (!j.err && !why[0]) {
         s_ws(&j);
         if (j.p != j.end) j.err = "bytes after the header's object";
     }
     if (j.err) {
         r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: %s (at header byte %td)", path, j.err, j.p - head);
+        goto done;
+    }
+    if (why[0] || !s_layout(spans, nspans, names, datalen, why, sizeof why)) {
+        r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: %s", path, why);
         goto done;
     }
     if (!got) {
@@ -318,6 +435,8 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
 done:
     fclose(f);
     ta_free(head);
+    ta_free(names);
+    ta_free(spans);
     ta_free(data);
     return r;
 }
@@ -396,7 +515,7 @@ int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *cons
     if (rc == TACT_OK) { /* written to a temporary file, then renamed over path */
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-        FILE *f = fopen(tmp, "wb");
+        FILE *f = ta_file_fopen(tmp, 1, 0666, "save_safetensors", NULL);
         uint8_t len8[8];
         for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
         int wrote = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n && (!d.n || fwrite(d.p, 1, d.n, f) == d.n);

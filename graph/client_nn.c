@@ -388,6 +388,21 @@ ti_tensor_t *ti_sparse_categorical_crossentropy(ti_tensor_t *x, ti_tensor_t *lab
     if (!(label_smoothing >= 0 && label_smoothing <= 1))
         return tc_fail(x, TACT_EINVAL, "sparse_categorical_crossentropy: label_smoothing %g is not in [0, 1]", label_smoothing);
     if (ti_ndim(x) < 1) return tc_fail(x, TACT_ESHAPE, "sparse_categorical_crossentropy: logits need a class dim");
+    /* Labels are class indices: a float label (a one-hot row, a
+     * probability) would be compared with the indices and silently give a
+     * wrong loss. */
+    if (!ta_dtype_is_int(ti_dtype_of(labels)))
+        return tc_fail(x, TACT_EDTYPE, "sparse_categorical_crossentropy: the labels are %s; they must be integers (class indices)",
+                       ta_dtype_name(ti_dtype_of(labels)));
+    ta_shape_t want = x->shape;
+    want.ndim--;
+    if (!ta_shape_equal(&want, &labels->shape)) {
+        char a[128], b[128];
+        ta_shape_format(&x->shape, a, sizeof a);
+        ta_shape_format(&labels->shape, b, sizeof b);
+        return tc_fail(x, TACT_ESHAPE, "sparse_categorical_crossentropy: labels of shape %s for logits of shape %s (want the logits' shape without its last dim)",
+                       b, a);
+    }
     int64_t c = ti_dim(x, ti_ndim(x) - 1), n = ti_numel(labels), ysh[TA_MAX_DIMS];
     ti_tensor_t *lp = ti_log_softmax(x, -1);
     ti_tensor_t *mask = ti_cmpne(labels, ti_scalar_int(ti_tensor_ctx(x), ignore_index));

@@ -6,17 +6,30 @@
 
 #include "client_impl.h"
 #include "mem.h"
+#include "shape.h"
 #include "tact.h"
 
 /* ------------------------------------------------------------ parameters */
 
 int tact_params_add(tact_params *p, const char *prefix, const char *name, tact_tensor *t) {
     if (!p || !name || !t) return TACT_EINVAL;
+    tact_ctx *ctx = tact_tensor_ctx(t);
+    char text[300];
+    if (tact_status_of(t) != TACT_OK) {
+        snprintf(text, sizeof text, "params_add %s: the tensor is an error: %s", name, tact_error_message(t));
+        ta_ctx_set_error(ctx, text);
+        return tact_status_of(t);
+    }
     size_t len = (prefix ? strlen(prefix) : 0) + strlen(name) + 2;
     char *full = ta_malloc(len);
-    if (!full) return TACT_ENOMEM;
+    if (!full) {
+        ta_ctx_set_error(ctx, "params_add: out of memory");
+        return TACT_ENOMEM;
+    }
     snprintf(full, len, "%s%s%s", prefix && *prefix ? prefix : "", prefix && *prefix ? "." : "", name);
     if (tact_params_get(p, full)) {
+        snprintf(text, sizeof text, "params_add: the name %.200s is in use", full);
+        ta_ctx_set_error(ctx, text);
         ta_free(full);
         return TACT_EINVAL;
     }
@@ -28,6 +41,7 @@ int tact_params_add(tact_params *p, const char *prefix, const char *name, tact_t
         if (ts) p->tensors = ts;
         if (!names || !ts) {
             ta_free(full);
+            ta_ctx_set_error(ctx, "params_add: out of memory");
             return TACT_ENOMEM;
         }
         p->cap = cap;
@@ -321,13 +335,27 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p) {
     int rc = TACT_OK;
     for (int i = 0; i < p->n && rc == TACT_OK; i++) {
         if ((rc = tact_scope_begin(ctx)) != TACT_OK) break;
-        tact_tensor *t = tact_load_safetensors(ctx, path, p->names[i]);
-        tact_tensor *r = tact_status_of(t) == TACT_OK ? tact_assign(p->tensors[i], t) : t;
-        if ((rc = tact_status_of(r)) != TACT_OK) {
-            char text[600];
-            snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(r));
-            ta_ctx_set_error(ctx, text);
+        tact_tensor *t = tact_load_safetensors(ctx, path, p->names[i]), *want = p->tensors[i];
+        /* The stored tensor must be the parameter's dtype and shape
+         * exactly: an assign would broadcast [1] into [128]. */
+        char text[700] = "";
+        if (tact_status_of(t) == TACT_OK && tact_status_of(want) == TACT_OK) {
+            ta_shape_t a = {tact_ndim(t), {0}}, b = {tact_ndim(want), {0}};
+            tact_shape(t, a.d);
+            tact_shape(want, b.d);
+            if (!ta_shape_equal(&a, &b) || tact_dtype_of(t) != tact_dtype_of(want)) {
+                char sa[200], sb[200];
+                ta_shape_format(&a, sa, sizeof sa);
+                ta_shape_format(&b, sb, sizeof sb);
+                snprintf(text, sizeof text, "load %s: \"%s\" is stored as %s %s; the parameter is %s %s", path, p->names[i],
+                         tact_dtype_name(tact_dtype_of(t)), sa, tact_dtype_name(tact_dtype_of(want)), sb);
+                rc = TACT_ESHAPE;
+            }
         }
+        tact_tensor *r = text[0] ? NULL : tact_status_of(t) == TACT_OK ? tact_assign(want, t) : t;
+        if (!text[0] && (rc = tact_status_of(r)) != TACT_OK)
+            snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(r));
+        if (text[0]) ta_ctx_set_error(ctx, text);
         tact_scope_end(ctx);
     }
     return rc == TACT_OK ? tact_realize(ctx, p->n, p->tensors) : rc;

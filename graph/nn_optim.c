@@ -205,7 +205,13 @@ void tact_optim_zero_grad(tact_optim *p) {
 }
 
 int tact_optim_set_lr(tact_optim *p, double lr) {
-    if (!p || !(lr >= 0)) return TACT_EINVAL;
+    if (!p) return TACT_EINVAL;
+    if (!(lr >= 0)) {
+        char text[100];
+        snprintf(text, sizeof text, "optim_set_lr: the learning rate %g is not 0 or more", lr);
+        ta_ctx_set_error(p->ctx, text);
+        return TACT_EINVAL;
+    }
     int rc0 = tact_scope_begin(p->ctx);
     if (rc0 != TACT_OK) return rc0;
     p->o.lr = lr;
@@ -219,7 +225,11 @@ int tact_optim_set_lr(tact_optim *p, double lr) {
 double tact_optim_lr(const tact_optim *p) { return p ? p->o.lr : 0; }
 
 int tact_optim_state(const tact_optim *p, const char *prefix, tact_params *out) {
-    if (!p || !out) return TACT_EINVAL;
+    if (!p) return TACT_EINVAL;
+    if (!out) {
+        ta_ctx_set_error(p->ctx, "optim_state: the list to add to is NULL");
+        return TACT_EINVAL;
+    }
     int before = out->n, adam = p->o.kind != TACT_OPTIM_SGD;
     int rc = tact_params_add(out, prefix, "lr", p->lr);
     if (rc == TACT_OK && adam) rc = tact_params_add(out, prefix, "b1_t", p->b1_t);

@@ -7,38 +7,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "device.h"
+#include "pipeline.h"
+
 #include "cc.h"
 #include "mpread.h"
 
-/* Reads the run header into options; strings are copied into strs. */
-static int s_options(const ta_log_t *log, tact_options *o, char strs[2][256], int *schedule_cache, ta_error_t *err) {
-    tact_options_default(o);
-    *schedule_cache = 1;
-    strs[0][0] = strs[1][0] = '\0';
-    ta_mpr_t r;
-    uint32_t pairs;
-    ta_mpr_init(&r, log->header, log->header_len);
-    if (ta_mpr_map(&r, &pairs)) return ta_error_set(err, TACT_ECORRUPT, "replay: the run header is not a map");
-    for (uint32_t i = 0; i < pairs; i++) {
-        const uint8_t *k, *v;
-        size_t kl, vl;
-        int64_t n = 0;
-        if (ta_mpr_str(&r, &k, &kl)) return ta_error_set(err, TACT_ECORRUPT, "replay: run header key %u is not a string", i);
-        int is_str = ta_mpr_str(&r, &v, &vl) == 0;
-        if (!is_str && ta_mpr_i64(&r, &n) && ta_mpr_skip(&r))
-            return ta_error_set(err, TACT_ECORRUPT, "replay: run header value %u is malformed", i);
-#define S_KEY(name) (kl == strlen(name) && memcmp(k, name, kl) == 0)
-        if (S_KEY("cpu_threads") && !is_str) o->cpu_threads = (int)n;
-        else if (S_KEY("compile_workers") && !is_str) o->compile_workers = (int)n;
-        else if (S_KEY("timeout_ms") && !is_str) o->timeout_ms = (int)n;
-        else if (S_KEY("schedule_cache") && !is_str) *schedule_cache = (int)n;
-        else if (S_KEY("cc") && is_str && vl < 256) snprintf(strs[0], 256, "%.*s", (int)vl, (const char *)v);
-        else if (S_KEY("devices") && is_str && vl < 256) snprintf(strs[1], 256, "%.*s", (int)vl, (const char *)v);
-#undef S_KEY
+/* The replay's device list as a context would list it ("CPU,CL:0"), from
+ * the user's choice (opt, else TACT_DEVICE, else CPU). */
+static int s_devices(const char *list, char *out, size_t size, ta_error_t *err) {
+    char names[TA_MAX_DEVICES][16];
+    ta_error_t e;
+    int n = ta_device_names(list, strlen(list), names, TA_MAX_DEVICES, &e);
+    if (n < 0) return ta_error_set(err, e.code, "replay: devices '%s': %s", list, e.text);
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        char canon[16];
+        if (ta_device_canonical(names[i], canon, &e) != TACT_OK) return ta_error_set(err, e.code, "replay: devices '%s': %s", list, e.text);
+        size_t used = strlen(out);
+        snprintf(out + used, size - used, "%s%s", i ? "," : "", canon);
     }
-    if (o->cpu_threads < 0 || o->compile_workers < 0 || o->timeout_ms < 0)
-        return ta_error_set(err, TACT_ECORRUPT, "replay: run header options out of range");
-    if (strs[1][0]) o->devices = strs[1];
     return TACT_OK;
 }
 
@@ -76,14 +64,42 @@ static int s_drive(tact_ctx *ctx, const ta_log_stream_info_t *client, ta_error_t
     return TACT_OK;
 }
 
-int ta_rerun(const char *log_path, char *verdict, size_t len) {
+int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, char *verdict, size_t len) {
     ta_error_t err = {0, ""};
     ta_log_t *want = NULL, *got = NULL;
+    ta_rerun_options_t none = {NULL, 0, 0};
+    if (!user) user = &none;
     int rc = ta_log_load(log_path, &want, &err);
+    /* Nothing in the log is obeyed that acts on this machine: the
+     * compiler, threads, timeout and devices are the replaying user's.
+     * Only the pipeline's shape (compile workers, at most TA_MAX_COMPILERS,
+     * and the schedule cache) follows the recording, checked in range. */
+    const ta_run_header_t *rec = want ? &want->run : NULL;
     tact_options o;
-    char strs[2][256];
-    int schedule_cache = 1;
-    if (rc == TACT_OK) rc = s_options(want, &o, strs, &schedule_cache, &err);
+    tact_options_default(&o);
+    o.cpu_threads = user->cpu_threads;
+    o.timeout_ms = user->timeout_ms;
+    o.devices = user->devices && *user->devices ? user->devices : getenv("TACT_DEVICE");
+    if (!o.devices || !*o.devices) o.devices = "CPU";
+    const char *cc = ta_cc_compiler();
+    char mine[300] = "", shown[2048];
+    if (rc == TACT_OK) {
+        o.compile_workers = rec->compile_workers;
+        ta_log_header_format(rec, shown, sizeof shown);
+        if (notes) fprintf(notes, "recorded: %s\n", shown[0] ? shown : "(no run header)");
+        rc = s_devices(o.devices, mine, sizeof mine, &err);
+    }
+    if (rc == TACT_OK && notes)
+        fprintf(notes, "replaying: devices '%s', cpu_threads %d, timeout_ms %d, cc '%s' (TACT_CC)\n", mine, o.cpu_threads, o.timeout_ms, cc);
+    if (rc == TACT_OK && rec->devices[0] && strcmp(rec->devices, mine) != 0)
+        rc = ta_error_set(&err, TACT_EINVAL,
+                          "replay: the log was recorded on devices '%s', this replay would run on '%s' (--devices, else TACT_DEVICE, else CPU); "
+                          "replay with --devices %s",
+                          rec->devices, mine, rec->devices);
+    char cc_note[700] = "";
+    if (rc == TACT_OK && rec->cc[0] && strcmp(rec->cc, cc) != 0)
+        snprintf(cc_note, sizeof cc_note, " (recorded with the kernel compiler '%s', replayed with '%s' from TACT_CC)", rec->cc, cc);
+    if (notes && cc_note[0]) fprintf(notes, "note:%s\n", cc_note);
     const ta_log_stream_info_t *client = NULL;
     for (size_t i = 0; rc == TACT_OK && i < want->nstreams; i++)
         if (strcmp(want->streams[i].name, "client") == 0) client = &want->streams[i];
@@ -93,11 +109,10 @@ int ta_rerun(const char *log_path, char *verdict, size_t len) {
     if (rc == TACT_OK && fd < 0) rc = ta_error_set(&err, TACT_EIO, "replay: no temporary file for the new log");
     if (fd >= 0) close(fd);
     if (rc == TACT_OK) {
-        /* The recording's compiler and schedule cache. */
         o.transport = "inproc";
         o.log_path = tmp;
         tact_ctx *ctx = NULL;
-        rc = ta_ctx_open_as(&ctx, &o, strs[0][0] ? strs[0] : ta_cc_compiler(), schedule_cache);
+        rc = ta_ctx_open_as(&ctx, &o, cc, rec->schedule_cache);
         if (rc != TACT_OK) {
             ta_error_set(&err, rc, "replay: cannot open a context: %s", tact_last_open_error());
         } else {
@@ -113,10 +128,10 @@ int ta_rerun(const char *log_path, char *verdict, size_t len) {
         size_t records = 0;
         for (size_t i = 0; i < want->nstreams; i++) records += want->streams[i].nrecords;
         if (ta_log_compare(want, got, where, sizeof where)) {
-            snprintf(verdict, len, "replay matches the recording: %zu ports, %zu records", want->nstreams, records);
+            snprintf(verdict, len, "replay matches the recording: %zu ports, %zu records%s", want->nstreams, records, cc_note);
         } else {
             rc = TACT_EMISMATCH;
-            snprintf(verdict, len, "replay diverged: %s", where);
+            snprintf(verdict, len, "replay diverged: %s%s", where, cc_note);
         }
     } else {
         snprintf(verdict, len, "%s", err.text);

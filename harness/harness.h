@@ -16,6 +16,9 @@ int h_log(int argc, char **argv);
 /* `tact train` and `tact eval` (train.c). */
 int h_train(int argc, char **argv);
 int h_eval(int argc, char **argv);
+/* The usage of train and eval, with their defaults. */
+#include <stdio.h>
+void h_train_usage(FILE *f);
 /* `bench train`: training steps of the MLP and the CNN against PyTorch. */
 int h_bench_train(int quick);
 

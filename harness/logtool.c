@@ -26,6 +26,9 @@ int h_log(int argc, char **argv) {
         if (log->truncated_at) printf(", cut at byte %zu without its end marker (a crashed run?)", log->truncated_at);
         printf("\n");
     } else {
+        char header[2048];
+        ta_log_header_format(&log->run, header, sizeof header);
+        printf("run header: %s\n", header[0] ? header : "(empty)");
         for (size_t i = 0; i < log->nstreams; i++) {
             const ta_log_stream_info_t *st = &log->streams[i];
             printf("port %" PRIu32 " (%s): %zu records\n", st->id, st->name, st->nrecords);

@@ -1,5 +1,6 @@
 /* main.c - the tact command: demo, bench, log tools and whole-run replay. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -39,17 +40,96 @@ int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg) {
     return 1;
 }
 
+static void s_replay_usage(FILE *f) {
+    fprintf(f, "usage: tact replay [--devices LIST] [--threads N] [--timeout-ms N] FILE\n"
+               "Runs the program recorded in FILE again through a fresh in-process pipeline and compares\n"
+               "every stage's messages with the recording.  Nothing in the log is executed: the devices\n"
+               "(default: TACT_DEVICE, else CPU), CPU threads (default: one per core), timeout (default\n"
+               "60000 ms) and kernel compiler (TACT_CC) are yours; the recorded ones are shown, and a log\n"
+               "recorded on other devices is refused with the list to pass.\n");
+}
+
+/* `tact replay [options] FILE`. */
+static int s_replay(int argc, char **argv) {
+    ta_rerun_options_t o = {NULL, 0, 0};
+    const char *file = NULL;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            s_replay_usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--devices") || !strcmp(a, "--threads") || !strcmp(a, "--timeout-ms")) {
+            char *end = NULL;
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            long n = v ? strtol(v, &end, 10) : -1;
+            int num = v && end != v && *end == '\0';
+            if (v && !strcmp(a, "--devices")) o.devices = v;
+            else if (num && !strcmp(a, "--threads") && n >= 0 && n <= 65536) o.cpu_threads = (int)n;
+            else if (num && !strcmp(a, "--timeout-ms") && n >= 0 && n <= 2147483647) o.timeout_ms = (int)n;
+            else {
+                fprintf(stderr, "tact replay: %s needs %s\n", a, !strcmp(a, "--devices") ? "a device list" : "a number (0: the default)");
+                return 2;
+            }
+        } else if (a[0] == '-' || file) {
+            fprintf(stderr, "tact replay: unexpected argument '%s'\n", a);
+            s_replay_usage(stderr);
+            return 2;
+        } else {
+            file = a;
+        }
+    }
+    if (!file) {
+        s_replay_usage(stderr);
+        return 2;
+    }
+    char verdict[1024];
+    int rc = ta_rerun(file, &o, stdout, verdict, sizeof verdict);
+    printf("%s: %s\n", file, verdict);
+    return rc == TACT_OK ? 0 : 1;
+}
+
+static int s_devices(int argc, char **argv) {
+    (void)argc, (void)argv;
+    tact_device_info d[16];
+    int n = tact_devices(d, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        printf("%-6s %s%s%s\n       %d compute units, %.1f GiB, largest buffer %.1f GiB, work groups up to %lld, fp16 %s\n", d[i].name,
+               d[i].model, d[i].driver[0] ? " | " : "", d[i].driver, d[i].compute_units, (double)d[i].memory / (1u << 30),
+               (double)d[i].max_buffer / (1u << 30), (long long)d[i].max_group, d[i].fp16 ? "yes" : "no");
+    printf("%d device%s (virtual CPU devices CPU:0..CPU:7 share the CPU)\n", n, n == 1 ? "" : "s");
+    return 0;
+}
+
+static int s_version(int argc, char **argv) {
+    (void)argc, (void)argv;
+    printf("tact %s\n", tact_version());
+    return 0;
+}
+
+/* The subcommands: each with its arguments and what it does, which both
+ * `tact help` and `tact CMD --help` print (train, eval and replay print
+ * more: their options and defaults). */
+static const struct {
+    const char *name, *args, *what;
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *f);
+} s_cmds[] = {
+    {"train", "[--model mlp|cnn] [--epochs N] ...", "train a classifier on Fashion-MNIST", h_train, h_train_usage},
+    {"eval", "MODEL.safetensors [--data DIR]", "a saved model's test accuracy", h_eval, h_train_usage},
+    {"demo", "[--transport inproc|ipc|tcp|tcp-insecure] [--log FILE] | --actors [...]", "run work through the pipeline (or bare actors)",
+     h_demo, NULL},
+    {"bench", "runtime|pipeline|kernels|train|devices [--quick]", "measurements beside their peers (JSON lines)", h_bench, NULL},
+    {"log", "check FILE | dump [-v] FILE", "validate or print a message log (-v: every payload record)", h_log, NULL},
+    {"replay", "[--devices L] [--threads N] [--timeout-ms N] FILE", "run a recorded run again and check every stage", s_replay, s_replay_usage},
+    {"devices", "", "the devices present, with their limits", s_devices, NULL},
+    {"version", "", "the library's version", s_version, NULL},
+};
+enum { S_NCMDS = sizeof s_cmds / sizeof *s_cmds };
+
 static void s_usage(FILE *f) {
-    fprintf(f,
-            "usage: tact <command> [options]\n"
-            "  train [--model mlp|cnn] [--epochs N] ...           train a classifier on Fashion-MNIST (tact train --help)\n"
-            "  eval  MODEL.safetensors                           its test accuracy\n"
-            "  demo  [--transport inproc|ipc|tcp] [--log FILE]   run work through a few actors\n"
-            "  bench runtime|pipeline|kernels|train|devices [--quick]  measurements with their peers (JSON lines)\n"
-            "  log   check FILE | dump [-v] FILE                 validate or print a message log (-v: every payload record)\n"
-            "  replay FILE                                       run a recorded run again and check every stage\n"
-            "  devices                                           the devices present, with their limits\n"
-            "  version\n");
+    fprintf(f, "usage: tact <command> [options]   (tact <command> --help for one)\n");
+    for (int i = 0; i < S_NCMDS; i++) fprintf(f, "  %-8s %s\n           %s\n", s_cmds[i].name, s_cmds[i].args, s_cmds[i].what);
 }
 
 int main(int argc, char **argv) {
@@ -58,38 +138,19 @@ int main(int argc, char **argv) {
         return 2;
     }
     const char *cmd = argv[1];
-    if (strcmp(cmd, "demo") == 0) return h_demo(argc - 2, argv + 2);
-    if (strcmp(cmd, "bench") == 0) return h_bench(argc - 2, argv + 2);
-    if (strcmp(cmd, "log") == 0) return h_log(argc - 2, argv + 2);
-    if (strcmp(cmd, "train") == 0) return h_train(argc - 2, argv + 2);
-    if (strcmp(cmd, "eval") == 0) return h_eval(argc - 2, argv + 2);
-    if (strcmp(cmd, "devices") == 0) {
-        tact_device_info d[16];
-        int n = tact_devices(d, 16);
-        for (int i = 0; i < n && i < 16; i++)
-            printf("%-6s %s%s%s\n       %d compute units, %.1f GiB, largest buffer %.1f GiB, work groups up to %lld, fp16 %s\n", d[i].name,
-                   d[i].model, d[i].driver[0] ? " | " : "", d[i].driver, d[i].compute_units, (double)d[i].memory / (1u << 30),
-                   (double)d[i].max_buffer / (1u << 30), (long long)d[i].max_group, d[i].fp16 ? "yes" : "no");
-        printf("%d device%s (virtual CPU devices CPU:0..CPU:7 share the CPU)\n", n, n == 1 ? "" : "s");
-        return 0;
-    }
-    if (strcmp(cmd, "replay") == 0) {
-        if (argc != 3) {
-            fprintf(stderr, "usage: tact replay FILE\n");
-            return 2;
-        }
-        char verdict[1024];
-        int rc = ta_rerun(argv[2], verdict, sizeof verdict);
-        printf("%s: %s\n", argv[2], verdict);
-        return rc == TACT_OK ? 0 : 1;
-    }
-    if (strcmp(cmd, "version") == 0) {
-        printf("tact %s\n", tact_version());
-        return 0;
-    }
-    if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0) {
+    if (!strcmp(cmd, "help") || !strcmp(cmd, "--help") || !strcmp(cmd, "-h")) {
         s_usage(stdout);
         return 0;
+    }
+    for (int i = 0; i < S_NCMDS; i++) {
+        if (strcmp(cmd, s_cmds[i].name) != 0) continue;
+        for (int k = 2; k < argc; k++)
+            if (!strcmp(argv[k], "--help") || !strcmp(argv[k], "-h")) {
+                if (s_cmds[i].help) s_cmds[i].help(stdout);
+                else printf("usage: tact %s %s\n  %s\n", s_cmds[i].name, s_cmds[i].args, s_cmds[i].what);
+                return 0;
+            }
+        return s_cmds[i].run(argc - 2, argv + 2);
     }
     fprintf(stderr, "tact: unknown command '%s'\n", cmd);
     s_usage(stderr);

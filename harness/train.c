@@ -322,23 +322,17 @@ static int s_eval(const char *path, const h_opts_t *o) {
     memset(&m, 0, sizeof m);
     memset(&test, 0, sizeof test);
     int rc = 1;
-    tact_tensor *probe = tact_load_safetensors(ctx, path, "conv1.weight");
-    int cnn = tact_status_of(probe) == TACT_OK;
-    if (s_load_set(ctx, o->data, 0, &test) || s_model(ctx, cnn, &m)) goto done;
-    for (int i = 0; i < m.params.n; i++) {
-        tact_tensor *t = tact_load_safetensors(ctx, path, m.params.names[i]);
-        if (tact_status_of(t) != TACT_OK) {
-            fprintf(stderr, "tact eval: %s\n", tact_error_message(t));
-            goto done;
-        }
-        if (tact_status_of(tact_assign(m.params.tensors[i], t)) != TACT_OK) {
-            fprintf(stderr, "tact eval: %s: %s does not fit the %s model: %s\n", path, m.params.names[i], cnn ? "cnn" : "mlp",
-                    tact_error_message(m.params.tensors[i]));
-            goto done;
-        }
+    /* The kind of model its names say; a file that is neither (or no
+     * model file at all) is refused before the data is read. */
+    int cnn = tact_status_of(tact_load_safetensors(ctx, path, "conv1.weight")) == TACT_OK;
+    tact_tensor *mlp = cnn ? NULL : tact_load_safetensors(ctx, path, "l1.weight");
+    if (mlp && tact_status_of(mlp) != TACT_OK) {
+        fprintf(stderr, "tact eval: %s\n", tact_error_message(mlp));
+        goto done;
     }
-    if (tact_realize(ctx, m.params.n, m.params.tensors) != TACT_OK) {
-        fprintf(stderr, "tact eval: %s\n", tact_ctx_error(ctx));
+    if (s_load_set(ctx, o->data, 0, &test) || s_model(ctx, cnn, &m)) goto done;
+    if (tact_params_load(ctx, path, &m.params) != TACT_OK) {
+        fprintf(stderr, "tact eval: %s (a %s model)\n", tact_ctx_error(ctx), cnn ? "cnn" : "mlp");
         goto done;
     }
     double acc = 0;
@@ -352,11 +346,13 @@ done:
     return rc;
 }
 
-static void s_usage(FILE *f) {
+void h_train_usage(FILE *f) {
     fprintf(f, "usage: tact train [--model mlp|cnn] [--epochs N] [--steps N] [--batch N] [--lr X] [--threads N] [--seed N]\n"
                "                  [--out FILE.safetensors] [--log FILE] [--data DIR]\n"
                "       tact eval MODEL.safetensors [--threads N] [--data DIR]\n"
-               "defaults: cnn, 3 epochs, batch 128, lr 0.002 (cosine), all cores, seed 42, data in " DATA_DIR "\n");
+               "defaults: cnn, 3 epochs, batch 128, lr 0.002 (cosine), all cores, seed 42, data in " DATA_DIR "\n"
+               "ranges: --epochs 1..999, --steps 1 or more (stop early), --batch 1..4096, --lr above 0, --threads 0 (one per core)\n"
+               "        to 8 per core (at least 64), --seed 0 or more\n");
 }
 
 static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
@@ -369,7 +365,7 @@ static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
             continue;
         }
         if (!strcmp(a, "--help")) {
-            s_usage(stdout);
+            h_train_usage(stdout);
             return 1;
         }
         if (!v) {
@@ -383,7 +379,7 @@ static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
         else if (!strcmp(a, "--epochs") && num && n > 0 && n < 1000) o->epochs = (int)n;
         else if (!strcmp(a, "--steps") && num && n > 0) o->steps = (int)n;
         else if (!strcmp(a, "--batch") && num && n > 0 && n <= 4096) o->batch = (int)n;
-        else if (!strcmp(a, "--threads") && num && n >= 0 && n <= 256) o->threads = (int)n;
+        else if (!strcmp(a, "--threads") && num && n >= 0 && n <= 65536) o->threads = (int)n; /* the context checks the real maximum */
         else if (!strcmp(a, "--seed") && num && n >= 0) o->seed = (uint64_t)n;
         else if (!strcmp(a, "--lr") && (o->lr = strtod(v, &end)) > 0 && *end == '\0') continue;
         else if (!strcmp(a, "--out")) o->out = v;
@@ -391,7 +387,7 @@ static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
         else if (!strcmp(a, "--data")) o->data = v;
         else {
             fprintf(stderr, "tact: bad option %s %s\n", a, v);
-            s_usage(stderr);
+            h_train_usage(stderr);
             return -1;
         }
     }
@@ -410,7 +406,7 @@ int h_eval(int argc, char **argv) {
     int r = s_parse(argc, argv, &o, &file);
     if (r) return r > 0 ? 0 : 2;
     if (!file) {
-        s_usage(stderr);
+        h_train_usage(stderr);
         return 2;
     }
     return s_eval(file, &o);

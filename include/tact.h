@@ -186,17 +186,23 @@ typedef struct tact_options {
      * "CPU".  An absent or repeated device fails the open, naming the
      * devices present. */
     const char *devices;
-    int cpu_threads;       /* threads of each CPU device; 0: one per core */
-    int compile_workers;   /* compiler pool size; 0: 2 */
-    const char *log_path;  /* record every message to this file; NULL: off */
+    /* Threads of each CPU device: 0 (one per core) to 8 per core (at
+     * least 64); more fails the open at once with TACT_EINVAL. */
+    int cpu_threads;
+    int compile_workers;   /* compiler pool size: 0 (2) to 8 */
+    /* Record every message to this file (created private, mode 0600: it
+     * holds every tensor's bytes; a FIFO or device is refused); NULL: off. */
+    const char *log_path;
     /* How long any wait lasts without a sign of life: a stage that works
      * (a long compile, a long kernel) sends heartbeats, so only a stage that
-     * is gone or stuck makes a wait fail with TACT_ETIMEDOUT.  0: 60000.
-     * Compiles are also limited to TACT_COMPILE_LIMIT_S seconds (300). */
+     * is gone or stuck makes a wait fail with TACT_ETIMEDOUT.  0 (60000)
+     * to INT_MAX milliseconds.  Compiles are also limited to
+     * TACT_COMPILE_LIMIT_S seconds (1 to 86400; 300). */
     int timeout_ms;
 } tact_options;
 
-/* Fills o with the defaults above. */
+/* Fills o with the defaults above (all zero: a zero-filled struct is the
+ * defaults too). */
 void tact_options_default(tact_options *o);
 
 /*
@@ -221,9 +227,18 @@ const char *tact_last_open_error(void);
  * another thread is inside it. */
 int tact_ctx_close(tact_ctx **ctx);
 
-/* The text of the context's last error (a failed realize, read or stop);
- * "" if none. */
+/*
+ * The text of the context's last failure, "" if none.  Every failure leaves
+ * its message here: an error tensor made by a builder (its text is also
+ * tact_error_message's), and every call of the context that returns an
+ * error status (a realize, a read, a backward, a load, a layer or
+ * optimizer call), also when it fails because it was given an error
+ * tensor.  Successful calls leave it as it is (as errno): read it after a
+ * call failed.  Only tact_ctx_clear_error empties it.  The text stays
+ * valid until this thread's next call into the context.
+ */
 const char *tact_ctx_error(const tact_ctx *ctx);
+void tact_ctx_clear_error(tact_ctx *ctx);
 
 /* Counters: kernels the last realize ran, its buffer memory as the memory
  * planner placed it (peak bytes live at once) and without reuse (the sum of
@@ -828,9 +843,11 @@ void tact_params_free(tact_params *p);
 /* Saves every tensor of the list under its name (tact_save_safetensors). */
 int tact_params_save(tact_ctx *ctx, const char *path, const tact_params *p);
 /* Loads every tensor of the list from the file, by name, into the tensor
- * (an assign: dtype and shape must match), and realizes them.  Returns
- * TACT_OK, or the first error (a missing name, a mismatch, a bad file)
- * with its text in tact_ctx_error; tensors before it are loaded. */
+ * (an assign), and realizes them.  The stored tensor must have the
+ * parameter's dtype and shape exactly: anything else (a [1] for a [128])
+ * is TACT_ESHAPE naming the tensor and both.  Returns TACT_OK, or the
+ * first error (a missing name, a mismatch, a bad file) with its text in
+ * tact_ctx_error; tensors before it are loaded. */
 int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
 
 /* ============================================================== optimizers */
@@ -897,9 +914,10 @@ void tact_optim_free(tact_optim **o);
  * not: Debian's dataset-fashion-mnist installs them under
  * /usr/share/datasets/fashion-mnist) into a tensor of its shape and type
  * (ubyte as uint8, then int8, int16, int32, float32, float64).  Nothing in
- * the file is trusted: a missing file, a bad magic, a truncated file, data
- * past the end or more than 1 GiB is an error tensor naming the path and
- * the cause. */
+ * the file is trusted: a missing file, a path that is not a regular file
+ * (a FIFO, a folder, a device), a bad magic, a truncated file, data past
+ * the end or more than 1 GiB is an error tensor naming the path and the
+ * cause. */
 tact_tensor *tact_load_idx(tact_ctx *ctx, const char *path);
 
 /* Model files in the safetensors format (readable and writable by the
@@ -907,10 +925,14 @@ tact_tensor *tact_load_idx(tact_ctx *ctx, const char *path);
  * writes them under their names (unique, 1 to 1000 bytes, not
  * "__metadata__") through a temporary file renamed over path; it returns
  * TACT_OK or an error (its text in tact_ctx_error).  load gives the tensor
- * stored under name; a missing, truncated or hostile file (a bad header
- * length, malformed JSON, an unknown dtype, offsets that do not match the
- * shape or the data) or a missing name is an error tensor naming the path
- * and the cause. */
+ * stored under name.  The file is checked as strictly as the format is
+ * written: a header of at most 100 MiB of JSON whose strings are UTF-8
+ * (no escaped NUL, no lone surrogate), known dtypes, offsets that match
+ * each shape, no name twice, and tensors whose data cover the data
+ * section exactly (in order, no overlap, no gap, no trailing bytes).  A
+ * missing, truncated or hostile file, a path that is not a regular file
+ * (a FIFO is refused at once, never waited on), or a missing name is an
+ * error tensor naming the path and the cause. */
 int tact_save_safetensors(tact_ctx *ctx, const char *path, int n, const char *const *names, tact_tensor *const *tensors);
 tact_tensor *tact_load_safetensors(tact_ctx *ctx, const char *path, const char *name);
 

@@ -186,10 +186,17 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     return TACT_OK;
 }
 
+int ta_cpu_threads_max(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 8 ? (int)(n < 1 << 20 ? 8 * n : 8 << 20) : 64;
+}
+
 static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, ta_error_t *err) {
     (void)index; /* virtual CPU devices share the one CPU */
     int threads = opt->threads, guards = opt->guards;
     *out = NULL;
+    if (threads > ta_cpu_threads_max())
+        return ta_error_set(err, TACT_EINVAL, "CPU: %d threads; at most %d (8 per core, at least 64)", threads, ta_cpu_threads_max());
     if (threads <= 0) {
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         threads = n > 0 ? (int)n : 1;

@@ -119,6 +119,8 @@ static inline uint8_t ta_guard_byte(size_t i) { return (uint8_t)(i * 37 + 11); }
 int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *what, ta_error_t *err);
 
 extern const ta_device_ops_t ta_cpu_device;
+/* The most threads a CPU device takes: 8 per core, and at least 64. */
+int ta_cpu_threads_max(void);
 extern const ta_device_ops_t ta_cl_device;
 /* Programs the CL device loaded from its binary cache, in this process (tests). */
 int ta_cl_binary_hits(void);

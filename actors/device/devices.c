@@ -24,6 +24,8 @@ static void s_present(char *out, size_t len) {
 
 int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err) {
     if (!name || !*name) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k)");
+    if (strchr(name, ','))
+        return ta_error_set(err, TACT_EINVAL, "'%s' is a list of devices where one device is expected (tact_shard splits a tensor over several)", name);
     const char *colon = strchr(name, ':');
     size_t klen = colon ? (size_t)(colon - name) : strlen(name);
     const ta_device_ops_t *kind = NULL;
@@ -38,7 +40,8 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     if (colon) { /* digits only: no sign, no space, no more than 7 */
         const char *p = colon + 1;
         size_t nd = strspn(p, "0123456789");
-        if (nd == 0 || nd > 7 || p[nd]) return ta_error_set(err, TACT_EINVAL, "device '%s': the number after ':' must be 0 or more", name);
+        if (nd == 0 || nd > 7 || p[nd])
+            return ta_error_set(err, TACT_EINVAL, "device '%s': after '%.*s:' a device number is expected (as in %.*s:1)", name, (int)klen, name, (int)klen, name);
         i = strtol(p, NULL, 10);
     }
     int present = kind == &ta_cpu_device ? (i < TA_MAX_CPU_DEVICES) : (i < kind->count());

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ast.h"
 #include "cc.h"
 #include "device.h"
 #include "hash.h"
@@ -26,7 +27,9 @@ struct ta_device {
     cl_device_id id;
     cl_context ctx;
     cl_command_queue q;
-    cl_mem no_args; /* one ulong, the args of a kernel that has none */
+    cl_command_queue warm_q; /* a loading kernel's trial run (s_warm), which waits for no other work */
+    cl_mem no_args;          /* one ulong, the args of a kernel that has none */
+    cl_mem warm;             /* zeros for every argument of a trial run: the most argument values a kernel reads before it returns */
     uint64_t max_buffer;
     int index;
     int exact_div_sqrt; /* CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT */
@@ -35,6 +38,8 @@ struct ta_device {
     char identity[400];  /* the device's name and driver version */
     struct s_module *modules; /* the programs built, once each */
     int lost;                 /* a stopped wait gave up: the device is not waited for again */
+    char last[64];            /* the last kernel launched since the last sync, and how many were */
+    int launched;
 };
 
 static atomic_int s_binary_hits;
@@ -55,6 +60,7 @@ typedef struct {
     cl_kernel kernel;
     size_t group; /* the largest work group the kernel takes here */
     size_t shared; /* the work group the kernel requires (reqd_work_group_size): its items share each output; 0: none */
+    size_t local;  /* the work group of every launch (the driver builds code for each size it meets: one size, built at load) */
     char name[64];
 } s_prog_t;
 
@@ -158,6 +164,7 @@ static void s_close(ta_device_t **pd) {
     *pd = NULL;
     if (d->q && !d->lost) clFinish(d->q);
     if (d->q) clReleaseCommandQueue(d->q);
+    if (d->warm_q) clReleaseCommandQueue(d->warm_q);
     while (d->modules) { /* programs whose kernels were not all unloaded */
         struct s_module *m = d->modules;
         d->modules = m->next;
@@ -165,6 +172,7 @@ static void s_close(ta_device_t **pd) {
         ta_free(m);
     }
     if (d->no_args) clReleaseMemObject(d->no_args);
+    if (d->warm) clReleaseMemObject(d->warm);
     if (d->ctx) clReleaseContext(d->ctx);
     ta_free(d);
 }
@@ -186,8 +194,12 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     cl_int e = CL_SUCCESS;
     if (rc == TACT_OK && !(d->ctx = clCreateContext(NULL, 1, &d->id, NULL, NULL, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a context", e);
     if (rc == TACT_OK && !(d->q = clCreateCommandQueue(d->ctx, d->id, 0, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a queue", e);
+    if (rc == TACT_OK && !(d->warm_q = clCreateCommandQueue(d->ctx, d->id, 0, &e))) rc = s_fail(err, TACT_EDEVICE, "cannot create a queue", e);
     uint64_t zero = 0;
     if (rc == TACT_OK && !(d->no_args = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof zero, &zero, &e)))
+        rc = s_fail(err, TACT_EDEVICE, "cannot create a buffer", e);
+    static const uint64_t zeros[TA_AST_MAX_NODES]; /* a kernel has at most one argument value per node */
+    if (rc == TACT_OK && !(d->warm = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof zeros, (void *)zeros, &e)))
         rc = s_fail(err, TACT_EDEVICE, "cannot create a buffer", e);
     cl_device_fp_config fp = 0;
     cl_uint base_align = 0;
@@ -347,6 +359,31 @@ static int s_build(ta_device_t *d, const void *bytes, size_t len, const char *na
     return TACT_OK;
 }
 
+/* Runs the kernel once over no outputs (n = 0: every work item returns
+ * at once), with the work group its launches use, and waits for it: a
+ * driver that builds code per launch shape (PoCL links it then) does so
+ * now, while the program loads, so a failure it reports is the kernel's
+ * compile error, not a failed realize later.  A driver that aborts the
+ * process instead cannot be caught here (docs/architecture.md, Devices). */
+static int s_warm(ta_device_t *d, s_prog_t *p, ta_error_t *err) {
+    cl_uint nargs = 0;
+    cl_int e = clGetKernelInfo(p->kernel, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
+    if (e == CL_SUCCESS && nargs < 2) e = CL_INVALID_KERNEL_ARGS; /* every kernel ends with its argument values and n */
+    for (cl_uint a = 0; e == CL_SUCCESS && a + 1 < nargs; a++) e = clSetKernelArg(p->kernel, a, sizeof(cl_mem), &d->warm);
+    cl_long none = 0;
+    if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, nargs - 1, sizeof none, &none);
+    size_t local = p->local, global = p->local;
+    cl_event ev = NULL;
+    if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->warm_q, p->kernel, 1, NULL, &global, &local, 0, NULL, &ev);
+    if (e == CL_SUCCESS) e = clWaitForEvents(1, &ev);
+    cl_int status = CL_COMPLETE;
+    if (e == CL_SUCCESS && clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) == CL_SUCCESS && status < 0) e = status;
+    if (ev) clReleaseEvent(ev);
+    if (e != CL_SUCCESS)
+        return ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s builds but the driver cannot run it: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
+    return TACT_OK;
+}
+
 static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *name, void **prog, ta_error_t *err) {
     s_prog_t *p = ta_calloc(1, sizeof *p);
     if (!p) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory");
@@ -389,6 +426,12 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
         s_unload(d, p);
         return TACT_ECOMPILE;
     }
+    p->local = p->shared ? p->shared : p->group && p->group < 64 ? p->group : 64;
+    int rc = s_warm(d, p, err);
+    if (rc != TACT_OK) {
+        s_unload(d, p);
+        return rc;
+    }
     *prog = p;
     return TACT_OK;
 }
@@ -410,15 +453,17 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     cl_long n = (cl_long)l->n;
     e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs, sizeof(cl_mem), &args);
     if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs + 1, sizeof n, &n);
-    /* Work groups of 64 items (the global size rounded up: the kernel
-     * returns for items past n / align); fewer when there are fewer. */
-    size_t local = items < 64 ? (size_t)items : 64;
-    if (p->group && local > p->group) local = p->group;
+    /* The kernel's one work group (64 items, or what it requires), the
+     * global size rounded up to whole groups: the kernel returns for items
+     * past n / align. */
+    size_t local = p->local;
     size_t global = ((size_t)items + local - 1) / local * local;
-    if (p->shared) local = p->shared, global = (size_t)items * p->shared; /* a group per item */
+    if (p->shared) global = (size_t)items * p->shared; /* a group per item */
     if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->q, p->kernel, 1, NULL, &global, &local, 0, NULL, NULL);
     if (args != d->no_args) clReleaseMemObject(args);
     if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot launch: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
+    snprintf(d->last, sizeof d->last, "%s", p->name);
+    d->launched++;
     return TACT_OK;
 }
 
@@ -455,12 +500,20 @@ static void CL_CALLBACK s_marked(cl_event ev, cl_int status, void *ud) {
 
 enum { S_STOP_GRACE_MS = 10000 }; /* after a stop, how long a running kernel may take to end */
 
-static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+/* A failure the queue reported, naming the kernels it ran since the last
+ * sync (the driver does not say which one failed). */
+static int s_queue_failed(ta_device_t *d, cl_int e, ta_error_t *err) {
+    if (!d->launched) return s_fail(err, TACT_EDEVICE, "the queue failed (a copy)", e);
+    return ta_error_set(err, TACT_EDEVICE, "CL:%d: the queue failed running kernel %s%s: %s (%d)", d->index, d->last,
+                        d->launched > 1 ? " or one of the kernels launched before it since the last sync" : "", s_cl_error(e), (int)e);
+}
+
+static int s_sync_queue(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     cl_int e;
     if (d->lost) return ta_error_set(err, TACT_EDEVICE, "CL:%d: the device did not finish earlier work; it may be lost", d->index);
     if (!tick) {
         e = clFinish(d->q);
-        return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "the queue failed", e);
+        return e == CL_SUCCESS ? TACT_OK : s_queue_failed(d, e, err);
     }
     /* A marker whose completion wakes this thread at once; between, a
      * tick every 20 ms. */
@@ -506,8 +559,14 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
         return ta_error_set(err, TACT_EDEVICE, "CL:%d: stopped, and the device did not finish its work within %d s; it may be lost", d->index,
                             S_STOP_GRACE_MS / 1000);
     }
-    if (status < 0) return s_fail(err, TACT_EDEVICE, "the queue failed", status);
+    if (status < 0) return s_queue_failed(d, status, err);
     return stopped ? ta_error_set(err, TACT_ESTOPPED, "CL:%d: stopped (the context is closing)", d->index) : TACT_OK;
+}
+
+static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
+    int rc = s_sync_queue(d, tick, ud, err);
+    d->launched = 0;
+    return rc;
 }
 
 static int s_threads(const ta_device_t *d) {

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -10,6 +11,7 @@
 #include "builtin.h"
 #include "crc32c.h"
 #include "log.h"
+#include "mpread.h"
 #include "testutil.h"
 
 /* Records a short session with the echo actor: ECHO x3 (with bulk), DATA x2, EOS. */
@@ -129,7 +131,11 @@ Test(actors_log, a_truncated_log_reads_up_to_its_last_whole_record) {
     ta_log_t *full;
     ta_error_t err;
     cr_assert_eq(ta_log_parse(buf, len, &full, &err), TACT_OK, "%s", err.text);
-    size_t header_end = (size_t)(full->header + full->header_len - full->data), last_count = 0;
+    /* The header ends with its checksum. */
+    ta_mpr_t r;
+    ta_mpr_init(&r, full->header + full->header_len, len - (size_t)(full->header + full->header_len - full->data));
+    cr_assert_eq(ta_mpr_skip(&r), 0);
+    size_t header_end = (size_t)(r.p - full->data), last_count = 0;
     for (size_t n = 0; n < len; n++) {
         ta_log_t *log = (ta_log_t *)1;
         int rc = ta_log_parse(buf, n, &log, &err);
@@ -253,23 +259,46 @@ Test(actors_log, foreign_files_and_versions_are_refused) {
     ta_error_t err;
     cr_assert_eq(ta_log_parse("hello world", 11, &log, &err), TACT_ECORRUPT);
     cr_assert(strstr(err.text, "not a tact log"), "%s", err.text);
-    /* ["TACTLOG", 1, 0] (an old format) and ["TACTLOG", 4, {}] */
+    /* ["TACTLOG", 1, 0] (an old format) and ["TACTLOG", 5, {}, crc] */
     static const uint8_t v1[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x01, 0x00};
     cr_assert_eq(ta_log_parse(v1, sizeof v1, &log, &err), TACT_EVERSION);
-    cr_assert(strstr(err.text, "format version 1, this build reads 3"), "%s", err.text);
-    static const uint8_t v4[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x04, 0x80};
-    cr_assert_eq(ta_log_parse(v4, sizeof v4, &log, &err), TACT_EVERSION);
+    cr_assert(strstr(err.text, "format version 1, this build reads 4"), "%s", err.text);
+    static const uint8_t v5[] = {0x94, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x05, 0x80, 0x00};
+    cr_assert_eq(ta_log_parse(v5, sizeof v5, &log, &err), TACT_EVERSION);
     /* A run header that is not a map. */
-    static const uint8_t nomap[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x03, 0x05};
+    static const uint8_t nomap[] = {0x94, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x04, 0x05, 0x00};
     cr_assert_eq(ta_log_parse(nomap, sizeof nomap, &log, &err), TACT_ECORRUPT);
     cr_assert(strstr(err.text, "run header"), "%s", err.text);
-    /* A record of a port that was never announced. */
-    static const uint8_t stray[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x03, 0x80, 0x96, 0x05, 0x00,
-                                    0xc4, 0x00, 0xc4, 0x00, 0x00, 0x00};
+    /* The file's header of version 3's three fields: no checksum. */
+    static const uint8_t three[] = {0x93, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x04, 0x80};
+    cr_assert_eq(ta_log_parse(three, sizeof three, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "3 fields, not 4"), "%s", err.text);
+    /* A record of a port that was never announced (after an empty header
+     * with its right checksum, as a 32-bit uint). */
+    uint8_t stray[] = {0x94, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x04, 0x80, 0xce, 0, 0, 0, 0, 0x96, 0x05, 0x00,
+                       0xc4, 0x00, 0xc4, 0x00, 0x00, 0x00};
+    uint32_t crc = ta_crc32c(0, (const uint8_t[]){0x80}, 1);
+    for (int i = 0; i < 4; i++) stray[12 + i] = (uint8_t)(crc >> (24 - 8 * i));
     cr_assert_eq(ta_log_parse(stray, sizeof stray, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "byte offset 16: record 0"), "%s", err.text);
+    stray[12] ^= 1; /* the header's checksum wrong: refused at the header's offset, 10 */
+    cr_assert_eq(ta_log_parse(stray, sizeof stray, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "byte offset 10: the run header's checksum does not match"), "%s", err.text);
     cr_assert_eq(ta_log_load("/nonexistent/tact.log", &log, &err), TACT_EIO);
     cr_assert_eq(ta_log_load("/dev/zero", &log, &err), TACT_EIO, "an endless file is refused, not read");
     cr_assert(strstr(err.text, "not a regular file"), "%s", err.text);
+    /* A FIFO nobody writes to: refused at once, not waited on in open(). */
+    char *fifo = tu_tmpfile("fifo.tlog");
+    unlink(fifo);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    cr_assert_eq(ta_log_load(fifo, &log, &err), TACT_EIO);
+    cr_assert(strstr(err.text, "not a regular file (a FIFO)"), "%s", err.text);
+    /* Nor is one written to (nobody reads it). */
+    ta_log_writer_t *w;
+    cr_assert_eq(ta_log_writer_new(&w, fifo, (ta_bytes_t){NULL, 0}, &err), TACT_EIO);
+    cr_assert(strstr(err.text, "not a regular file"), "%s", err.text);
+    unlink(fifo);
+    free(fifo);
 }
 
 Test(actors_log, an_unwritable_path_fails_when_the_runtime_starts) {
@@ -296,4 +325,36 @@ Test(actors_log, crc32c_matches_the_standard_check_value_on_both_paths) {
         /* Chaining over a split equals one pass. */
         cr_assert_eq(ta_crc32c(ta_crc32c(0, buf, n / 3), buf + n / 3, n - n / 3), whole);
     }
+}
+
+/* The worked example of docs/log-format.md, byte for byte: a valid log,
+ * and the errors the page says its changes give. */
+Test(actors_log, the_documented_example_reads_as_documented) {
+    uint8_t ex[] = {0x94, 0xa7, 'T', 'A', 'C', 'T', 'L', 'O', 'G', 0x04, 0x80, 0xce, 0xd0, 0x8b, 0x68, 0x29,
+                    0x93, 0xa6, 's', 't', 'r', 'e', 'a', 'm', 0x01, 0xa6, 'c', 'l', 'i', 'e', 'n', 't',
+                    0x96, 0x01, 0x01, 0xc4, 0x0d, 0x98, TA_PROTOCOL_VERSION, 0x09, 0x01, 0x02, 0x01, 0x00, 0x91, 0xc4, 0x02, 'h', 'i', 0x03,
+                    0xc4, 0x03, 0x01, 0x02, 0x03, 0xce, 0xce, 0xfb, 0xac, 0x03, 0xcd, 0x8a, 0xcd,
+                    0x92, 0xa3, 'e', 'n', 'd', 0x01};
+    cr_assert_eq(sizeof ex, 69);
+    cr_assert_eq(TA_PROTOCOL_VERSION, 12, "the example (and docs/log-format.md) shows protocol version 12");
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_parse(ex, sizeof ex, &log, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(log->nstreams, 1);
+    cr_assert_eq(log->streams[0].nrecords, 1);
+    cr_assert_eq(log->streams[0].records[0].wall_ns, 35533);
+    ta_log_free(&log);
+    cr_assert_eq(ta_log_parse(ex, sizeof ex - 6, &log, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(log->truncated_at, 63);
+    ta_log_free(&log);
+    cr_assert_eq(ta_log_parse(ex, sizeof ex - 7, &log, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(log->truncated_at, 32);
+    ta_log_free(&log);
+    ex[45] ^= 1;
+    cr_assert_eq(ta_log_parse(ex, sizeof ex, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "log: byte offset 32: record 0 (port 1): checksum mismatch"), "%s", err.text);
+    ex[45] ^= 1;
+    ex[14] ^= 1;
+    cr_assert_eq(ta_log_parse(ex, sizeof ex, &log, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "log: byte offset 10: the run header's checksum does not match"), "%s", err.text);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -96,6 +97,18 @@ Test(api_safetensors, tacts_file_reads_back) {
     tact_ctx_close(&ctx);
 }
 
+/* Writes a safetensors file: the header's length, the header, then data
+ * bytes of the value fill. */
+static void s_write_file(const char *path, const char *header, int data, int fill) {
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    uint64_t n = strlen(header);
+    for (int i = 0; i < 8; i++) fputc((int)(n >> (8 * i) & 0xff), f);
+    fwrite(header, 1, n, f);
+    for (int i = 0; i < data; i++) fputc(fill, f);
+    fclose(f);
+}
+
 /* Hostile files: each an error naming the path and the cause, never a crash. */
 Test(api_safetensors, hostile_files_are_errors) {
     tact_ctx *ctx;
@@ -120,16 +133,23 @@ Test(api_safetensors, hostile_files_are_errors) {
         {"[1,2]", 8, "not a JSON object"},
         {"{\"x\\q\":{}}", 8, "bad escape"},
         {"{\"__metadata__\":[1]}", 8, "__metadata__ must be an object"},
+        /* What the format forbids beyond each entry: the data of two
+         * tensors overlapping, a name given twice (the last would win), a
+         * name with an escaped NUL ("x\\u0000y" would match "x"), names
+         * that are not UTF-8, data no tensor covers, trailing bytes. */
+        {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12,
+         "overlaps"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}", 16,
+         "\"x\" is given twice"},
+        {"{\"x\\u0000y\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "a NUL"},
+        {"{\"x\xff\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "not UTF-8"},
+        {"{\"x\xc0\xaf\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "not UTF-8"},
+        {"{\"x\\ud800\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 8, "lone surrogate"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}", 12, "bytes 0 to 4 of the data belong to no tensor"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", 12, "trailing bytes"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        FILE *f = fopen(path, "wb");
-        uint64_t n = strlen(cases[c].header);
-        uint8_t len8[8];
-        for (int i = 0; i < 8; i++) len8[i] = (uint8_t)(n >> (8 * i));
-        fwrite(len8, 1, 8, f);
-        fwrite(cases[c].header, 1, n, f);
-        for (int i = 0; i < cases[c].data; i++) fputc(0, f);
-        fclose(f);
+        s_write_file(path, cases[c].header, cases[c].data, 0);
         tact_tensor *t = tact_load_safetensors(ctx, path, "x");
         cr_assert_eq(tact_status_of(t), TACT_EINVAL, "case %zu", c);
         cr_assert(strstr(tact_error_message(t), path) && strstr(tact_error_message(t), cases[c].why), "case %zu: %s", c, tact_error_message(t));
@@ -145,9 +165,107 @@ Test(api_safetensors, hostile_files_are_errors) {
     fclose(f);
     t = tact_load_safetensors(ctx, path, "x");
     cr_assert(strstr(tact_error_message(t), "shorter than a safetensors header"), "%s", tact_error_message(t));
+    /* a header over the stated limit */
+    f = fopen(path, "wb");
+    fwrite("\x01\x00\x40\x06\x00\x00\x00\x00{}", 1, 10, f);
+    fclose(f);
+    t = tact_load_safetensors(ctx, path, "x");
+    cr_assert(strstr(tact_error_message(t), "at most 104857600"), "%s", tact_error_message(t));
     unlink(path);
     t = tact_load_safetensors(ctx, path, "x");
     cr_assert(strstr(tact_error_message(t), "cannot open"), "%s", tact_error_message(t));
     free(path);
     tact_ctx_close(&ctx);
+}
+
+/* A name written with the escapes JSON allows (a pair for one character
+ * past U+FFFF) is read as its UTF-8. */
+Test(api_safetensors, escaped_names_decode_to_utf8) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    char *path = tu_tmpfile("st");
+    s_write_file(path, "{\"w\\u00e9\\ud83d\\ude00\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}", 1, 42);
+    uint8_t v = 0;
+    tact_tensor *t = tact_load_safetensors(ctx, path, "w\xc3\xa9\xf0\x9f\x98\x80");
+    cr_assert_eq(tact_read(t, &v, 1), TACT_OK, "%s", tact_error_message(t));
+    cr_assert_eq(v, 42);
+    unlink(path);
+    free(path);
+    tact_ctx_close(&ctx);
+}
+
+/* Loading into parameters takes each stored tensor only when it is the
+ * parameter's dtype and shape exactly (an assign would broadcast a [1]
+ * into a [128]): the error names the tensor and both. */
+Test(api_safetensors, parameters_load_only_their_exact_shape_and_dtype) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    char *path = tu_tmpfile("st");
+    tact_params saved = {0}, p = {0};
+    tact_params_add(&saved, "l1", "bias", tact_full(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, 3.0));
+    tact_params_add(&saved, "l1", "weight", tact_full(ctx, TACT_FLOAT32, 2, (int64_t[]){1, 4}, 1.0));
+    tact_params_add(&saved, "l1", "step", tact_full(ctx, TACT_INT32, 1, (int64_t[]){4}, 1.0));
+    cr_assert_eq(tact_params_save(ctx, path, &saved), TACT_OK, "%s", tact_ctx_error(ctx));
+    static const struct {
+        const char *name;
+        tact_dtype dtype;
+        int ndim;
+        int64_t shape[2];
+        const char *why;
+    } cases[] = {
+        {"bias", TACT_FLOAT32, 1, {128}, "\"l1.bias\" is stored as float32 (1,); the parameter is float32 (128,)"},
+        {"weight", TACT_FLOAT32, 2, {10, 4}, "\"l1.weight\" is stored as float32 (1, 4); the parameter is float32 (10, 4)"},
+        {"step", TACT_FLOAT32, 1, {4}, "\"l1.step\" is stored as int32 (4,); the parameter is float32 (4,)"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        tact_params_free(&p);
+        tact_params_add(&p, "l1", cases[c].name, tact_zeros(ctx, cases[c].dtype, cases[c].ndim, cases[c].shape));
+        cr_assert_eq(tact_params_load(ctx, path, &p), TACT_ESHAPE, "case %zu", c);
+        cr_assert(strstr(tact_ctx_error(ctx), cases[c].why), "case %zu: %s", c, tact_ctx_error(ctx));
+    }
+    tact_params_free(&p);
+    tact_params_add(&p, "l1", "bias", tact_contiguous(tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){1})));
+    cr_assert_eq(tact_params_load(ctx, path, &p), TACT_OK, "%s", tact_ctx_error(ctx));
+    double v;
+    cr_assert_eq(tact_item(p.tensors[0], &v), TACT_OK);
+    cr_assert_eq(v, 3.0);
+    tact_params_free(&p);
+    tact_params_free(&saved);
+    unlink(path);
+    free(path);
+    tact_ctx_close(&ctx);
+}
+
+/* Every loader given a FIFO (which would block open() until a writer
+ * came) returns an error at once, naming it; the timeout only catches a
+ * hang. */
+Test(api_safetensors, a_fifo_is_refused_by_every_loader, .timeout = 20) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    char *path = tu_tmpfile("fifo");
+    unlink(path);
+    cr_assert_eq(mkfifo(path, 0600), 0);
+    tact_tensor *t = tact_load_safetensors(ctx, path, "x");
+    cr_assert(strstr(tact_error_message(t), "not a regular file (a FIFO)"), "%s", tact_error_message(t));
+    t = tact_load_idx(ctx, path);
+    cr_assert(strstr(tact_error_message(t), "not a regular file (a FIFO)"), "%s", tact_error_message(t));
+    tact_params p = {0};
+    tact_params_add(&p, NULL, "x", tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){2}));
+    cr_assert_eq(tact_params_load(ctx, path, &p), TACT_EINVAL);
+    cr_assert(strstr(tact_ctx_error(ctx), "not a regular file (a FIFO)"), "%s", tact_ctx_error(ctx));
+    tact_params_free(&p);
+    /* A folder and a device, too. */
+    t = tact_load_safetensors(ctx, "/tmp", "x");
+    cr_assert(strstr(tact_error_message(t), "not a regular file (a folder)"), "%s", tact_error_message(t));
+    t = tact_load_idx(ctx, "/dev/zero");
+    cr_assert(strstr(tact_error_message(t), "not a regular file (a device)"), "%s", tact_error_message(t));
+    tact_ctx_close(&ctx);
+    /* The log of a context: a FIFO nobody reads fails the open. */
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EIO);
+    cr_assert(strstr(tact_last_open_error(), "not a regular file"), "%s", tact_last_open_error());
+    unlink(path);
+    free(path);
 }

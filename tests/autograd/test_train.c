@@ -97,7 +97,7 @@ Test(train, recorded_training_replays, .timeout = 300) {
     static s_result_t a;
     s_train(1, path, 20, &a);
     char verdict[1024];
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
     cr_expect_eq(rc, TACT_OK, "%s", verdict);
     unlink(path);
     free(path);

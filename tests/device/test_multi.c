@@ -223,8 +223,14 @@ Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
     for (int i = 0; i < 6; i++) cr_assert(fabs(out[i] - (exp2(v[i]) + v[i])) <= 1e-5 * out[i], "element %d: %g", i, out[i]);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     char verdict[512];
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    ta_rerun_options_t on = {"CPU,CPU:1", 0, 0};
+    int rc = ta_rerun(path, &on, NULL, verdict, sizeof verdict);
     cr_assert_eq(rc, TACT_OK, "%s", verdict);
+    /* On the user's default devices (one CPU) it would not match: refused. */
+    unsetenv("TACT_DEVICE");
+    rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
+    cr_assert_eq(rc, TACT_EINVAL, "%s", verdict);
+    cr_assert(strstr(verdict, "--devices CPU,CPU:1"), "%s", verdict);
     unlink(path);
     free(path);
 }

@@ -1,4 +1,5 @@
 /* test_api.c - misuse of the public API: NULL arguments and tensors of another context give errors, never a crash. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -230,4 +231,112 @@ Test(graph_api, stale_and_foreign_handles_are_refused_never_followed) {
     cr_assert_eq(tact_wait(copy), TACT_EINVAL);
     cr_assert(strstr(tact_ctx_error(copy), "closed"), "%s", tact_ctx_error(copy));
     cr_assert_eq(tact_ctx_close(&copy), TACT_EINVAL, "a second close is refused");
+}
+
+/* ------------------------------------------------------- one place for errors */
+
+/* Runs one failing call: it must fail, and leave a message in the
+ * context (and start from an empty one, so an old message cannot pass). */
+#define S_FAILS(ctx, call)                                                                       \
+    do {                                                                                         \
+        tact_ctx_clear_error(ctx);                                                               \
+        cr_assert_str_empty(tact_ctx_error(ctx));                                                \
+        int rc_ = (call);                                                                        \
+        cr_assert_lt(rc_, 0, "%s returned %d", #call, rc_);                                      \
+        cr_assert(tact_ctx_error(ctx)[0], "%s failed (%s) with no message", #call, tact_status_name(rc_)); \
+    } while (0)
+
+/* Every status-returning entry point of a context, given a failing input:
+ * each leaves its message in tact_ctx_error; each builder's error tensor
+ * carries the same message as the context. */
+Test(graph_api, every_failing_call_leaves_its_message_in_the_context) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    int64_t s2[1] = {2}, s23[2] = {2, 3};
+    tact_tensor *x = tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 2, s23));
+    tact_tensor *bad = tact_reshape(x, 1, (int64_t[]){5}); /* an error tensor */
+    cr_assert_neq(tact_status_of(bad), TACT_OK);
+    cr_assert_str_eq(tact_ctx_error(ctx), tact_error_message(bad), "a builder's error is the context's too");
+    float buf[6];
+    double v;
+    tact_tensor *out[4];
+    S_FAILS(ctx, tact_scope_end(ctx));
+    S_FAILS(ctx, tact_realize(ctx, 1, &bad));
+    S_FAILS(ctx, tact_realize_async(ctx, 1, &bad));
+    S_FAILS(ctx, tact_realize(ctx, -1, NULL));
+    S_FAILS(ctx, tact_read(bad, buf, sizeof buf));
+    S_FAILS(ctx, tact_read(x, buf, 4));
+    S_FAILS(ctx, tact_read(x, NULL, sizeof buf));
+    S_FAILS(ctx, tact_item(bad, &v));
+    S_FAILS(ctx, tact_item(x, &v));
+    S_FAILS(ctx, tact_split(x, 2, (int64_t[]){1, 5}, 0, out));
+    S_FAILS(ctx, tact_chunk(x, 0, 0, out));
+    S_FAILS(ctx, tact_backward(bad, NULL));
+    S_FAILS(ctx, tact_backward(x, NULL));
+    S_FAILS(ctx, tact_backward(tact_sum(x, -1, NULL, 0), bad));
+    tact_layer l;
+    S_FAILS(ctx, tact_layer_linear(&l, ctx, -1, 3, 1));
+    S_FAILS(ctx, tact_layer_conv2d(&l, ctx, 1, 2, 0, 3, NULL, 1));
+    S_FAILS(ctx, tact_layer_conv_transpose2d(&l, ctx, 1, 2, 3, -3, NULL, 1));
+    S_FAILS(ctx, tact_layer_batchnorm(&l, ctx, 0, 1e-5, 0.1, 1, 1));
+    S_FAILS(ctx, tact_layer_layernorm(&l, ctx, 0, s2, 1e-5, 1));
+    S_FAILS(ctx, tact_layer_groupnorm(&l, ctx, 3, 4, 1e-5, 1));
+    S_FAILS(ctx, tact_layer_embedding(&l, ctx, 0, 4));
+    tact_params p = {0};
+    S_FAILS(ctx, tact_params_add(&p, NULL, "w", bad));
+    cr_assert_eq(tact_params_add(&p, NULL, "w", x), TACT_OK);
+    S_FAILS(ctx, tact_params_add(&p, NULL, "w", x));
+    S_FAILS(ctx, tact_params_save(ctx, "/nonexistent/dir/m.safetensors", &p));
+    S_FAILS(ctx, tact_params_load(ctx, "/nonexistent/m.safetensors", &p));
+    const char *name = "w";
+    S_FAILS(ctx, tact_save_safetensors(ctx, "/nonexistent/dir/m.safetensors", 1, &name, &bad));
+    tact_optim *o = NULL;
+    tact_optim_options oo;
+    tact_optim_options_default(&oo, TACT_OPTIM_ADAM);
+    oo.lr = -1;
+    S_FAILS(ctx, tact_optim_new(&o, ctx, &oo, 1, &x));
+    tact_optim_options_default(&oo, TACT_OPTIM_SGD);
+    S_FAILS(ctx, tact_optim_new(&o, ctx, &oo, 1, &bad));
+    tact_tensor *w = tact_keep(tact_contiguous(tact_ones(ctx, TACT_FLOAT32, 1, s2)));
+    tact_set_requires_grad(w, 1);
+    cr_assert_eq(tact_optim_new(&o, ctx, &oo, 1, &w), TACT_OK, "%s", tact_ctx_error(ctx));
+    S_FAILS(ctx, tact_optim_step(o)); /* no gradient yet */
+    S_FAILS(ctx, tact_optim_step_with(o, 1, &bad));
+    S_FAILS(ctx, tact_optim_set_lr(o, -2));
+    S_FAILS(ctx, tact_optim_state(o, NULL, NULL));
+    tact_optim_free(&o);
+    tact_params_free(&p);
+    tact_ctx_close(&ctx);
+}
+
+/* Device lists: a list where one device is expected says so. */
+Test(graph_api, a_device_list_where_one_device_is_expected_is_named) {
+    tact_ctx *ctx;
+    tact_options opt;
+    tact_options_default(&opt);
+    opt.devices = "CPU,CPU:1";
+    cr_assert_eq(tact_ctx_open(&ctx, &opt), TACT_OK, "%s", tact_last_open_error());
+    tact_tensor *x = tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){4});
+    tact_tensor *y = tact_to(x, "CPU:1,CPU");
+    cr_assert(strstr(tact_error_message(y), "'CPU:1,CPU' is a list of devices where one device is expected"), "%s", tact_error_message(y));
+    y = tact_to(x, "CPU:x");
+    cr_assert(strstr(tact_error_message(y), "after 'CPU:' a device number is expected"), "%s", tact_error_message(y));
+    tact_ctx_close(&ctx);
+}
+
+/* The cross-entropy takes class indices: float labels are an error. */
+Test(graph_api, float_labels_are_refused_by_the_cross_entropy) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *logits = tact_ones(ctx, TACT_FLOAT32, 2, (int64_t[]){4, 3});
+    tact_tensor *l = tact_sparse_categorical_crossentropy(logits, tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){4}), -1, 0);
+    cr_assert_eq(tact_status_of(l), TACT_EDTYPE);
+    cr_assert(strstr(tact_error_message(l), "labels are float32; they must be integers"), "%s", tact_error_message(l));
+    l = tact_sparse_categorical_crossentropy(logits, tact_zeros(ctx, TACT_INT32, 1, (int64_t[]){3}), -1, 0);
+    cr_assert_eq(tact_status_of(l), TACT_ESHAPE, "%s", tact_error_message(l));
+    double v;
+    l = tact_sparse_categorical_crossentropy(logits, tact_zeros(ctx, TACT_INT32, 1, (int64_t[]){4}), -1, 0);
+    cr_assert_eq(tact_item(l, &v), TACT_OK, "%s", tact_error_message(l));
+    cr_assert_float_eq(v, log(3.0), 1e-6);
+    tact_ctx_close(&ctx);
 }

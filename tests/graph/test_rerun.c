@@ -3,10 +3,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
 
+#include "crc32c.h"
+#include "mpread.h"
 #include "rerun.h"
 #include "tact.h"
 #include "testutil.h"
@@ -109,7 +112,7 @@ static char *s_record(s_program_fn prog, const char *transport, int threads) {
 
 static void s_replays(s_program_fn prog, const char *transport, int threads) {
     char *path = s_record(prog, transport, threads), verdict[1024];
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
     cr_assert_eq(rc, TACT_OK, "%s (%s)", verdict, tact_status_name(rc));
     cr_assert(strstr(verdict, "replay matches the recording"), "%s", verdict);
     unlink(path);
@@ -128,13 +131,208 @@ Test(graph_rerun, a_failed_realize_replays_as_the_same_failure) {
     setenv("TACT_CACHE_DIR", "/tmp/tact-rerun-empty-cache", 1); /* nothing cached: the compile must run */
     setenv("TACT_CC", "false", 1);
     char *path = s_record(s_failing, "inproc", 0);
-    unsetenv("TACT_CC"); /* the replay takes the compiler from the log */
     char verdict[1024];
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict); /* the replaying user's compiler: false again */
     cr_assert_eq(rc, TACT_OK, "%s", verdict);
     unlink(path);
     free(path);
+    unsetenv("TACT_CC");
     unsetenv("TACT_CACHE_DIR");
+}
+
+/* Rewrites the run header of the log at path with edit applied, its
+ * checksum recomputed (a forger can do that: the checksum finds damage,
+ * not intent), everything after it kept. */
+static void s_forge_header(const char *path, void (*edit)(ta_run_header_t *h)) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    ta_run_header_t h = log->run;
+    edit(&h);
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    cr_assert_eq(ta_log_header_pack(&h, &sb), 0);
+    size_t at = (size_t)(log->header - log->data), after = at + log->header_len;
+    ta_mpr_t r; /* the old checksum, skipped */
+    ta_mpr_init(&r, log->data + after, log->len - after);
+    cr_assert_eq(ta_mpr_skip(&r), 0);
+    size_t rest = (size_t)(r.p - log->data);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_uint32(&pk, ta_crc32c(0, (const uint8_t *)sb.data, sb.size));
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    cr_assert_eq(fwrite(log->data, 1, at, f), at);
+    cr_assert_eq(fwrite(sb.data, 1, sb.size, f), sb.size);
+    cr_assert_eq(fwrite(log->data + rest, 1, log->len - rest, f), log->len - rest);
+    fclose(f);
+    msgpack_sbuffer_destroy(&sb);
+    ta_log_free(&log);
+}
+
+static char s_marker[64];
+static void s_hostile_cc(ta_run_header_t *h) { snprintf(h->cc, sizeof h->cc, "touch %s; cc", s_marker); }
+static void s_other_devices(ta_run_header_t *h) { snprintf(h->devices, sizeof h->devices, "CPU,CPU:3"); }
+static void s_many_threads(ta_run_header_t *h) { h->cpu_threads = 65536, h->timeout_ms = 1; }
+
+/* A log from someone else names a compiler command that would create a
+ * file: the replay never runs it (it compiles with the replaying user's
+ * compiler, in a fresh cache so that compiles do run) and says the
+ * compilers differ; recorded threads and timeout are not obeyed either. */
+Test(graph_rerun, an_edited_header_cannot_make_replay_run_anything) {
+    snprintf(s_marker, sizeof s_marker, "/tmp/tact-forged-%ld", (long)getpid());
+    unlink(s_marker);
+    char *path = s_record(s_elementwise, "inproc", 0), verdict[1024], dir[] = "/tmp/tact-rerun-cache-XXXXXX";
+    s_forge_header(path, s_hostile_cc);
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "a forged header with its checksum is a valid log: %s", err.text);
+    ta_log_free(&log);
+    cr_assert(mkdtemp(dir));
+    setenv("TACT_CACHE_DIR", dir, 1);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
+    cr_assert_eq(access(s_marker, F_OK), -1, "the replay ran the log's compiler command");
+    /* The recorded messages themselves named the real compiler: they match. */
+    cr_assert_eq(rc, TACT_OK, "%s", verdict);
+    cr_assert(strstr(verdict, "recorded with the kernel compiler 'touch /tmp/tact-forged-"), "%s", verdict);
+    unsetenv("TACT_CACHE_DIR");
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+    unlink(path);
+    free(path);
+}
+
+Test(graph_rerun, recorded_threads_and_timeout_are_not_obeyed) {
+    char *path = s_record(s_elementwise, "inproc", 1), verdict[1024];
+    s_forge_header(path, s_many_threads);
+    FILE *notes = tmpfile();
+    int rc = ta_rerun(path, NULL, notes, verdict, sizeof verdict);
+    cr_assert_eq(rc, TACT_OK, "%s", verdict);
+    char text[4096] = "";
+    rewind(notes);
+    size_t n = fread(text, 1, sizeof text - 1, notes);
+    text[n] = '\0';
+    fclose(notes);
+    cr_assert(strstr(text, "recorded: ") && strstr(text, "cpu_threads 65536") && strstr(text, "timeout_ms 1,"), "%s", text);
+    cr_assert(strstr(text, "replaying: devices 'CPU', cpu_threads 0, timeout_ms 0"), "%s", text);
+    unlink(path);
+    free(path);
+}
+
+/* The devices come from the replaying user; a log recorded on others is
+ * refused before anything runs, naming both lists. */
+Test(graph_rerun, a_log_of_other_devices_is_refused_with_both_lists) {
+    char *path = s_record(s_elementwise, "inproc", 0), verdict[1024];
+    s_forge_header(path, s_other_devices);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
+    cr_assert_eq(rc, TACT_EINVAL, "%s", verdict);
+    cr_assert(strstr(verdict, "recorded on devices 'CPU,CPU:3'") && strstr(verdict, "run on 'CPU'") && strstr(verdict, "--devices CPU,CPU:3"),
+              "%s", verdict);
+    unlink(path);
+    free(path);
+}
+
+/* A header edited without its checksum fails the load, at the header's offset. */
+Test(graph_rerun, an_edited_header_fails_the_check_with_its_offset) {
+    char *path = s_record(s_elementwise, "inproc", 0);
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    size_t at = (size_t)(log->header - log->data);
+    const uint8_t *cc = NULL;
+    for (size_t i = 0; !cc && i + 3 <= log->header_len; i++)
+        if (memcmp(log->header + i, "\xa2" "cc", 3) == 0) cc = log->header + i;
+    cr_assert(cc, "the header names its compiler");
+    long where = (long)(cc - log->data) + 4; /* the first byte of the compiler's name */
+    ta_log_free(&log);
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f);
+    fseek(f, where, SEEK_SET);
+    fputc('X', f);
+    fclose(f);
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_ECORRUPT);
+    char want[64];
+    snprintf(want, sizeof want, "byte offset %zu: the run header's checksum", at);
+    cr_assert(strstr(err.text, want), "%s (want %s)", err.text, want);
+    char verdict[1024];
+    cr_assert_eq(ta_rerun(path, NULL, NULL, verdict, sizeof verdict), TACT_ECORRUPT, "%s", verdict);
+    unlink(path);
+    free(path);
+}
+
+/* Every field of the header is range-checked when a log is read. */
+Test(graph_rerun, header_fields_out_of_range_are_refused) {
+    static const char *const bad[] = {"cpu_threads", "compile_workers", "timeout_ms", "schedule_cache"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, 1);
+        msgpack_pack_str_with_body(&pk, bad[i], strlen(bad[i]));
+        msgpack_pack_int64(&pk, -5);
+        ta_run_header_t h;
+        ta_error_t err;
+        cr_assert_eq(ta_log_header_parse((const uint8_t *)sb.data, sb.size, &h, &err), TACT_ECORRUPT, "%s", bad[i]);
+        cr_assert(strstr(err.text, bad[i]) && strstr(err.text, "outside"), "%s", err.text);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    /* A string too long, a transport that is none, an unknown key, a key twice. */
+    static const char *const packs[][4] = {{"transport", "carrier-pigeon", NULL, "not one of"},
+                                           {"devices", "CPU", "devices", "twice"},
+                                           {"shell", "rm -rf /", NULL, "unknown field 'shell'"}};
+    for (size_t i = 0; i < 3; i++) {
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        msgpack_pack_map(&pk, packs[i][2] ? 2 : 1);
+        for (int k = 0; k < (packs[i][2] ? 2 : 1); k++) {
+            msgpack_pack_str_with_body(&pk, packs[i][0], strlen(packs[i][0]));
+            msgpack_pack_str_with_body(&pk, packs[i][1], strlen(packs[i][1]));
+        }
+        ta_run_header_t h;
+        ta_error_t err;
+        cr_assert_eq(ta_log_header_parse((const uint8_t *)sb.data, sb.size, &h, &err), TACT_ECORRUPT, "%s", packs[i][0]);
+        cr_assert(strstr(err.text, packs[i][3]), "%s", err.text);
+        msgpack_sbuffer_destroy(&sb);
+    }
+    char cc[600];
+    memset(cc, 'c', sizeof cc - 1);
+    cc[sizeof cc - 1] = '\0';
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 1);
+    msgpack_pack_str_with_body(&pk, "cc", 2);
+    msgpack_pack_str_with_body(&pk, cc, strlen(cc));
+    ta_run_header_t h;
+    ta_error_t err;
+    cr_assert_eq(ta_log_header_parse((const uint8_t *)sb.data, sb.size, &h, &err), TACT_ECORRUPT);
+    cr_assert(strstr(err.text, "cc is 599 bytes long; at most 511"), "%s", err.text);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* Logs hold every tensor's bytes: they are private to their owner. */
+Test(graph_rerun, logs_are_created_private) {
+    char *path = tu_tmpfile("private.tlog");
+    FILE *f = fopen(path, "w"); /* an older file of mode 0644 is made private too */
+    cr_assert(f);
+    fclose(f);
+    chmod(path, 0644);
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "mode %o", (unsigned)(st.st_mode & 0777));
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    unlink(path);
+    free(path);
 }
 
 Test(graph_rerun, logs_recorded_over_ipc_and_tcp_replay_in_process) {
@@ -147,7 +345,7 @@ Test(graph_rerun, logs_recorded_over_ipc_and_tcp_replay_in_process) {
 Test(graph_rerun, a_changed_scheduler_is_named_with_message_and_field) {
     char *path = s_record(s_matmul, "inproc", 0), verdict[1024];
     setenv("TACT_TEST_PERTURB", "scheduler", 1);
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
     unsetenv("TACT_TEST_PERTURB");
     cr_assert_eq(rc, TACT_EMISMATCH, "%s", verdict);
     cr_assert(strstr(verdict, "port scheduler") && strstr(verdict, "out KERNELS") && strstr(verdict, "payload.kernels[0].fused"), "%s", verdict);
@@ -157,7 +355,7 @@ Test(graph_rerun, a_changed_scheduler_is_named_with_message_and_field) {
 
 Test(graph_rerun, damaged_and_missing_logs_are_clear_errors) {
     char verdict[1024];
-    cr_assert_eq(ta_rerun("/nonexistent/run.tlog", verdict, sizeof verdict), TACT_EIO);
+    cr_assert_eq(ta_rerun("/nonexistent/run.tlog", NULL, NULL, verdict, sizeof verdict), TACT_EIO);
     cr_assert(strstr(verdict, "cannot open"), "%s", verdict);
     char *path = s_record(s_elementwise, "inproc", 0);
     /* A byte inside the first record's envelope (checksummed). */
@@ -173,7 +371,7 @@ Test(graph_rerun, damaged_and_missing_logs_are_clear_errors) {
     fseek(f, at, SEEK_SET);
     fputc(c ^ 0x55, f);
     fclose(f);
-    int rc = ta_rerun(path, verdict, sizeof verdict);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
     cr_assert_eq(rc, TACT_ECORRUPT, "%s", verdict);
     cr_assert(strstr(verdict, "byte offset"), "%s", verdict);
     unlink(path);

@@ -232,6 +232,88 @@ Test(graph_security, closing_during_a_compile_kills_it_and_leaves_nothing) {
     s_slowcc_done(&c);
 }
 
+/* The compiler's identity (`cc --version`) is found when the context
+ * opens, under the compile limit: a slow one makes the open slow, never a
+ * realize time out (it ran inside a stage, without heartbeats). */
+Test(graph_security, a_slow_compiler_version_does_not_time_out_a_realize) {
+    s_slowcc_t c;
+    s_slowcc(&c, 0);
+    tu_fake_cc(c.dir, "case \"$1\" in --version) sleep 2; exec cc \"$@\";; esac\nexec cc \"$@\"\n");
+    tact_ctx *ctx = s_open_timeout(500, 1);
+    int64_t shape[1] = {8};
+    tact_tensor *x = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 2.0));
+    int rc = tact_realize(ctx, 1, &x);
+    cr_assert_eq(rc, TACT_OK, "got %s: %s", tact_status_name(rc), tact_ctx_error(ctx));
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    s_slowcc_done(&c);
+}
+
+/* One that never answers fails the open after the compile limit, and is
+ * killed: no compiler thread waits on it forever. */
+Test(graph_security, a_compiler_version_that_never_answers_fails_the_open) {
+    s_slowcc_t c;
+    s_slowcc(&c, 0);
+    tu_fake_cc(c.dir, "case \"$1\" in --version) touch %s/$$; sleep 60;; esac\nexec cc \"$@\"\n", c.marks);
+    setenv("TACT_COMPILE_LIMIT_S", "1", 1);
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_ECOMPILE);
+    cr_assert(strstr(tact_last_open_error(), "did not answer --version within 1 s"), "%s", tact_last_open_error());
+    cr_assert_eq(s_running(&c), 0, "the compiler was not killed");
+    s_slowcc_done(&c);
+}
+
+/* Background builds (the full build behind a quick one) killed when their
+ * context closes leave no temporary file of the compiler's anywhere: its
+ * TMPDIR is its own private folder, removed with it. */
+Test(graph_security, killed_background_builds_leave_nothing_in_tmpdir, .timeout = 300) {
+    s_slowcc_t c;
+    s_slowcc(&c, 0);
+    setenv("TACT_CC", "cc", 1); /* the real compiler, whose assembler writes ccXXXXXX.o into TMPDIR */
+    char tmp[] = "/tmp/tact-tmpdir-XXXXXX", cmd[400];
+    cr_assert(mkdtemp(tmp));
+    setenv("TMPDIR", tmp, 1);
+    for (int k = 0; k < 20; k++) {
+        tact_ctx *ctx = s_open_timeout(5000, 1);
+        int64_t shape[1] = {100 + k}; /* a new kernel each time: compiled, quick then full */
+        tact_tensor *x = tact_sqrt(tact_full(ctx, TACT_FLOAT32, 1, shape, 2.0));
+        cr_assert_eq(tact_realize(ctx, 1, &x), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    }
+    unsetenv("TMPDIR");
+    snprintf(cmd, sizeof cmd, "ls -A %s", tmp);
+    FILE *p = popen(cmd, "r");
+    char left[1000] = "";
+    size_t n = p ? fread(left, 1, sizeof left - 1, p) : 0;
+    left[n] = '\0';
+    if (p) pclose(p);
+    cr_assert_eq(n, 0, "files left in TMPDIR: %s", left);
+    cr_assert_eq(s_leftovers(&c), 0, "a temporary folder was left in the cache");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
+    cr_assert_eq(system(cmd), 0);
+    s_slowcc_done(&c);
+}
+
+/* Bounds at the door: more CPU threads than the stated maximum fail the
+ * open at once, before any thread starts. */
+Test(graph_security, cpu_threads_above_the_maximum_fail_the_open) {
+    tact_options o;
+    tact_options_default(&o);
+    o.cpu_threads = 100000;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
+    cr_assert_null(ctx);
+    cr_assert(strstr(tact_last_open_error(), "option cpu_threads out of range") && strstr(tact_last_open_error(), "cpu_threads 100000"), "%s",
+              tact_last_open_error());
+    o.cpu_threads = 0;
+    o.compile_workers = 9;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
+    cr_assert(strstr(tact_last_open_error(), "option compile_workers out of range"), "%s", tact_last_open_error());
+    o.compile_workers = 0;
+    o.timeout_ms = -1;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
+    cr_assert(strstr(tact_last_open_error(), "option timeout_ms out of range"), "%s", tact_last_open_error());
+}
+
 /* ---------------------------------------------------------------- threads */
 
 typedef struct {

@@ -1,0 +1,146 @@
+/* test_cli.c - the tact command as a user runs it: --help for every subcommand, paths that are not files, models of the wrong shape. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "tact.h"
+#include "testutil.h"
+
+#ifndef TACT_BIN
+#error "TACT_BIN (the tact command's path) comes from CMakeLists.txt"
+#endif
+
+/* Runs `tact ARGS` (under timeout 60, which only catches a hang), its
+ * output (both streams) into out; returns its exit status. */
+static int s_tact(char *out, size_t len, const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "timeout 60 %s %s 2>&1", TACT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t n = fread(out, 1, len - 1, p);
+    out[n] = '\0';
+    int st = pclose(p);
+    cr_assert(WIFEXITED(st), "tact %s: no exit status", args);
+    cr_assert_neq(WEXITSTATUS(st), 124, "tact %s hung (killed by timeout): %s", args, out);
+    return WEXITSTATUS(st);
+}
+
+Test(harness_cli, every_subcommand_has_help) {
+    static const char *const cmds[] = {"train", "eval", "demo", "bench", "log", "replay", "devices", "version"};
+    char out[8192];
+    for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
+        char args[64];
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        cr_assert_eq(s_tact(out, sizeof out, args), 0, "tact %s: %s", args, out);
+        char want[64];
+        snprintf(want, sizeof want, "tact %s ", cmds[i]);
+        cr_assert(strstr(out, "usage: ") && strstr(out, want), "tact %s printed: %s", args, out);
+    }
+    /* Also after other arguments, and with no file named --help opened. */
+    cr_assert_eq(s_tact(out, sizeof out, "replay some.tlog --help"), 0, "%s", out);
+    cr_assert(strstr(out, "Nothing in the log is executed"), "%s", out);
+    cr_assert_eq(s_tact(out, sizeof out, "help"), 0);
+    cr_assert(strstr(out, "replay") && strstr(out, "devices"), "%s", out);
+    cr_assert_eq(s_tact(out, sizeof out, "frobnicate"), 2);
+}
+
+/* Every subcommand that takes a path, given a FIFO (whose open() would
+ * wait for a writer) or a folder of them, fails at once naming it. */
+Test(harness_cli, a_fifo_path_is_an_error_for_every_subcommand) {
+    char dir[] = "/tmp/tact-cli-XXXXXX", fifo[200], cmd[600];
+    cr_assert(mkdtemp(dir));
+    snprintf(fifo, sizeof fifo, "%s/x", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    static const char *const data[] = {"train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte.gz",
+                                       "t10k-labels-idx1-ubyte.gz"};
+    for (int i = 0; i < 4; i++) {
+        char p[300];
+        snprintf(p, sizeof p, "%s/%s", dir, data[i]);
+        cr_assert_eq(mkfifo(p, 0600), 0);
+    }
+    /* A model file for eval to get past its model (the data is the FIFO). */
+    char model[200];
+    snprintf(model, sizeof model, "%s/model.safetensors", dir);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *w = tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){2});
+    const char *name = "l1.weight";
+    cr_assert_eq(tact_save_safetensors(ctx, model, 1, &name, &w), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    const char *const runs[][2] = {
+        {"log check %s", "x"},          {"log dump %s", "x"},      {"replay %s", "x"},
+        {"eval %s", "x"},               {"eval %s --data %s", "model.safetensors"},
+        {"train --steps 1 --data %s", ""}, {"train --steps 1 --log %s", "x"}, {"demo --log %s", "x"},
+    };
+    char out[8192];
+    for (size_t i = 0; i < sizeof runs / sizeof *runs; i++) {
+        char path[300];
+        snprintf(path, sizeof path, "%s/%s", dir, runs[i][1]);
+        if (strstr(runs[i][0], "--data %s") && strstr(runs[i][0], "eval")) snprintf(cmd, sizeof cmd, runs[i][0], path, dir);
+        else if (strstr(runs[i][0], "--data")) snprintf(cmd, sizeof cmd, runs[i][0], dir);
+        else snprintf(cmd, sizeof cmd, runs[i][0], path);
+        int rc = s_tact(out, sizeof out, cmd);
+        cr_assert_neq(rc, 0, "tact %s succeeded: %s", cmd, out);
+        cr_assert(strstr(out, "not a regular file"), "tact %s: %s", cmd, out);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* `tact eval` of a model whose tensors have the wrong shape: an error
+ * naming the tensor and both shapes, not an accuracy. */
+Test(harness_cli, eval_refuses_a_model_of_the_wrong_shape) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
+        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    char dir[] = "/tmp/tact-cli-XXXXXX", model[200], out[8192], cmd[400];
+    cr_assert(mkdtemp(dir));
+    snprintf(model, sizeof model, "%s/mlp.safetensors", dir);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    /* The MLP's names (784 -> 128 -> 10), the first bias stored as [1]. */
+    const char *names[4] = {"l1.weight", "l1.bias", "l2.weight", "l2.bias"};
+    tact_tensor *ts[4] = {tact_zeros(ctx, TACT_FLOAT32, 2, (int64_t[]){128, 784}), tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){1}),
+                          tact_zeros(ctx, TACT_FLOAT32, 2, (int64_t[]){10, 128}), tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){10})};
+    cr_assert_eq(tact_save_safetensors(ctx, model, 4, names, ts), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    snprintf(cmd, sizeof cmd, "eval %s", model);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "\"l1.bias\" is stored as float32 (1,); the parameter is float32 (128,)"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* A log recorded by `tact demo`, checked and replayed by the command; a
+ * header edited afterwards fails the check at its offset. */
+Test(harness_cli, log_check_refuses_an_edited_header) {
+    char *path = tu_tmpfile("cli.tlog"), out[8192], cmd[600];
+    snprintf(cmd, sizeof cmd, "demo --log %s", path);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "log check %s", path);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "replay %s", path);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "recorded: ") && strstr(out, "replay matches the recording"), "%s", out);
+    /* "cc" in the header, its value changed by one byte. */
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f);
+    char head[4096];
+    size_t n = fread(head, 1, sizeof head, f);
+    char *at = NULL;
+    for (size_t i = 0; !at && i + 4 < n; i++)
+        if (memcmp(head + i, "\xa2" "cc", 3) == 0) at = head + i + 4;
+    cr_assert(at, "the run header names its compiler");
+    fseek(f, at - head, SEEK_SET);
+    fputc('X', f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "log check %s", path);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "byte offset 10: the run header's checksum does not match"), "%s", out);
+    unlink(path);
+    free(path);
+}
