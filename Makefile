@@ -32,7 +32,7 @@ test-asan: deps
 
 test-fuzz: deps
 	@CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTACT_FUZZ=ON >/dev/null
-	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_envelope fuzz_log fuzz_ast fuzz_stages fuzz_api fuzz_seed
+	@cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_envelope fuzz_log fuzz_ast fuzz_stages fuzz_api fuzz_loaders fuzz_seed
 	bash fuzz/run.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 bench: build

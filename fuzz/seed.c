@@ -1,6 +1,7 @@
-/* seed.c - writes valid envelopes and a real message log as starting corpora for the fuzzers. */
+/* seed.c - writes valid envelopes, a real message log and model and dataset files as starting corpora for the fuzzers. */
 #include <stdio.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "actor.h"
 #include "ast.h"
@@ -66,10 +67,42 @@ static int s_stage_seeds(const char *dir) {
     return n ? 0 : 1;
 }
 
+/* Files for fuzz_loaders.c, each behind the byte that picks its loader
+ * (even: safetensors, the tensor "x" or another name; odd: IDX): a
+ * safetensors file of three tensors with metadata, IDX files of bytes and
+ * of float32, and a gzipped one. */
+static int s_loader_seeds(const char *dir) {
+    static const char st_head[] = "{\"__metadata__\":{\"format\":\"pt\"},\"x\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
+                                  "\"weight\":{\"dtype\":\"U8\",\"shape\":[3],\"data_offsets\":[16,19]},"
+                                  "\"step\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[19,27]}}";
+    uint8_t st[512] = {0};
+    size_t hn = sizeof st_head - 1, n = 1;
+    for (int i = 0; i < 8; i++) st[n++] = (uint8_t)(hn >> (8 * i));
+    memcpy(st + n, st_head, hn);
+    n += hn;
+    for (int i = 0; i < 27; i++) st[n++] = (uint8_t)(i * 7);
+    static const uint8_t idx_u8[] = {1, 0, 0, 0x08, 0x01, 0, 0, 0, 3, 7, 8, 9};
+    static const uint8_t idx_f32[] = {3, 0, 0, 0x0d, 0x02, 0, 0, 0, 1, 0, 0, 0, 2, 0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0};
+    if (s_write(dir, "safetensors", st, n) != 0 || s_write(dir, "idx-u8", idx_u8, sizeof idx_u8) != 0 ||
+        s_write(dir, "idx-f32", idx_f32, sizeof idx_f32) != 0)
+        return 1;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/idx-gz", dir);
+    FILE *f = fopen(path, "wb");
+    if (!f || fputc(5, f) == EOF || fclose(f) != 0) return 1;
+    gzFile gz = gzopen(path, "ab");
+    if (!gz || gzwrite(gz, idx_f32 + 1, sizeof idx_f32 - 1) != (int)(sizeof idx_f32 - 1)) return 1;
+    return gzclose(gz) == Z_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 5) {
-        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR AST_DIR STAGES_DIR\n");
+    if (argc != 6) {
+        fprintf(stderr, "usage: fuzz_seed ENVELOPE_DIR LOG_DIR AST_DIR STAGES_DIR LOADERS_DIR\n");
         return 2;
+    }
+    if (s_loader_seeds(argv[5]) != 0) {
+        fprintf(stderr, "fuzz_seed: cannot write the loaders' seeds into %s\n", argv[5]);
+        return 1;
     }
     /* A reduce kernel over a permuted, padded load: sum(x^T padded) + 1. */
     static ta_ast_t ast;
