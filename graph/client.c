@@ -397,21 +397,11 @@ int ti_ctx_open(ti_ctx_t **out, const tact_options *opts) {
  * names ("CPU" for the CPU's device 0, "CL:k" for OpenCL).  Returns TACT_OK,
  * or the error's code with s_open_error set and *n the code as well. */
 static int s_parse_devices(const char *list, char (*names)[16], int *n) {
-    char raw[TA_MAX_DEVICES][16];
-    ta_error_t err;
-    int count = ta_device_names(list, strlen(list), raw, TA_MAX_DEVICES, &err), rc = count < 0 ? err.code : TACT_OK;
-    for (int i = 0; rc == TACT_OK && i < count; i++) {
-        rc = ta_device_canonical(raw[i], names[i], &err);
-        for (int k = 0; rc == TACT_OK && k < i; k++)
-            if (strcmp(names[k], names[i]) == 0) rc = ta_error_set(&err, TACT_EINVAL, "%s is listed twice", names[i]);
-    }
-    if (rc != TACT_OK) {
-        snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", list, err.text);
-        *n = rc;
-        return rc;
-    }
-    *n = count;
-    return TACT_OK;
+    ta_error_t err = {TACT_EINVAL, "bad device list"};
+    *n = ta_device_list_parse(list, names, TA_MAX_DEVICES, &err);
+    if (*n >= 0) return TACT_OK;
+    snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", list, err.text);
+    return *n;
 }
 
 int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int schedule_cache) {

@@ -13,19 +13,16 @@
 #include "cc.h"
 #include "mpread.h"
 
-/* The replay's device list as a context would list it ("CPU,CL:0"), from
- * the user's choice (opt, else TACT_DEVICE, else CPU). */
+/* The replay's device list as a context would list it ("CPU,CL:0"). */
 static int s_devices(const char *list, char *out, size_t size, ta_error_t *err) {
     char names[TA_MAX_DEVICES][16];
-    ta_error_t e;
-    int n = ta_device_names(list, strlen(list), names, TA_MAX_DEVICES, &e);
-    if (n < 0) return ta_error_set(err, e.code, "replay: devices '%s': %s", list, e.text);
+    ta_error_t e = {TACT_EINVAL, "bad device list"};
+    int n = ta_device_list_parse(list, names, TA_MAX_DEVICES, &e);
+    if (n < 0) return ta_error_set(err, n, "replay: devices '%s': %s", list, e.text);
     out[0] = '\0';
     for (int i = 0; i < n; i++) {
-        char canon[16];
-        if (ta_device_canonical(names[i], canon, &e) != TACT_OK) return ta_error_set(err, e.code, "replay: devices '%s': %s", list, e.text);
         size_t used = strlen(out);
-        snprintf(out + used, size - used, "%s%s", i ? "," : "", canon);
+        snprintf(out + used, size - used, "%s%s", i ? "," : "", names[i]);
     }
     return TACT_OK;
 }
@@ -93,8 +90,7 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
         fprintf(notes, "replaying: devices '%s', cpu_threads %d, timeout_ms %d, cc '%s' (TACT_CC)\n", mine, o.cpu_threads, o.timeout_ms, cc);
     if (rc == TACT_OK && rec->devices[0] && strcmp(rec->devices, mine) != 0)
         rc = ta_error_set(&err, TACT_EINVAL,
-                          "replay: the log was recorded on devices '%s', this replay would run on '%s' (--devices, else TACT_DEVICE, else CPU); "
-                          "replay with --devices %s",
+                          "replay: recorded on devices '%s'; it would run on '%s' (--devices, else TACT_DEVICE, else CPU): use --devices %s",
                           rec->devices, mine, rec->devices);
     char cc_note[700] = "";
     if (rc == TACT_OK && rec->cc[0] && strcmp(rec->cc, cc) != 0)

@@ -152,6 +152,12 @@ int ta_device_canonical(const char *name, char out[16], ta_error_t *err);
  * are read by it. */
 int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_error_t *err);
 
+/* A device list as a context takes it ("CPU,CL"): split, each name made
+ * canonical (ta_device_canonical: present on this machine), none twice.
+ * Returns how many into out, or a negative status with err naming the
+ * list's fault. */
+int ta_device_list_parse(const char *list, char (*out)[16], int max, ta_error_t *err);
+
 /* Describes the devices present into out (at most max); returns how many
  * there are (which may be more than max). */
 int ta_device_list(ta_device_info_t *out, int max);

@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "device.h"
+#include "pipeline.h"
 
 static const ta_device_ops_t *const s_kinds[] = {&ta_cpu_device, &ta_cl_device};
 enum { S_NKINDS = sizeof s_kinds / sizeof *s_kinds };
@@ -77,6 +78,20 @@ int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_e
         if (end == len) return n + 1;
         at = end + 1;
     }
+}
+
+int ta_device_list_parse(const char *list, char (*out)[16], int max, ta_error_t *err) {
+    char raw[TA_MAX_DEVICES][16];
+    if (max > TA_MAX_DEVICES) max = TA_MAX_DEVICES;
+    int count = ta_device_names(list, strlen(list), raw, max, err);
+    if (count < 0) return err ? err->code : TACT_EINVAL;
+    for (int i = 0; i < count; i++) {
+        int rc = ta_device_canonical(raw[i], out[i], err);
+        if (rc != TACT_OK) return rc;
+        for (int k = 0; k < i; k++)
+            if (strcmp(out[k], out[i]) == 0) return ta_error_set(err, TACT_EINVAL, "%s is listed twice", out[i]);
+    }
+    return count;
 }
 
 void ta_cond_init_monotonic(pthread_cond_t *c) {
