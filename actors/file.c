@@ -7,29 +7,46 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+static int s_not_regular(const char *path, mode_t m, const char *what, ta_error_t *err) {
+    const char *kind = S_ISDIR(m) ? "a folder" : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : "a device";
+    return ta_error_set(err, TACT_EIO, "%s: %s is not a regular file (%s); refusing it", what, path, kind);
+}
+
 int ta_file_open(const char *path, int write, unsigned mode, const char *what, ta_error_t *err) {
     if (!path || !*path) return ta_error_set(err, TACT_EIO, "%s: no path given", what);
     /* O_NONBLOCK makes the open of a FIFO return at once (for reading) or
      * fail with ENXIO (for writing, when nobody reads it); fstat then tells
      * what was opened.  It is cleared again: it means nothing to a regular
      * file's reads and writes. */
-    int flags = (write ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+    /* What is there already is looked at before it is opened (opening
+     * some devices acts on them), then what was opened is looked at again
+     * (the path may have changed in between), and only then is a file to
+     * write truncated. */
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return s_not_regular(path, st.st_mode, what, err);
+    int flags = (write ? O_WRONLY | O_CREAT : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
     int fd = open(path, flags, (mode_t)mode);
     if (fd < 0) {
         int e = errno;
-        if (e == ENXIO) return ta_error_set(err, TACT_EIO, "%s: %s is not a regular file (a FIFO or a device); refusing it", what, path);
+        if (e == ENXIO) return ta_error_set(err, TACT_EIO, "%s: %s is not a regular file (a FIFO, socket or device); refusing it", what, path);
         return ta_error_set(err, TACT_EIO, "%s: cannot %s %s: %s", what, write ? "create" : "open", path, strerror(e));
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        int e = errno;
+    int e = fstat(fd, &st) != 0 ? errno : 0;
+    if (e || !S_ISREG(st.st_mode)) {
         close(fd);
-        return ta_error_set(err, TACT_EIO, "%s: cannot stat %s: %s", what, path, strerror(e));
+        return e ? ta_error_set(err, TACT_EIO, "%s: cannot stat %s: %s", what, path, strerror(e)) : s_not_regular(path, st.st_mode, what, err);
     }
-    if (!S_ISREG(st.st_mode)) {
-        const char *kind = S_ISDIR(st.st_mode) ? "a folder" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISSOCK(st.st_mode) ? "a socket" : "a device";
+    /* A private mode holds for a file that was there too, before a byte of
+     * it is lost (an older file we cannot make private stays as it was). */
+    if (write && !(mode & 077) && fchmod(fd, (mode_t)mode) != 0) {
+        e = errno;
         close(fd);
-        return ta_error_set(err, TACT_EIO, "%s: %s is not a regular file (%s); refusing it", what, path, kind);
+        return ta_error_set(err, TACT_EIO, "%s: cannot make %s private (mode %o): %s", what, path, mode, strerror(e));
+    }
+    if (write && ftruncate(fd, 0) != 0) {
+        e = errno;
+        close(fd);
+        return ta_error_set(err, TACT_EIO, "%s: cannot empty %s: %s", what, path, strerror(e));
     }
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);

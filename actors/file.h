@@ -9,7 +9,8 @@
 /*
  * Opens path (what a user, a log or a cache names) for reading, or for
  * writing (created with mode when it does not exist, truncated when it
- * does).  The open itself never blocks: a FIFO, a device or a folder at
+ * does; a private mode, one with no group or other bits, is also given to
+ * a file that was there, before it is truncated).  The open itself never blocks: a FIFO, a device or a folder at
  * path is refused with TACT_EIO saying it is not a regular file (a FIFO
  * would block open() until another process opened its other end, and
  * /dev/zero would be read without end).  Returns the descriptor

@@ -11,13 +11,13 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "crc32c.h"
 #include "file.h"
 #include "hash.h"
 #include "mem.h"
 #include "mpread.h"
+#include "runtime.h"
 
 /*
  * Every port records into one shared buffer, under a lock, and the buffer
@@ -49,8 +49,6 @@ static const s_run_field_t s_run_fields[] = {
 };
 enum { S_NFIELDS = sizeof s_run_fields / sizeof *s_run_fields };
 
-static const char *const s_transports[] = {"inproc", "ipc", "tcp", "tcp-insecure"};
-
 int ta_log_header_pack(const ta_run_header_t *h, msgpack_sbuffer *sb) {
     msgpack_packer pk;
     msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
@@ -58,9 +56,9 @@ int ta_log_header_pack(const ta_run_header_t *h, msgpack_sbuffer *sb) {
     for (int i = 0; i < S_NFIELDS && !bad; i++) {
         const s_run_field_t *f = &s_run_fields[i];
         const char *at = (const char *)h + f->offset;
-        char clean[512]; /* a control character (a tab in TACT_CC) as '?': the reader refuses them, a terminal would obey them */
+        char clean[512]; /* what is not printable ASCII (a tab in TACT_CC) as '?': the reader refuses it */
         size_t n = f->kind == S_KIND_STR ? strlen(at) : 0;
-        for (size_t c = 0; c < n && c < sizeof clean; c++) clean[c] = (unsigned char)at[c] < 0x20 || at[c] == 0x7f ? '?' : at[c];
+        for (size_t c = 0; c < n && c < sizeof clean; c++) clean[c] = (unsigned char)at[c] < 0x20 || (unsigned char)at[c] > 0x7e ? '?' : at[c];
         bad = msgpack_pack_str_with_body(&pk, f->name, strlen(f->name)) ||
               (f->kind == S_KIND_STR ? msgpack_pack_str_with_body(&pk, clean, n < sizeof clean ? n : sizeof clean) : msgpack_pack_int64(&pk, *(const int *)at));
     }
@@ -82,7 +80,10 @@ int ta_log_header_parse(const uint8_t *p, size_t len, ta_run_header_t *out, ta_e
         int at = -1;
         for (int j = 0; j < S_NFIELDS; j++)
             if (strlen(s_run_fields[j].name) == kl && memcmp(s_run_fields[j].name, k, kl) == 0) at = j;
-        if (at < 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: unknown field '%.*s'", (int)(kl < 40 ? kl : 40), (const char *)k);
+        if (at < 0) {
+            char shown[200];
+            return ta_error_set(err, TACT_ECORRUPT, "log: run header: unknown field '%s'", ta_printable(k, kl < 40 ? kl : 40, shown, sizeof shown));
+        }
         const s_run_field_t *f = &s_run_fields[at];
         if (out->present & 1u << at) return ta_error_set(err, TACT_ECORRUPT, "log: run header: field %s given twice", f->name);
         out->present |= 1u << at;
@@ -96,13 +97,16 @@ int ta_log_header_parse(const uint8_t *p, size_t len, ta_run_header_t *out, ta_e
         }
         if (ta_mpr_str(&r, &v, &vl) != 0) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is not a string", f->name);
         if (vl > (size_t)f->a) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s is %zu bytes long; at most %" PRId64, f->name, vl, f->a);
+        /* Printable ASCII only: these strings are shown on terminals
+         * (`tact replay`, `tact log dump`), and a header is anyone's. */
         for (size_t c = 0; c < vl; c++)
-            if (v[c] < 0x20 || v[c] == 0x7f) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s holds a control character", f->name);
+            if (v[c] < 0x20 || v[c] > 0x7e)
+                return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s holds byte 0x%02x at %zu; only printable ASCII is allowed", f->name, v[c], c);
         memcpy(dst, v, vl);
         dst[vl] = '\0';
-        int known = !f->b || !vl;
-        for (size_t t = 0; !known && t < sizeof s_transports / sizeof *s_transports; t++) known = strcmp(dst, s_transports[t]) == 0;
-        if (!known) return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s '%s' is not one of inproc, ipc, tcp, tcp-insecure", f->name, dst);
+        ta_transport_t tr;
+        if (f->b && vl && strcmp(dst, "tcp-insecure") != 0 && ta_transport_parse(dst, &tr) != 0)
+            return ta_error_set(err, TACT_ECORRUPT, "log: run header: %s '%s' is not one of inproc, ipc, tcp, tcp-insecure", f->name, dst);
     }
     if (r.p != r.end) return ta_error_set(err, TACT_ECORRUPT, "log: run header: bytes after its map");
     return TACT_OK;
@@ -200,16 +204,9 @@ int ta_log_writer_new(ta_log_writer_t **out, const char *path, ta_bytes_t header
     snprintf(w->path, sizeof w->path, "%s", path);
     /* A log holds every tensor's bytes: only its owner may read it, also
      * when it replaces an older file. */
-    int fd = ta_file_open(path, 1, 0600, "log", err);
-    if (fd < 0) {
+    if (!(w->out = ta_file_fopen(path, 1, 0600, "log", err))) {
         ta_free(w);
-        return fd;
-    }
-    if (fchmod(fd, 0600) != 0 || !(w->out = fdopen(fd, "wb"))) {
-        int e = errno;
-        close(fd);
-        ta_free(w);
-        return ta_error_set(err, TACT_EIO, "log: cannot make %s private: %s", path, strerror(e));
+        return err ? err->code : TACT_EIO;
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_mutex_init(&w->write_lock, NULL);

@@ -20,6 +20,33 @@ int ta_error_set(ta_error_t *e, int code, const char *fmt, ...) {
     return code;
 }
 
+char *ta_printable(const void *s, size_t n, char *out, size_t cap) {
+    const unsigned char *p = s;
+    size_t o = 0;
+    if (!cap) return out;
+    for (size_t i = 0; i < n;) {
+        unsigned c = p[i];
+        size_t len = c >= 0x20 && c < 0x7f ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+        unsigned v = len == 2 ? c & 0x1f : len == 3 ? c & 0x0f : c & 0x07;
+        for (size_t k = 1; len > 1 && k < len; k++)
+            if (i + k >= n || (p[i + k] & 0xc0) != 0x80) len = 0;
+            else v = v << 6 | (p[i + k] & 0x3f);
+        static const unsigned least[5] = {0, 0, 0xa0, 0x800, 0x10000}; /* past U+009F: no C1 control */
+        if (len > 1 && (v < least[len] || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))) len = 0;
+        if (len) {
+            if (o + len >= cap) break;
+            memcpy(out + o, p + i, len);
+            o += len, i += len;
+        } else {
+            if (o + 4 >= cap) break;
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", c);
+            i++;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
 ta_bytes_t ta_bytes_str(const char *s) {
     ta_bytes_t b = {(const uint8_t *)s, s ? strlen(s) : 0};
     return b;

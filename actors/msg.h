@@ -23,6 +23,13 @@ typedef struct ta_error {
 int ta_error_set(ta_error_t *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Copies n bytes of text read from a file or a peer into out (cap bytes,
+ * always terminated) as a terminal may show it: printable ASCII and UTF-8
+ * characters past U+009F as they are, anything else (control characters,
+ * C1 controls, bytes that are not UTF-8) as \xNN, so a hostile name
+ * cannot drive the terminal that prints an error.  Returns out. */
+char *ta_printable(const void *s, size_t n, char *out, size_t cap);
+
 /* A byte range that a message borrows from its frame (decoded) or its
  * builder (to encode).  Strings are not NUL-terminated. */
 typedef struct ta_bytes {

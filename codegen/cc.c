@@ -2,7 +2,8 @@
 #define _GNU_SOURCE /* memfd_create */
 #include "cc.h"
 
-#include <dirent.h>
+#include <ftw.h>
+#include <limits.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -140,7 +141,10 @@ int ta_cc_probe(const char *cc, int limit_s, ta_error_t *err) {
     s_discard(&job);
     job.msg[job.used] = '\0';
     char version[512] = "", cpu[4096] = "";
-    snprintf(version, sizeof version, "%.*s", (int)strcspn(job.msg, "\n"), job.msg); /* "" when it failed: the compile will say why */
+    snprintf(version, sizeof version, "%.*s", (int)strcspn(job.msg, "\n"), job.msg);
+    /* A compiler that does not answer (not installed, say) is not kept:
+     * its compiles will say why, and once it is there it is probed again. */
+    if (!version[0]) return TACT_OK;
     FILE *f = fopen("/proc/cpuinfo", "r");
     char line[4096];
     while (f && fgets(line, sizeof line, f))
@@ -164,9 +168,11 @@ int ta_cc_probe(const char *cc, int limit_s, ta_error_t *err) {
 const char *ta_cc_identity(const char *cc) {
     const char *id = s_known_find(cc);
     /* A context probed its compiler when it opened; a direct caller (a
-     * test) that did not is probed here, with the default limit. */
+     * test) that did not, or a compiler that did not answer then, is
+     * probed here, with the default limit.  One that still does not
+     * answer builds nothing anyway: its compile fails, naming it. */
     if (!id && ta_cc_probe(cc, 300, NULL) == TACT_OK) id = s_known_find(cc);
-    return id ? id : "00000000000000000000000000000000";
+    return id ? id : "unknown-compiler";
 }
 
 static double s_ms(void) {
@@ -260,7 +266,11 @@ static int s_spawn(ta_cc_job_t *job, const char *cmd, const char *cwd, int backg
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (!cwd || strncmp(environ[i], "TMPDIR=", 7) != 0) env[k++] = environ[i];
-    if (cwd) snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", cwd), env[k++] = tmpdir;
+    /* TMPDIR absolute: the child runs inside cwd, where a relative one
+     * (a relative TACT_CACHE_DIR) would name nothing and the compiler would
+     * fall back to /tmp. */
+    char abs[PATH_MAX];
+    if (cwd) snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", realpath(cwd, abs) ? abs : cwd), env[k++] = tmpdir;
     env[k] = NULL;
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -335,6 +345,13 @@ static bool s_step(ta_cc_job_t *job, int wait_ms) {
     return job->exited && job->eof;
 }
 
+static int s_remove(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+    (void)st, (void)ftw;
+    if (type == FTW_DP) rmdir(path);
+    else unlink(path);
+    return 0;
+}
+
 /* Kills the job's compiler (its whole group) and removes its files. */
 static void s_discard(ta_cc_job_t *job) {
     if (job->pid) {
@@ -346,18 +363,10 @@ static void s_discard(ta_cc_job_t *job) {
         job->pid = 0;
     }
     if (job->tmpdir[0]) {
-        /* Everything in the folder: the source, the object, and whatever
-         * temporary files a killed compiler left (its TMPDIR is the folder). */
-        DIR *d = opendir(job->tmpdir);
-        struct dirent *e;
-        char path[1400];
-        while (d && (e = readdir(d)))
-            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
-                snprintf(path, sizeof path, "%s/%s", job->tmpdir, e->d_name);
-                unlink(path);
-            }
-        if (d) closedir(d);
-        rmdir(job->tmpdir);
+        /* Everything in the folder, depth first: the source, the object,
+         * and whatever a killed compiler left (its TMPDIR is the folder).
+         * nftw walks without recursion of ours and never follows a link. */
+        nftw(job->tmpdir, s_remove, 8, FTW_DEPTH | FTW_PHYS);
         job->tmpdir[0] = '\0';
     }
 }

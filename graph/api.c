@@ -183,7 +183,10 @@ static int s_realize(tact_ctx *h, int n, tact_tensor *const *tensors, int async)
         return rc;
     }
     ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)(n ? n : 1));
-    if (!xs) return TACT_ENOMEM;
+    if (!xs) {
+        ta_ctx_set_error(h, "realize: out of memory");
+        return TACT_ENOMEM;
+    }
     /* The context, then its tensors, under the table's lock (s_enter). */
     ti_ctx_t *ctx = NULL;
     ta_handle_lock();
@@ -549,13 +552,19 @@ tact_tensor *tact_einsum(const char *formula, int n, tact_tensor *const *hs) {
 tact_tensor *tact_load_idx(tact_ctx *h, const char *path) { S_CTX_TENSOR(h, ti_load_idx(ctx, path)); }
 tact_tensor *tact_load_safetensors(tact_ctx *h, const char *path, const char *name) { S_CTX_TENSOR(h, ti_load_safetensors(ctx, path, name)); }
 int tact_save_safetensors(tact_ctx *h, const char *path, int n, const char *const *names, tact_tensor *const *hs) {
-    if (n < 0 || n > 4096 || (n && (!names || !hs))) return TACT_EINVAL;
     int stale, busy;
     ti_ctx_t *c = s_enter_ctx(h, &stale, &busy);
     if (!c) return busy ? TACT_EBUSY : TACT_EINVAL;
     ti_ctx_leave(c);
+    if (n < 0 || n > 4096 || (n && (!names || !hs))) {
+        ta_ctx_set_error(h, "save_safetensors: 0 to 4096 tensors, each with a name");
+        return TACT_EINVAL;
+    }
     ti_tensor_t **xs = ta_malloc(sizeof *xs * (size_t)(n ? n : 1));
-    if (!xs) return TACT_ENOMEM;
+    if (!xs) {
+        ta_ctx_set_error(h, "save_safetensors: out of memory");
+        return TACT_ENOMEM;
+    }
     ti_ctx_t *tc = n ? s_enter(n, (const tact_tensor *const *)hs, xs, &busy) : NULL;
     int rc;
     if (busy) rc = TACT_EBUSY;
@@ -568,6 +577,7 @@ int tact_save_safetensors(tact_ctx *h, const char *path, int n, const char *cons
         }
     }
     if (tc) ti_ctx_leave(tc);
+    if (n && !busy && tc != c) ta_ctx_set_error(h, "save_safetensors: a tensor of another context (or a NULL or stale one)");
     ta_free(xs);
     return rc;
 }

@@ -1160,8 +1160,12 @@ int ti_read(ti_tensor_t *t, void *buf, size_t bytes) {
 }
 
 int ti_item(ti_tensor_t *t, double *out) {
-    if (!t || !out) return TACT_EINVAL;
+    if (!t) return TACT_EINVAL;
     if (t->status) return tc_report(t);
+    if (!out) {
+        ti_ctx_set_error(t->ctx, "item: out is NULL");
+        return TACT_EINVAL;
+    }
     if (ti_numel(t) != 1) {
         snprintf(t->ctx->error, sizeof t->ctx->error, "item: the tensor has %" PRId64 " elements, not 1", ti_numel(t));
         return TACT_ESHAPE;

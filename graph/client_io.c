@@ -264,6 +264,8 @@ static int s_entry(s_json_t *j, s_entry_t *e) {
     if (!s_lit(j, '{')) return j->err = "an entry must be an object", 0;
     do {
         if (!s_str(j, key, sizeof key) || !s_lit(j, ':')) return j->err ? 0 : (j->err = "a bad entry", 0);
+        int bit = !strcmp(key, "dtype") ? 1 : !strcmp(key, "shape") ? 2 : !strcmp(key, "data_offsets") ? 4 : 0;
+        if (have & bit) return j->err = "a key given twice in an entry", 0;
         if (!strcmp(key, "dtype")) {
             if (!s_str(j, val, sizeof val)) return 0;
             e->dtype = -1;
@@ -322,18 +324,18 @@ static int s_by_offset(const void *a, const void *b, void *unused) {
  * error, naming the tensors, goes into why. */
 static int s_layout(s_span_t *sp, size_t n, const char *names, uint64_t datalen, char *why, size_t len) {
     if (n > 1) qsort_r(sp, n, sizeof *sp, s_by_name, (void *)names);
+    char shown[256]; /* names from the file, as a terminal may print them */
     for (size_t i = 1; i < n; i++)
         if (!s_by_name(&sp[i - 1], &sp[i], (void *)names))
-            return snprintf(why, len, "the name \"%.*s\" is given twice", (int)(sp[i].name_len < 200 ? sp[i].name_len : 200), names + sp[i].name), 0;
+            return snprintf(why, len, "the name \"%s\" is given twice", ta_printable(names + sp[i].name, sp[i].name_len, shown, 200)), 0;
     if (n > 1) qsort_r(sp, n, sizeof *sp, s_by_offset, NULL);
     uint64_t at = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *nm = names + sp[i].name;
-        int nl = (int)(sp[i].name_len < 200 ? sp[i].name_len : 200);
+        const char *nm = ta_printable(names + sp[i].name, sp[i].name_len, shown, 200);
         if (sp[i].begin < at)
-            return snprintf(why, len, "the data of \"%.*s\" (bytes %" PRIu64 " to %" PRIu64 ") overlaps the tensor before it", nl, nm, sp[i].begin, sp[i].end), 0;
+            return snprintf(why, len, "the data of \"%s\" (bytes %" PRIu64 " to %" PRIu64 ") overlaps the tensor before it", nm, sp[i].begin, sp[i].end), 0;
         if (sp[i].begin > at)
-            return snprintf(why, len, "bytes %" PRIu64 " to %" PRIu64 " of the data belong to no tensor (before \"%.*s\")", at, sp[i].begin, nl, nm), 0;
+            return snprintf(why, len, "bytes %" PRIu64 " to %" PRIu64 " of the data belong to no tensor (before \"%s\")", at, sp[i].begin, nm), 0;
         at = sp[i].end;
     }
     if (at != datalen) return snprintf(why, len, "the data holds %" PRIu64 " bytes, the tensors cover %" PRIu64 " (trailing bytes)", datalen, at), 0;
@@ -371,7 +373,7 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
     uint64_t datalen = (uint64_t)size - 8 - hn;
     s_json_t j = {head, head + hn, NULL};
     s_entry_t found = {0}, e;
-    int got = 0;
+    int got = 0, oom = 0, meta = 0;
     char key[1024], why[400] = "";
     if (!s_lit(&j, '{')) j.err = "the header is not a JSON object";
     else if (!s_lit(&j, '}')) {
@@ -381,7 +383,8 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
                 break;
             }
             if (!strcmp(key, "__metadata__")) {
-                if (!s_skip_meta(&j)) break;
+                if (meta++) j.err = "__metadata__ given twice";
+                if (j.err || !s_skip_meta(&j)) break;
                 continue;
             }
             memset(&e, 0, sizeof e);
@@ -389,14 +392,15 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
             uint64_t n = ta_dtype_size((tact_dtype)e.dtype);
             for (int k = 0; k < e.ndim; k++) n = e.shape[k] && n > UINT64_MAX / (uint64_t)e.shape[k] ? UINT64_MAX : n * (uint64_t)e.shape[k];
             if (e.begin > e.end || e.end > datalen || e.end - e.begin != n) {
-                snprintf(why, sizeof why, "the data_offsets of \"%.200s\" ([%" PRIu64 ", %" PRIu64 "]) do not match its dtype and shape (%" PRIu64
-                         " bytes) within the %" PRIu64 " bytes of data", key, e.begin, e.end, n, datalen);
+                char shown[256];
+                snprintf(why, sizeof why, "the data_offsets of \"%s\" ([%" PRIu64 ", %" PRIu64 "]) do not match its dtype and shape (%" PRIu64
+                         " bytes) within the %" PRIu64 " bytes of data", ta_printable(key, strlen(key), shown, 200), e.begin, e.end, n, datalen);
                 break;
             }
             size_t kl = strlen(key);
             if (ta_grow((void **)&spans, &spans_cap, nspans + 1, sizeof *spans) != TACT_OK ||
                 ta_grow((void **)&names, &names_cap, names_len + kl + 1, 1) != TACT_OK) {
-                j.err = "out of memory";
+                oom = 1;
                 break;
             }
             memcpy(names + names_len, key, kl);
@@ -404,11 +408,15 @@ ti_tensor_t *ti_load_safetensors(ti_ctx_t *ctx, const char *path, const char *na
             names_len += kl;
             if (!strcmp(key, name)) found = e, got = 1;
         } while (s_lit(&j, ','));
-        if (!j.err && !why[0] && !s_lit(&j, '}')) j.err = "an unterminated header";
+        if (!j.err && !why[0] && !oom && !s_lit(&j, '}')) j.err = "an unterminated header";
     }
-    if (!j.err && !why[0]) {
+    if (!j.err && !why[0] && !oom) {
         s_ws(&j);
         if (j.p != j.end) j.err = "bytes after the header's object";
+    }
+    if (oom) {
+        r = tc_error(ctx, TACT_ENOMEM, "load_safetensors: %s: out of memory for its header's %zu tensors", path, nspans);
+        goto done;
     }
     if (j.err) {
         r = tc_error(ctx, TACT_EINVAL, "load_safetensors: %s: %s (at header byte %td)", path, j.err, j.p - head);
@@ -470,7 +478,11 @@ static int s_addf(s_buf_t *b, const char *fmt, ...) {
 }
 
 int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *const *names, ti_tensor_t *const *ts) {
-    if (!ctx || !path || n < 0 || (n && (!names || !ts))) return TACT_EINVAL;
+    if (!ctx) return TACT_EINVAL;
+    if (!path || n < 0 || (n && (!names || !ts))) {
+        ti_ctx_set_error(ctx, "save_safetensors: a NULL path, names or tensors, or a negative count");
+        return TACT_EINVAL;
+    }
     for (int i = 0; i < n; i++) {
         if (!ts[i] || ti_status_of(ts[i])) {
             ti_ctx_set_error(ctx, ts[i] ? ti_error_message(ts[i]) : "save_safetensors: a NULL tensor");
@@ -515,16 +527,17 @@ int ti_save_safetensors(ti_ctx_t *ctx, const char *path, int n, const char *cons
     if (rc == TACT_OK) { /* written to a temporary file, then renamed over path */
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-        FILE *f = ta_file_fopen(tmp, 1, 0666, "save_safetensors", NULL);
+        ta_error_t ferr = {TACT_EIO, ""};
+        FILE *f = ta_file_fopen(tmp, 1, 0666, "save_safetensors", &ferr);
         uint8_t len8[8];
         for (int i = 0; i < 8; i++) len8[i] = (uint8_t)((uint64_t)h.n >> (8 * i));
         int wrote = f && fwrite(len8, 1, 8, f) == 8 && fwrite(h.p, 1, h.n, f) == h.n && (!d.n || fwrite(d.p, 1, d.n, f) == d.n);
         if (f && fclose(f) != 0) wrote = 0;
         if (!wrote || rename(tmp, path) != 0) {
             char msg[600];
-            snprintf(msg, sizeof msg, "save_safetensors: cannot write %s: %s", path, strerror(errno));
+            snprintf(msg, sizeof msg, "save_safetensors: cannot write %s: %s", path, !f ? ferr.text : strerror(errno));
             ti_ctx_set_error(ctx, msg);
-            remove(tmp);
+            if (f) remove(tmp);
             rc = TACT_EINVAL;
         }
     }

@@ -349,7 +349,7 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p) {
                 ta_shape_format(&b, sb, sizeof sb);
                 snprintf(text, sizeof text, "load %s: \"%s\" is stored as %s %s; the parameter is %s %s", path, p->names[i],
                          tact_dtype_name(tact_dtype_of(t)), sa, tact_dtype_name(tact_dtype_of(want)), sb);
-                rc = TACT_ESHAPE;
+                rc = tact_dtype_of(t) != tact_dtype_of(want) ? TACT_EDTYPE : TACT_ESHAPE;
             }
         }
         tact_tensor *r = text[0] ? NULL : tact_status_of(t) == TACT_OK ? tact_assign(want, t) : t;

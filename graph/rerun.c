@@ -86,8 +86,14 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
         if (notes) fprintf(notes, "recorded: %s\n", shown[0] ? shown : "(no run header)");
         rc = s_devices(o.devices, mine, sizeof mine, &err);
     }
-    if (rc == TACT_OK && notes)
+    if (rc == TACT_OK && notes) {
         fprintf(notes, "replaying: devices '%s', cpu_threads %d, timeout_ms %d, cc '%s' (TACT_CC)\n", mine, o.cpu_threads, o.timeout_ms, cc);
+        /* Differences that change nothing a replay compares (DESIGN.md §2),
+         * said all the same. */
+        if (rec->cpu_threads != o.cpu_threads || rec->timeout_ms != o.timeout_ms)
+            fprintf(notes, "note: the recording ran with cpu_threads %d and timeout_ms %d; results and logs do not depend on either\n",
+                    rec->cpu_threads, rec->timeout_ms);
+    }
     if (rc == TACT_OK && rec->devices[0] && strcmp(rec->devices, mine) != 0)
         rc = ta_error_set(&err, TACT_EINVAL,
                           "replay: recorded on devices '%s'; it would run on '%s' (--devices, else TACT_DEVICE, else CPU): use --devices %s",

@@ -365,6 +365,8 @@ static int s_build(ta_device_t *d, const void *bytes, size_t len, const char *na
  * now, while the program loads, so a failure it reports is the kernel's
  * compile error, not a failed realize later.  A driver that aborts the
  * process instead cannot be caught here (docs/architecture.md, Devices). */
+enum { S_WARM_MS = 300000 }; /* the driver's code generation for the launch shape happens in the trial run: a compile's limit */
+
 static int s_warm(ta_device_t *d, s_prog_t *p, ta_error_t *err) {
     cl_uint nargs = 0;
     cl_int e = clGetKernelInfo(p->kernel, CL_KERNEL_NUM_ARGS, sizeof nargs, &nargs, NULL);
@@ -375,9 +377,25 @@ static int s_warm(ta_device_t *d, s_prog_t *p, ta_error_t *err) {
     size_t local = p->local, global = p->local;
     cl_event ev = NULL;
     if (e == CL_SUCCESS) e = clEnqueueNDRangeKernel(d->warm_q, p->kernel, 1, NULL, &global, &local, 0, NULL, &ev);
-    if (e == CL_SUCCESS) e = clWaitForEvents(1, &ev);
-    cl_int status = CL_COMPLETE;
-    if (e == CL_SUCCESS && clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) == CL_SUCCESS && status < 0) e = status;
+    if (e == CL_SUCCESS) clFlush(d->warm_q);
+    /* Polled, not waited for without end: a driver that never finishes a
+     * run over nothing has lost the device. */
+    cl_int status = CL_QUEUED;
+    struct timespec t0, now, pause = {0, 10000}; /* 10 us, doubling to 1 ms */
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (e == CL_SUCCESS && (e = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL)) == CL_SUCCESS &&
+           status > CL_COMPLETE) {
+        nanosleep(&pause, NULL);
+        if (pause.tv_nsec < 1000000) pause.tv_nsec *= 2;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > S_WARM_MS) {
+            if (ev) clReleaseEvent(ev);
+            d->lost = 1;
+            return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: the driver did not finish its trial run over nothing in %d s; the device may be lost",
+                                d->index, p->name, S_WARM_MS / 1000);
+        }
+    }
+    if (e == CL_SUCCESS && status < 0) e = status;
     if (ev) clReleaseEvent(ev);
     if (e != CL_SUCCESS)
         return ta_error_set(err, TACT_ECOMPILE, "CL:%d: kernel %s builds but the driver cannot run it: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
@@ -443,13 +461,13 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     if (l->n % align) return ta_error_set(err, TACT_EDEVICE, "CL: kernel %s: %lld outputs are not whole items of %lld", p->name, (long long)l->n, (long long)align);
     cl_int e = CL_SUCCESS;
     for (int b = 0; b < l->nbufs && e == CL_SUCCESS; b++) e = clSetKernelArg(p->kernel, (cl_uint)b, sizeof(cl_mem), &l->bufs[b]);
-    if (e != CL_SUCCESS) return s_fail(err, TACT_EDEVICE, "cannot pass a buffer", e);
+    if (e != CL_SUCCESS) return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot pass a buffer: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
     /* The argument values travel in a buffer of their own, released once
      * enqueued (the queue holds it until the kernel ran). */
     cl_mem args = d->no_args;
     if (l->nargs > 0 && !(args = clCreateBuffer(d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, sizeof *l->args * (size_t)l->nargs,
                                                 (void *)(uintptr_t)l->args, &e)))
-        return s_fail(err, TACT_EDEVICE, "cannot pass the arguments", e);
+        return ta_error_set(err, TACT_EDEVICE, "CL:%d: kernel %s: cannot pass its argument values: %s (%d)", d->index, p->name, s_cl_error(e), (int)e);
     cl_long n = (cl_long)l->n;
     e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs, sizeof(cl_mem), &args);
     if (e == CL_SUCCESS) e = clSetKernelArg(p->kernel, (cl_uint)l->nbufs + 1, sizeof n, &n);

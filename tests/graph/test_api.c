@@ -269,6 +269,7 @@ Test(graph_api, every_failing_call_leaves_its_message_in_the_context) {
     S_FAILS(ctx, tact_read(x, NULL, sizeof buf));
     S_FAILS(ctx, tact_item(bad, &v));
     S_FAILS(ctx, tact_item(x, &v));
+    S_FAILS(ctx, tact_item(tact_sum(x, -1, NULL, 0), NULL));
     S_FAILS(ctx, tact_split(x, 2, (int64_t[]){1, 5}, 0, out));
     S_FAILS(ctx, tact_chunk(x, 0, 0, out));
     S_FAILS(ctx, tact_backward(bad, NULL));
@@ -290,6 +291,11 @@ Test(graph_api, every_failing_call_leaves_its_message_in_the_context) {
     S_FAILS(ctx, tact_params_load(ctx, "/nonexistent/m.safetensors", &p));
     const char *name = "w";
     S_FAILS(ctx, tact_save_safetensors(ctx, "/nonexistent/dir/m.safetensors", 1, &name, &bad));
+    S_FAILS(ctx, tact_save_safetensors(ctx, "/nonexistent/dir/m.safetensors", 1, &name, &x));
+    S_FAILS(ctx, tact_save_safetensors(ctx, "m.safetensors", -1, NULL, NULL));
+    S_FAILS(ctx, tact_save_safetensors(ctx, NULL, 1, &name, &x));
+    tact_tensor *nothing = NULL;
+    S_FAILS(ctx, tact_save_safetensors(ctx, "m.safetensors", 1, &name, &nothing));
     tact_optim *o = NULL;
     tact_optim_options oo;
     tact_optim_options_default(&oo, TACT_OPTIM_ADAM);

@@ -216,6 +216,7 @@ Test(graph_rerun, recorded_threads_and_timeout_are_not_obeyed) {
     fclose(notes);
     cr_assert(strstr(text, "recorded: ") && strstr(text, "cpu_threads 65536") && strstr(text, "timeout_ms 1,"), "%s", text);
     cr_assert(strstr(text, "replaying: devices 'CPU', cpu_threads 0, timeout_ms 0"), "%s", text);
+    cr_assert(strstr(text, "note: the recording ran with cpu_threads 65536 and timeout_ms 1"), "%s", text);
     unlink(path);
     free(path);
 }
@@ -281,8 +282,10 @@ Test(graph_rerun, header_fields_out_of_range_are_refused) {
     /* A string too long, a transport that is none, an unknown key, a key twice. */
     static const char *const packs[][4] = {{"transport", "carrier-pigeon", NULL, "not one of"},
                                            {"devices", "CPU", "devices", "twice"},
-                                           {"shell", "rm -rf /", NULL, "unknown field 'shell'"}};
-    for (size_t i = 0; i < 3; i++) {
+                                           {"shell", "rm -rf /", NULL, "unknown field 'shell'"},
+                                           {"cc", "cc\x1b[2J", NULL, "cc holds byte 0x1b at 2; only printable ASCII"},
+                                           {"\x1b[2Jx", "", NULL, "unknown field '\\x1b[2Jx'"}};
+    for (size_t i = 0; i < sizeof packs / sizeof *packs; i++) {
         msgpack_sbuffer sb;
         msgpack_sbuffer_init(&sb);
         msgpack_packer pk;
