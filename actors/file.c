@@ -14,14 +14,13 @@ static int s_not_regular(const char *path, mode_t m, const char *what, ta_error_
 
 int ta_file_open(const char *path, int write, unsigned mode, const char *what, ta_error_t *err) {
     if (!path || !*path) return ta_error_set(err, TACT_EIO, "%s: no path given", what);
-    /* O_NONBLOCK makes the open of a FIFO return at once (for reading) or
-     * fail with ENXIO (for writing, when nobody reads it); fstat then tells
-     * what was opened.  It is cleared again: it means nothing to a regular
-     * file's reads and writes. */
-    /* What is there already is looked at before it is opened (opening
-     * some devices acts on them), then what was opened is looked at again
-     * (the path may have changed in between), and only then is a file to
-     * write truncated. */
+    /* What is there is looked at before it is opened (opening some
+     * devices acts on them), and what was opened is looked at again (the
+     * path may have changed in between); only then is a file to write
+     * truncated.  O_NONBLOCK makes the open of a FIFO that appeared
+     * meanwhile return at once (for reading) or fail with ENXIO (for
+     * writing, when nobody reads it); it is cleared again, meaning nothing
+     * to a regular file's reads and writes. */
     struct stat st;
     if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) return s_not_regular(path, st.st_mode, what, err);
     int flags = (write ? O_WRONLY | O_CREAT : O_RDONLY) | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;

@@ -338,24 +338,24 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p) {
         tact_tensor *t = tact_load_safetensors(ctx, path, p->names[i]), *want = p->tensors[i];
         /* The stored tensor must be the parameter's dtype and shape
          * exactly: an assign would broadcast [1] into [128]. */
-        char text[700] = "";
-        if (tact_status_of(t) == TACT_OK && tact_status_of(want) == TACT_OK) {
-            ta_shape_t a = {tact_ndim(t), {0}}, b = {tact_ndim(want), {0}};
-            tact_shape(t, a.d);
-            tact_shape(want, b.d);
-            if (!ta_shape_equal(&a, &b) || tact_dtype_of(t) != tact_dtype_of(want)) {
-                char sa[200], sb[200];
-                ta_shape_format(&a, sa, sizeof sa);
-                ta_shape_format(&b, sb, sizeof sb);
-                snprintf(text, sizeof text, "load %s: \"%s\" is stored as %s %s; the parameter is %s %s", path, p->names[i],
-                         tact_dtype_name(tact_dtype_of(t)), sa, tact_dtype_name(tact_dtype_of(want)), sb);
-                rc = tact_dtype_of(t) != tact_dtype_of(want) ? TACT_EDTYPE : TACT_ESHAPE;
-            }
+        ta_shape_t a = {tact_ndim(t), {0}}, b = {tact_ndim(want), {0}};
+        tact_shape(t, a.d);
+        tact_shape(want, b.d);
+        char text[700];
+        if ((rc = tact_status_of(t)) != TACT_OK || (rc = tact_status_of(want)) != TACT_OK) {
+            snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(tact_status_of(t) != TACT_OK ? t : want));
+        } else if (tact_dtype_of(t) != tact_dtype_of(want) || !ta_shape_equal(&a, &b)) {
+            char sa[200], sb[200];
+            ta_shape_format(&a, sa, sizeof sa);
+            ta_shape_format(&b, sb, sizeof sb);
+            snprintf(text, sizeof text, "load %s: \"%s\" is stored as %s %s; the parameter is %s %s", path, p->names[i],
+                     tact_dtype_name(tact_dtype_of(t)), sa, tact_dtype_name(tact_dtype_of(want)), sb);
+            rc = tact_dtype_of(t) != tact_dtype_of(want) ? TACT_EDTYPE : TACT_ESHAPE;
+        } else {
+            tact_tensor *r = tact_assign(want, t);
+            if ((rc = tact_status_of(r)) != TACT_OK) snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(r));
         }
-        tact_tensor *r = text[0] ? NULL : tact_status_of(t) == TACT_OK ? tact_assign(want, t) : t;
-        if (!text[0] && (rc = tact_status_of(r)) != TACT_OK)
-            snprintf(text, sizeof text, "load %s: %s: %s", path, p->names[i], tact_error_message(r));
-        if (text[0]) ta_ctx_set_error(ctx, text);
+        if (rc != TACT_OK) ta_ctx_set_error(ctx, text);
         tact_scope_end(ctx);
     }
     return rc == TACT_OK ? tact_realize(ctx, p->n, p->tensors) : rc;

@@ -7,11 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cc.h"
 #include "device.h"
 #include "pipeline.h"
-
-#include "cc.h"
-#include "mpread.h"
 
 /* The replay's device list as a context would list it ("CPU,CL:0"). */
 static int s_devices(const char *list, char *out, size_t size, ta_error_t *err) {
