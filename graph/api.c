@@ -148,6 +148,11 @@ void tact_ctx_clear_error(tact_ctx *h) {
     ti_ctx_leave(ctx);
 }
 
+int tact_ctx_device_stats(tact_ctx *h, const char *device, tact_device_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    S_CTX_INT(h, ti_ctx_device_stats(c_, device, out));
+}
+
 void tact_ctx_stats(const tact_ctx *h, tact_stats *out) {
     int stale, busy;
     ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
@@ -651,6 +656,15 @@ void ta_ctx_set_error(tact_ctx *h, const char *text) {
     if (!ctx) return;
     ti_ctx_set_error(ctx, text);
     ti_ctx_leave(ctx);
+}
+
+tact_tensor *ta_place_like(tact_tensor *hv, tact_tensor *hlike) {
+    tact_tensor *hs[2] = {hv, hlike};
+    S_TENSORS(2, hs, ti_place_like(xs[0], xs[1]));
+}
+
+tact_tensor *ta_from_data_like(tact_tensor *hlike, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    S_TENSORS(1, &hlike, ti_from_data_like(xs[0], dtype, ndim, shape, data));
 }
 
 tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text) {

@@ -58,6 +58,7 @@ struct ti_ctx {
     size_t nfailed, failed_cap;
     char error[512];
     tact_stats stats;
+    tact_device_stats device_stats[TA_MAX_DEVICES]; /* per device, since the context opened */
     /* The random numbers' key and counter (client_random.c): a new
      * context is as after tact_manual_seed(0) (the reference's default seed
      * is the time: runs must repeat). */
@@ -602,6 +603,19 @@ void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out) {
         if (ctx->compilers[i]) out->compiles += ta_actor_stat(ctx->compilers[i], TA_STAT_JOBS);
 }
 
+int ti_ctx_device_stats(ti_ctx_t *ctx, const char *device, tact_device_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    ta_error_t err;
+    int at = !device ? ta_error_set(&err, TACT_EINVAL, "device_stats: device is NULL") : tc_device_index(ctx, device, &err);
+    if (at >= 0 && !out) at = ta_error_set(&err, TACT_EINVAL, "device_stats: out is NULL");
+    if (at < 0) {
+        snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+        return err.code;
+    }
+    *out = ctx->device_stats[at];
+    return TACT_OK;
+}
+
 /* ----------------------------------------------------------------- scopes */
 
 int ti_scope_begin(ti_ctx_t *ctx) {
@@ -745,6 +759,10 @@ ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v) { return s_weak(ctx, TA_SCALAR
 
 
 ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    return tc_from_data_at(ctx, 0, dtype, ndim, shape, data);
+}
+
+ti_tensor_t *tc_from_data_at(ti_ctx_t *ctx, int at, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
     if (!ctx) return &s_null_arg;
     ta_shape_t s;
     ti_tensor_t *bad = tc_check_new(ctx, "from_data", dtype, ndim, shape, &s);
@@ -754,7 +772,9 @@ ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64
     /* EMPTY with argument 1: its bytes follow in a WRITE, which the graph
      * builder passes to the executor. */
     int64_t data_follows = 1;
-    ti_tensor_t *t = tc_emit(tc_new(ctx, dtype, &s), TA_OP_EMPTY, 0, NULL, 1, &data_follows);
+    ti_tensor_t *t = tc_new(ctx, dtype, &s);
+    if (!t->status) t->device = at;
+    t = tc_emit(t, TA_OP_EMPTY, 0, NULL, 1, &data_follows);
     if (t->status) return t;
     ta_error_t err;
     int rc = s_flush(ctx, &err);
@@ -944,6 +964,8 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
                 sum.unplanned_bytes += reply.as.done.unplanned;
                 sum.device_bytes += reply.as.done.device_bytes;
                 sum.kernels += reply.as.done.kernels;
+                ctx->device_stats[d].kernels += reply.as.done.kernels;
+                ctx->device_stats[d].realizes += reply.as.done.kernels > 0;
             }
             if (r != TACT_OK && rc == TACT_OK) rc = r, err = e;
             ta_msg_release(&reply);

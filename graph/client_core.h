@@ -107,13 +107,23 @@ ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_te
 const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx);
 int tc_device_index(const ti_ctx_t *ctx, const char *name, ta_error_t *err);
 ti_tensor_t *tc_to_index(ti_tensor_t *x, int at);
+/* from_data's tensor on device at (an index of the context's devices). */
+ti_tensor_t *tc_from_data_at(ti_ctx_t *ctx, int at, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* data (dtype, shape) on like's device, or copied whole to each of its
+ * devices when like is sharded: written to each, never copied from the
+ * first. */
+ti_tensor_t *tc_from_data_like(ti_tensor_t *like, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* arange's values where like is (the constants an op makes for itself). */
+ti_tensor_t *tc_arange_like(ti_tensor_t *like, double start, double stop, double step, int dtype);
 /* Sharded tensors (client_multi.c): an op with a sharded source, applied
  * part by part; x gathered onto device at; the multi part's name, parts,
  * keeping and freeing. */
 ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad);
 ti_tensor_t *tc_gather(ti_tensor_t *x, int at);
-/* v (made on the first device: random numbers, data) where like is: on
- * its device, or sharded as it is. */
+/* v (made on the first device: random numbers, data, an optimizer's
+ * state) where like is: on its device, or sharded as it is; v itself when
+ * it is there already (constants alone stay deviceless next to a tensor
+ * of constants). */
 ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like);
 const char *tc_multi_name(const ti_tensor_t *t);
 ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i);

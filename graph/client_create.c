@@ -50,8 +50,8 @@ ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *s
     return ti_full(ctx, dtype, ndim, shape, 1);
 }
 
-ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, int dtype) {
-    if (!ctx) return ti_null_arg();
+/* arange's values on the first device (like NULL) or where like is. */
+static ti_tensor_t *s_arange(ti_ctx_t *ctx, ti_tensor_t *like, double start, double stop, double step, int dtype) {
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))
         return tc_error(ctx, TACT_EINVAL, "arange(%g, %g, %g): step must be non-zero and all finite", start, stop, step);
     if (dtype < 0) {
@@ -66,9 +66,17 @@ ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, in
     uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
     if (!buf) return tc_error(ctx, TACT_ENOMEM, "arange: out of memory for %" PRId64 " elements", n);
     for (int64_t i = 0; i < n; i++) ta_value_store((tact_dtype)dtype, buf + i * es, ta_value_from_double((tact_dtype)dtype, start + (double)i * step));
-    ti_tensor_t *t = ti_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
+    ti_tensor_t *t = like ? tc_from_data_like(like, (tact_dtype)dtype, 1, &n, buf) : ti_from_data(ctx, (tact_dtype)dtype, 1, &n, buf);
     ta_free(buf);
     return t;
+}
+
+ti_tensor_t *ti_arange(ti_ctx_t *ctx, double start, double stop, double step, int dtype) {
+    return ctx ? s_arange(ctx, NULL, start, stop, step, dtype) : ti_null_arg();
+}
+
+ti_tensor_t *tc_arange_like(ti_tensor_t *like, double start, double stop, double step, int dtype) {
+    return like->status ? like : s_arange(like->ctx, like, start, stop, step, dtype);
 }
 
 ti_tensor_t *ti_eye(ti_ctx_t *ctx, int64_t n, tact_dtype dtype) {

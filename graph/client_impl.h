@@ -43,6 +43,7 @@ const char *ti_ctx_error(const ti_ctx_t *ctx);
 ta_port_t *ti_ctx_port(ti_ctx_t *ctx);
 int ti_ctx_timeout_ms(const ti_ctx_t *ctx);
 void ti_ctx_stats(const ti_ctx_t *ctx, tact_stats *out);
+int ti_ctx_device_stats(ti_ctx_t *ctx, const char *device, tact_device_stats *out);
 int ti_scope_begin(ti_ctx_t *ctx);
 int ti_scope_end(ti_ctx_t *ctx);
 ti_tensor_t *ti_keep(ti_tensor_t *t);
@@ -254,6 +255,13 @@ int ti_wait(ti_ctx_t *ctx);
 void ta_ctx_set_error(tact_ctx *h, const char *text);
 /* An error tensor of a context with code and text (the layers' own errors). */
 tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text);
+/* For the optimizers' state: v where like is (on its device, or sharded as
+ * it is; v itself when it is there already), and data (a new tensor) on
+ * like's device or on each of its devices.  Error tensors as the API's. */
+tact_tensor *ta_place_like(tact_tensor *v, tact_tensor *like);
+tact_tensor *ta_from_data_like(tact_tensor *like, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+ti_tensor_t *ti_place_like(ti_tensor_t *v, ti_tensor_t *like);
+ti_tensor_t *ti_from_data_like(ti_tensor_t *like, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
 int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_realize(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors);
 int ti_read(ti_tensor_t *t, void *buf, size_t bytes);

@@ -200,7 +200,7 @@ ti_tensor_t *ti_getitem(ti_tensor_t *x, int n, const ti_index_t *idx) {
         t = ti_expand(ti_reshape(t, tn + rn - first, ts), q, pre);
         ar[0] = rs[d];
         for (int k = 1; k < rn - d; k++) ar[k] = 1;
-        ti_tensor_t *a = ti_reshape(ti_arange(ctx, 0, (double)rs[d], 1, TACT_INT32), rn - d, ar);
+        ti_tensor_t *a = ti_reshape(tc_arange_like(t, 0, (double)rs[d], 1, TACT_INT32), rn - d, ar);
         ti_tensor_t *m1 = ti_eq(t, a);
         mask = mask ? ti_mul(mask, m1) : m1;
     }

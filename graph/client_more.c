@@ -37,7 +37,7 @@ ti_tensor_t *ti_argmax(ti_tensor_t *x, int axis, int all, int keepdim) {
     ti_tensor_t *m = ti_eq(x, ti_max(x, 1, &a, 1));
     sh[0] = len;
     for (int k = 1; k < nd - a; k++) sh[k] = 1;
-    ti_tensor_t *desc = ti_reshape(ti_arange(ti_tensor_ctx(x), (double)len - 1, -1, -1, TACT_INT32), nd - a, sh);
+    ti_tensor_t *desc = ti_reshape(tc_arange_like(x, (double)len - 1, -1, -1, TACT_INT32), nd - a, sh);
     ti_tensor_t *idx = ti_mul(m, desc);
     return ti_cast(ti_sub(ti_sub(s_int(x, len), ti_max(idx, 1, &a, keepdim)), s_int(x, 1)), TACT_INT32);
 }
@@ -108,9 +108,8 @@ ti_tensor_t *ti_cumsum(ti_tensor_t *x, int axis) {
 
 /* A bool (r, c) mask: true where column - row >= diagonal. */
 static ti_tensor_t *s_tri(ti_tensor_t *x, int64_t r, int64_t c, int64_t diagonal) {
-    ti_ctx_t *ctx = ti_tensor_ctx(x);
-    ti_tensor_t *rows = ti_reshape(ti_arange(ctx, 0, (double)r, 1, TACT_INT32), 2, (int64_t[]){r, 1});
-    ti_tensor_t *cols = ti_reshape(ti_arange(ctx, 0, (double)c, 1, TACT_INT32), 2, (int64_t[]){1, c});
+    ti_tensor_t *rows = ti_reshape(tc_arange_like(x, 0, (double)r, 1, TACT_INT32), 2, (int64_t[]){r, 1});
+    ti_tensor_t *cols = ti_reshape(tc_arange_like(x, 0, (double)c, 1, TACT_INT32), 2, (int64_t[]){1, c});
     return ti_ge(ti_sub(cols, rows), s_int(x, diagonal));
 }
 
@@ -268,7 +267,7 @@ ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int alig
         int64_t out = size[n + i];
         if (out < 1) return tc_fail(x, TACT_EINVAL, "interpolate: size %lld", (long long)out);
         double scale = (double)(sh[d] - align_corners) / (double)(out - align_corners);
-        ti_tensor_t *arr = ti_arange(ctx, 0, (double)out, 1, TACT_FLOAT32);
+        ti_tensor_t *arr = tc_arange_like(x, 0, (double)out, 1, TACT_FLOAT32);
         ti_tensor_t *index = align_corners ? ti_mul(ti_scalar(ctx, scale), arr) : ti_sub(ti_mul(ti_scalar(ctx, scale), ti_add(arr, ti_scalar(ctx, 0.5))), ti_scalar(ctx, 0.5));
         index = ti_clip(index, 0, (double)(sh[d] - 1));
         int64_t rs[TA_MAX_DIMS];

@@ -347,7 +347,7 @@ ti_tensor_t *ti_gather(ti_tensor_t *x, int dim, ti_tensor_t *index) {
         r[k][0] = 0, r[k][1] = k == d ? xs[k] : is[k];
     }
     ti_tensor_t *xp = ti_transpose(ti_unsqueeze(ti_shrink(x, r), -1), -1, d);
-    ti_tensor_t *ar = ti_arange(ti_tensor_ctx(x), 0, (double)xs[d], 1, TACT_INT32);
+    ti_tensor_t *ar = tc_arange_like(index, 0, (double)xs[d], 1, TACT_INT32);
     ti_tensor_t *hit = ti_logical_not(ti_cmpne(ti_unsqueeze(index, -1), ar));
     int last = -1;
     ti_tensor_t *prod = ti_mul(hit, xp);

@@ -180,8 +180,44 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
 
 ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
     if (v->status || like->status) return v->status ? v : like;
-    if (like->multi) return ti_shard(v, like->multi->name, like->multi->axis < 0 ? TACT_REPLICATE : like->multi->axis);
-    return like->device >= 0 ? tc_to_index(v, like->device) : v;
+    if (v->multi && like->multi && tc_multi_alike(v, like)) return v;
+    if (like->multi) {
+        if (v->multi) v = tc_gather(v, tc_multi_first(v)->device);
+        return ti_shard(v, like->multi->name, like->multi->axis < 0 ? TACT_REPLICATE : like->multi->axis);
+    }
+    if (like->device < 0) return v->multi ? tc_gather(v, 0) : v;
+    return tc_to_index(v, like->device);
+}
+
+ti_tensor_t *tc_from_data_like(ti_tensor_t *like, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    ti_ctx_t *ctx = like->ctx;
+    if (!like->multi) return tc_from_data_at(ctx, tc_home(like), dtype, ndim, shape, data);
+    ti_multi_t *m = s_multi_new(ctx, like->multi, -1);
+    if (!m) return tc_error(ctx, TACT_ENOMEM, "out of memory");
+    ti_tensor_t *t = NULL;
+    for (int i = 0; i < m->n; i++) {
+        m->part[i] = tc_from_data_at(ctx, m->dev[i], dtype, ndim, shape, data);
+        if (m->part[i]->status) t = m->part[i];
+    }
+    if (!t) t = tc_new(ctx, dtype, &m->part[0]->shape);
+    if (t->status) {
+        ta_free(m);
+        return t;
+    }
+    t->multi = m;
+    return t;
+}
+
+ti_tensor_t *ti_place_like(ti_tensor_t *v, ti_tensor_t *like) {
+    ti_tensor_t *e = tc_any_error(2, (ti_tensor_t *[]){v, like});
+    return e ? e : tc_place_like(v, like);
+}
+
+ti_tensor_t *ti_from_data_like(ti_tensor_t *like, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
+    if (!like || like->status) return like ? like : ti_null_arg();
+    ta_shape_t s;
+    ti_tensor_t *bad = tc_check_new(like->ctx, "from_data", dtype, ndim, shape, &s);
+    return bad ? bad : tc_from_data_like(like, dtype, ndim, shape, data);
 }
 
 /* x (sharded) as one tensor on device at: its parts copied there and

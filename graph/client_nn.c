@@ -361,7 +361,7 @@ ti_tensor_t *ti_batchnorm(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias
 ti_tensor_t *ti_one_hot(ti_tensor_t *x, int64_t num_classes) {
     TC_CHECK(x);
     if (num_classes < 0) return tc_fail(x, TACT_EINVAL, "one_hot: %lld classes", (long long)num_classes);
-    ti_tensor_t *ar = ti_arange(ti_tensor_ctx(x), 0, (double)num_classes, 1, TACT_INT32);
+    ti_tensor_t *ar = tc_arange_like(x, 0, (double)num_classes, 1, TACT_INT32);
     ti_tensor_t *eq = ti_logical_not(ti_cmpne(ti_unsqueeze(x, -1), ar));
     return ti_where(eq, ti_scalar_int(ti_tensor_ctx(x), 1), ti_scalar_int(ti_tensor_ctx(x), 0));
 }
@@ -406,7 +406,7 @@ ti_tensor_t *ti_sparse_categorical_crossentropy(ti_tensor_t *x, ti_tensor_t *lab
     int64_t c = ti_dim(x, ti_ndim(x) - 1), n = ti_numel(labels), ysh[TA_MAX_DIMS];
     ti_tensor_t *lp = ti_log_softmax(x, -1);
     ti_tensor_t *mask = ti_cmpne(labels, ti_scalar_int(ti_tensor_ctx(x), ignore_index));
-    ti_tensor_t *counter = ti_expand(ti_unsqueeze(ti_arange(ti_tensor_ctx(x), 0, (double)c, 1, TACT_INT32), 0), 2, (int64_t[]){n, c});
+    ti_tensor_t *counter = ti_expand(ti_unsqueeze(tc_arange_like(labels, 0, (double)c, 1, TACT_INT32), 0), 2, (int64_t[]){n, c});
     ti_tensor_t *hit = ti_logical_not(ti_cmpne(counter, ti_reshape(ti_flatten(labels, 0, -1), 2, (int64_t[]){-1, 1})));
     int nl = ti_ndim(labels);
     ti_shape(labels, ysh);

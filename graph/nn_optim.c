@@ -31,18 +31,28 @@ void tact_optim_options_default(tact_optim_options *o, tact_optim_kind kind) {
 
 static tact_tensor *s_k(tact_ctx *ctx, double v) { return tact_scalar(ctx, v); }
 
-static tact_tensor *s_lr_tensor(tact_ctx *ctx, double lr) {
-    float v = (float)lr;
-    return tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &v));
+/* The optimizer's state lives where its parameters do, as the
+ * reference's: the learning rate and the bias corrections (one float32
+ * each) where the first parameter is (on its device, or on each of its
+ * devices), and each parameter's moments where that parameter is (sharded
+ * as it is).  Made where they are needed, they need no copies. */
+static tact_tensor *s_one_float(tact_ctx *ctx, tact_tensor *home, double value) {
+    float v = (float)value;
+    int64_t one = 1;
+    return tact_contiguous(home ? ta_from_data_like(home, TACT_FLOAT32, 1, &one, &v) : tact_from_data(ctx, TACT_FLOAT32, 1, &one, &v));
 }
 
 /* A state tensor of zeros shaped like p (float32 for Adam's moments, p's
- * dtype for SGD's buffers), with a buffer of its own. */
+ * dtype for SGD's buffers), with a buffer of its own where p is. */
 static tact_tensor *s_zeros_like(tact_tensor *p, tact_dtype dt) {
     int64_t shape[16];
     tact_shape(p, shape);
-    return tact_keep(tact_contiguous(tact_zeros(tact_tensor_ctx(p), dt, tact_ndim(p), shape)));
+    return tact_keep(tact_contiguous(ta_place_like(tact_zeros(tact_tensor_ctx(p), dt, tact_ndim(p), shape), p)));
 }
+
+/* One of the shared state tensors as a parameter sees it: itself, or a
+ * copy where the parameter is when it lives elsewhere than the first. */
+static tact_tensor *s_at(tact_tensor *state, tact_tensor *param) { return ta_place_like(state, param); }
 
 int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *opts, int n, tact_tensor *const *params) {
     if (!out) return TACT_EINVAL;
@@ -79,11 +89,11 @@ int tact_optim_new(tact_optim **out, tact_ctx *ctx, const tact_optim_options *op
         p->buffer[i] = tact_requires_grad(params[i]) == 0;
     }
     int adam = o.kind != TACT_OPTIM_SGD;
-    p->lr = tact_keep(s_lr_tensor(ctx, o.lr));
+    tact_tensor *home = n ? params[0] : NULL;
+    p->lr = tact_keep(s_one_float(ctx, home, o.lr));
     if (adam) {
-        float one = 1;
-        p->b1_t = tact_keep(tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &one)));
-        p->b2_t = tact_keep(tact_contiguous(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &one)));
+        p->b1_t = tact_keep(s_one_float(ctx, home, 1));
+        p->b2_t = tact_keep(s_one_float(ctx, home, 1));
     }
     for (int i = 0; i < n; i++) {
         if (p->buffer[i]) continue;
@@ -123,7 +133,7 @@ static tact_tensor *s_sgd(tact_optim *p, int i, tact_tensor *t, tact_tensor *g) 
         tact_assign(p->m[i], tact_add(tact_mul(s_k(ctx, p->o.momentum), p->m[i]), g));
         g = p->o.nesterov ? tact_add(g, tact_mul(s_k(ctx, p->o.momentum), p->m[i])) : p->m[i];
     }
-    return tact_mul(g, p->lr);
+    return tact_mul(g, s_at(p->lr, t));
 }
 
 /* The reference's LAMB with adam on (r = 1): Adam, and AdamW with weight decay. */
@@ -132,11 +142,11 @@ static tact_tensor *s_adam(tact_optim *p, int i, tact_tensor *t, tact_tensor *g)
     const tact_optim_options *o = &p->o;
     tact_assign(p->m[i], tact_add(tact_mul(s_k(ctx, o->b1), p->m[i]), tact_mul(s_k(ctx, 1.0 - o->b1), g)));
     tact_assign(p->v[i], tact_add(tact_mul(s_k(ctx, o->b2), p->v[i]), tact_mul(s_k(ctx, 1.0 - o->b2), tact_mul(g, g))));
-    tact_tensor *m_hat = tact_div(p->m[i], tact_sub(s_k(ctx, 1.0), p->b1_t));
-    tact_tensor *v_hat = tact_div(p->v[i], tact_sub(s_k(ctx, 1.0), p->b2_t));
+    tact_tensor *m_hat = tact_div(p->m[i], tact_sub(s_k(ctx, 1.0), s_at(p->b1_t, t)));
+    tact_tensor *v_hat = tact_div(p->v[i], tact_sub(s_k(ctx, 1.0), s_at(p->b2_t, t)));
     tact_tensor *up = tact_div(m_hat, tact_add(tact_sqrt(v_hat), s_k(ctx, o->eps)));
     if (o->weight_decay) up = tact_add(up, tact_mul(s_k(ctx, o->weight_decay), t));
-    return tact_mul(p->lr, up);
+    return tact_mul(s_at(p->lr, t), up);
 }
 
 int tact_optim_step(tact_optim *p) { return tact_optim_step_with(p, 0, NULL); }
@@ -216,7 +226,7 @@ int tact_optim_set_lr(tact_optim *p, double lr) {
     if (rc0 != TACT_OK) return rc0;
     p->o.lr = lr;
     float v = (float)lr;
-    tact_assign(p->lr, tact_from_data(p->ctx, TACT_FLOAT32, 1, (int64_t[]){1}, &v));
+    tact_assign(p->lr, ta_from_data_like(p->lr, TACT_FLOAT32, 1, (int64_t[]){1}, &v));
     int rc = tact_realize(p->ctx, 1, &p->lr);
     tact_scope_end(p->ctx);
     return rc;

@@ -24,6 +24,7 @@ typedef struct {
 
 typedef struct {
     const char *model, *out, *log, *data;
+    const char *devices; /* NULL: the context's default (TACT_DEVICE, else CPU) */
     int epochs, batch, threads, steps;
     double lr;
     uint64_t seed;
@@ -35,6 +36,7 @@ typedef struct {
     tact_layer l[6];
     int nl;
     tact_params params;
+    const char *devices; /* data-parallel over these (comma-separated), or NULL: one device */
 } h_model_t;
 
 /* ------------------------------------------------------------------ data */
@@ -98,7 +100,42 @@ static void s_batch(const h_data_t *d, const int64_t *idx, int b, float *x, int3
 
 /* --------------------------------------------------------------- model */
 
-static int s_model(tact_ctx *ctx, int cnn, h_model_t *m) {
+/* The number of devices in a list ("CPU,CPU:1": 2). */
+static int s_count(const char *devices) {
+    int n = 1;
+    for (const char *c = devices; c && *c; c++) n += *c == ',';
+    return n;
+}
+
+/* The model's tensors replicated on every device of devices (data
+ * parallel: each device computes its share of the batch with its own
+ * copy; the optimizer updates every copy alike). */
+static int s_replicate(tact_ctx *ctx, h_model_t *m, const char *devices) {
+    for (int i = 0; i < m->nl; i++) {
+        tact_tensor **ts[4] = {&m->l[i].weight, &m->l[i].bias, &m->l[i].running_mean, &m->l[i].running_var};
+        for (int k = 0; k < 4; k++) {
+            if (!*ts[k]) continue;
+            /* A new leaf: each copy gets its own gradient, summed over the devices. */
+            tact_tensor *r = tact_keep(tact_shard(tact_detach(*ts[k]), devices, TACT_REPLICATE));
+            if (tact_requires_grad(*ts[k]) == 1) r = tact_set_requires_grad(r, 1);
+            if (tact_status_of(r) != TACT_OK) {
+                fprintf(stderr, "tact train: cannot replicate the model on %s: %s\n", devices, tact_error_message(r));
+                return 1;
+            }
+            *ts[k] = r;
+        }
+    }
+    /* The list again, now of the replicated tensors. */
+    tact_params_free(&m->params);
+    const char *names[6] = {"conv1", "bn1", "conv2", "bn2", "fc"};
+    int rc = 0;
+    for (int i = 0; !rc && i < m->nl; i++) rc = tact_layer_params(&m->l[i], m->cnn ? names[i] : i ? "l2" : "l1", &m->params);
+    if (rc) fprintf(stderr, "tact train: %s\n", tact_ctx_error(ctx));
+    m->devices = devices;
+    return rc;
+}
+
+static int s_model(tact_ctx *ctx, int cnn, const char *devices, h_model_t *m) {
     memset(m, 0, sizeof *m);
     m->cnn = cnn;
     int rc;
@@ -123,6 +160,7 @@ static int s_model(tact_ctx *ctx, int cnn, h_model_t *m) {
         for (int i = 0; !rc && i < 5; i++) rc = tact_layer_params(&m->l[i], names[i], &m->params);
     }
     if (rc) fprintf(stderr, "tact train: cannot make the model: %s\n", tact_ctx_error(ctx));
+    if (!rc && s_count(devices) > 1) rc = s_replicate(ctx, m, devices);
     return rc;
 }
 
@@ -135,8 +173,17 @@ static tact_tensor *s_forward(const h_model_t *m, tact_tensor *x, int training) 
     return tact_layer_forward(&m->l[4], tact_flatten(x, 1, -1), training);
 }
 
-static tact_tensor *s_input(tact_ctx *ctx, int cnn, int b, const float *x) {
-    return cnn ? tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){b, 1, 28, 28}, x) : tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){b, PIXELS}, x);
+/* A batch of b images (or their labels) for the model: split along the
+ * batch over its devices when it has several. */
+static tact_tensor *s_split(const h_model_t *m, tact_tensor *t) { return m->devices ? tact_shard(t, m->devices, 0) : t; }
+
+static tact_tensor *s_input(tact_ctx *ctx, const h_model_t *m, int b, const float *x) {
+    return s_split(m, m->cnn ? tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){b, 1, 28, 28}, x)
+                             : tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){b, PIXELS}, x));
+}
+
+static tact_tensor *s_labels(tact_ctx *ctx, const h_model_t *m, int b, const int32_t *y) {
+    return s_split(m, tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){b}, y));
 }
 
 /* Correct predictions among the b rows of logits, as a tensor. */
@@ -156,8 +203,7 @@ static int s_evaluate(tact_ctx *ctx, const h_model_t *m, const h_data_t *test, d
         s_batch(test, idx, b, x, y);
         tact_scope_begin(ctx);
         double c = 0;
-        tact_tensor *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){b}, y);
-        rc = tact_item(s_correct(s_forward(m, s_input(ctx, m->cnn, b, x), 0), labels), &c);
+        rc = tact_item(s_correct(s_forward(m, s_input(ctx, m, b, x), 0), s_labels(ctx, m, b, y)), &c);
         tact_scope_end(ctx);
         right += (int64_t)c;
     }
@@ -216,6 +262,7 @@ static int s_train(const h_opts_t *o) {
     tact_options_default(&opts);
     opts.cpu_threads = o->threads;
     opts.log_path = o->log;
+    opts.devices = o->devices;
     tact_ctx *ctx;
     if (tact_ctx_open(&ctx, &opts) != TACT_OK) {
         fprintf(stderr, "tact train: %s\n", tact_last_open_error());
@@ -238,7 +285,7 @@ static int s_train(const h_opts_t *o) {
            o->model, train.n, test.n, o->epochs, o->epochs == 1 ? "" : "s", o->batch, o->lr, o->seed, o->threads,
            o->threads == 1 ? "" : "s");
     tact_manual_seed(ctx, o->seed);
-    if (s_model(ctx, cnn, &m)) goto done;
+    if (s_model(ctx, cnn, o->devices, &m)) goto done;
     tact_optim_options oo;
     tact_optim_options_default(&oo, TACT_OPTIM_ADAM);
     oo.lr = o->lr;
@@ -267,7 +314,7 @@ static int s_train(const h_opts_t *o) {
             }
             double lv = 0, cv = 0;
             tact_scope_begin(ctx);
-            int r = s_step(ctx, &m, opt, s_input(ctx, m.cnn, o->batch, x), tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){o->batch}, y), &lv, &cv);
+            int r = s_step(ctx, &m, opt, s_input(ctx, &m, o->batch, x), s_labels(ctx, &m, o->batch, y), &lv, &cv);
             tact_scope_end(ctx);
             if (r != TACT_OK) {
                 fprintf(stderr, "\ntact train: step %" PRId64 ": %s\n", done_steps, tact_ctx_error(ctx));
@@ -285,8 +332,9 @@ static int s_train(const h_opts_t *o) {
     }
     double train_s = h_now() - t_start, acc = 0;
     if (s_evaluate(ctx, &m, &test, &acc) != TACT_OK) goto done;
-    printf("test accuracy %.2f%% (%" PRId64 " images); %" PRId64 " steps in %.1f s (first step %.2f s, with compilation), %.1f s in all\n", 100 * acc,
-           test.n, done_steps, train_s, t_first, h_now() - t0);
+    int nd = s_count(o->devices);
+    printf("test accuracy %.2f%% (%" PRId64 " images); %" PRId64 " steps in %.1f s (first step %.2f s, with compilation), %.1f s in all; %d device%s (%s)\n",
+           100 * acc, test.n, done_steps, train_s, t_first, h_now() - t0, nd, nd == 1 ? "" : "s", o->devices ? o->devices : "the default");
     if (o->out) {
         if (tact_save_safetensors(ctx, o->out, m.params.n, (const char *const *)m.params.names, m.params.tensors) != TACT_OK) {
             fprintf(stderr, "tact train: cannot save %s: %s\n", o->out, tact_ctx_error(ctx));
@@ -312,6 +360,7 @@ static int s_eval(const char *path, const h_opts_t *o) {
     tact_options opts;
     tact_options_default(&opts);
     opts.cpu_threads = o->threads;
+    opts.devices = o->devices;
     tact_ctx *ctx;
     if (tact_ctx_open(&ctx, &opts) != TACT_OK) {
         fprintf(stderr, "tact eval: %s\n", tact_last_open_error());
@@ -330,11 +379,12 @@ static int s_eval(const char *path, const h_opts_t *o) {
         fprintf(stderr, "tact eval: %s\n", tact_error_message(mlp));
         goto done;
     }
-    if (s_load_set(ctx, o->data, 0, &test) || s_model(ctx, cnn, &m)) goto done;
+    if (s_load_set(ctx, o->data, 0, &test) || s_model(ctx, cnn, NULL, &m)) goto done;
     if (tact_params_load(ctx, path, &m.params) != TACT_OK) {
         fprintf(stderr, "tact eval: %s (a %s model)\n", tact_ctx_error(ctx), cnn ? "cnn" : "mlp");
         goto done;
     }
+    if (s_count(o->devices) > 1 && s_replicate(ctx, &m, o->devices)) goto done;
     double acc = 0;
     if (s_evaluate(ctx, &m, &test, &acc) != TACT_OK) goto done;
     printf("%s (%s): test accuracy %.2f%% (%" PRId64 " images)\n", path, cnn ? "cnn" : "mlp", 100 * acc, test.n);
@@ -348,15 +398,16 @@ done:
 
 void h_train_usage(FILE *f) {
     fprintf(f, "usage: tact train [--model mlp|cnn] [--epochs N] [--steps N] [--batch N] [--lr X] [--threads N] [--seed N]\n"
-               "                  [--out FILE.safetensors] [--log FILE] [--data DIR]\n"
-               "       tact eval MODEL.safetensors [--threads N] [--data DIR]\n"
+               "                  [--devices LIST] [--out FILE.safetensors] [--log FILE] [--data DIR]\n"
+               "       tact eval MODEL.safetensors [--threads N] [--devices LIST] [--data DIR]\n"
+               "--devices CPU,CPU:1 trains data-parallel: the model replicated on each device, every batch split over them\n"
                "defaults: cnn, 3 epochs, batch 128, lr 0.002 (cosine), all cores, seed 42, data in " DATA_DIR "\n"
                "ranges: --epochs 1..999, --steps 1 or more (stop early), --batch 1..4096, --lr above 0, --threads 0 (one per core)\n"
                "        to 8 per core (at least 64), --seed 0 or more\n");
 }
 
 static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
-    *o = (h_opts_t){"cnn", NULL, NULL, DATA_DIR, 3, 128, 0, 0, 0.002, 42};
+    *o = (h_opts_t){"cnn", NULL, NULL, DATA_DIR, NULL, 3, 128, 0, 0, 0.002, 42};
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -385,6 +436,7 @@ static int s_parse(int argc, char **argv, h_opts_t *o, const char **file) {
         else if (!strcmp(a, "--out")) o->out = v;
         else if (!strcmp(a, "--log")) o->log = v;
         else if (!strcmp(a, "--data")) o->data = v;
+        else if (!strcmp(a, "--devices") && *v) o->devices = v; /* the context checks the list */
         else {
             fprintf(stderr, "tact: bad option %s %s\n", a, v);
             h_train_usage(stderr);
@@ -436,12 +488,12 @@ static double s_bench_model(int cnn, int steps, int threads, double *first) {
     tact_optim_options_default(&oo, TACT_OPTIM_ADAM);
     oo.lr = 0.002;
     tact_manual_seed(ctx, 1);
-    if (!x || s_model(ctx, cnn, &m) || tact_optim_new(&opt, ctx, &oo, m.params.n, m.params.tensors) != TACT_OK) goto done;
+    if (!x || s_model(ctx, cnn, NULL, &m) || tact_optim_new(&opt, ctx, &oo, m.params.n, m.params.tensors) != TACT_OK) goto done;
     /* The model exists before the first step, as PyTorch's does when the
      * peer starts its clock: its parameters are drawn here, untimed. */
     if (tact_realize(ctx, (int)m.params.n, m.params.tensors) != TACT_OK) goto done;
     /* One batch for every step, as the peer's. */
-    tact_tensor *in = s_input(ctx, cnn, B, x), *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){B}, y);
+    tact_tensor *in = s_input(ctx, &m, B, x), *labels = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){B}, y);
     /* 3 warm-up steps, then the best of 3 windows of `steps` (the box is
      * shared: the best window is the machine's speed; the peer is timed the
      * same way). */

@@ -266,6 +266,16 @@ typedef struct tact_stats {
     uint64_t compiles;
 } tact_stats;
 void tact_ctx_stats(const tact_ctx *ctx, tact_stats *out);
+/* What one of the context's devices ("CPU:1") did since the context
+ * opened: the kernels its executor ran (copies into it included) and the
+ * realizes it ran any for.  Returns TACT_OK, or TACT_EDEVICE for a device
+ * the context does not have, TACT_EINVAL for a NULL argument (*out is
+ * zeroed; the text in tact_ctx_error). */
+typedef struct tact_device_stats {
+    uint64_t kernels;
+    uint64_t realizes;
+} tact_device_stats;
+int tact_ctx_device_stats(tact_ctx *ctx, const char *device, tact_device_stats *out);
 
 /* ================================================================== scopes */
 
@@ -861,11 +871,17 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
  * an unset one is set to 1, as the reference does) and its state: the
  * learning rate as a one-element tensor, Adam's moments and bias
  * corrections, SGD's momentum buffers, all tensors of the scope open when
- * the optimizer was made (make it where the parameters live).  A step
- * assigns every update and realizes them all in one call; its kernels
- * depend on nothing that changes between steps (the learning rate and the
- * bias corrections are tensors), so after the first step nothing is
- * compiled again.
+ * the optimizer was made (make it where the parameters live).  The state
+ * lives on the parameters' devices: each parameter's moments where it is
+ * (sharded as it is), the learning rate and bias corrections where the
+ * first parameter is.  Data-parallel training is parameters replicated
+ * with tact_shard(p, devices, TACT_REPLICATE) (a new leaf: detach it first,
+ * or set requires_grad on the result) and a batch split along axis 0; each
+ * replicated parameter's gradient is its copies' summed, so every copy
+ * takes the same update.  A step assigns every update and realizes them
+ * all in one call; its kernels depend on nothing that changes between
+ * steps (the learning rate and the bias corrections are tensors), so after
+ * the first step nothing is compiled again.
  */
 typedef enum { TACT_OPTIM_SGD, TACT_OPTIM_ADAM, TACT_OPTIM_ADAMW } tact_optim_kind;
 typedef struct tact_optim_options {

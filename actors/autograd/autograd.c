@@ -49,6 +49,10 @@ typedef struct {
     int target;    /* the gradient is wanted */
     int dev;       /* its device (NODE.device): its gradient is computed there */
     a_val_t g;     /* the gradient so far (id 0: none) */
+    /* When g is only a zero pad of another value (a shrink's gradient)
+     * along padded_axes (a bit per axis): that value. */
+    a_val_t unpadded;
+    uint32_t padded_axes;
 } a_node_t;
 
 typedef struct {
@@ -164,6 +168,7 @@ static void s_give(a_state_t *a, uint64_t s, a_val_t c) {
         return;
     }
     d->g = d->g.id ? s_add(a, d->g, c) : c;
+    d->padded_axes = 0;
 }
 
 static a_val_t s_src(a_state_t *a, const a_node_t *n, int i) {
@@ -269,17 +274,30 @@ static void s_rule(a_state_t *a, const a_node_t *n) {
         uint32_t mask = 0;
         for (int k = 0; k < x.sh.ndim; k++)
             if (x.sh.d[k] != out.sh.d[k]) mask |= 1u << k;
-        s_give(a, n->src[0], s_sum(a, g, mask));
+        /* A sum over every padded axis of a zero pad is the sum of what
+         * was padded: a shrink of an expand (each device's part of a
+         * replicated tensor that met a split one) sums only that part,
+         * not its zeros too. */
+        int unpad = n->padded_axes && (n->padded_axes & ~mask) == 0;
+        s_give(a, n->src[0], s_sum(a, unpad ? n->unpadded : g, mask));
         break;
     }
     case TA_OP_PAD:
         for (int k = 0; k < x.sh.ndim; k++) args[2 * k] = n->args[2 * k], args[2 * k + 1] = n->args[2 * k] + x.sh.d[k];
         s_give(a, n->src[0], s_emit(a, TA_OP_SHRINK, g.dt, &x.sh, 1, &g, 2 * x.sh.ndim, args));
         break;
-    case TA_OP_SHRINK:
-        for (int k = 0; k < x.sh.ndim; k++) args[2 * k] = n->args[2 * k], args[2 * k + 1] = x.sh.d[k] - n->args[2 * k + 1];
+    case TA_OP_SHRINK: {
+        uint32_t padded = 0;
+        for (int k = 0; k < x.sh.ndim; k++) {
+            args[2 * k] = n->args[2 * k], args[2 * k + 1] = x.sh.d[k] - n->args[2 * k + 1];
+            if (args[2 * k] || args[2 * k + 1]) padded |= 1u << k;
+        }
+        uint64_t i = 0;
+        int first = ta_map_get(&a->pos, n->src[0], &i) && !a->nodes[i].g.id;
         s_give(a, n->src[0], s_emit(a, TA_OP_PAD, g.dt, &x.sh, 1, &g, 2 * x.sh.ndim, args));
+        if (first && !a->rc && a->nodes[i].g.id) a->nodes[i].unpadded = g, a->nodes[i].padded_axes = padded;
         break;
+    }
     case TA_OP_STRIDE: s_give(a, n->src[0], s_stride_back(a, n, g, x)); break;
     case TA_OP_CONTIGUOUS: s_give(a, n->src[0], g); break;
     case TA_OP_COPY: { /* the gradient goes back to the source's device */

@@ -57,6 +57,7 @@ typedef struct {
     int device;   /* NODE.device: where its buffer is, or its kernel runs */
     int target;   /* the base of a target of this realize */
     int konst;    /* its value comes from constants alone (no buffer under it) */
+    int konst_copy; /* a COPY of constants, computing them where it is (see s_decode) */
 } s_node_t;
 
 /* Kernel `kernel` computed a node inline in its build number gen. */
@@ -229,6 +230,13 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
             d->konst = 1;
             for (int j = 0; j < d->nsrc; j++) d->konst &= g->nodes[d->src[j]].konst;
         }
+        /* A copy of constants alone (the gradient engine's copy back of a
+         * gradient that is a constant, a realized constant moved) computes
+         * them where it is, as the client does for constants moved to a
+         * device: they have no device of their own, and any buffer they got
+         * is on whichever device read them first. */
+        d->konst_copy = d->op == TA_OP_COPY && !d->is_view && !d->has_buffer && g->nodes[d->src[0]].konst;
+        if (d->konst_copy) d->op = TA_OP_CONTIGUOUS, d->konst = 1;
 #undef S_NEED
     next:;
     }
@@ -424,7 +432,9 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
         return s_emit(k, n->base, &c, pre);
     }
     int64_t space = ta_vstack_numel(st);
-    int load = n->has_buffer || (n->rp && i != k->root) || n->op == TA_OP_EMPTY;
+    /* A copy of constants computes them all again (see s_decode). */
+    int again = n->konst && g->nodes[k->root].konst_copy;
+    int load = (!again && (n->has_buffer || (n->rp && i != k->root))) || n->op == TA_OP_EMPTY;
     /* (Constants alone are cheap to compute again, and have no device
      * until they have a buffer: never realized for this.) */
     if (!load && n->op != TA_OP_CONST && !n->konst && space > ta_shape_numel(&n->shape) && i != k->root)
@@ -792,9 +802,9 @@ static int s_place(s_graph_t *g, const int *roots, const size_t *lo, const int *
         for (size_t m = lo[p]; m < lo[p + 1] && root->op != TA_OP_COPY; m++) {
             int i = loads[m];
             if (s_is_load(g, i) && g->nodes[i].device != root->device)
-                return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on %s but reads node %llu, which is on %s",
+                return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on %s but reads node %llu (%s%s), which is on %s",
                                     (unsigned long long)g->ids[roots[p]], g->names[root->device], (unsigned long long)g->ids[i],
-                                    g->names[g->nodes[i].device]);
+                                    ta_op_name((ta_op_t)g->nodes[i].op), g->nodes[i].konst ? ", of constants only" : "", g->names[g->nodes[i].device]);
         }
     }
     return TACT_OK;
@@ -847,7 +857,8 @@ static int s_schedule_graph(s_graph_t *g, s_result_t *res, ta_ast_t *ast, s_kern
         if (s_result_add(&tmp, k) != 0 ||
             ta_grow((void **)&loads, &loads_cap, nloads + (size_t)k->nmemo + 1, sizeof *loads) != TACT_OK)
             rc = ta_error_set(&g->err, TACT_ENOMEM, "scheduler: out of memory");
-        for (int m = 0; rc == TACT_OK && m < k->nmemo; m++) loads[nloads++] = k->memo_node[m];
+        for (int m = 0; rc == TACT_OK && m < k->nmemo; m++)
+            if (!(g->nodes[i].konst_copy && g->nodes[k->memo_node[m]].konst)) loads[nloads++] = k->memo_node[m]; /* (computed again there) */
         lo[++q] = nloads;
     }
     if (rc == TACT_OK) rc = s_place(g, roots, lo, loads, built, nk);

@@ -1,4 +1,5 @@
 /* test_cli.c - the tact command as a user runs it: --help for every subcommand, paths that are not files, models of the wrong shape. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,4 +175,40 @@ Test(harness_cli, replay_takes_the_devices_from_the_user) {
     cr_assert(strstr(out, "replaying: devices 'CPU,CPU:1', cpu_threads 1") && strstr(out, "replay matches the recording"), "%s", out);
     unlink(path);
     free(path);
+}
+
+/* The test accuracy `tact train` or `tact eval` printed, in percent. */
+static double s_accuracy(const char *out) {
+    const char *at = strstr(out, "test accuracy ");
+    cr_assert(at, "no test accuracy in: %s", out);
+    return strtod(at + strlen("test accuracy "), NULL);
+}
+
+/* `tact train --devices CPU,CPU:1` trains data-parallel (the model on
+ * both, each batch split): the same accuracy as on one device, within
+ * 0.5%, its closing line naming the devices; the model it saves
+ * evaluates to that accuracy on one device and on both. */
+Test(harness_cli, train_over_two_devices_matches_one_device) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
+        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    char dir[] = "/tmp/tact-cli-XXXXXX", out[8192], cmd[600];
+    cr_assert(mkdtemp(dir));
+    cr_assert_eq(s_tact(out, sizeof out, "train --model mlp --steps 200 --threads 1"), 0, "%s", out);
+    double one = s_accuracy(out);
+    cr_assert(strstr(out, "; 1 device ("), "%s", out);
+    snprintf(cmd, sizeof cmd, "train --model mlp --steps 200 --threads 1 --devices CPU,CPU:1 --out %s/m.safetensors", dir);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    double two = s_accuracy(out);
+    cr_assert(strstr(out, "; 2 devices (CPU,CPU:1)"), "%s", out);
+    cr_assert(one > 70 && fabs(one - two) <= 0.5, "one device %.2f%%, two %.2f%%", one, two);
+    snprintf(cmd, sizeof cmd, "eval %s/m.safetensors --threads 1", dir);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert_eq(s_accuracy(out), two, "%s", out);
+    snprintf(cmd, sizeof cmd, "eval %s/m.safetensors --threads 1 --devices CPU,CPU:1", dir);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert_eq(s_accuracy(out), two, "%s", out);
+    cr_assert_neq(s_tact(out, sizeof out, "train --steps 1 --devices CPU,NOPE:3"), 0, "%s", out);
+    cr_assert(strstr(out, "NOPE"), "%s", out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
