@@ -79,12 +79,15 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
  * from these tables (actors/rec.c), so no stage packs or reads a payload by
  * hand.  Record field kinds: U64, I64, MP (one msgpack value, a kernel AST,
  * travelling in a bin: a decode skips it without parsing it, and the stage
- * that reads it checks it with the AST record, codegen/ast.c), U64S (an array of uints of any length, ta_u64s_t), U64A and I64A
+ * that reads it checks it with the AST record, codegen/ast.c), STR (printable ASCII of at most
+ * TA_REC_MAX_STR bytes, a ta_bytes_t view: names and identities, shown
+ * on terminals), U64S (an array of uints of any length, ta_u64s_t), U64A and I64A
  * (at most ARG values, held in the record as field[ARG] with their count in
  * n_field), RECS (a list of records of type ARG, ta_recs_t).  A record
  * travels as a msgpack array of its fields in order.
  */
 #define TA_REC_MAX_DIMS 16
+#define TA_REC_MAX_STR 256
 
 #define TA_REC_LIST(X) \
     X(VIEW, view)      /* one view of a view stack (graph/view.h) */         \
@@ -94,7 +97,9 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     X(AST, ast)        /* a kernel AST */                                    \
     X(KERNEL, kernel)  /* a scheduled kernel (KERNELS) */                    \
     X(STEP, step)      /* a plan step (PLAN) */                              \
-    X(JOB, job)        /* a kernel to build (COMPILE) */
+    X(JOB, job)        /* a kernel to build (COMPILE) */                     \
+    X(TARGET, target)  /* what a device's programs are built for */          \
+    X(DEVICE, device)  /* what a device is: its describe (docs/messages.md) */
 
 #define TA_REC_FIELDS_VIEW(F, R)                                                                                 \
     F(R, I64A, shape, TA_REC_MAX_DIMS) F(R, I64A, strides, TA_REC_MAX_DIMS) F(R, I64, offset) F(R, U64, has_mask) \
@@ -118,6 +123,12 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
     F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args) F(R, U64, copy) F(R, U64, peer) F(R, U64, ast0) F(R, U64, ast1)
 #define TA_REC_FIELDS_JOB(F, R) F(R, U64, index) F(R, U64, corr) F(R, MP, ast)
+#define TA_REC_FIELDS_TARGET(F, R)                                                                                    \
+    F(R, STR, language) F(R, U64, vector_bytes) F(R, U64, fma) F(R, U64, local_memory) F(R, U64, max_group) F(R, U64, fp16) \
+    F(R, U64, bf16) F(R, U64, fp64) F(R, STR, compiler) F(R, STR, flags)
+#define TA_REC_FIELDS_DEVICE(F, R)                                                                                       \
+    F(R, STR, uri) F(R, STR, kind) F(R, STR, model) F(R, STR, driver) F(R, U64, compute_units) F(R, U64, memory) \
+    F(R, U64, max_buffer) F(R, RECS, target, TARGET)
 
 typedef enum ta_rec_type {
 #define TA_REC_ENUM_(NAME, name) TA_REC_##NAME,
@@ -145,6 +156,7 @@ ta_recs_t ta_recs_raw(ta_rec_type_t type, const void *bytes, size_t len, size_t 
 #define TA_RF_DECL_U64(field) uint64_t field;
 #define TA_RF_DECL_I64(field) int64_t field;
 #define TA_RF_DECL_MP(field) ta_bytes_t field;
+#define TA_RF_DECL_STR(field) ta_bytes_t field;
 #define TA_RF_DECL_U64S(field) ta_u64s_t field;
 #define TA_RF_DECL_U64A(field, ARG) \
     uint64_t field[ARG];            \
@@ -164,7 +176,7 @@ TA_REC_LIST(TA_REC_STRUCT_)
 const char *ta_rec_type_name(int type);
 
 /* The schema itself, for tools and tests that walk any record generically. */
-typedef enum ta_rec_kind { TA_RK_U64, TA_RK_I64, TA_RK_MP, TA_RK_U64S, TA_RK_U64A, TA_RK_I64A, TA_RK_RECS } ta_rec_kind_t;
+typedef enum ta_rec_kind { TA_RK_U64, TA_RK_I64, TA_RK_MP, TA_RK_U64S, TA_RK_U64A, TA_RK_I64A, TA_RK_RECS, TA_RK_STR } ta_rec_kind_t;
 typedef struct ta_rec_field {
     const char *name;
     int kind;         /* ta_rec_kind_t */
@@ -218,6 +230,10 @@ bool ta_recs_equal(const ta_recs_t *a, const ta_recs_t *b, char *where, size_t l
 /* Formats a record on one line ("{id=3 op=9 shape=[2 3] ...}") into buf
  * (cut to len); returns buf. */
 char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
+/* The same as one JSON object ({"id":3,"shape":[2,3],...}): every value,
+ * strings escaped, an MP field as its length in bytes, nested records as
+ * arrays of objects.  Cut to len (check the result ends in '}'). */
+char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 
 /*
  * The message types and their payload fields.  Everything else (the enum, the

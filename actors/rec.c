@@ -10,7 +10,7 @@
 
 /* ---------------------------------------------------------------- schema */
 
-enum { S_U64 = TA_RK_U64, S_I64 = TA_RK_I64, S_MP = TA_RK_MP, S_U64S = TA_RK_U64S, S_U64A = TA_RK_U64A, S_I64A = TA_RK_I64A, S_RECS = TA_RK_RECS };
+enum { S_U64 = TA_RK_U64, S_I64 = TA_RK_I64, S_MP = TA_RK_MP, S_U64S = TA_RK_U64S, S_U64A = TA_RK_U64A, S_I64A = TA_RK_I64A, S_RECS = TA_RK_RECS, S_STR = TA_RK_STR };
 typedef ta_rec_field_t s_field_t;
 
 typedef struct {
@@ -23,6 +23,7 @@ typedef struct {
 #define S_RF_U64(T, field) {#field, S_U64, offsetof(T, field), 0, 0, -1},
 #define S_RF_I64(T, field) {#field, S_I64, offsetof(T, field), 0, 0, -1},
 #define S_RF_MP(T, field) {#field, S_MP, offsetof(T, field), 0, 0, -1},
+#define S_RF_STR(T, field) {#field, S_STR, offsetof(T, field), 0, 0, -1},
 #define S_RF_U64S(T, field) {#field, S_U64S, offsetof(T, field), 0, 0, -1},
 #define S_RF_U64A(T, field, ARG) {#field, S_U64A, offsetof(T, field), offsetof(T, n_##field), ARG, -1},
 #define S_RF_I64A(T, field, ARG) {#field, S_I64A, offsetof(T, field), offsetof(T, n_##field), ARG, -1},
@@ -124,6 +125,20 @@ static inline int s_w_bin(s_w_t *w, uint64_t n) {
     return n <= UINT32_MAX ? s_w_tagged(w, 0xc6, n, 4) : -1;
 }
 
+static inline int s_w_str(s_w_t *w, uint64_t n) {
+    if (n < 32) return s_w_tagged(w, (uint8_t)(0xa0 | n), 0, 0);
+    if (n < 256) return s_w_tagged(w, 0xd9, n, 1);
+    return n < 65536 ? s_w_tagged(w, 0xda, n, 2) : -1;
+}
+
+/* A record string: printable ASCII, at most TA_REC_MAX_STR bytes. */
+static int s_str_ok(const ta_bytes_t *b) {
+    if (b->len > TA_REC_MAX_STR) return 0;
+    for (size_t k = 0; k < b->len; k++)
+        if (b->ptr[k] < 0x20 || b->ptr[k] > 0x7e) return 0;
+    return 1;
+}
+
 static int s_w_u64s(s_w_t *w, const ta_u64s_t *a) {
     if (a->raw.len) return s_w_put(w, a->raw.ptr, a->raw.len);
     int bad = s_w_array(w, a->n);
@@ -144,6 +159,11 @@ static int s_w_rec(s_w_t *w, ta_rec_type_t type, const void *rec) {
         case S_MP: {
             const ta_bytes_t *b = (const ta_bytes_t *)p;
             bad = s_w_bin(w, b->len) || s_w_put(w, b->ptr, b->len);
+            break;
+        }
+        case S_STR: {
+            const ta_bytes_t *b = (const ta_bytes_t *)p;
+            bad = !s_str_ok(b) || s_w_str(w, b->len) || s_w_put(w, b->ptr, b->len);
             break;
         }
         case S_U64S: bad = s_w_u64s(w, (const ta_u64s_t *)p); break;
@@ -244,6 +264,12 @@ static int s_unpack(ta_rec_type_t type, void *rec, ta_mpr_t *r, int depth, ta_er
             if (!b->len) b->ptr = NULL;
             break;
         }
+        case S_STR: {
+            ta_bytes_t *b = (ta_bytes_t *)p;
+            if (ta_mpr_str(r, &b->ptr, &b->len) || !s_str_ok(b)) return s_fail(err, r, type, f->name, "a string of printable ASCII (at most 256 bytes)");
+            if (!b->len) b->ptr = NULL;
+            break;
+        }
         case S_U64S: {
             ta_u64s_t *a = (ta_u64s_t *)p;
             uint64_t v;
@@ -338,6 +364,7 @@ static bool s_rec_equal(ta_rec_type_t type, const void *a, const void *b, char *
         switch (f->kind) {
         case S_U64:
         case S_I64: eq = memcmp(pa, pb, 8) == 0; break;
+        case S_STR:
         case S_MP: {
             const ta_bytes_t *x = (const ta_bytes_t *)pa, *y = (const ta_bytes_t *)pb;
             eq = x->len == y->len && (!x->len || memcmp(x->ptr, y->ptr, x->len) == 0);
@@ -417,25 +444,36 @@ static void s_put(s_out_t *o, const char *fmt, ...) {
     if (n > 0) o->at += (size_t)n;
 }
 
-static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth) {
+/* One line: "{id=3 shape=[2 3] ...}", or JSON (json: every value, keys
+ * quoted, strings escaped, an MP field as its length in bytes). */
+static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth, int json) {
     const s_type_t *t = &s_types[type];
+    const char *sep = json ? "," : " ";
     s_put(o, "{");
     for (size_t i = 0; i < t->nfields; i++) {
         const s_field_t *f = &t->fields[i];
         const char *p = (const char *)rec + f->off;
-        s_put(o, "%s%s=", i ? " " : "", f->name);
+        if (json) s_put(o, "%s\"%s\":", i ? sep : "", f->name);
+        else s_put(o, "%s%s=", i ? sep : "", f->name);
         switch (f->kind) {
         case S_U64: s_put(o, "%" PRIu64, *(const uint64_t *)p); break;
         case S_I64: s_put(o, "%" PRId64, *(const int64_t *)p); break;
-        case S_MP: s_put(o, "<%zu bytes>", ((const ta_bytes_t *)p)->len); break;
+        case S_MP: s_put(o, json ? "%zu" : "<%zu bytes>", ((const ta_bytes_t *)p)->len); break;
+        case S_STR: { /* printable ASCII, checked when it was read */
+            const ta_bytes_t *b = (const ta_bytes_t *)p;
+            s_put(o, "\"");
+            for (size_t k = 0; k < b->len; k++) s_put(o, "%s%c", json && (b->ptr[k] == '"' || b->ptr[k] == '\\') ? "\\" : "", b->ptr[k]);
+            s_put(o, "\"");
+            break;
+        }
         case S_U64S: {
             ta_u64s_it_t it;
             uint64_t v;
             const ta_u64s_t *a = (const ta_u64s_t *)p;
             ta_u64s_begin(&it, a);
             s_put(o, "[");
-            for (uint32_t k = 0; k < 8 && ta_u64s_next(&it, &v); k++) s_put(o, "%s%" PRIu64, k ? " " : "", v);
-            s_put(o, "%s]", a->n > 8 ? " ..." : "");
+            for (uint32_t k = 0; (json || k < 8) && ta_u64s_next(&it, &v); k++) s_put(o, "%s%" PRIu64, k ? sep : "", v);
+            s_put(o, "%s]", a->n > 8 && !json ? " ..." : "");
             break;
         }
         case S_U64A:
@@ -443,15 +481,15 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth)
             uint32_t n = *(const uint32_t *)((const char *)rec + f->count_off);
             s_put(o, "[");
             for (uint32_t k = 0; k < n && k < f->cap; k++)
-                if (f->kind == S_U64A) s_put(o, "%s%" PRIu64, k ? " " : "", ((const uint64_t *)p)[k]);
-                else s_put(o, "%s%" PRId64, k ? " " : "", ((const int64_t *)p)[k]);
+                if (f->kind == S_U64A) s_put(o, "%s%" PRIu64, k ? sep : "", ((const uint64_t *)p)[k]);
+                else s_put(o, "%s%" PRId64, k ? sep : "", ((const int64_t *)p)[k]);
             s_put(o, "]");
             break;
         }
         case S_RECS: {
             const ta_recs_t *a = (const ta_recs_t *)p;
             if (depth >= S_MAX_DEPTH) {
-                s_put(o, "[%u records]", a->n);
+                s_put(o, json ? "%u" : "[%u records]", a->n);
                 break;
             }
             union {
@@ -463,8 +501,8 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth)
             ta_recs_begin(&it, a);
             s_put(o, "[");
             for (uint32_t k = 0; ta_recs_next(&it, &x); k++) {
-                if (k) s_put(o, " ");
-                s_format((ta_rec_type_t)a->type, &x, o, depth + 1);
+                if (k) s_put(o, "%s", sep);
+                s_format((ta_rec_type_t)a->type, &x, o, depth + 1, json);
             }
             s_put(o, "]");
             break;
@@ -477,6 +515,13 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth)
 char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len) {
     s_out_t o = {buf, len, 0};
     if (len) buf[0] = '\0';
-    s_format(type, rec, &o, 0);
+    s_format(type, rec, &o, 0, 0);
+    return buf;
+}
+
+char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len) {
+    s_out_t o = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    s_format(type, rec, &o, 0, 1);
     return buf;
 }

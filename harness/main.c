@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "device.h"
 #include "harness.h"
 #include "rerun.h"
 #include "tact.h"
@@ -89,8 +90,33 @@ static int s_replay(int argc, char **argv) {
     return rc == TACT_OK ? 0 : 1;
 }
 
+static void s_devices_usage(FILE *f) {
+    fprintf(f, "usage: tact devices [--json]\n"
+               "the devices present, with their limits; --json: one DEVICE record a line (docs/messages.md),\n"
+               "its target what its programs are built for\n");
+}
+
+/* One DEVICE record a line, as JSON. */
+static int s_devices_json(void) {
+    ta_device_info_t info[64];
+    int n = ta_device_list(info, 64);
+    for (int i = 0; i < n && i < 64; i++) {
+        ta_device_rec_t rec;
+        ta_target_rec_t target;
+        char line[4096];
+        ta_device_rec_of(&info[i], info[i].name, &rec, &target);
+        printf("%s\n", ta_rec_json(TA_REC_DEVICE, &rec, line, sizeof line));
+    }
+    return 0;
+}
+
 static int s_devices(int argc, char **argv) {
-    (void)argc, (void)argv;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) return s_devices_json();
+        fprintf(stderr, "tact devices: unknown argument %s\n", argv[i]);
+        s_devices_usage(stderr);
+        return 2;
+    }
     tact_device_info d[16];
     int n = tact_devices(d, 16);
     for (int i = 0; i < n && i < 16; i++)
@@ -122,7 +148,7 @@ static const struct {
     {"bench", "runtime|pipeline|kernels|train|devices [--quick]", "measurements beside their peers (JSON lines)", h_bench, NULL},
     {"log", "check FILE | dump [-v] FILE", "validate or print a message log (-v: every payload record)", h_log, NULL},
     {"replay", "[--devices L] [--threads N] [--timeout-ms N] FILE", "run a recorded run again and check every stage", s_replay, s_replay_usage},
-    {"devices", "", "the devices present, with their limits", s_devices, NULL},
+    {"devices", "[--json]", "the devices present, with their limits (--json: DEVICE records)", s_devices, s_devices_usage},
     {"version", "", "the library's version", s_version, NULL},
 };
 enum { S_NCMDS = sizeof s_cmds / sizeof *s_cmds };

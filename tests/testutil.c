@@ -90,6 +90,13 @@ static void s_rec_random(ta_rec_type_t type, void *rec, uint64_t *rng, int depth
             *(ta_bytes_t *)p = (ta_bytes_t){b, n + 1};
             break;
         }
+        case TA_RK_STR: { /* printable ASCII */
+            size_t n = (size_t)(r >> 8) % 40;
+            uint8_t *b = s_take(n + 1);
+            for (size_t k = 0; k < n; k++) b[k] = (uint8_t)(0x20 + tu_rand(rng) % 95);
+            *(ta_bytes_t *)p = (ta_bytes_t){n ? b : NULL, n};
+            break;
+        }
         case TA_RK_U64S: {
             size_t n = (size_t)(r >> 8) % 9;
             uint64_t *v = s_take(sizeof *v * (n ? n : 1));

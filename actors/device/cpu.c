@@ -183,6 +183,18 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     info->max_buffer = info->memory;
     info->max_group = 1;
     info->fp64 = 1;
+    /* The target: C for this processor (-march=native), as codegen builds it. */
+    snprintf(info->language, sizeof info->language, "C");
+    info->vector_bytes = 16;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) info->vector_bytes = 64;
+    else if (__builtin_cpu_supports("avx")) info->vector_bytes = 32;
+    info->fma = __builtin_cpu_supports("fma") != 0;
+    info->bf16 = __builtin_cpu_supports("avx512bf16") != 0;
+#endif
+    snprintf(info->compiler, sizeof info->compiler, "%s", ta_cc_compiler());
+    snprintf(info->flags, sizeof info->flags, "%s", ta_cc_flags(TA_CC_FULL));
     return TACT_OK;
 }
 

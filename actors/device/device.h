@@ -52,6 +52,18 @@ typedef struct ta_device_info {
     int64_t max_group;   /* the largest work group (CPU: 1) */
     int fp16;            /* computes in half precision natively (CL: cl_khr_fp16) */
     int fp64;            /* computes in double precision (CL: cl_khr_fp64) */
+    /* The target its programs are built for (the DEVICE record's TARGET):
+     * the kernel language ("C", "OpenCL C"), the widest vector in bytes,
+     * fused multiply-add, the local memory per work group in bytes (CPU: 0),
+     * bfloat16 arithmetic, and the compiler that builds for it with its
+     * flags (CL: the driver's; CPU: filled by whoever builds, codegen). */
+    char language[16];
+    int vector_bytes;
+    int fma;
+    int bf16;
+    uint64_t local_memory;
+    char compiler[128];
+    char flags[128];
 } ta_device_info_t;
 
 /* One kernel launch. */
@@ -161,5 +173,11 @@ int ta_device_list_parse(const char *list, char (*out)[16], int max, ta_error_t 
 /* Describes the devices present into out (at most max); returns how many
  * there are (which may be more than max). */
 int ta_device_list(ta_device_info_t *out, int max);
+
+/* The DEVICE record (actors/msg.h) of a described device at uri ("CPU",
+ * "CL:0"; later "tcp://host:port/CUDA:0"), its TARGET in *target (rec's
+ * target list points at it; the strings point into info, which must
+ * outlive both). */
+void ta_device_rec_of(const ta_device_info_t *info, const char *uri, ta_device_rec_t *rec, ta_target_rec_t *target);
 
 #endif

@@ -121,6 +121,13 @@ int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *wh
     return TACT_OK;
 }
 
+/* Bytes a driver reported that are not printable ASCII become '?': the
+ * strings are shown on terminals and travel in DEVICE records. */
+static void s_printable(char *s) {
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '?';
+}
+
 int ta_device_list(ta_device_info_t *out, int max) {
     int n = 0;
     for (int k = 0; k < S_NKINDS; k++) {
@@ -132,7 +139,34 @@ int ta_device_list(ta_device_info_t *out, int max) {
                 snprintf(out[n].name, sizeof out[n].name, "%s:%d", s_kinds[k]->kind, i);
                 snprintf(out[n].model, sizeof out[n].model, "(%s)", err.text);
             }
+            if (n < max) {
+                char *fields[] = {out[n].name, out[n].model, out[n].driver, out[n].language, out[n].compiler, out[n].flags};
+                for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) s_printable(fields[f]);
+            }
         }
     }
     return n;
+}
+
+void ta_device_rec_of(const ta_device_info_t *info, const char *uri, ta_device_rec_t *rec, ta_target_rec_t *t) {
+    memset(t, 0, sizeof *t);
+    t->language = ta_bytes_str(info->language);
+    t->vector_bytes = (uint64_t)info->vector_bytes;
+    t->fma = (uint64_t)info->fma;
+    t->local_memory = info->local_memory;
+    t->max_group = info->max_group > 0 ? (uint64_t)info->max_group : 1;
+    t->fp16 = (uint64_t)info->fp16;
+    t->bf16 = (uint64_t)info->bf16;
+    t->fp64 = (uint64_t)info->fp64;
+    t->compiler = ta_bytes_str(info->compiler);
+    t->flags = ta_bytes_str(info->flags);
+    memset(rec, 0, sizeof *rec);
+    rec->uri = ta_bytes_str(uri);
+    rec->kind = (ta_bytes_t){(const uint8_t *)info->name, strcspn(info->name, ":")};
+    rec->model = ta_bytes_str(info->model);
+    rec->driver = ta_bytes_str(info->driver);
+    rec->compute_units = info->compute_units > 0 ? (uint64_t)info->compute_units : 0;
+    rec->memory = info->memory;
+    rec->max_buffer = info->max_buffer;
+    rec->target = ta_recs(TA_REC_TARGET, t, 1);
 }

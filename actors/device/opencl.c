@@ -155,6 +155,23 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     info->max_group = (int64_t)group;
     info->fp16 = strstr(ext, "cl_khr_fp16") != NULL;
     info->fp64 = strstr(ext, "cl_khr_fp64") != NULL;
+    /* The target: OpenCL C as the driver compiles it, with the options
+     * s_build gives it. */
+    cl_uint width = 0;
+    cl_ulong local = 0;
+    cl_device_fp_config fp = 0;
+    char clc[64] = "";
+    clGetDeviceInfo(id, CL_DEVICE_PREFERRED_VECTOR_WIDTH_FLOAT, sizeof width, &width, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL);
+    clGetDeviceInfo(id, CL_DEVICE_OPENCL_C_VERSION, sizeof clc - 1, clc, NULL);
+    snprintf(info->language, sizeof info->language, "OpenCL C");
+    info->vector_bytes = (int)(width ? width : 1) * 4;
+    info->fma = (fp & CL_FP_FMA) != 0;
+    info->local_memory = local;
+    snprintf(info->compiler, sizeof info->compiler, "%s (%s)", clc, info->driver);
+    snprintf(info->flags, sizeof info->flags, "%s",
+             fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt" : "-cl-std=CL1.2");
     return TACT_OK;
 }
 

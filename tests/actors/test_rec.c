@@ -65,6 +65,11 @@ static void s_ref_pack(ta_rec_type_t type, const void *rec, msgpack_packer *pk) 
             msgpack_pack_bin_body(pk, b->ptr, b->len);
             break;
         }
+        case TA_RK_STR: {
+            const ta_bytes_t *b = (const ta_bytes_t *)p;
+            msgpack_pack_str_with_body(pk, b->ptr, b->len);
+            break;
+        }
         case TA_RK_U64S: {
             const ta_u64s_t *a = (const ta_u64s_t *)p;
             msgpack_pack_array(pk, a->n);
@@ -239,5 +244,51 @@ Test(actors_rec, seeded_byte_flips_never_read_out_of_bounds) {
     }
     cr_assert_gt(refused, 0, "seed %#llx: no flip was refused", (unsigned long long)seed);
     cr_assert_gt(accepted, 0, "seed %#llx: every flip was refused", (unsigned long long)seed);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* A record string is printable ASCII of at most TA_REC_MAX_STR bytes
+ * (names shown on terminals): a control byte, a byte above 0x7e or a long
+ * string is refused on reading naming the field, and never written. */
+Test(actors_rec, strings_are_printable_ascii_both_ways) {
+    ta_target_rec_t t;
+    memset(&t, 0, sizeof t);
+    t.language = ta_bytes_str("C");
+    t.compiler = ta_bytes_str("cc");
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    cr_assert_eq(ta_rec_pack(TA_REC_TARGET, &t, &pk), 0);
+    ta_target_rec_t back;
+    ta_error_t err;
+    size_t off = 0;
+    cr_assert_eq(ta_rec_unpack(TA_REC_TARGET, &back, (const uint8_t *)sb.data, sb.size, &off, &err), TACT_OK, "%s", err.text);
+    cr_assert(back.language.len == 1 && back.language.ptr[0] == 'C');
+    static const char *const bad[] = {"a\x1b[2Jb", "caf\xc3\xa9", "tab\there"};
+    for (int i = 0; i < 3; i++) {
+        /* The same record with the bad language, packed by hand. */
+        msgpack_sbuffer_clear(&sb);
+        size_t nf;
+        ta_rec_fields(TA_REC_TARGET, &nf);
+        msgpack_pack_array(&pk, nf);
+        msgpack_pack_str_with_body(&pk, bad[i], strlen(bad[i]));
+        for (size_t k = 1; k < nf; k++) {
+            if (k == 8 || k == 9) msgpack_pack_str_with_body(&pk, "", 0);
+            else msgpack_pack_uint8(&pk, 0);
+        }
+        off = 0;
+        cr_assert_eq(ta_rec_unpack(TA_REC_TARGET, &back, (const uint8_t *)sb.data, sb.size, &off, &err), TACT_EPROTO, "%d", i);
+        cr_assert(strstr(err.text, "TARGET.language") && strstr(err.text, "printable ASCII"), "%s", err.text);
+        t.language = ta_bytes_str(bad[i]);
+        msgpack_sbuffer_clear(&sb);
+        cr_assert_neq(ta_rec_pack(TA_REC_TARGET, &t, &pk), 0, "%d", i);
+    }
+    char longer[TA_REC_MAX_STR + 2];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    t.language = ta_bytes_str(longer);
+    msgpack_sbuffer_clear(&sb);
+    cr_assert_neq(ta_rec_pack(TA_REC_TARGET, &t, &pk), 0);
     msgpack_sbuffer_destroy(&sb);
 }

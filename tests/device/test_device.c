@@ -533,3 +533,41 @@ Test(device, work_group_reduces_on_opencl_match_a_loop) {
     cr_assert(memcmp(sum[0], sum[1], sizeof sum[0]) == 0 && memcmp(max[0], max[1], sizeof max[0]) == 0, "two runs differ");
     free(x);
 }
+
+/* Each device describes the target its programs are built for: the CPU
+ * C with -march=native's vector width, OpenCL C with the driver's local
+ * memory and work-group limit; the DEVICE record made of it round-trips
+ * through the schema. */
+Test(device_describe, every_device_describes_its_target) {
+    ta_device_info_t info[16];
+    int n = ta_device_list(info, 16);
+    cr_assert_geq(n, 1);
+    cr_assert_str_eq(info[0].name, "CPU");
+    cr_assert_str_eq(info[0].language, "C");
+    cr_assert(info[0].vector_bytes == 16 || info[0].vector_bytes == 32 || info[0].vector_bytes == 64, "%d", info[0].vector_bytes);
+    cr_assert(strstr(info[0].flags, "-march=native"), "%s", info[0].flags);
+    for (int i = 1; i < n && i < 16; i++) {
+        cr_assert_str_eq(info[i].language, "OpenCL C", "%s", info[i].name);
+        cr_assert(info[i].vector_bytes >= 4 && info[i].local_memory > 0 && info[i].max_group >= 1, "%s", info[i].name);
+        cr_assert(strstr(info[i].flags, "-cl-std=CL1.2"), "%s", info[i].flags);
+    }
+    for (int i = 0; i < n && i < 16; i++) {
+        ta_device_rec_t rec, back;
+        ta_target_rec_t target, tback;
+        ta_device_rec_of(&info[i], info[i].name, &rec, &target);
+        msgpack_sbuffer sb;
+        msgpack_sbuffer_init(&sb);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+        cr_assert_eq(ta_rec_pack(TA_REC_DEVICE, &rec, &pk), 0, "%s", info[i].name);
+        size_t off = 0;
+        ta_error_t err;
+        cr_assert_eq(ta_rec_unpack(TA_REC_DEVICE, &back, (const uint8_t *)sb.data, sb.size, &off, &err), TACT_OK, "%s", err.text);
+        char where[64];
+        cr_assert(ta_rec_equal(TA_REC_DEVICE, &rec, &back, where, sizeof where), "%s: %s", info[i].name, where);
+        ta_recs_it_t it;
+        ta_recs_begin(&it, &back.target);
+        cr_assert(ta_recs_next(&it, &tback) && tback.vector_bytes == (uint64_t)info[i].vector_bytes);
+        msgpack_sbuffer_destroy(&sb);
+    }
+}

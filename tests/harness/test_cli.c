@@ -212,3 +212,38 @@ Test(harness_cli, train_over_two_devices_matches_one_device) {
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     cr_assert_eq(system(cmd), 0);
 }
+
+/* `tact devices --json`: one DEVICE record a line, the CPU's first, its
+ * target C at the vector width and fma this processor has (asked here
+ * independently); every line one JSON object. */
+Test(harness_cli, devices_json_prints_one_device_record_a_line) {
+    char out[16384];
+    cr_assert_eq(s_tact(out, sizeof out, "devices --json"), 0, "%s", out);
+    int vector = 16, fma = 0;
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    vector = __builtin_cpu_supports("avx512f") ? 64 : __builtin_cpu_supports("avx") ? 32 : 16;
+    fma = __builtin_cpu_supports("fma") != 0;
+#endif
+    char want[128];
+    cr_assert(strncmp(out, "{\"uri\":\"CPU\",\"kind\":\"CPU\",", 26) == 0, "%s", out);
+    snprintf(want, sizeof want, "\"target\":[{\"language\":\"C\",\"vector_bytes\":%d,\"fma\":%d,", vector, fma);
+    cr_assert(strstr(out, want), "want %s in %s", want, out);
+    int lines = 0;
+    for (char *line = strtok(out, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        size_t n = strlen(line);
+        cr_assert(n > 2 && line[0] == '{' && line[n - 1] == '}', "not one object: %s", line);
+        int depth = 0, in_str = 0;
+        for (size_t k = 0; k < n; k++) { /* balanced outside strings, closed at the end */
+            char c = line[k];
+            if (in_str) in_str = !(c == '"' && line[k - 1] != '\\');
+            else if (c == '"') in_str = 1;
+            else depth += (c == '{' || c == '[') - (c == '}' || c == ']');
+            cr_assert(depth > 0 || k == n - 1, "closes early at %zu: %s", k, line);
+        }
+        cr_assert(depth == 0 && !in_str, "%s", line);
+    }
+    tact_device_info d[16];
+    cr_assert_eq(lines, tact_devices(d, 16), "%d lines", lines);
+    cr_assert_eq(s_tact(out, sizeof out, "devices --jsn"), 2, "%s", out);
+}
