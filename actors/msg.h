@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 12
+#define TA_PROTOCOL_VERSION 13
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -240,7 +240,7 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
  * payload structs, the codec, the names used by dumps and replay diffs) is
  * derived from these two tables, so a new message is one line in each.
  * Field kinds: U64, I64, F64, STR (UTF-8 bytes), BIN (bytes), U64S (an
- * array of unsigned integers, ta_u64s_t), NODES, KERNELS, STEPS and JOBS (lists
+ * array of unsigned integers, ta_u64s_t), NODES, KERNELS, STEPS, JOBS and DEVICES (lists
  * of records, ta_recs_t, checked record by record).
  */
 #define TA_MSG_LIST(X)                                                                  \
@@ -285,7 +285,7 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
     F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64S, executors) \
-    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, STR, devices)
+    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, DEVICES, devices)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, U64S, released) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes) F(M, U64S, returned)
@@ -321,10 +321,12 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_FK_KERNELS TA_FK_RECS
 #define TA_FK_STEPS TA_FK_RECS
 #define TA_FK_JOBS TA_FK_RECS
+#define TA_FK_DEVICES TA_FK_RECS
 #define TA_RECOF_NODES TA_REC_NODE
 #define TA_RECOF_KERNELS TA_REC_KERNEL
 #define TA_RECOF_STEPS TA_REC_STEP
 #define TA_RECOF_JOBS TA_REC_JOB
+#define TA_RECOF_DEVICES TA_REC_DEVICE
 #define TA_RECOF_U64 (-1)
 #define TA_RECOF_I64 (-1)
 #define TA_RECOF_F64 (-1)
@@ -342,6 +344,7 @@ typedef enum ta_field_kind { TA_FK_U64, TA_FK_I64, TA_FK_F64, TA_FK_STR, TA_FK_B
 #define TA_CTYPE_KERNELS ta_recs_t
 #define TA_CTYPE_STEPS ta_recs_t
 #define TA_CTYPE_JOBS ta_recs_t
+#define TA_CTYPE_DEVICES ta_recs_t
 #define TA_FIELD_DECL_(M, KIND, field) TA_CTYPE_##KIND field;
 /* Each payload struct starts with a placeholder so field-less messages are valid C. */
 #define TA_MSG_STRUCT_(NAME, name)             \

@@ -1,4 +1,4 @@
-/* pipeline.c - the CONFIG message: how each stage learns the wiring, and which upstream orders its work. */
+/* pipeline.c - the CONFIG message: how each stage learns the wiring (the devices as DEVICE records), and which upstream orders its work. */
 #include "pipeline.h"
 
 #include <stdio.h>
@@ -6,23 +6,49 @@
 
 #include "cc.h"
 #include "device.h"
+#include "mem.h"
 
-void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers, uint64_t *executors, char *devices, size_t devices_size) {
+void ta_pipeline_fini(ta_pipeline_t *w) {
+    ta_free(w->device);
+    w->device = NULL;
+    w->ndevices = 0;
+}
+
+int ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, ta_pipeline_msg_t *store) {
+    memset(store, 0, sizeof *store);
+    size_t nd = (size_t)w->ndevices;
+    store->executors = ta_malloc(sizeof *store->executors * (nd ? nd : 1));
+    store->devices = ta_malloc(sizeof *store->devices * (nd ? nd : 1));
+    store->targets = ta_malloc(sizeof *store->targets * (nd ? nd : 1));
+    if (!store->executors || !store->devices || !store->targets) {
+        ta_pipeline_msg_fini(store);
+        return TACT_ENOMEM;
+    }
     ta_msg_init(m, TA_MSG_CONFIG);
     ta_config_msg_t *c = &m->as.config;
     c->client = w->client;
     c->graph = w->graph;
     c->scheduler = w->scheduler;
     c->planner = w->planner;
-    for (int i = 0; i < w->ndevices; i++) executors[i] = w->executor[i];
-    ta_pipeline_device_list(w, ",", devices, devices_size);
-    c->executors = ta_u64s(executors, (size_t)w->ndevices);
+    for (size_t i = 0; i < nd; i++) {
+        store->executors[i] = w->device[i].executor;
+        ta_device_rec_of(&w->device[i].info, w->device[i].uri, &store->devices[i], &store->targets[i]);
+    }
+    c->executors = ta_u64s(store->executors, nd);
+    c->devices = ta_recs(TA_REC_DEVICE, store->devices, nd);
     c->autograd = w->autograd;
-    for (int i = 0; i < w->ncompilers; i++) compilers[i] = w->compiler[i];
-    c->compilers = ta_u64s(compilers, (size_t)w->ncompilers);
+    for (int i = 0; i < w->ncompilers; i++) store->compilers[i] = w->compiler[i];
+    c->compilers = ta_u64s(store->compilers, (size_t)w->ncompilers);
     c->schedule_cache = w->schedule_cache;
     c->cc = ta_bytes_str(w->cc);
-    c->devices = ta_bytes_str(devices);
+    return TACT_OK;
+}
+
+void ta_pipeline_msg_fini(ta_pipeline_msg_t *store) {
+    ta_free(store->executors);
+    ta_free(store->devices);
+    ta_free(store->targets);
+    memset(store, 0, sizeof *store);
 }
 
 void ta_stage_local(const void *arg, ta_stage_local_t *out) {
@@ -40,7 +66,7 @@ void ta_pipeline_device_list(const ta_pipeline_t *w, const char *sep, char *out,
     size_t used = 0;
     out[0] = '\0';
     for (int i = 0; i < w->ndevices && used < size; i++) {
-        int n = snprintf(out + used, size - used, "%s%s", i ? sep : "", w->device[i]);
+        int n = snprintf(out + used, size - used, "%s%s", i ? sep : "", w->device[i].uri);
         if (n < 0) break;
         used += (size_t)n;
     }
@@ -48,21 +74,40 @@ void ta_pipeline_device_list(const ta_pipeline_t *w, const char *sep, char *out,
 
 int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port) {
     for (int i = 0; i < w->ndevices; i++)
-        if (w->executor[i] == port) return i;
+        if (w->device[i].executor == port) return i;
     return -1;
 }
 
-/* CONFIG's device list (names joined by commas) into n->device, one per
- * executor; -1 when the counts differ or a name is empty or long. */
-static int s_devices(const ta_bytes_t list, ta_pipeline_t *n) {
-    ta_error_t err;
-    return ta_device_names((const char *)list.ptr, list.len, n->device, TA_MAX_DEVICES, &err) == n->ndevices ? 0 : -1;
-}
+const char *ta_pipeline_uri(const ta_pipeline_t *w, int i) { return i >= 0 && i < w->ndevices ? w->device[i].uri : "?"; }
 
 static int s_port(uint64_t v, uint32_t *out) {
     if (!v || v > UINT32_MAX) return -1;
     *out = (uint32_t)v;
     return 0;
+}
+
+/* CONFIG's devices into n (one per executor, each a DEVICE record with one
+ * TARGET, no URI twice).  Returns TACT_OK or an error in err. */
+static int s_devices(const ta_config_msg_t *c, ta_pipeline_t *n, ta_error_t *err) {
+    if (c->executors.n < 1 || c->devices.n != c->executors.n)
+        return ta_error_set(err, TACT_EPROTO, "CONFIG has %u executors and %u devices", c->executors.n, c->devices.n);
+    if (!(n->device = ta_calloc(c->devices.n, sizeof *n->device))) return ta_error_set(err, TACT_ENOMEM, "out of memory");
+    ta_u64s_it_t it;
+    uint64_t id;
+    ta_u64s_begin(&it, &c->executors);
+    while (ta_u64s_next(&it, &id))
+        if (s_port(id, &n->device[n->ndevices++].executor)) return ta_error_set(err, TACT_EPROTO, "CONFIG names executor port 0");
+    ta_recs_it_t rit;
+    ta_device_rec_t rec;
+    ta_recs_begin(&rit, &c->devices);
+    for (int i = 0; i < n->ndevices; i++) {
+        if (!ta_recs_next(&rit, &rec)) return ta_error_set(err, TACT_EPROTO, "CONFIG's device %d does not decode", i);
+        int rc = ta_device_info_of_rec(&rec, &n->device[i].info, n->device[i].uri, err);
+        if (rc != TACT_OK) return rc;
+        for (int k = 0; k < i; k++)
+            if (strcmp(n->device[k].uri, n->device[i].uri) == 0) return ta_error_set(err, TACT_EPROTO, "CONFIG lists %s twice", n->device[i].uri);
+    }
+    return TACT_OK;
 }
 
 int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w, int *configured, ta_role_t role) {
@@ -74,27 +119,36 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     ta_u64s_it_t it;
     if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
         s_port(c->planner, &n.planner) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
-        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc || c->executors.n < 1 || c->executors.n > TA_MAX_DEVICES)
+        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc)
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
-    ta_u64s_begin(&it, &c->executors);
-    while (ta_u64s_next(&it, &id))
-        if (s_port(id, &n.executor[n.ndevices++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names executor port 0", ta_actor_name(self));
-    if (s_devices(c->devices, &n) != 0)
-        return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG's devices do not name one device per executor", ta_actor_name(self));
+    ta_error_t err;
+    int rc = s_devices(c, &n, &err);
+    if (rc != TACT_OK) {
+        ta_pipeline_fini(&n);
+        return ta_actor_fail(self, rc, "%s: %s", ta_actor_name(self), err.text);
+    }
     ta_u64s_begin(&it, &c->compilers);
     while (ta_u64s_next(&it, &id))
-        if (s_port(id, &n.compiler[n.ncompilers++])) return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
+        if (s_port(id, &n.compiler[n.ncompilers++])) {
+            ta_pipeline_fini(&n);
+            return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
+        }
     n.schedule_cache = c->schedule_cache != 0;
     if (c->cc.len) memcpy(n.cc, c->cc.ptr, c->cc.len);
     n.self_device = role == TA_ROLE_EXECUTOR ? ta_pipeline_device_of(&n, ta_actor_id(self)) : -1;
-    if (role == TA_ROLE_EXECUTOR && n.self_device < 0)
+    if (role == TA_ROLE_EXECUTOR && n.self_device < 0) {
+        ta_pipeline_fini(&n);
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG does not list this executor", ta_actor_name(self));
+    }
     uint32_t up = role == TA_ROLE_GRAPH       ? n.client
                   : role == TA_ROLE_SCHEDULER ? n.graph
                   : role == TA_ROLE_PLANNER   ? n.scheduler
                   : role == TA_ROLE_COMPILER  ? n.planner
                                               : n.graph;
-    if (ta_actor_set_inputs(self, &up, 1) != TACT_OK) return ta_actor_fail(self, TACT_ENOMEM, "%s: out of memory", ta_actor_name(self));
+    if (ta_actor_set_inputs(self, &up, 1) != TACT_OK) {
+        ta_pipeline_fini(&n);
+        return ta_actor_fail(self, TACT_ENOMEM, "%s: out of memory", ta_actor_name(self));
+    }
     *w = n;
     *configured = 1;
     return TACT_OK;

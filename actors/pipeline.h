@@ -6,44 +6,60 @@
 
 #include "actor.h"
 
+#include "device.h"
+
 #define TA_MAX_COMPILERS 8
-#define TA_MAX_DEVICES 8
 
 /* A realize's small targets (the loss a training loop reads every step)
  * come back with the executors' DONE: at most TA_RETURNS_MAX of at most
  * TA_RETURN_BYTES each (RUN.returns, DONE.returned). */
 enum { TA_RETURN_BYTES = 64, TA_RETURNS_MAX = 16 };
 
+/* One device of a context: its executor's port, its URI ("CPU:1", later
+ * "tcp://host:5555/CUDA:0") and what it is (its DEVICE record: kind,
+ * limits, the target its programs are built for). */
+typedef struct ta_pipeline_device {
+    uint32_t executor;
+    char uri[TA_URI_MAX + 1];
+    ta_device_info_t info;
+} ta_pipeline_device_t;
+
 /*
  * The wiring and settings of a context's pipeline.  The client fills it
  * once every actor has started and sends it to each stage as CONFIG; each
  * stage keeps its own copy (nothing here is shared between threads, and a
- * stage in another process gets the same message).
+ * stage in another process gets the same message).  The devices are as
+ * many as the context has (no fixed count): ta_pipeline_fini frees them.
  */
 typedef struct ta_pipeline {
     uint32_t client;
     uint32_t graph;
     uint32_t scheduler;
     uint32_t planner;
-    uint32_t executor[TA_MAX_DEVICES]; /* one per device, in the order of devices */
+    /* The devices, by index (a node's NODE.device): the first is the
+     * context's default; device[i].executor runs device i and the
+     * compilers build for its target. */
+    ta_pipeline_device_t *device;
     int ndevices;
     uint32_t autograd;
     uint32_t compiler[TA_MAX_COMPILERS];
     int ncompilers;
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
     char cc[512];       /* the kernel compiler command (TACT_CC when the context opened): objects depend on it */
-    /* The devices, by index (a node's NODE.device): the first is the
-     * context's default; executor[i] runs device[i] ("CPU", "CPU:1",
-     * "CL:0") and the compilers build for its kind. */
-    char device[TA_MAX_DEVICES][16];
-    int self_device; /* an executor's own index; -1 in other stages */
+    int self_device;    /* an executor's own index; -1 in other stages */
 } ta_pipeline_t;
 
-/* The device names joined by sep into out (cut to size). */
+/* Frees w's devices (w itself is the caller's); safe on a zeroed one. */
+void ta_pipeline_fini(ta_pipeline_t *w);
+
+/* The device URIs joined by sep into out (cut to size). */
 void ta_pipeline_device_list(const ta_pipeline_t *w, const char *sep, char *out, size_t size);
 
 /* The index of the executor whose port is port, or -1. */
 int ta_pipeline_device_of(const ta_pipeline_t *w, uint32_t port);
+
+/* The URI of device i ("?" for an index out of range). */
+const char *ta_pipeline_uri(const ta_pipeline_t *w, int i);
 
 /*
  * What a stage takes from the process it runs in rather than from CONFIG:
@@ -76,10 +92,19 @@ typedef enum ta_role {
     TA_ROLE_AUTOGRAD,  /* upstream: the graph */
 } ta_role_t;
 
-/* Fills the CONFIG message m from w; compilers (TA_MAX_COMPILERS entries),
- * executors (TA_MAX_DEVICES) and devices (the names joined by commas) hold
- * what m borrows. */
-void ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, uint64_t *compilers, uint64_t *executors, char *devices, size_t devices_size);
+/* What a CONFIG message borrows: its arrays, freed by
+ * ta_pipeline_msg_fini once the message is sent. */
+typedef struct ta_pipeline_msg {
+    uint64_t compilers[TA_MAX_COMPILERS];
+    uint64_t *executors;
+    ta_device_rec_t *devices;
+    ta_target_rec_t *targets;
+} ta_pipeline_msg_t;
+
+/* Fills the CONFIG message m from w, one DEVICE record per device.
+ * Returns TACT_OK or TACT_ENOMEM. */
+int ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, ta_pipeline_msg_t *store);
+void ta_pipeline_msg_fini(ta_pipeline_msg_t *store);
 
 /*
  * From a stage's handler, on CONFIG: checks m, copies it into *w and makes

@@ -34,7 +34,7 @@ enum { S_MEMO = 256 };
  * target, and what PROGRAM carries for it. */
 typedef struct {
     char key[33];
-    int opencl; /* built for an OpenCL device */
+    uint64_t tag; /* the target it was built for (s_tag) */
     char name[64];
     int64_t align;
     int nargs;
@@ -77,6 +77,7 @@ typedef struct {
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
     int opencl;          /* the COMPILE's device is OpenCL: a program is OpenCL C source, which the device builds */
+    ta_target_t target;  /* the COMPILE's device's target */
     /* Full builds of quick-built kernels, oldest first: one runs at a time
      * in the background, so they take the time the pipeline leaves and
      * not the first realize's. */
@@ -133,23 +134,28 @@ static void s_fini(ta_actor_t *self) {
         if (s->memo[i].obj) s_obj_release(s->memo[i].obj, NULL), ta_free(s->memo[i].ast), s_up_release(s, s->memo[i].up);
     ta_free(s->memo);
     ta_map_fini(&s->memo_index);
+    ta_pipeline_fini(&s->w);
     ta_free(s);
 }
 
+/* A target as one number: the same AST is another program for another
+ * language, vector width or fma. */
+static uint64_t s_tag(const ta_target_t *t) { return (uint64_t)(t->opencl != 0) | (uint64_t)t->vector_bytes << 1 | (uint64_t)(t->fma != 0) << 20; }
+
 /* The memo's index of a key's entry for a target: the key's first 64 bits
- * (of its 32 hex digits), the last one flipped for OpenCL (the same AST
- * is another program there). */
-static uint64_t s_key64(const char *key, int opencl) {
+ * (of its 32 hex digits) mixed with the target's tag. */
+static uint64_t s_key64(const char *key, uint64_t tag) {
     uint64_t v = 0;
     for (int i = 0; i < 16 && key[i]; i++) v = v << 4 | (uint64_t)(key[i] <= '9' ? key[i] - '0' : key[i] - 'a' + 10);
-    return v ^ (uint64_t)(opencl != 0);
+    return v ^ tag * 0x9E3779B97F4A7C15ULL;
 }
 
 /* The entry of a kernel by its AST's bytes: found by their digest, and
  * taken only if the bytes are the same (a digest can be made to collide). */
 static s_memo_t *s_memo_find(s_state_t *s, const char *key, ta_bytes_t ast) {
     uint64_t i;
-    if (ta_map_get(&s->memo_index, s_key64(key, s->opencl), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].opencl == s->opencl &&
+    uint64_t tag = s_tag(&s->target);
+    if (ta_map_get(&s->memo_index, s_key64(key, tag), &i) && strcmp(s->memo[i].key, key) == 0 && s->memo[i].tag == tag &&
         s->memo[i].ast_len == ast.len &&
         memcmp(s->memo[i].ast, ast.ptr, ast.len) == 0)
         return &s->memo[i];
@@ -173,20 +179,20 @@ static void s_memo_add(s_state_t *s, const s_memo_t *e, ta_bytes_t ast) {
     memcpy(o->bytes, e->obj, e->len);
     s_memo_t *slot = &s->memo[s->next_memo];
     if (slot->obj) { /* the oldest entry goes; its slot stays empty if the new one cannot be kept */
-        ta_map_del(&s->memo_index, s_key64(slot->key, slot->opencl));
+        ta_map_del(&s->memo_index, s_key64(slot->key, slot->tag));
         s_obj_release(slot->obj, NULL);
         ta_free(slot->ast);
         s_up_release(s, slot->up);
         memset(slot, 0, sizeof *slot);
         s->nmemo--;
     }
-    if (ta_map_put(&s->memo_index, s_key64(e->key, s->opencl), (uint64_t)s->next_memo) != TACT_OK) {
+    if (ta_map_put(&s->memo_index, s_key64(e->key, s_tag(&s->target)), (uint64_t)s->next_memo) != TACT_OK) {
         s_obj_release(o->bytes, NULL);
         ta_free(ast_copy);
         return;
     }
     *slot = *e;
-    slot->opencl = s->opencl;
+    slot->tag = s_tag(&s->target);
     slot->obj = o->bytes;
     slot->ast = ast_copy;
     slot->ast_len = ast.len;
@@ -468,7 +474,7 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
     job->tier = !s->opencl && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
-    ta_target_t target = s->opencl ? ta_target_cl() : ta_target_host();
+    ta_target_t target = s->target;
     job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
 }
@@ -570,7 +576,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     /* The kernels are built for the device of the executor they go to. */
     int device = m->as.compile.reply_to <= UINT32_MAX ? ta_pipeline_device_of(&s->w, (uint32_t)m->as.compile.reply_to) : -1;
     if (device < 0) return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE replies to a port that is no executor");
-    s->opencl = strncmp(s->w.device[device], "CL", 2) == 0;
+    /* What to build: the device's target (its DEVICE record). */
+    const ta_device_info_t *info = &s->w.device[device].info;
+    s->opencl = strcmp(info->language, "OpenCL C") == 0;
+    s->target = (ta_target_t){info->vector_bytes, info->fma, s->opencl};
     s_background(s);
     /* A COMPILE of more kernels than a batch (the planner sends none) is
      * built a batch at a time. */

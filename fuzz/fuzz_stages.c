@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "device.h"
+#include "mem.h"
 #include "pipeline.h"
 #include "replay.h"
 
@@ -27,25 +29,33 @@ static void s_restart(void) {
     for (int i = 0; i < S_NSTAGES; i++) ta_stage_destroy(&s_stages[i]);
     /* Two devices, so records naming device 1 and copies between them are
      * taken too (the second executor, port 9, is not started). */
-    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = {7, 9}, .ndevices = 2, .autograd = 8,
-                               .ncompilers = 2, .schedule_cache = 1};
+    ta_pipeline_fini(&s_wiring);
+    s_wiring = (ta_pipeline_t){.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .autograd = 8, .ncompilers = 2, .schedule_cache = 1,
+                               .self_device = -1};
     s_wiring.compiler[0] = 5, s_wiring.compiler[1] = 6;
-    snprintf(s_wiring.device[0], sizeof s_wiring.device[0], "CPU");
-    snprintf(s_wiring.device[1], sizeof s_wiring.device[1], "CPU:1");
+    static const uint32_t executors[2] = {7, 9};
+    if (!(s_wiring.device = ta_calloc(2, sizeof *s_wiring.device))) __builtin_trap();
+    s_wiring.ndevices = 2;
+    for (int i = 0; i < 2; i++) {
+        ta_error_t err;
+        snprintf(s_wiring.device[i].uri, sizeof s_wiring.device[i].uri, i ? "CPU:1" : "CPU");
+        if (ta_device_describe(s_wiring.device[i].uri, &s_wiring.device[i].info, &err) != TACT_OK) __builtin_trap();
+        s_wiring.device[i].executor = executors[i];
+    }
     for (int i = 0; i < S_NSTAGES; i++) {
         ta_error_t err;
         s_stages[i] = ta_stage_new(s_ops[i], NULL, s_ids[i], s_capture, NULL, &err);
         if (!s_stages[i]) __builtin_trap();
         /* Configured as a context configures them, so inputs reach their work. */
         ta_msg_t cfg;
-        uint64_t compilers[TA_MAX_COMPILERS], executors[TA_MAX_DEVICES];
-        char devices[TA_MAX_DEVICES * 17];
-        ta_pipeline_to_msg(&s_wiring, &cfg, compilers, executors, devices, sizeof devices);
+        ta_pipeline_msg_t store;
+        if (ta_pipeline_to_msg(&s_wiring, &cfg, &store) != TACT_OK) __builtin_trap();
         cfg.sender = 1;
         /* A stage that refuses its CONFIG would refuse every input: the
          * fuzzer would test nothing. */
         s_refused = 0;
         ta_stage_dispatch(s_stages[i], &cfg);
+        ta_pipeline_msg_fini(&store);
         if (s_refused) __builtin_trap();
     }
 }

@@ -190,7 +190,7 @@ int g_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) 
         ta_msg_t m;
         ta_msg_init(&m, TA_MSG_FREE);
         m.as.free.bufs = ta_u64s(ids, n);
-        int rc = ta_actor_send(self, g->w.executor[d], &m);
+        int rc = ta_actor_send(self, g->w.device[d].executor, &m);
         if (rc != TACT_OK) return rc;
     }
     return TACT_OK;
@@ -838,7 +838,7 @@ static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) 
         for (int i = 0; final && i < g->nreturns; i++)
             if (g->returns[4 * i] == (uint64_t)d) memcpy(&mine[n], &g->returns[4 * i + 1], 3 * sizeof *mine), n += 3;
         r.as.run.returns = ta_u64s(mine, n);
-        int rc = ta_actor_send(self, g->w.executor[d], &r);
+        int rc = ta_actor_send(self, g->w.device[d].executor, &r);
         if (rc != TACT_OK) return rc;
     }
     return TACT_OK;
@@ -859,7 +859,7 @@ static void s_fail_realize(ta_actor_t *self, g_state_t *g, int code, const char 
     r.as.run.text = ta_bytes_str(text);
     /* Each executor answers (a send that fails broke the pipeline, which
      * the client's wait notices). */
-    for (int d = 0; d < g->w.ndevices; d++) ta_actor_send(self, g->w.executor[d], &r);
+    for (int d = 0; d < g->w.ndevices; d++) ta_actor_send(self, g->w.device[d].executor, &r);
     s_end_realize(g);
 }
 
@@ -998,7 +998,7 @@ static int s_read(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     c.as.copy_out.buf = b->buf;
     c.as.copy_out.bytes = (uint64_t)ta_shape_numel(&t->shape) * ta_dtype_size(t->dtype);
     c.as.copy_out.reply_to = m->sender;
-    return ta_actor_send(self, g->w.executor[b->device], &c);
+    return ta_actor_send(self, g->w.device[b->device].executor, &c);
 }
 
 /* ---------------------------------------------------------------- actor */
@@ -1032,6 +1032,7 @@ static void s_fini(ta_actor_t *self) {
     ta_map_fini(&g->bw_chosen);
     ta_map_fini(&g->bufs);
     ta_free(g->cse);
+    ta_pipeline_fini(&g->w);
     ta_free(g);
 }
 
@@ -1080,7 +1081,7 @@ static int s_one_way(ta_actor_t *self, g_state_t *g, ta_msg_t *m, ta_error_t *er
         ta_msg_init(&w, TA_MSG_WRITE);
         w.as.write.buf = m->as.write.buf;
         ta_msg_pass_bulk(m, &w); /* the client's bytes go on as they came, uncopied */
-        int rc = ta_actor_send(self, g->w.executor[nd->device], &w);
+        int rc = ta_actor_send(self, g->w.device[nd->device].executor, &w);
         return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "write: cannot send the bytes to the executor");
     }
     }

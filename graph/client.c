@@ -39,7 +39,7 @@ struct ti_ctx {
     ta_port_t *port;
     ta_pipeline_t wiring;
     ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
-    ta_actor_t *graph, *scheduler, *planner, *executors[TA_MAX_DEVICES], *autograd, *compilers[TA_MAX_COMPILERS];
+    ta_actor_t *graph, *scheduler, *planner, **executors, *autograd, *compilers[TA_MAX_COMPILERS]; /* executors: one per device */
     int timeout_ms;
     uint64_t next_id;
     s_scope_t *scopes;
@@ -58,7 +58,7 @@ struct ti_ctx {
     size_t nfailed, failed_cap;
     char error[512];
     tact_stats stats;
-    tact_device_stats device_stats[TA_MAX_DEVICES]; /* per device, since the context opened */
+    tact_device_stats *device_stats; /* per device, since the context opened */
     /* The random numbers' key and counter (client_random.c): a new
      * context is as after tact_manual_seed(0) (the reference's default seed
      * is the time: runs must repeat). */
@@ -322,7 +322,7 @@ ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_te
         out->status = TACT_EDEVICE;
         char text[200];
         snprintf(text, sizeof text, "%s: its sources are on two devices, %s and %s (move one with tact_to first)", ta_op_name(op),
-                 w->device[out->device], w->device[srcs[i]->device]);
+                 ta_pipeline_uri(w, out->device), ta_pipeline_uri(w, srcs[i]->device));
         out->message = ta_strdup(text);
         return out;
     }
@@ -362,13 +362,14 @@ ti_tensor_t *tc_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *
  * mailbox waits for room until the timeout). */
 static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     ta_error_t err;
-    ta_actor_t **all[4 + TA_MAX_COMPILERS + TA_MAX_DEVICES] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
+    ta_actor_t **all[4 + TA_MAX_COMPILERS] = {&ctx->graph, &ctx->scheduler, &ctx->planner};
     size_t n = 3;
     for (int i = 0; i < TA_MAX_COMPILERS; i++) all[n++] = &ctx->compilers[i];
-    for (int i = 0; i < TA_MAX_DEVICES; i++) all[n++] = &ctx->executors[i];
-    all[n++] = &ctx->autograd;
     for (size_t i = 0; i < n; i++)
         if (ta_actor_stop(all[i], &err) != TACT_OK && first && !first->code) *first = err;
+    for (int i = 0; ctx->executors && i < ctx->wiring.ndevices; i++)
+        if (ta_actor_stop(&ctx->executors[i], &err) != TACT_OK && first && !first->code) *first = err;
+    if (ta_actor_stop(&ctx->autograd, &err) != TACT_OK && first && !first->code) *first = err;
 }
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
@@ -394,15 +395,26 @@ int ti_ctx_open(ti_ctx_t **out, const tact_options *opts) {
     return ti_ctx_open_as(out, opts, ta_cc_compiler(), !(sc && strcmp(sc, "0") == 0));
 }
 
-/* Splits the device list ("CPU", "CPU:0,CPU:1", "CPU,CL") into canonical
- * names ("CPU" for the CPU's device 0, "CL:k" for OpenCL).  Returns TACT_OK,
- * or the error's code with s_open_error set and *n the code as well. */
-static int s_parse_devices(const char *list, char (*names)[16], int *n) {
+/* The devices of the list ("CPU", "CPU:0,CPU:1", "CPU,CL"), each at its
+ * canonical URI ("CPU" for the CPU's device 0, "CL:k" for OpenCL) and
+ * described by itself, into w->device (its executors' ports come later).
+ * Returns TACT_OK, or the error's code with s_open_error set. */
+static int s_describe_devices(const char *list, ta_pipeline_t *w) {
     ta_error_t err = {TACT_EINVAL, "bad device list"};
-    *n = ta_device_list_parse(list, names, TA_MAX_DEVICES, &err);
-    if (*n >= 0) return TACT_OK;
-    snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", list, err.text);
-    return *n;
+    char **uris = NULL;
+    int n = ta_device_list_parse(list, &uris, &err), rc = n < 0 ? n : TACT_OK;
+    if (rc == TACT_OK && !(w->device = ta_calloc((size_t)n, sizeof *w->device))) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
+    for (int i = 0; rc == TACT_OK && i < n; i++) {
+        snprintf(w->device[i].uri, sizeof w->device[i].uri, "%s", uris[i]);
+        rc = ta_device_describe(uris[i], &w->device[i].info, &err);
+        w->ndevices = i + 1;
+    }
+    ta_free(uris);
+    if (rc != TACT_OK) {
+        ta_pipeline_fini(w);
+        snprintf(s_open_error, sizeof s_open_error, "devices '%s': %s", list, err.text);
+    }
+    return rc;
 }
 
 int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int schedule_cache) {
@@ -428,9 +440,6 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     /* The devices: the option, else TACT_DEVICE, else the CPU. */
     const char *devices = o.devices ? o.devices : getenv("TACT_DEVICE");
     if (!devices || !*devices) devices = "CPU";
-    char names[TA_MAX_DEVICES][16];
-    int ndevices = 0;
-    if (s_parse_devices(devices, names, &ndevices) != TACT_OK) return ndevices;
     /* Every number is checked here, before anything starts: 100000
      * threads are refused now, not after 30000 of them ran. */
     const char *bad = o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS ? "compile_workers"
@@ -460,6 +469,19 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         snprintf(s_open_error, sizeof s_open_error, "out of memory");
         return TACT_ENOMEM;
     }
+    int drc = s_describe_devices(devices, &ctx->wiring);
+    if (drc == TACT_OK && (!(ctx->executors = ta_calloc((size_t)ctx->wiring.ndevices, sizeof *ctx->executors)) ||
+                           !(ctx->device_stats = ta_calloc((size_t)ctx->wiring.ndevices, sizeof *ctx->device_stats)))) {
+        snprintf(s_open_error, sizeof s_open_error, "out of memory");
+        drc = TACT_ENOMEM;
+    }
+    if (drc != TACT_OK) {
+        ta_pipeline_fini(&ctx->wiring);
+        ta_free(ctx->executors);
+        ta_free(ctx->device_stats);
+        ta_free(ctx);
+        return drc;
+    }
     ctx->timeout_ms = o.timeout_ms ? o.timeout_ms : 60000;
     cfg.timeout_ms = ctx->timeout_ms; /* one timeout for every wait, the client's and the stages' */
     ctx->next_id = 1;
@@ -487,8 +509,6 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     w->schedule_cache = schedule_cache;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
-    w->ndevices = ndevices;
-    memcpy(w->device, names, sizeof names);
     w->self_device = -1;
     /* The log's run header: what a replay needs to run the same pipeline. */
     msgpack_sbuffer header;
@@ -516,25 +536,25 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     }
     for (int i = 0; i < w->ndevices; i++) {
         if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executors[i], &err)) != TACT_OK) goto fail;
-        w->executor[i] = ta_actor_id(ctx->executors[i]);
+        w->device[i].executor = ta_actor_id(ctx->executors[i]);
     }
     if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
     w->autograd = ta_actor_id(ctx->autograd);
     /* Every stage learns the wiring from CONFIG (and its upstream from it)
      * before any work is sent: each is a request, answered in turn. */
-    uint32_t stages[4 + TA_MAX_COMPILERS + TA_MAX_DEVICES] = {w->graph, w->scheduler, w->planner};
-    int nstages = 3;
-    for (int i = 0; i < w->ncompilers; i++) stages[nstages++] = w->compiler[i];
-    for (int i = 0; i < w->ndevices; i++) stages[nstages++] = w->executor[i];
-    stages[nstages++] = w->autograd;
+    int nstages = 4 + w->ncompilers + w->ndevices;
     for (int i = 0; i < nstages; i++) {
+        uint32_t stage = i < 3                      ? (i == 0 ? w->graph : i == 1 ? w->scheduler : w->planner)
+                         : i < 3 + w->ncompilers    ? w->compiler[i - 3]
+                         : i < nstages - 1          ? w->device[i - 3 - w->ncompilers].executor
+                                                    : w->autograd;
         ta_msg_t cfg, reply;
-        uint64_t compilers[TA_MAX_COMPILERS], executors[TA_MAX_DEVICES];
-        char list[TA_MAX_DEVICES * 17];
-        ta_pipeline_to_msg(w, &cfg, compilers, executors, list, sizeof list);
+        ta_pipeline_msg_t store;
+        if (ta_pipeline_to_msg(w, &cfg, &store) != TACT_OK) goto fail_nomem;
         ta_msg_init(&reply, TA_MSG_READY);
-        rc = ta_port_request(ctx->port, stages[i], &cfg, &reply, ctx->timeout_ms, &err);
+        rc = ta_port_request(ctx->port, stage, &cfg, &reply, ctx->timeout_ms, &err);
         ta_msg_release(&reply);
+        ta_pipeline_msg_fini(&store);
         if (rc != TACT_OK) goto fail;
     }
     if (!(ctx->handle = ta_handle_new(ctx, TA_HANDLE_CTX))) goto fail_nomem;
@@ -549,6 +569,9 @@ fail:
     ta_rt_destroy(&ctx->rt, NULL);
     ta_free(ctx->scopes);
     msgpack_sbuffer_destroy(&ctx->batch);
+    ta_free(ctx->executors);
+    ta_free(ctx->device_stats);
+    ta_pipeline_fini(&ctx->wiring);
     ta_free(ctx);
     return rc;
 }
@@ -577,6 +600,9 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     ta_free(ctx->inflight);
     ta_free(ctx->failed);
     ta_handle_free(ctx->handle); /* every copy of it is stale now */
+    ta_free(ctx->executors);
+    ta_free(ctx->device_stats);
+    ta_pipeline_fini(&ctx->wiring);
     ta_free(ctx);
     return first.code;
 }
@@ -685,7 +711,7 @@ tact_dtype ti_dtype_of(const ti_tensor_t *t) { return t ? t->dtype : TACT_FLOAT3
 const char *ti_device(const ti_tensor_t *t) {
     if (!t || !t->ctx) return "CPU";
     if (t->multi) return tc_multi_name(t);
-    return t->ctx->wiring.device[tc_home(t)];
+    return ta_pipeline_uri(&t->ctx->wiring, tc_home(t));
 }
 int ti_status_of(const ti_tensor_t *t) { return t ? t->status : TACT_EINVAL; }
 const char *ti_error_message(const ti_tensor_t *t) { return !t ? s_null_arg.message : t->message ? t->message : ""; }
@@ -814,13 +840,13 @@ ti_tensor_t *ti_contiguous(ti_tensor_t *x) {
 const ta_pipeline_t *tc_wiring(const ti_ctx_t *ctx) { return &ctx->wiring; }
 
 int tc_device_index(const ti_ctx_t *ctx, const char *device, ta_error_t *err) {
-    char name[16];
-    int rc = ta_device_canonical(device, name, err);
+    char uri[TA_URI_MAX + 1];
+    int rc = ta_device_uri(device, strlen(device), uri, err);
     if (rc != TACT_OK) return -1;
     const ta_pipeline_t *w = &ctx->wiring;
     for (int i = 0; i < w->ndevices; i++)
-        if (strcmp(w->device[i], name) == 0) return i;
-    char list[TA_MAX_DEVICES * 17];
+        if (strcmp(w->device[i].uri, uri) == 0) return i;
+    char list[400];
     ta_pipeline_device_list(w, ", ", list, sizeof list);
     ta_error_set(err, TACT_EDEVICE, "%s is not one of this context's devices (%s; tact_options.devices)", device, list);
     return -1;
@@ -952,7 +978,7 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
             ta_msg_t reply;
             ta_error_t e = {0, ""};
             ta_msg_init(&reply, TA_MSG_READY);
-            int r = ta_port_wait_from(ctx->port, ctx->inflight[i].corr, w->executor[d], &reply, ctx->timeout_ms, !closing, &e);
+            int r = ta_port_wait_from(ctx->port, ctx->inflight[i].corr, w->device[d].executor, &reply, ctx->timeout_ms, !closing, &e);
             if (r == TACT_ETIMEDOUT && closing)
                 ta_error_set(&e, r, "close: realize %" PRIu64 " was still running after %d ms; stopped", ctx->inflight[i].realize, ctx->timeout_ms);
             else if (r == TACT_ETIMEDOUT)
@@ -1075,7 +1101,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
     }
     /* A sharded tensor is its parts. */
     size_t nids = 0;
-    for (int i = 0; i < n; i++) nids += tensors[i]->multi ? TA_MAX_DEVICES : 1;
+    for (int i = 0; i < n; i++) nids += tensors[i]->multi ? (size_t)ctx->wiring.ndevices : 1;
     uint64_t *ids = ta_malloc(sizeof *ids * (nids ? nids : 1));
     ta_error_t err = {0, ""};
     int rc = !ids || ta_grow((void **)&ctx->inflight, &ctx->inflight_cap, ctx->ninflight + 1, sizeof *ctx->inflight) != TACT_OK

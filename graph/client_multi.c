@@ -25,14 +25,39 @@
  * every run; movement ops follow the reference's rules for the axis.
  */
 struct ti_multi {
-    int n;                       /* devices */
-    int dev[TA_MAX_DEVICES];     /* their indices in the context's list */
-    int axis;                    /* -1: replicated */
-    int64_t size[TA_MAX_DEVICES]; /* each part's extent along the axis */
-    int real[TA_MAX_DEVICES];     /* the part holds data (after a shrink to one part's bounds only that one does: the others are zeros) */
-    ti_tensor_t *part[TA_MAX_DEVICES];
-    char name[TA_MAX_DEVICES * 17]; /* "CPU,CPU:1": what tact_device says */
+    int n;              /* devices */
+    int axis;           /* -1: replicated */
+    int64_t *size;      /* each part's extent along the axis */
+    ti_tensor_t **part; /* the parts */
+    int *dev;           /* their devices' indices in the context's list */
+    int *real;          /* the part holds data (after a shrink to one part's bounds only that one does: the others are zeros) */
+    char *name;         /* "CPU,CPU:1": what tact_device says */
+    /* (the arrays follow, in one allocation) */
 };
+
+/* A multi part over the n devices dev (their indices), split along axis,
+ * every part real, no parts yet: one allocation. */
+static ti_multi_t *s_multi_alloc(ti_ctx_t *ctx, int n, const int *dev, int axis) {
+    const ta_pipeline_t *w = tc_wiring(ctx);
+    size_t name_len = 1;
+    for (int i = 0; i < n; i++) name_len += strlen(ta_pipeline_uri(w, dev[i])) + 1;
+    size_t un = (size_t)(n ? n : 1);
+    ti_multi_t *m = ta_calloc(1, sizeof *m + un * (sizeof *m->size + sizeof *m->part + sizeof *m->dev + sizeof *m->real) + name_len);
+    if (!m) return NULL;
+    m->size = (int64_t *)(m + 1);
+    m->part = (ti_tensor_t **)(m->size + un);
+    m->dev = (int *)(m->part + un);
+    m->real = m->dev + un;
+    m->name = (char *)(m->real + un);
+    m->n = n;
+    m->axis = axis;
+    memcpy(m->dev, dev, sizeof *dev * (size_t)n);
+    for (int i = 0, used = 0; i < n; i++) {
+        m->real[i] = 1;
+        used += snprintf(m->name + used, name_len - (size_t)used, "%s%s", i ? "," : "", ta_pipeline_uri(w, dev[i]));
+    }
+    return m;
+}
 
 /* Where part i starts along the axis: in the tensor (real parts only),
  * or among all the parts (all). */
@@ -56,18 +81,10 @@ static int s_first_real(const ti_multi_t *m) {
     return 0;
 }
 
-static ti_multi_t *s_multi_new(ti_ctx_t *ctx, const ti_multi_t *like, int axis) {
-    ti_multi_t *m = ta_calloc(1, sizeof *m);
-    if (!m) return NULL;
-    m->n = like->n;
-    memcpy(m->dev, like->dev, sizeof m->dev);
-    m->axis = axis;
-    for (int i = 0; i < m->n; i++) m->real[i] = 1;
-    const ta_pipeline_t *w = tc_wiring(ctx);
-    for (int i = 0, used = 0; i < m->n; i++)
-        used += snprintf(m->name + used, sizeof m->name - (size_t)used, "%s%s", i ? "," : "", w->device[m->dev[i]]);
-    return m;
-}
+static ti_multi_t *s_multi_new(ti_ctx_t *ctx, const ti_multi_t *like, int axis) { return s_multi_alloc(ctx, like->n, like->dev, axis); }
+
+/* The bytes of n elements of x (a multi part's array). */
+#define S_BYTES(x, n) (sizeof *(x) * (size_t)(n))
 
 void tc_multi_free(ti_tensor_t *t) {
     ta_free(t->multi);
@@ -86,8 +103,8 @@ int tc_multi_split(const ti_tensor_t *t) { return t->multi->axis >= 0; }
 
 int tc_multi_alike(const ti_tensor_t *a, const ti_tensor_t *b) {
     const ti_multi_t *x = a->multi, *y = b->multi;
-    return x && y && x->n == y->n && x->axis == y->axis && memcmp(x->dev, y->dev, sizeof x->dev) == 0 &&
-           (x->axis < 0 || memcmp(x->size, y->size, sizeof x->size) == 0) && memcmp(x->real, y->real, sizeof x->real) == 0;
+    return x && y && x->n == y->n && x->axis == y->axis && memcmp(x->dev, y->dev, S_BYTES(x->dev, x->n)) == 0 &&
+           (x->axis < 0 || memcmp(x->size, y->size, S_BYTES(x->size, x->n)) == 0) && memcmp(x->real, y->real, S_BYTES(x->real, x->n)) == 0;
 }
 
 void tc_multi_keep(ti_tensor_t *t) {
@@ -129,7 +146,7 @@ static ti_tensor_t *s_split_like(ti_tensor_t *x, const ti_multi_t *m) {
     if (x->status) return x;
     ti_multi_t *out = s_multi_new(x->ctx, m, m->axis);
     if (!out) return tc_error(x->ctx, TACT_ENOMEM, "out of memory");
-    memcpy(out->size, m->size, sizeof out->size);
+    memcpy(out->size, m->size, S_BYTES(out->size, m->n));
     for (int i = 0; i < m->n; i++) {
         ti_tensor_t *part = tc_to_index(m->axis >= 0 ? s_slice(x, m, m->axis, i) : x, m->dev[i]);
         if (!part->status && (part == x || part->view)) part = ti_contiguous(part);
@@ -156,26 +173,30 @@ ti_tensor_t *ti_shard(ti_tensor_t *x, const char *devices, int axis) {
     ti_ctx_t *ctx = x->ctx;
     if (x->multi) return tc_error(ctx, TACT_EINVAL, "shard: the tensor is sharded already (gather it with tact_to first)");
     if (!devices) return tc_error(ctx, TACT_EINVAL, "shard: devices is NULL");
-    ti_multi_t proto;
-    memset(&proto, 0, sizeof proto);
-    char names[TA_MAX_DEVICES][16];
-    ta_error_t err;
-    int count = ta_device_names(devices, strlen(devices), names, TA_MAX_DEVICES, &err);
-    if (count < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
-    for (int k = 0; k < count; k++) { /* the names, each one of the context's, each once */
-        int at = tc_device_index(ctx, names[k], &err);
-        if (at < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
-        for (int i = 0; i < proto.n; i++)
-            if (proto.dev[i] == at) return tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", names[k]);
-        proto.dev[proto.n++] = at;
-    }
     if (axis != TACT_REPLICATE && (axis < -x->shape.ndim || axis >= x->shape.ndim))
         return tc_error(ctx, TACT_EINVAL, "shard: axis %d of a tensor of %d dims", axis, x->shape.ndim);
     if (axis != TACT_REPLICATE && axis < 0) axis += x->shape.ndim;
-    proto.axis = axis == TACT_REPLICATE ? -1 : axis;
-    for (int i = 0; i < proto.n; i++) proto.real[i] = 1;
-    if (proto.axis >= 0) s_split(&proto, x->shape.d[proto.axis]);
-    return s_split_like(x, &proto);
+    char **names;
+    ta_error_t err;
+    int count = ta_device_split(devices, strlen(devices), &names, &err);
+    if (count < 0) return tc_error(ctx, err.code, "shard: %s", err.text);
+    int *dev = ta_malloc(sizeof *dev * (size_t)count);
+    ti_tensor_t *bad = dev ? NULL : tc_error(ctx, TACT_ENOMEM, "shard: out of memory");
+    for (int k = 0; !bad && k < count; k++) { /* the names, each one of the context's, each once */
+        dev[k] = tc_device_index(ctx, names[k], &err);
+        if (dev[k] < 0) bad = tc_error(ctx, err.code, "shard: %s", err.text);
+        for (int i = 0; !bad && i < k; i++)
+            if (dev[i] == dev[k]) bad = tc_error(ctx, TACT_EINVAL, "shard: %s is listed twice", names[k]);
+    }
+    ti_multi_t *proto = bad ? NULL : s_multi_alloc(ctx, count, dev, axis == TACT_REPLICATE ? -1 : axis);
+    if (!bad && !proto) bad = tc_error(ctx, TACT_ENOMEM, "shard: out of memory");
+    ta_free(names);
+    ta_free(dev);
+    if (bad) return bad;
+    if (proto->axis >= 0) s_split(proto, x->shape.d[proto->axis]);
+    ti_tensor_t *t = s_split_like(x, proto);
+    ta_free(proto);
+    return t;
 }
 
 ti_tensor_t *tc_place_like(ti_tensor_t *v, ti_tensor_t *like) {
@@ -229,12 +250,15 @@ ti_tensor_t *tc_gather(ti_tensor_t *x, int at) {
             if (m->dev[i] == at && m->real[i]) return m->part[i];
         return tc_to_index(m->part[s_first_real(m)], at);
     }
-    ti_tensor_t *parts[TA_MAX_DEVICES];
+    ti_tensor_t **parts = ta_malloc(sizeof *parts * (size_t)m->n);
+    if (!parts) return tc_error(x->ctx, TACT_ENOMEM, "out of memory gathering a sharded tensor");
     int n = 0;
     for (int i = 0; i < m->n; i++)
         if (m->real[i] && (m->size[i] || (i == m->n - 1 && !n))) parts[n++] = tc_to_index(m->part[i], at);
     if (!n) parts[n++] = tc_to_index(m->part[s_first_real(m)], at);
-    return n == 1 ? parts[0] : ti_cat(n, parts, m->axis);
+    ti_tensor_t *t = n == 1 ? parts[0] : ti_cat(n, parts, m->axis);
+    ta_free(parts);
+    return t;
 }
 
 static ti_tensor_t *s_binary(ti_tensor_t *like, ta_op_t op, ti_tensor_t *a, ti_tensor_t *b) {
@@ -268,7 +292,12 @@ static ti_tensor_t *s_all_reduce(ti_tensor_t *out, ta_op_t op, ti_tensor_t *cons
     int64_t factor = 1;
     for (int64_t f = 32; f > 1 && factor == 1; f /= 2)
         if (dim % f == 0) factor = f;
-    int64_t base = dim / factor / n, left = dim / factor % n, lo[TA_MAX_DEVICES], hi[TA_MAX_DEVICES];
+    int64_t base = dim / factor / n, left = dim / factor % n;
+    /* The chunks' bounds, then [device][chunk], in one allocation. */
+    int64_t *lo = ta_malloc(sizeof *lo * 2 * (size_t)n + sizeof(ti_tensor_t *) * (size_t)n * (size_t)n), *hi = lo ? lo + n : NULL;
+    if (!lo) return tc_error(out->ctx, TACT_ENOMEM, "out of memory for an all-reduce");
+    ti_tensor_t **chunk = (ti_tensor_t **)(lo + 2 * n), *bad = NULL;
+#define S_CHUNK(d, c) chunk[(size_t)(d) * (size_t)n + (size_t)(c)]
     int nc = 0;
     int64_t at = 0;
     for (int c = 0; c < n; c++) {
@@ -276,32 +305,33 @@ static ti_tensor_t *s_all_reduce(ti_tensor_t *out, ta_op_t op, ti_tensor_t *cons
         if (size > 0) lo[nc] = at, hi[nc] = at + size, nc++;
         at += size;
     }
-    ti_tensor_t *chunk[TA_MAX_DEVICES][TA_MAX_DEVICES]; /* [device][chunk] */
-    for (int d = 0; d < n; d++) {
+    for (int d = 0; !bad && d < n; d++) {
         ti_tensor_t *flat = ti_reshape(partial[d], 1, &dim);
-        for (int c = 0; c < nc; c++) {
-            chunk[d][c] = ti_shrink(flat, (const int64_t[][2]){{lo[c], hi[c]}});
-            if (chunk[d][c]->status) return chunk[d][c];
+        for (int c = 0; !bad && c < nc; c++) {
+            S_CHUNK(d, c) = ti_shrink(flat, (const int64_t[][2]){{lo[c], hi[c]}});
+            if (S_CHUNK(d, c)->status) bad = S_CHUNK(d, c);
         }
     }
-    for (int step = 0; step < n - 1; step++) /* reduce-scatter */
-        for (int c = 0; c < nc; c++) {
+    for (int step = 0; !bad && step < n - 1; step++) /* reduce-scatter */
+        for (int c = 0; !bad && c < nc; c++) {
             int src = (c + step) % n, dst = (c + step + 1) % n;
-            chunk[dst][c] = s_binary(out, op, chunk[dst][c], tc_to_index(chunk[src][c], m->dev[dst]));
-            if (chunk[dst][c]->status) return chunk[dst][c];
+            S_CHUNK(dst, c) = s_binary(out, op, S_CHUNK(dst, c), tc_to_index(S_CHUNK(src, c), m->dev[dst]));
+            if (S_CHUNK(dst, c)->status) bad = S_CHUNK(dst, c);
         }
-    for (int step = 0; step < n - 1; step++) /* all-gather */
-        for (int c = 0; c < nc; c++) {
+    for (int step = 0; !bad && step < n - 1; step++) /* all-gather */
+        for (int c = 0; !bad && c < nc; c++) {
             int src = (c + step + n - 1) % n, dst = (c + step) % n;
-            chunk[dst][c] = tc_to_index(chunk[src][c], m->dev[dst]);
-            if (chunk[dst][c]->status) return chunk[dst][c];
+            S_CHUNK(dst, c) = tc_to_index(S_CHUNK(src, c), m->dev[dst]);
+            if (S_CHUNK(dst, c)->status) bad = S_CHUNK(dst, c);
         }
-    for (int d = 0; d < n; d++) {
-        ti_tensor_t *whole = nc == 1 ? chunk[d][0] : ti_cat(nc, chunk[d], 0);
+    for (int d = 0; !bad && d < n; d++) {
+        ti_tensor_t *whole = nc == 1 ? S_CHUNK(d, 0) : ti_cat(nc, &S_CHUNK(d, 0), 0);
         m->part[d] = ti_reshape(whole, out->shape.ndim, out->shape.d);
-        if (m->part[d]->status) return m->part[d];
+        if (m->part[d]->status) bad = m->part[d];
     }
-    return NULL;
+#undef S_CHUNK
+    ta_free(lo);
+    return bad;
 }
 
 static ti_tensor_t *s_refuse(ti_tensor_t *out, ta_op_t op, const char *why) {
@@ -321,25 +351,34 @@ void tc_multi_set_requires_grad(ti_tensor_t *t, int requires) {
 
 ti_tensor_t *tc_multi_grad(ti_tensor_t *t) {
     const ti_multi_t *m = t->multi;
-    ti_tensor_t *g[TA_MAX_DEVICES];
+    ti_multi_t *gm = s_multi_new(t->ctx, m, m->axis);
+    ti_tensor_t **g = ta_malloc(sizeof *g * (size_t)m->n); /* the parts' gradients */
+    if (!gm || !g) {
+        ta_free(gm), ta_free(g);
+        return tc_error(t->ctx, TACT_ENOMEM, "grad: out of memory");
+    }
     for (int i = 0; i < m->n; i++) {
         if (!m->real[i]) {
             g[i] = ti_zeros(t->ctx, t->dtype, m->part[i]->shape.ndim, m->part[i]->shape.d);
             continue;
         }
-        if (!m->part[i]->grad)
+        if (!m->part[i]->grad) {
+            ta_free(gm), ta_free(g);
             return tc_fail(t, TACT_EINVAL, "grad: the sharded tensor has no gradient (tact_set_requires_grad(t, 1) before the forward, then tact_backward)");
+        }
         /* A view of its own: the part's gradient may be cleared later. */
         g[i] = tc_movement(m->part[i]->grad, TA_OP_RESHAPE, &m->part[i]->grad->shape, 0, NULL);
-        if (g[i]->status) return g[i];
+        if (g[i]->status) {
+            ti_tensor_t *bad = g[i];
+            ta_free(gm), ta_free(g);
+            return bad;
+        }
     }
-    ti_multi_t *gm = s_multi_new(t->ctx, m, m->axis);
-    if (!gm) return tc_error(t->ctx, TACT_ENOMEM, "grad: out of memory");
-    memcpy(gm->size, m->size, sizeof gm->size);
-    memcpy(gm->real, m->real, sizeof gm->real);
+    memcpy(gm->size, m->size, S_BYTES(gm->size, m->n));
+    memcpy(gm->real, m->real, S_BYTES(gm->real, m->n));
     ti_tensor_t *out = tc_new(t->ctx, t->dtype, &t->shape);
     if (out->status) {
-        ta_free(gm);
+        ta_free(gm), ta_free(g);
         return out;
     }
     /* A replicated tensor's copies each saw one device's share of the
@@ -348,12 +387,13 @@ ti_tensor_t *tc_multi_grad(ti_tensor_t *t) {
     if (m->axis < 0 && s_nreal(m) == m->n) {
         ti_tensor_t *bad = s_all_reduce(out, TA_OP_ADD, g, gm);
         if (bad) {
-            ta_free(gm);
+            ta_free(gm), ta_free(g);
             return bad;
         }
     } else {
-        memcpy(gm->part, g, sizeof gm->part);
+        memcpy(gm->part, g, S_BYTES(g, m->n));
     }
+    ta_free(g);
     out->multi = gm;
     return out;
 }
@@ -385,7 +425,7 @@ static ti_tensor_t *s_part_bounds(ti_tensor_t *out, ta_op_t op, const ti_tensor_
                         op == TA_OP_SHRINK ? "along the split axis only to exactly one part's bounds" : "along the split axis only back to the whole axis");
     ti_multi_t *m = s_multi_new(out->ctx, in, a);
     if (!m) return tc_error(out->ctx, TACT_ENOMEM, "out of memory");
-    memcpy(m->size, in->size, sizeof m->size);
+    memcpy(m->size, in->size, S_BYTES(m->size, in->n));
     for (int i = 0; i < in->n; i++) {
         m->real[i] = op == TA_OP_PAD || i == idx;
         ti_tensor_t *p = in->part[i];
@@ -402,7 +442,35 @@ static ti_tensor_t *s_part_bounds(ti_tensor_t *out, ta_op_t op, const ti_tensor_
     return out;
 }
 
+/* Per part scratch of an op on sharded tensors (one allocation). */
+typedef struct {
+    int *real;
+    ta_shape_t *shapes;
+    int64_t (*pargs)[2 * TA_MAX_DIMS];
+    ti_tensor_t **partial;
+} s_scratch_t;
+
+static ti_tensor_t *s_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad,
+                                 const s_scratch_t *sc);
+
 ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad) {
+    const ti_multi_t *ref = NULL;
+    for (int j = 0; j < nsrc && !ref; j++) ref = srcs[j]->multi;
+    size_t n = (size_t)ref->n;
+    s_scratch_t sc;
+    void *block = ta_calloc(n, sizeof *sc.pargs + sizeof *sc.shapes + sizeof *sc.partial + sizeof *sc.real);
+    if (!block) return tc_error(out->ctx, TACT_ENOMEM, "%s: out of memory", ta_op_name(op));
+    sc.pargs = block;
+    sc.shapes = (ta_shape_t *)(sc.pargs + n);
+    sc.partial = (ti_tensor_t **)(sc.shapes + n);
+    sc.real = (int *)(sc.partial + n);
+    ti_tensor_t *t = s_multi_emit(out, op, nsrc, srcs, nargs, args, grad, &sc);
+    ta_free(block);
+    return t;
+}
+
+static ti_tensor_t *s_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tensor_t *const *srcs, int nargs, const int64_t *args, int grad,
+                                 const s_scratch_t *sc) {
     ti_ctx_t *ctx = out->ctx;
     const ti_multi_t *ref = NULL;
     for (int j = 0; j < nsrc && !ref; j++) ref = srcs[j]->multi;
@@ -416,13 +484,13 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
         if (!s && srcs[j]->device >= 0)
             return tc_error(ctx, TACT_EDEVICE, "%s: a sharded tensor and one on %s (shard it too, or gather the other with tact_to)", ta_op_name(op),
                             ti_device(srcs[j]));
-        if (s && (s->n != ref->n || memcmp(s->dev, ref->dev, sizeof s->dev) != 0))
+        if (s && (s->n != ref->n || memcmp(s->dev, ref->dev, S_BYTES(s->dev, s->n)) != 0))
             return tc_error(ctx, TACT_EDEVICE, "%s: sources sharded over different devices (%s and %s)", ta_op_name(op), ref->name, s->name);
         if (s && s->axis >= 0) axis = s->axis, ref = s;
     }
     /* After a shrink to one part's bounds only that part is real: a part
      * is real where every sharded source's is (the others are zeros). */
-    int real[TA_MAX_DEVICES] = {0}, partly = 0;
+    int *real = sc->real, partly = 0;
     for (int i = 0; i < ref->n; i++) real[i] = 1;
     for (int j = 0; j < nsrc; j++)
         for (int i = 0; srcs[j]->multi && i < ref->n; i++) real[i] &= srcs[j]->multi->real[i], partly |= !srcs[j]->multi->real[i];
@@ -430,7 +498,7 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     for (int j = 0; j < nsrc; j++) {
         resplit[j] = srcs[j];
         const ti_multi_t *s = srcs[j]->multi;
-        if (!s || s->axis < 0 || s == ref || (s->axis == axis && memcmp(s->size, ref->size, sizeof s->size) == 0)) continue;
+        if (!s || s->axis < 0 || s == ref || (s->axis == axis && memcmp(s->size, ref->size, S_BYTES(s->size, s->n)) == 0)) continue;
         if (partly) return s_refuse(out, op, "its sources are split differently and partly real (gather them first)");
         ti_tensor_t *again = s_split_like(tc_gather((ti_tensor_t *)srcs[j], s->dev[0]), ref);
         if (again->status) return again;
@@ -439,8 +507,8 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     srcs = resplit;
     ta_op_class_t cls = ta_op_class(op);
     int out_axis = axis;
-    ta_shape_t shapes[TA_MAX_DEVICES];
-    int64_t pargs[TA_MAX_DEVICES][2 * TA_MAX_DIMS];
+    ta_shape_t *shapes = sc->shapes;
+    int64_t(*pargs)[2 * TA_MAX_DIMS] = sc->pargs;
     for (int i = 0; i < ref->n; i++) {
         shapes[i] = out->shape;
         if (nargs) memcpy(pargs[i], args, sizeof *args * (size_t)nargs);
@@ -505,8 +573,8 @@ ti_tensor_t *tc_multi_emit(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_tens
     if (!m) return tc_error(ctx, TACT_ENOMEM, "%s: out of memory", ta_op_name(op));
     if (out_axis >= 0)
         for (int i = 0; i < m->n; i++) m->size[i] = shapes[i].d[out_axis];
-    memcpy(m->real, real, sizeof m->real);
-    ti_tensor_t *partial[TA_MAX_DEVICES];
+    memcpy(m->real, real, S_BYTES(real, m->n));
+    ti_tensor_t **partial = sc->partial;
     for (int i = 0; i < m->n; i++) {
         if (!real[i]) { /* zeros, wherever they are wanted */
             ti_tensor_t *z = ti_zeros(ctx, out->dtype, shapes[i].ndim, shapes[i].d);

@@ -9,19 +9,21 @@
 
 #include "cc.h"
 #include "device.h"
+#include "mem.h"
 #include "pipeline.h"
 
 /* The replay's device list as a context would list it ("CPU,CL:0"). */
 static int s_devices(const char *list, char *out, size_t size, ta_error_t *err) {
-    char names[TA_MAX_DEVICES][16];
+    char **names;
     ta_error_t e = {TACT_EINVAL, "bad device list"};
-    int n = ta_device_list_parse(list, names, TA_MAX_DEVICES, &e);
+    int n = ta_device_list_parse(list, &names, &e);
     if (n < 0) return ta_error_set(err, n, "replay: devices '%s': %s", list, e.text);
     out[0] = '\0';
     for (int i = 0; i < n; i++) {
         size_t used = strlen(out);
         snprintf(out + used, size - used, "%s%s", i ? "," : "", names[i]);
     }
+    ta_free(names);
     return TACT_OK;
 }
 

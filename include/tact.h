@@ -177,13 +177,16 @@ typedef struct tact_options {
      * refused), or "tcp-insecure" (plain tcp: any local process that finds
      * the port can send as anyone; for benchmarks and debugging only). */
     const char *transport;
-    /* The devices the context computes on, separated by commas: "CPU",
-     * virtual CPU devices "CPU:1".."CPU:7" (each its own executor with
-     * cpu_threads threads; "CPU:0" is "CPU"), OpenCL devices "CL" (CL:0)
-     * or "CL:k" (tact_devices lists them), at most 8: "CPU,CPU:1",
-     * "CPU,CL".  The first is where new tensors are made; each has its own
-     * executor, and they run at the same time.  NULL: $TACT_DEVICE, else
-     * "CPU".  An absent or repeated device fails the open, naming the
+    /* The devices the context computes on, device URIs separated by
+     * commas: "CPU", virtual CPU devices "CPU:1".."CPU:7" (each its own
+     * executor with cpu_threads threads; "CPU:0" is "CPU"), OpenCL
+     * devices "CL" (CL:0) or "CL:k" (tact_devices lists them), as many as
+     * the machine has: "CPU,CPU:1", "CPU,CL".  The grammar has room for a
+     * device in a worker process, tcp://HOST:PORT/DEVICE or
+     * ipc://PATH/DEVICE, which this version refuses (TACT_EDEVICE).  The
+     * first is where new tensors are made; each has its own executor, and
+     * they run at the same time.  NULL: $TACT_DEVICE, else "CPU".  An
+     * absent, malformed or repeated device fails the open, naming the
      * devices present. */
     const char *devices;
     /* Threads of each CPU device: 0 (one per core) to 8 per core (at

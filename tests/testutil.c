@@ -9,7 +9,9 @@
 
 #include <criterion/criterion.h>
 
+#include "device.h"
 #include "log.h"
+#include "mem.h"
 #include "pipeline.h"
 #include "replay.h"
 
@@ -201,4 +203,22 @@ int tu_log_sent(const char *path, const char *stream, int type, void (*fn)(const
     }
     ta_log_free(&log);
     return n;
+}
+
+void tu_wiring(ta_pipeline_t *w, int ncompilers, int n, const uint32_t *executors) {
+    memset(w, 0, sizeof *w);
+    w->client = 1, w->graph = 2, w->scheduler = 3, w->planner = 4, w->autograd = 8;
+    w->ncompilers = ncompilers;
+    for (int i = 0; i < ncompilers; i++) w->compiler[i] = 5 + (uint32_t)i;
+    w->device = ta_calloc((size_t)n, sizeof *w->device);
+    cr_assert(w->device);
+    w->ndevices = n;
+    w->self_device = -1;
+    for (int i = 0; i < n; i++) {
+        ta_error_t err;
+        if (i) snprintf(w->device[i].uri, sizeof w->device[i].uri, "CPU:%d", i);
+        else snprintf(w->device[i].uri, sizeof w->device[i].uri, "CPU");
+        cr_assert_eq(ta_device_describe(w->device[i].uri, &w->device[i].info, &err), TACT_OK, "%s", err.text);
+        w->device[i].executor = executors[i];
+    }
 }

@@ -47,6 +47,13 @@ void tu_spoil_bulk(ta_msg_t *m, uint8_t **copy);
 void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
                                 ta_capture_fn capture, void *ud);
 
+/* A wiring of the given ports (client 1, graph 2, scheduler 3, planner 4,
+ * compilers 5.., autograd 8) over n local devices "CPU", "CPU:1", ... with
+ * executors at the given ports, each described as a context describes it;
+ * ta_pipeline_fini frees it. */
+struct ta_pipeline;
+void tu_wiring(struct ta_pipeline *w, int ncompilers, int n, const uint32_t *executors);
+
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 

@@ -514,6 +514,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(a->got);
     ta_map_fini(&a->pos);
     msgpack_sbuffer_destroy(&a->out);
+    ta_pipeline_fini(&a->w);
     ta_free(a);
 }
 

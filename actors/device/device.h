@@ -44,8 +44,8 @@ typedef struct ta_device_options {
 /* What `tact devices` lists (tact_device_info in tact.h, field for field). */
 typedef struct ta_device_info {
     char name[16];       /* "CPU", "CL:0" */
-    char model[128];     /* the processor, or the OpenCL device's name */
-    char driver[128];    /* the OpenCL platform and driver version; "" for the CPU */
+    char model[TA_REC_MAX_STR + 1];  /* the processor, or the OpenCL device's name */
+    char driver[TA_REC_MAX_STR + 1]; /* the OpenCL platform and driver version; "" for the CPU */
     int compute_units;   /* cores, or compute units */
     uint64_t memory;     /* bytes */
     uint64_t max_buffer; /* the largest buffer, in bytes */
@@ -57,13 +57,13 @@ typedef struct ta_device_info {
      * fused multiply-add, the local memory per work group in bytes (CPU: 0),
      * bfloat16 arithmetic, and the compiler that builds for it with its
      * flags (CL: the driver's; CPU: filled by whoever builds, codegen). */
-    char language[16];
+    char language[32];
     int vector_bytes;
     int fma;
     int bf16;
     uint64_t local_memory;
-    char compiler[128];
-    char flags[128];
+    char compiler[TA_REC_MAX_STR + 1];
+    char flags[TA_REC_MAX_STR + 1];
 } ta_device_info_t;
 
 /* One kernel launch. */
@@ -152,32 +152,50 @@ int ta_executor_busy_peak(int reset);
  */
 enum { TA_MAX_CPU_DEVICES = 8 };
 int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err);
-/* ta_device_find, then the name as a context lists it into out: "CPU" for
- * CPU:0, "KIND:k" otherwise ("CL" is "CL:0"). */
-int ta_device_canonical(const char *name, char out[16], ta_error_t *err);
+
+/*
+ * Device URIs (DESIGN.md section 5): a device of this process, KIND or
+ * KIND:k ("CPU" is CPU:0, "CL" is CL:0, "CUDA:0"), or one in a tact worker,
+ * tcp://HOST:PORT/DEVICE or ipc://PATH/DEVICE.  At most TA_URI_MAX bytes of
+ * printable ASCII without spaces or commas.  ta_device_uri checks one
+ * (len bytes) and writes it canonical into out (TA_URI_MAX + 1 bytes): a
+ * local device must be present ("CPU" for CPU:0, "KIND:k" otherwise).
+ * Returns TACT_OK, TACT_EINVAL for a malformed URI, or TACT_EDEVICE for a
+ * device that is not there (or a worker's: not supported yet), err saying
+ * which and why.
+ */
+enum { TA_URI_MAX = 255 };
+int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err);
 
 /* Splits a list of device names joined by commas (len bytes, no NUL
- * needed) into out, at most max names of at most 15 characters each, as
- * they are written (not checked against the devices present).  Returns
- * how many, or -1 with err saying what is wrong (an empty or long name,
- * more than max).  A context's device list, CONFIG's and tact_shard's
- * are read by it. */
-int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_error_t *err);
+ * needed) into *out, one allocation (ta_free it) of n pointers to
+ * NUL-terminated names as written (not checked against the devices
+ * present).  Returns n, or -1 with err saying what is wrong (an empty
+ * name, one longer than TA_URI_MAX).  tact_shard's list is read by it. */
+int ta_device_split(const char *list, size_t len, char ***out, ta_error_t *err);
 
-/* A device list as a context takes it ("CPU,CL"): split, each name made
- * canonical (ta_device_canonical: present on this machine), none twice.
- * Returns how many into out, or a negative status with err naming the
+/* A device list as a context takes it ("CPU,CL"): split, each made
+ * canonical (ta_device_uri), none twice.  Returns how many into *out (one
+ * allocation, ta_free it), or a negative status with err naming the
  * list's fault. */
-int ta_device_list_parse(const char *list, char (*out)[16], int max, ta_error_t *err);
+int ta_device_list_parse(const char *list, char ***out, ta_error_t *err);
 
 /* Describes the devices present into out (at most max); returns how many
  * there are (which may be more than max). */
 int ta_device_list(ta_device_info_t *out, int max);
+
+/* Describes the device of this process at uri (canonical: "CPU:1",
+ * "CL:0") into *info, its name the uri.  Returns TACT_OK or the error. */
+int ta_device_describe(const char *uri, ta_device_info_t *info, ta_error_t *err);
 
 /* The DEVICE record (actors/msg.h) of a described device at uri ("CPU",
  * "CL:0"; later "tcp://host:port/CUDA:0"), its TARGET in *target (rec's
  * target list points at it; the strings point into info, which must
  * outlive both). */
 void ta_device_rec_of(const ta_device_info_t *info, const char *uri, ta_device_rec_t *rec, ta_target_rec_t *target);
+/* The reverse: a DEVICE record (checked by the codec) into *info and its
+ * URI into uri (TA_URI_MAX + 1 bytes).  Returns TACT_OK, or TACT_EPROTO
+ * when it has not exactly one TARGET or a string does not fit. */
+int ta_device_info_of_rec(const ta_device_rec_t *rec, ta_device_info_t *info, char *uri, ta_error_t *err);
 
 #endif

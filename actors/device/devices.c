@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "device.h"
+#include "mem.h"
 #include "pipeline.h"
 
 static const ta_device_ops_t *const s_kinds[] = {&ta_cpu_device, &ta_cl_device};
@@ -56,41 +57,119 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     return TACT_OK;
 }
 
-int ta_device_canonical(const char *name, char out[16], ta_error_t *err) {
+/* Checks a local device's part of a URI (KIND or KIND:k) for its
+ * grammar only: the kind's letters and digits, then an optional number. */
+static int s_local_ok(const char *p, size_t len) {
+    size_t k = 0;
+    while (k < len && ((p[k] >= 'A' && p[k] <= 'Z') || (p[k] >= 'a' && p[k] <= 'z'))) k++;
+    if (k == 0 || k > 15) return 0;
+    if (k == len) return 1;
+    size_t nd = len - k - 1;
+    if (p[k] != ':' || nd == 0 || nd > 7) return 0;
+    return strspn(p + k + 1, "0123456789") >= nd;
+}
+
+int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
+    out[0] = '\0';
+    if (!uri || !len) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k)");
+    if (len > TA_URI_MAX) return ta_error_set(err, TACT_EINVAL, "device '%.40s...' is longer than %d bytes", uri, TA_URI_MAX);
+    if (memchr(uri, ',', len))
+        return ta_error_set(err, TACT_EINVAL, "'%.*s' is a list of devices where one device is expected (tact_shard splits a tensor over several)",
+                            (int)len, uri);
+    for (size_t k = 0; k < len; k++)
+        if (uri[k] <= 0x20 || uri[k] > 0x7e || uri[k] == ',')
+            return ta_error_set(err, TACT_EINVAL, "device '%.*s': a space, comma or unprintable byte at %zu", (int)len, uri, k);
+    int tcp = len > 6 && memcmp(uri, "tcp://", 6) == 0, ipc = len > 6 && memcmp(uri, "ipc://", 6) == 0;
+    if (tcp || ipc || memchr(uri, '/', len)) {
+        /* SCHEME://WHERE/DEVICE: a device of a tact worker there. */
+        const char *slash = NULL;
+        for (size_t k = len; k-- > 6 && !slash;)
+            if (uri[k] == '/') slash = uri + k;
+        const char *where = uri + 6, *dev = slash ? slash + 1 : NULL;
+        size_t wlen = slash ? (size_t)(slash - where) : 0, dlen = dev ? (size_t)(uri + len - dev) : 0;
+        int ok = (tcp || ipc) && slash && wlen > 0 && s_local_ok(dev, dlen);
+        if (ok && tcp) { /* HOST:PORT, the port 1..65535 */
+            const char *colon = NULL;
+            for (size_t k = 0; k < wlen; k++)
+                if (where[k] == ':') colon = where + k;
+            size_t plen = colon ? (size_t)(where + wlen - colon - 1) : 0;
+            ok = colon && colon > where && plen >= 1 && plen <= 5 && strspn(colon + 1, "0123456789") >= plen;
+            if (ok) ok = atol(colon + 1) >= 1 && atol(colon + 1) <= 65535;
+        }
+        if (!ok)
+            return ta_error_set(err, TACT_EINVAL, "device '%.*s': not a device URI (tcp://HOST:PORT/DEVICE or ipc://PATH/DEVICE, DEVICE as CPU, CL:0)",
+                                (int)len, uri);
+        return ta_error_set(err, TACT_EDEVICE,
+                            "device %.*s: devices in worker processes (tcp://, ipc://) are not supported yet; this build runs the devices of "
+                            "this process (CPU, CPU:k, CL:k)",
+                            (int)len, uri);
+    }
+    char name[32];
+    if (len >= sizeof name) return ta_error_set(err, TACT_EINVAL, "device '%.*s': unknown kind (devices are CPU, CPU:k, CL, CL:k)", (int)len, uri);
+    memcpy(name, uri, len);
+    name[len] = '\0';
     const ta_device_ops_t *ops;
     int index, rc = ta_device_find(name, &ops, &index, err);
     if (rc != TACT_OK) return rc;
-    if (ops == &ta_cpu_device && index == 0) snprintf(out, 16, "CPU");
-    else snprintf(out, 16, "%s:%d", ops->kind, index);
+    if (ops == &ta_cpu_device && index == 0) snprintf(out, TA_URI_MAX + 1, "CPU");
+    else snprintf(out, TA_URI_MAX + 1, "%s:%d", ops->kind, index);
     return TACT_OK;
 }
 
-int ta_device_names(const char *list, size_t len, char (*out)[16], int max, ta_error_t *err) {
-    int n = 0;
-    for (size_t at = 0;; n++) {
-        size_t end = at;
-        while (end < len && list[end] != ',') end++;
-        if (end == at) return ta_error_set(err, TACT_EINVAL, "an empty device name"), -1;
-        if (end - at >= sizeof out[0]) return ta_error_set(err, TACT_EINVAL, "device name '%.*s...' is too long", 15, list + at), -1;
-        if (n == max) return ta_error_set(err, TACT_EINVAL, "more than %d devices", max), -1;
-        memcpy(out[n], list + at, end - at);
-        out[n][end - at] = '\0';
-        if (end == len) return n + 1;
-        at = end + 1;
+int ta_device_split(const char *list, size_t len, char ***out, ta_error_t *err) {
+    *out = NULL;
+    int n = 1;
+    for (size_t k = 0; k < len; k++) n += list[k] == ',';
+    /* One allocation: the pointers, then the names, each NUL-terminated. */
+    char **v = ta_malloc(sizeof *v * (size_t)n + len + 1);
+    if (!v) return ta_error_set(err, TACT_ENOMEM, "out of memory"), -1;
+    char *bytes = (char *)(v + n);
+    if (len) memcpy(bytes, list, len);
+    bytes[len] = '\0';
+    for (int i = 0, at = 0; i < n; i++) {
+        size_t end = (size_t)at;
+        while (end < len && bytes[end] != ',') end++;
+        bytes[end] = '\0';
+        v[i] = bytes + at;
+        if (end == (size_t)at) {
+            ta_free(v);
+            return ta_error_set(err, TACT_EINVAL, "an empty device name"), -1;
+        }
+        if (end - (size_t)at > TA_URI_MAX) {
+            ta_free(v);
+            return ta_error_set(err, TACT_EINVAL, "device name '%.40s...' is longer than %d bytes", list + at, TA_URI_MAX), -1;
+        }
+        at = (int)end + 1;
     }
+    *out = v;
+    return n;
 }
 
-int ta_device_list_parse(const char *list, char (*out)[16], int max, ta_error_t *err) {
-    char raw[TA_MAX_DEVICES][16];
-    if (max > TA_MAX_DEVICES) max = TA_MAX_DEVICES;
-    int count = ta_device_names(list, strlen(list), raw, max, err);
+int ta_device_list_parse(const char *list, char ***out, ta_error_t *err) {
+    *out = NULL;
+    char **raw;
+    int count = ta_device_split(list, strlen(list), &raw, err);
     if (count < 0) return err ? err->code : TACT_EINVAL;
-    for (int i = 0; i < count; i++) {
-        int rc = ta_device_canonical(raw[i], out[i], err);
-        if (rc != TACT_OK) return rc;
-        for (int k = 0; k < i; k++)
-            if (strcmp(out[k], out[i]) == 0) return ta_error_set(err, TACT_EINVAL, "%s is listed twice", out[i]);
+    /* The canonical names, in one allocation as ta_device_split's. */
+    char **v = ta_malloc(sizeof *v * (size_t)count + (size_t)count * (TA_URI_MAX + 1));
+    if (!v) {
+        ta_free(raw);
+        return ta_error_set(err, TACT_ENOMEM, "out of memory");
     }
+    char *bytes = (char *)(v + count);
+    int rc = TACT_OK;
+    for (int i = 0; i < count && rc == TACT_OK; i++) {
+        v[i] = bytes + (size_t)i * (TA_URI_MAX + 1);
+        rc = ta_device_uri(raw[i], strlen(raw[i]), v[i], err);
+        for (int k = 0; k < i && rc == TACT_OK; k++)
+            if (strcmp(v[k], v[i]) == 0) rc = ta_error_set(err, TACT_EINVAL, "%s is listed twice", v[i]);
+    }
+    ta_free(raw);
+    if (rc != TACT_OK) {
+        ta_free(v);
+        return rc;
+    }
+    *out = v;
     return count;
 }
 
@@ -126,6 +205,18 @@ int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *wh
 static void s_printable(char *s) {
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e) *s = '?';
+}
+
+int ta_device_describe(const char *uri, ta_device_info_t *info, ta_error_t *err) {
+    const ta_device_ops_t *ops;
+    int index, rc = ta_device_find(uri, &ops, &index, err);
+    /* Virtual CPU devices are the one CPU, by another name. */
+    if (rc == TACT_OK) rc = ops->describe(ops == &ta_cpu_device ? 0 : index, info, err);
+    if (rc != TACT_OK) return rc;
+    snprintf(info->name, sizeof info->name, "%s", uri);
+    char *fields[] = {info->name, info->model, info->driver, info->language, info->compiler, info->flags};
+    for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) s_printable(fields[f]);
+    return TACT_OK;
 }
 
 int ta_device_list(ta_device_info_t *out, int max) {
@@ -169,4 +260,41 @@ void ta_device_rec_of(const ta_device_info_t *info, const char *uri, ta_device_r
     rec->memory = info->memory;
     rec->max_buffer = info->max_buffer;
     rec->target = ta_recs(TA_REC_TARGET, t, 1);
+}
+
+/* A record's string into a char array of size bytes; -1 if it does not fit. */
+static int s_str_to(const ta_bytes_t *b, char *out, size_t size) {
+    if (b->len >= size) return -1;
+    if (b->len) memcpy(out, b->ptr, b->len);
+    out[b->len] = '\0';
+    return 0;
+}
+
+int ta_device_info_of_rec(const ta_device_rec_t *rec, ta_device_info_t *info, char *uri, ta_error_t *err) {
+    memset(info, 0, sizeof *info);
+    ta_target_rec_t t;
+    ta_recs_it_t it;
+    ta_recs_begin(&it, &rec->target);
+    if (rec->target.n != 1 || !ta_recs_next(&it, &t)) return ta_error_set(err, TACT_EPROTO, "a DEVICE record needs exactly one TARGET");
+    /* The local device's name: the URI after its last '/' (a worker's). */
+    size_t at = rec->uri.len;
+    while (at > 0 && rec->uri.ptr[at - 1] != '/') at--;
+    ta_bytes_t local = {rec->uri.ptr + at, rec->uri.len - at};
+    if (!rec->uri.len || s_str_to(&rec->uri, uri, TA_URI_MAX + 1) || s_str_to(&local, info->name, sizeof info->name) ||
+        s_str_to(&rec->model, info->model, sizeof info->model) || s_str_to(&rec->driver, info->driver, sizeof info->driver) ||
+        s_str_to(&t.language, info->language, sizeof info->language) || s_str_to(&t.compiler, info->compiler, sizeof info->compiler) ||
+        s_str_to(&t.flags, info->flags, sizeof info->flags) || rec->compute_units > INT32_MAX || t.vector_bytes > 4096 || t.max_group > INT64_MAX)
+        return ta_error_set(err, TACT_EPROTO, "DEVICE record of '%.*s': a field out of range", (int)(rec->uri.len < 64 ? rec->uri.len : 64),
+                            rec->uri.len ? (const char *)rec->uri.ptr : "");
+    info->compute_units = (int)rec->compute_units;
+    info->memory = rec->memory;
+    info->max_buffer = rec->max_buffer;
+    info->max_group = (int64_t)t.max_group;
+    info->fp16 = t.fp16 != 0;
+    info->fp64 = t.fp64 != 0;
+    info->bf16 = t.bf16 != 0;
+    info->fma = t.fma != 0;
+    info->vector_bytes = (int)t.vector_bytes;
+    info->local_memory = t.local_memory;
+    return TACT_OK;
 }

@@ -454,10 +454,10 @@ static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st) {
     s_buf_t *b = r->failed ? NULL : s_buf(s, st->bufs[0]);
     int rc = TACT_OK;
     if (r->failed)
-        rc = ta_error_set(&err, TACT_EDEVICE, "on %s: %s", s->w.device[s->w.self_device], r->failure);
+        rc = ta_error_set(&err, TACT_EDEVICE, "on %s: %s", ta_pipeline_uri(&s->w, s->w.self_device), r->failure);
     else if (!b)
         rc = ta_error_set(&err, TACT_EDEVICE, "executor on %s: buffer %" PRIu64 " to copy does not exist (the realize that computes it failed)",
-                          s->w.device[s->w.self_device], st->bufs[0]);
+                          ta_pipeline_uri(&s->w, s->w.self_device), st->bufs[0]);
     else if (b->bytes < st->bytes[0])
         rc = ta_error_set(&err, TACT_EPROTO, "executor: buffer %" PRIu64 " holds %" PRIu64 " bytes, a copy of %" PRIu64 " was asked", b->id, b->bytes,
                           st->bytes[0]);
@@ -480,10 +480,10 @@ static void s_receive_copy(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     ta_error_t err = {0, ""};
     int from = ta_pipeline_device_of(&s->w, st->peer);
     if (m->type == TA_MSG_ERROR) {
-        ta_error_set(&err, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, "copy from %s failed: %.*s", s->w.device[from],
+        ta_error_set(&err, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, "copy from %s failed: %.*s", ta_pipeline_uri(&s->w, from),
                      (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
     } else if (m->bulk.len != st->bytes[0]) {
-        ta_error_set(&err, TACT_EPROTO, "executor: a copy from %s brought %zu bytes for buffer %" PRIu64 " of %" PRIu64, s->w.device[from],
+        ta_error_set(&err, TACT_EPROTO, "executor: a copy from %s brought %zu bytes for buffer %" PRIu64 " of %" PRIu64, ta_pipeline_uri(&s->w, from),
                      m->bulk.len, st->bufs[0], st->bytes[0]);
     } else if (!r->failed) {
         s_buf_t *out = s_output(s, st, "a copy", &err);
@@ -667,6 +667,7 @@ static void s_fini(ta_actor_t *self) {
     ta_free(s->bufs);
     ta_free(s->failed);
     if (s->dev) s->dev_ops->close(&s->dev);
+    ta_pipeline_fini(&s->w);
     ta_free(s);
 }
 
@@ -774,15 +775,17 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_EXECUTOR);
         int index;
-        if (rc == TACT_OK) rc = ta_device_find(s->w.device[s->w.self_device], &s->dev_ops, &index, &err);
+        /* The device this executor drives: its record's local name. */
+        if (rc == TACT_OK) rc = ta_device_find(s->w.device[s->w.self_device].info.name, &s->dev_ops, &index, &err);
         /* The other executors are peers: their copies are kept whenever
          * they come, and they hear this one is alive. */
         for (int d = 0; rc == TACT_OK && d < s->w.ndevices; d++)
-            if (d != s->w.self_device && ta_actor_add_peer(self, s->w.executor[d]) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
+            if (d != s->w.self_device && ta_actor_add_peer(self, s->w.device[d].executor) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
         ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
         if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {
             s->configured = 0;
+            ta_pipeline_fini(&s->w);
             return ta_actor_fail(self, rc, "executor: %s", err.text);
         }
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);

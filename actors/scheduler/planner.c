@@ -81,9 +81,11 @@ typedef struct {
     ta_map_t head_index; /* h[0] -> index in heads */
     /* Per executor, the kernels (by AST digest) sent to compilers, at most
      * S_SENT_MAX: see s_choose. */
-    s_sent_t *sent[TA_MAX_DEVICES];
-    size_t nsent[TA_MAX_DEVICES], sent_cap[TA_MAX_DEVICES];
-    ta_map_t sent_index[TA_MAX_DEVICES]; /* h[0] -> index in sent */
+    struct s_sent_list {
+        s_sent_t *v;
+        size_t n, cap;
+        ta_map_t index; /* h[0] -> index in v */
+    } *sent;            /* one per device (made at CONFIG) */
 } s_state_t;
 
 /* The head of the AST in bytes: remembered, or decoded (and checked). */
@@ -216,7 +218,7 @@ static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, con
             ta_msg_init(&msg, TA_MSG_COMPILE);
             msg.corr = jobs[0].corr;
             msg.as.compile.realize = realize;
-            msg.as.compile.reply_to = s->w.executor[ks[q].device];
+            msg.as.compile.reply_to = s->w.device[ks[q].device].executor;
             msg.as.compile.jobs = ta_recs(TA_REC_JOB, jobs, (size_t)n);
             int rc = ta_actor_send(self, s->w.compiler[c], &msg);
             if (rc != TACT_OK) return ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
@@ -374,7 +376,7 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
         st.work = k->work;
         if (role == S_KERNEL) st.args = k->args;
         st.copy = role == S_SEND ? 1 : role == S_RECEIVE ? 2 : 0;
-        st.peer = role == S_SEND ? s->w.executor[k->device] : role == S_RECEIVE ? s->w.executor[k->from] : 0;
+        st.peer = role == S_SEND ? s->w.device[k->device].executor : role == S_RECEIVE ? s->w.device[k->from].executor : 0;
         if (role == S_SEND) st.bytes[0] = k->bytes[0]; /* what goes: the copy's output size, from the source's start */
         if (role == S_KERNEL) st.ast0 = k->h[0], st.ast1 = k->h[1];
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
@@ -389,19 +391,20 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
 }
 
 static void s_forget_sent(s_state_t *s, int d) {
-    for (size_t i = 0; i < s->nsent[d]; i++) ta_free(s->sent[d][i].ast);
-    s->nsent[d] = 0;
-    ta_map_clear(&s->sent_index[d]);
+    struct s_sent_list *l = &s->sent[d];
+    for (size_t i = 0; i < l->n; i++) ta_free(l->v[i].ast);
+    l->n = 0;
+    ta_map_clear(&l->index);
 }
 
 /* The entry of kernel k's AST for its executor, made if create; NULL when
  * there is none, for an AST whose first digest word another AST has (both
  * marked collided), or out of memory. */
 static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
-    int d = k->device;
+    struct s_sent_list *l = &s->sent[k->device];
     uint64_t i;
-    if (ta_map_get(&s->sent_index[d], k->h[0], &i)) {
-        s_sent_t *e = &s->sent[d][i];
+    if (ta_map_get(&l->index, k->h[0], &i)) {
+        s_sent_t *e = &l->v[i];
         if (e->h[1] != k->h[1] || e->ast_len != k->ast_len || memcmp(e->ast, k->ast, k->ast_len) != 0) {
             e->collided = 1;
             return NULL;
@@ -409,15 +412,14 @@ static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
         return e;
     }
     if (!create) return NULL;
-    if (s->nsent[d] >= S_SENT_MAX) s_forget_sent(s, d); /* bounded: the kernels forgotten are compiled again */
+    if (l->n >= S_SENT_MAX) s_forget_sent(s, k->device); /* bounded: the kernels forgotten are compiled again */
     uint8_t *copy = ta_malloc(k->ast_len ? k->ast_len : 1);
-    if (!copy || ta_grow((void **)&s->sent[d], &s->sent_cap[d], s->nsent[d] + 1, sizeof *s->sent[d]) != TACT_OK ||
-        ta_map_put(&s->sent_index[d], k->h[0], s->nsent[d]) != TACT_OK) {
+    if (!copy || ta_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != TACT_OK || ta_map_put(&l->index, k->h[0], l->n) != TACT_OK) {
         ta_free(copy);
         return NULL;
     }
     memcpy(copy, k->ast, k->ast_len);
-    s_sent_t *e = &s->sent[d][s->nsent[d]++];
+    s_sent_t *e = &l->v[l->n++];
     memset(e, 0, sizeof *e);
     e->h[0] = k->h[0], e->h[1] = k->h[1];
     e->ast = copy;
@@ -476,22 +478,30 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     /* A realize failed since the last KERNELS: an executor may lack a
      * program it was promised (an abandoned realize), or keep a compile
      * error, so every kernel is compiled again until it is known anew. */
-    for (int d = 0; m->as.kernels.fresh && d < TA_MAX_DEVICES; d++) s_forget_sent(s, d);
+    int nd = s->w.ndevices;
+    for (int d = 0; m->as.kernels.fresh && d < nd; d++) s_forget_sent(s, d);
     if (rc == TACT_OK) s_choose(s, ks, nk, corrs, self);
-    msgpack_sbuffer sb[TA_MAX_DEVICES];
-    uint32_t nsteps[TA_MAX_DEVICES] = {0};
-    uint64_t peak[TA_MAX_DEVICES] = {0}, unplanned[TA_MAX_DEVICES] = {0};
-    int nd = s->w.ndevices < TA_MAX_DEVICES ? s->w.ndevices : TA_MAX_DEVICES; /* (CONFIG checked it) */
+    /* Per device: its steps' bytes, their count, the byte counts. */
+    struct s_per {
+        msgpack_sbuffer sb;
+        uint32_t nsteps;
+        uint64_t peak, unplanned;
+    } *per = ta_calloc((size_t)nd, sizeof *per);
+    if (!per) {
+        ta_free(corrs);
+        ta_free(ks);
+        return ta_actor_fail(self, TACT_ENOMEM, "planner: out of memory");
+    }
     for (int d = 0; d < nd; d++) {
-        msgpack_sbuffer_init(&sb[d]);
+        msgpack_sbuffer_init(&per[d].sb);
         if (rc != TACT_OK) continue;
         /* The steps, then the list's header in front of them once their count is known. */
         msgpack_sbuffer body;
         msgpack_sbuffer_init(&body);
         msgpack_packer pk;
-        msgpack_packer_init(&pk, &sb[d], msgpack_sbuffer_write);
-        if (s_plan_device(s, ks, nk, &m->as.kernels.temps, d, corrs, &body, &nsteps[d], &peak[d], &unplanned[d]) != TACT_OK ||
-            ta_recs_pack_header(&pk, nsteps[d]) || (body.size && msgpack_sbuffer_write(&sb[d], body.data, body.size)))
+        msgpack_packer_init(&pk, &per[d].sb, msgpack_sbuffer_write);
+        if (s_plan_device(s, ks, nk, &m->as.kernels.temps, d, corrs, &body, &per[d].nsteps, &per[d].peak, &per[d].unplanned) != TACT_OK ||
+            ta_recs_pack_header(&pk, per[d].nsteps) || (body.size && msgpack_sbuffer_write(&per[d].sb, body.data, body.size)))
             rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
         msgpack_sbuffer_destroy(&body);
     }
@@ -506,16 +516,17 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         p.as.plan.realize = m->as.kernels.realize;
         p.as.plan.status = rc;
         if (rc == TACT_OK) {
-            p.as.plan.steps = ta_recs_raw(TA_REC_STEP, sb[d].data, sb[d].size, nsteps[d]);
-            p.as.plan.planned_peak = peak[d];
-            p.as.plan.unplanned = unplanned[d];
+            p.as.plan.steps = ta_recs_raw(TA_REC_STEP, per[d].sb.data, per[d].sb.size, per[d].nsteps);
+            p.as.plan.planned_peak = per[d].peak;
+            p.as.plan.unplanned = per[d].unplanned;
         } else {
             p.as.plan.text = ta_bytes_str(err.text);
         }
-        int r = ta_actor_send(self, s->w.executor[d], &p);
+        int r = ta_actor_send(self, s->w.device[d].executor, &p);
         if (r != TACT_OK && src == TACT_OK) src = r;
-        msgpack_sbuffer_destroy(&sb[d]);
+        msgpack_sbuffer_destroy(&per[d].sb);
     }
+    ta_free(per);
     if (rc == TACT_OK && src == TACT_OK) s_commit(s, ks, nk, m->as.kernels.realize, corrs);
     ta_free(corrs);
     ta_free(ks);
@@ -535,7 +546,9 @@ static void s_fini(ta_actor_t *self) {
     for (int i = 0; s->heads && i < S_HEADS; i++) ta_free(s->heads[i].ast);
     ta_free(s->heads);
     ta_map_fini(&s->head_index);
-    for (int d = 0; d < TA_MAX_DEVICES; d++) s_forget_sent(s, d), ta_free(s->sent[d]), ta_map_fini(&s->sent_index[d]);
+    for (int d = 0; s->sent && d < s->w.ndevices; d++) s_forget_sent(s, d), ta_free(s->sent[d].v), ta_map_fini(&s->sent[d].index);
+    ta_free(s->sent);
+    ta_pipeline_fini(&s->w);
     ta_free(s);
 }
 
@@ -543,6 +556,11 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_PLANNER);
+        if (rc == TACT_OK && !(s->sent = ta_calloc((size_t)s->w.ndevices, sizeof *s->sent))) {
+            s->configured = 0;
+            ta_pipeline_fini(&s->w);
+            return ta_actor_fail(self, TACT_ENOMEM, "planner: out of memory");
+        }
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (m->type != TA_MSG_KERNELS || !s->configured)

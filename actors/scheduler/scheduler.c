@@ -78,7 +78,7 @@ typedef struct {
     int *work;
     size_t nwork, work_cap, head;
     int ndevices; /* the context's: a node's device is below */
-    const char (*names)[16]; /* their names, for errors */
+    const ta_pipeline_t *w;  /* their URIs, for errors */
 } s_graph_t;
 
 /* A schedule in canonical form: nodes and buffers by position (a buffer
@@ -803,8 +803,8 @@ static int s_place(s_graph_t *g, const int *roots, const size_t *lo, const int *
             int i = loads[m];
             if (s_is_load(g, i) && g->nodes[i].device != root->device)
                 return ta_error_set(&g->err, TACT_EDEVICE, "kernel at node %llu runs on %s but reads node %llu (%s%s), which is on %s",
-                                    (unsigned long long)g->ids[roots[p]], g->names[root->device], (unsigned long long)g->ids[i],
-                                    ta_op_name((ta_op_t)g->nodes[i].op), g->nodes[i].konst ? ", of constants only" : "", g->names[g->nodes[i].device]);
+                                    (unsigned long long)g->ids[roots[p]], ta_pipeline_uri(g->w, root->device), (unsigned long long)g->ids[i],
+                                    ta_op_name((ta_op_t)g->nodes[i].op), g->nodes[i].konst ? ", of constants only" : "", ta_pipeline_uri(g->w, g->nodes[i].device));
         }
     }
     return TACT_OK;
@@ -1024,6 +1024,7 @@ static void s_fini(ta_actor_t *self) {
         ta_free(s->cache[i].key);
         s_result_fini(&s->cache[i].res);
     }
+    ta_pipeline_fini(&s->w);
     ta_free(s);
 }
 
@@ -1088,7 +1089,7 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         if (rc == TACT_OK) ta_actor_count(self, TA_STAT_CACHE_HITS, 1);
     } else if (rc == TACT_OK) {
         g.ndevices = s->w.ndevices;
-        g.names = (const char (*)[16])s->w.device;
+        g.w = &s->w;
         rc = s_decode(&g, &sm->nodes, &g.err);
         if (rc == TACT_OK) rc = s_targets(&g, tv, nt);
         ta_ast_t *ast = rc == TACT_OK ? ta_malloc(sizeof *ast) : NULL;

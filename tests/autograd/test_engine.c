@@ -10,6 +10,7 @@
 #include "ops.h"
 #include "pipeline.h"
 #include "replay.h"
+#include "testutil.h"
 
 static int s_errors, s_grads;
 static char s_text[256];
@@ -25,18 +26,18 @@ static int s_capture(void *ud, const ta_msg_t *m) {
 }
 
 static ta_actor_t *s_engine(void) {
-    ta_pipeline_t w = {.client = 1, .graph = 2, .scheduler = 3, .planner = 4, .executor = {7}, .ndevices = 1, .autograd = 8, .ncompilers = 1};
-    w.compiler[0] = 5;
-    snprintf(w.device[0], sizeof w.device[0], "CPU");
+    ta_pipeline_t w;
+    tu_wiring(&w, 1, 1, (const uint32_t[]){7});
     ta_error_t err;
     ta_actor_t *a = ta_stage_new(&ta_autograd_ops, NULL, 8, s_capture, NULL, &err);
     cr_assert_not_null(a, "%s", err.text);
     ta_msg_t cfg;
-    uint64_t comps[TA_MAX_COMPILERS], execs[TA_MAX_DEVICES];
-    char devices[TA_MAX_DEVICES * 17];
-    ta_pipeline_to_msg(&w, &cfg, comps, execs, devices, sizeof devices);
+    ta_pipeline_msg_t store;
+    cr_assert_eq(ta_pipeline_to_msg(&w, &cfg, &store), TACT_OK);
     cfg.sender = 1;
     ta_stage_dispatch(a, &cfg);
+    ta_pipeline_msg_fini(&store);
+    ta_pipeline_fini(&w);
     s_errors = s_grads = 0;
     return a;
 }

@@ -317,22 +317,51 @@ Test(device, names_are_parsed_and_absent_devices_are_clear_errors) {
     cr_assert(strstr(err.text, "not supported"), "%s", err.text);
 }
 
-/* A device list splits at commas into names as written; an empty name, a
- * name of 16 characters or more, or more names than fit are errors. */
+/* A device list splits at commas into names as written; an empty name or
+ * one longer than a URI may be is an error.  Each name is then a device
+ * URI: local ones made canonical, a worker's checked for its grammar and
+ * refused for now, anything else refused saying why. */
 Test(device, device_lists_split_at_commas_with_clear_errors) {
-    char names[3][16];
+    char **names;
     ta_error_t err;
     const char *two = "CPU,CL:1 and more";
-    cr_assert_eq(ta_device_names(two, 8, names, 3, &err), 2, "%s", err.text); /* the length bounds the list, not a NUL */
+    cr_assert_eq(ta_device_split(two, 8, &names, &err), 2, "%s", err.text); /* the length bounds the list, not a NUL */
     cr_assert(strcmp(names[0], "CPU") == 0 && strcmp(names[1], "CL:1") == 0, "%s %s", names[0], names[1]);
-    cr_assert_eq(ta_device_names("CPU:0,CPU:1,CPU:2", 17, names, 3, &err), 3);
+    ta_free(names);
+    cr_assert_eq(ta_device_split("CPU:0,CPU:1,CPU:2", 17, &names, &err), 3);
+    ta_free(names);
+    char longer[TA_URI_MAX + 2];
+    memset(longer, 'A', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
     static const struct {
         const char *list, *error;
-    } bad[] = {{"", "empty"}, {"CPU,", "empty"}, {",CPU", "empty"}, {"CPU,,CL", "empty"}, {"ABCDEFGHIJKLMNOP", "too long"},
-               {"A,B,C,D", "more than 3 devices"}};
+    } bad[] = {{"", "empty"}, {"CPU,", "empty"}, {",CPU", "empty"}, {"CPU,,CL", "empty"}, {NULL, "longer than 255"}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        cr_assert_eq(ta_device_names(bad[i].list, strlen(bad[i].list), names, 3, &err), -1, "'%s' accepted", bad[i].list);
-        cr_assert(strstr(err.text, bad[i].error), "'%s': %s", bad[i].list, err.text);
+        const char *list = bad[i].list ? bad[i].list : longer;
+        cr_assert_eq(ta_device_split(list, strlen(list), &names, &err), -1, "'%s' accepted", list);
+        cr_assert(strstr(err.text, bad[i].error), "'%s': %s", list, err.text);
+    }
+    static const struct {
+        const char *uri, *want;
+        int code;
+    } uris[] = {{"CPU", "CPU", TACT_OK},
+                {"CPU:0", "CPU", TACT_OK},
+                {"CPU:3", "CPU:3", TACT_OK},
+                {"tcp://10.0.0.7:5555/CUDA:0", "worker processes", TACT_EDEVICE},
+                {"ipc:///run/tact/w0/CL:1", "worker processes", TACT_EDEVICE},
+                {"tcp://host:0/CPU", "not a device URI", TACT_EINVAL},
+                {"tcp://:5555/CPU", "not a device URI", TACT_EINVAL},
+                {"tcp://host:5555/", "not a device URI", TACT_EINVAL},
+                {"udp://host:5555/CPU", "not a device URI", TACT_EINVAL},
+                {"ipc://CPU", "not a device URI", TACT_EINVAL},
+                {"CPU\x1b", "unprintable", TACT_EINVAL},
+                {"NOPE:1", "unknown kind", TACT_EINVAL}};
+    for (size_t i = 0; i < sizeof uris / sizeof *uris; i++) {
+        char out[TA_URI_MAX + 1];
+        int rc = ta_device_uri(uris[i].uri, strlen(uris[i].uri), out, &err);
+        cr_assert_eq(rc, uris[i].code, "'%s': %s", uris[i].uri, rc ? err.text : out);
+        if (rc == TACT_OK) cr_assert_str_eq(out, uris[i].want, "'%s'", uris[i].uri);
+        else cr_assert(strstr(err.text, uris[i].want), "'%s': %s", uris[i].uri, err.text);
     }
 }
 
