@@ -12,6 +12,7 @@
 #include "mem.h"
 #include "mpread.h"
 #include "pipeline.h"
+#include "printer.h"
 #include "render.h"
 
 /*
@@ -76,8 +77,7 @@ typedef struct {
                      * again is neither rendered nor looked up on disk */
     int nmemo, next_memo;
     ta_map_t memo_index; /* the first 64 bits of a key -> its entry */
-    int opencl;          /* the COMPILE's device is OpenCL: a program is OpenCL C source, which the device builds */
-    ta_target_t target;  /* the COMPILE's device's target */
+    ta_target_t target;  /* the COMPILE's device's target (its printer says whether the device builds the source) */
     /* Full builds of quick-built kernels, oldest first: one runs at a time
      * in the background, so they take the time the pipeline leaves and
      * not the first realize's. */
@@ -140,7 +140,11 @@ static void s_fini(ta_actor_t *self) {
 
 /* A target as one number: the same AST is another program for another
  * language, vector width or fma. */
-static uint64_t s_tag(const ta_target_t *t) { return (uint64_t)(t->opencl != 0) | (uint64_t)t->vector_bytes << 1 | (uint64_t)(t->fma != 0) << 20; }
+static uint64_t s_tag(const ta_target_t *t) {
+    uint64_t h = 0;
+    for (const char *c = t->printer ? t->printer->language : ""; *c; c++) h = h * 131 + (uint8_t)*c;
+    return h ^ (uint64_t)t->vector_bytes << 40 ^ (uint64_t)(t->fma != 0) << 60 ^ (uint64_t)t->max_group << 20 ^ (uint64_t)t->local_memory;
+}
 
 /* The memo's index of a key's entry for a target: the key's first 64 bits
  * (of its 32 hex digits) mixed with the target's tag. */
@@ -405,8 +409,8 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
     s_job_t *first = &jobs[group[0]];
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
-    if (rc == TACT_OK && s->opencl) { /* the source is the program: the device builds it */
-        const char *pre = ta_render_cl_prelude();
+    if (rc == TACT_OK && s->target.printer->device_builds) { /* the source is the program: the device builds it */
+        const char *pre = s->target.printer->prelude;
         size_t pl = strlen(pre), sl = strlen(src);
         if (!(first->e.obj = ta_malloc(pl + sl))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
         if (rc == TACT_OK) {
@@ -427,7 +431,7 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
         }
     }
     ta_free(src);
-    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached && !s->opencl) {
+    if (rc == TACT_OK && s->local.debug >= 2 && !prog.cached && !s->target.printer->device_builds) {
         fprintf(stderr, "tact: compiled %s", first->e.name);
         for (int g = 1; g < ng; g++) fprintf(stderr, ", %s", jobs[group[g]].e.name);
         fprintf(stderr, " in %.1f ms\n", prog.compile_ms);
@@ -473,7 +477,7 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
     if (job->rc != TACT_OK) return;
     job->e.nargs = s->ast.nargs;
-    job->tier = !s->opencl && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
+    job->tier = !s->target.printer->device_builds && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
     ta_target_t target = s->target;
     job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
@@ -578,8 +582,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (device < 0) return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE replies to a port that is no executor");
     /* What to build: the device's target (its DEVICE record). */
     const ta_device_info_t *info = &s->w.device[device].info;
-    s->opencl = strcmp(info->language, "OpenCL C") == 0;
-    s->target = (ta_target_t){info->vector_bytes, info->fma, s->opencl};
+    s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory);
+    if (!s->target.printer)
+        return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C and OpenCL C)",
+                             s->w.device[device].uri, info->language);
     s_background(s);
     /* A COMPILE of more kernels than a batch (the planner sends none) is
      * built a batch at a time. */

@@ -4,10 +4,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "printer.h"
 #include "tact.h"
 
+ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory) {
+    ta_target_t t = {ta_printer_find(language), vector_bytes, fma != 0, max_group > 0 ? max_group : 1, local_memory};
+    return t;
+}
+
 ta_target_t ta_target_host(void) {
-    ta_target_t t = {0, 0, 0};
+    ta_target_t t = {&ta_printer_c, 0, 0, 1, 0};
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) t.vector_bytes = 64;
@@ -21,7 +27,7 @@ ta_target_t ta_target_host(void) {
 /* ------------------------------------------------------- index expressions */
 
 ta_target_t ta_target_cl(void) {
-    ta_target_t t = {32, 1, 1}; /* float8 vectors */
+    ta_target_t t = {&ta_printer_cl, 32, 1, 4096, 512 * 1024};
     return t;
 }
 
@@ -179,7 +185,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
      * relu's or a max pool's gradient): lanes of -1 or 0. */
     for (int i = 0; i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
-        int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && !t->opencl;
+        int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && t->printer->bool_masks;
         all_f32 &= n->dtype == TACT_FLOAT32 || cmp;
         for (int k = 0; k < n->nsrc; k++) {
             tact_dtype sd = a->nodes[n->src[k]].dtype;
@@ -216,16 +222,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                  * last tile's loads and store are masked, which still beats
                  * scalar code; a row of 28 takes exact tiles of 4: padded
                  * ones of 16 read the broadcast operands lane by lane). */
-                int slack = l->reduce < 0 && a->shape[d] % 4 && !t->opencl ? 4 : 8;
+                int slack = l->reduce < 0 && a->shape[d] % 4 && t->printer->ranges ? 4 : 8;
                 if (a->shape[d] < w || (a->shape[d] % w && (!allow_pad || reduced || (padded - a->shape[d]) * slack > a->shape[d]))) continue;
                 int score = 0, ok = 1;
                 for (int i = 0; i < a->nnodes && ok; i++) {
                     const ta_ast_node_t *n = &a->nodes[i];
                     if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
                     ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
-                    /* A HALF load is cheap on the C target (a pair of lanes
-                     * each), a gather on OpenCL; neither may store. */
-                    if (acc == TA_ACCESS_HALF && t->opencl) acc = TA_ACCESS_GATHER;
+                    /* A HALF load is cheap where the printer has it (a pair
+                     * of lanes each), else a gather; neither may store. */
+                    if (acc == TA_ACCESS_HALF && !t->printer->half_loads) acc = TA_ACCESS_GATHER;
                     if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER && acc != TA_ACCESS_HALF;
                     else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
                 }
@@ -379,10 +385,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             if (!(a->reduce_mask >> k & 1) && factor[k] * vfactor[k] > 1) j = k;
         whole_j = 0; /* a LOOP over all of dim j inside the item */
         if (j < 0) j = inner;
-        /* Or, on the CPU, a reduce's inner output dim when nothing is
-         * tiled: its outputs' index arithmetic then steps instead of being
-         * divided out of the item's number each time. */
-        if (j >= 0 && (l->reduce < 0 || (!t->opencl && factor[j] * vfactor[j] == 1 && kblock < 0)) && j == inner && out[j] <= 8192 &&
+        /* Or, where a kernel runs ranges of items, a reduce's inner output
+         * dim when nothing is tiled: its outputs' index arithmetic then
+         * steps instead of being divided out of the item's number each time. */
+        if (j >= 0 && (l->reduce < 0 || (t->printer->ranges && factor[j] * vfactor[j] == 1 && kblock < 0)) && j == inner && out[j] <= 8192 &&
             numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
             whole_j = (out[j] + factor[j] * vfactor[j] - 1) / (factor[j] * vfactor[j]);
         if (pad) tiles = (out[vdim] + factor[vdim] * vfactor[vdim] - 1) / (factor[vdim] * vfactor[vdim]);
@@ -458,8 +464,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
                 ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
                 /* Pairs of lanes from an even first one (in a padded dim's
-                 * last tile, only the lanes inside it), not on OpenCL. */
-                if (!linear && unmasked && n->op == TA_OP_LOAD && !t->opencl && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
+                 * last tile, only the lanes inside it), where the printer has them. */
+                if (!linear && unmasked && n->op == TA_OP_LOAD && t->printer->half_loads && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
                     ln->access = TA_ACCESS_HALF;
             }
         }
@@ -497,5 +503,22 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                              (m->dtype == TACT_FLOAT32 || m->dtype == TACT_FLOAT64);
     }
     ta_sym_arena_destroy(&ar);
+    /* On a grid an outer loop over outputs becomes work items: many items
+     * keep a device busy.  Whole outputs per item: never a padded dim's tiles. */
+    l->flat = !t->printer->ranges && l->naxes > 1 && l->axes[1].kind == TA_AXIS_LOOP && l->post_level >= 1 && l->pad != 1 &&
+              l->align % l->axes[1].size == 0;
+    /* A long float32 reduce, one output per work item (no tiles, no
+     * vectors), is shared by a work group of 64 items instead, each taking
+     * every 64th element, their partial sums meeting in local memory in a
+     * fixed tree: a long reduce of few outputs no longer leaves most of a
+     * device idle.  The choice depends on the reduce's length, never on
+     * how many outputs there are (batch invariance, DESIGN.md section 2);
+     * the device reads the group's size from the kernel. */
+    l->group = t->printer->groups && t->max_group >= 64 && t->local_memory >= 64 * 4 && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 &&
+                       l->post_level == 0 && l->align == 1 && l->nloops == 1 && l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer &&
+                       l->axes[1].size >= 1024 && a->nodes[l->reduce].dtype == TACT_FLOAT32 &&
+                       (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX)
+                   ? 64
+                   : 0;
     return rc;
 }

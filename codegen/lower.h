@@ -49,12 +49,19 @@ typedef struct {
     char name[12];
 } ta_axis_t;
 
-/* What the target offers: vector registers of vector_bytes (0: none) and
- * whether a fused multiply-add is worth using for accumulations. */
+/* What a kernel is built for: a device's TARGET record (actors/msg.h) as
+ * lowering reads it.  The language's printer (printer.h) says what can be
+ * spelled; vector registers of vector_bytes (0: none); whether a fused
+ * multiply-add is worth using for accumulations; the largest work group
+ * and its local memory in bytes (a reduce shared by a group needs 64
+ * items and their 256 bytes). */
+struct ta_printer;
 typedef struct ta_target {
+    const struct ta_printer *printer;
     int vector_bytes;
     int fma;
-    int opencl; /* rendered as an OpenCL C kernel (render.c) */
+    int64_t max_group;
+    int64_t local_memory;
 } ta_target_t;
 
 /* How a LOAD or STORE reads along the VECTOR axis. */
@@ -94,14 +101,26 @@ typedef struct ta_lir {
     int pad;                          /* the LOOP axis, -1 if none */
     int pad_dim;
     int64_t pad_full;
+    /* On a grid (a printer without ranges): flat, the first LOOP axis is
+     * part of the grid (a work item per iteration, align / its size
+     * outputs each); group, a work group of this many items shares each
+     * output's reduce (0: none). */
+    int flat;
+    int group;
     ta_lir_node_t nodes[TA_AST_MAX_NODES];
 } ta_lir_t;
 
-/* The target of the machine this process runs on (kernels are built with
- * -march=native for it): AVX-512 gives 64-byte vectors, AVX 32, SSE 16. */
+/* The C target of the machine this process runs on (kernels are built
+ * with -march=native for it): AVX-512 gives 64-byte vectors, AVX 32, SSE
+ * 16.  (The CPU device's describe fills its TARGET record the same way;
+ * this one is for tools and tests.) */
 ta_target_t ta_target_host(void);
-/* An OpenCL device: scalar code (no vector types), fma. */
+/* An OpenCL C target as PoCL describes itself here: float8 vectors, fma,
+ * work groups of up to 4096 items with 512 KiB of local memory (tests). */
 ta_target_t ta_target_cl(void);
+/* The target of a TARGET record's fields: its language's printer (NULL
+ * when no printer speaks it), width, fma and group limits. */
+ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory);
 
 /* Lowers a checked AST for target t into *out.  Returns TACT_OK, or
  * TACT_ENOMEM with err filled. */

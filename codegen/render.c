@@ -9,122 +9,25 @@
 
 #include "lower.h"
 #include "mem.h"
+#include "printer.h"
 
 /* ------------------------------------------------------------ the prelude */
 
-/* The helpers every kernel may use, in C that OpenCL C also reads (with
- * the definitions of s_cl_prelude). */
-#define S_HELPERS \
-    "/* 16-bit floats: stored as bits, computed in float, rounded after every op.\n" \
-    "   NaNs keep their bits both ways (arithmetic makes them quiet anyway), so\n" \
-    "   a bitcast through a float register is exact. */\n" \
-    "static inline float tact_h2f(uint16_t h) {\n" \
-    "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n" \
-    "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n" \
-    "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n" \
-    "  else if (!m) u = s;\n" \
-    "  else { e = 113; while (!(m & 1024)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 1023) << 13); }\n" \
-    "  float f; memcpy(&f, &u, 4); return f;\n" \
-    "}\n" \
-    "static inline uint16_t tact_f2h(float f) {\n" \
-    "  uint32_t u; memcpy(&u, &f, 4);\n" \
-    "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n" \
-    "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n" \
-    "  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n" \
-    "  if (a < 0x38800000u) {\n" \
-    "    if (a < 0x33000000u) return (uint16_t)s;\n" \
-    "    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, sh = 126 - e;\n" \
-    "    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);\n" \
-    "    if (rem > hf || (rem == hf && (r & 1))) r++;\n" \
-    "    return (uint16_t)(s | r);\n" \
-    "  }\n" \
-    "  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fff;\n" \
-    "  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;\n" \
-    "  return (uint16_t)(s | h);\n" \
-    "}\n" \
-    "static inline float tact_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }\n" \
-    "static inline uint16_t tact_f2bf(float f) {\n" \
-    "  uint32_t u; memcpy(&u, &f, 4);\n" \
-    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | ((u >> 16) & 0x7f ? 0 : 0x40));\n" \
-    "  u += 0x7fffu + ((u >> 16) & 1); return (uint16_t)(u >> 16);\n" \
-    "}\n" \
-    "static inline float tact_rh(float x) { return tact_h2f(tact_f2h(x)); }\n" \
-    "/* A kernel argument: a float's value travels as a float64's bits. */\n" \
-    "static inline double tact_argf(uint64_t w) { double d; memcpy(&d, &w, 8); return d; }\n" \
-    "static inline float tact_rbf(float x) { return tact_bf2f(tact_f2bf(x)); }\n" \
-    "/* Integer division and modulo truncate toward zero; by zero they give 0. */\n" \
-    "static inline int64_t tact_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }\n" \
-    "static inline int64_t tact_imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n" \
-    "static inline uint64_t tact_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n" \
-    "static inline uint64_t tact_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n" \
-    "/* 2^x in float: 2^n times a degree-6 polynomial of f = x - n, |f| <= 1/2\n" \
-    "   (relative error 2e-9), evaluated with fma; within 1 ulp of 2^x over every\n" \
-    "   float (checked exhaustively), subnormal results rounded once.  The\n" \
-    "   vector version does the same operations lane by lane: the same bits. */\n" \
-    "#define TACT_EXP2_POLY(FMA, K, f) FMA(FMA(FMA(FMA(FMA(FMA(K(1.535336196e-04f), f, K(1.339887502e-03f)), f, K(9.618436918e-03f)), f, \\\n" \
-    "  K(5.550332367e-02f)), f, K(2.402264774e-01f)), f, K(6.931471825e-01f)), f, K(1.0f))\n" \
-    "#define TACT_EXP2_K(x) (x)\n" \
-    "static inline float tact_bitsf(int32_t i) { float f; memcpy(&f, &i, 4); return f; }\n" \
-    "static inline float tact_exp2f(float x) {\n" \
-    "  if (x != x) return x + x;\n" \
-    "  x = x > 129.0f ? 129.0f : x < -160.0f ? -160.0f : x;\n" \
-    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = TACT_EXP2_POLY(fmaf, TACT_EXP2_K, f);\n" \
-    "  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;\n" \
-    "  return p * tact_bitsf((k1 + 127) << 23) * tact_bitsf((k2 + 127) << 23);\n" \
-    "}\n" \
-    "/* max propagates NaN from either side. */\n" \
-    "static inline float tact_maxf(float a, float b) { return a != a || a > b ? a : b; }\n" \
-    "static inline double tact_maxd(double a, double b) { return a != a || a > b ? a : b; }\n" \
-    "/* float -> int: NaN gives 0, out of the int64 range saturates, then C truncation. */\n" \
-    "static inline int64_t tact_f2i(double x) {\n" \
-    "  return x != x ? 0 : x >= 9223372036854775807.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n" \
-    "}\n" \
-    "static inline uint64_t tact_f2u(double x) {\n" \
-    "  return x >= 0 && x < 18446744073709551616.0 ? (uint64_t)x : (uint64_t)tact_f2i(x);\n" \
-    "}\n"
+const char *ta_render_prelude(void) { return ta_printer_c.prelude; }
 
-/* The C library's names a kernel uses, from the compiler's own builtins
- * rather than <stdint.h>, <string.h> and <math.h>: parsing those took a
- * quarter of a small kernel's compile.  A call that is not inlined goes
- * to the C library the process has loaded, as before. */
-static const char s_prelude[] =
-    "typedef __INT8_TYPE__ int8_t; typedef __UINT8_TYPE__ uint8_t; typedef __INT16_TYPE__ int16_t; typedef __UINT16_TYPE__ uint16_t;\n"
-    "typedef __INT32_TYPE__ int32_t; typedef __UINT32_TYPE__ uint32_t; typedef __INT64_TYPE__ int64_t; typedef __UINT64_TYPE__ uint64_t;\n"
-    "typedef __SIZE_TYPE__ size_t;\n"
-    "#define INT64_MAX __INT64_MAX__\n#define INT64_MIN (-__INT64_MAX__ - 1)\n"
-    "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
-    "#define memcpy __builtin_memcpy\n"
-    "#define fmaf __builtin_fmaf\n#define fma __builtin_fma\n#define sqrtf __builtin_sqrtf\n#define sqrt __builtin_sqrt\n"
-    "#define log2f __builtin_log2f\n#define log2 __builtin_log2\n#define sinf __builtin_sinf\n#define sin __builtin_sin\n"
-    "#define exp2 __builtin_exp2\n#define truncf __builtin_truncf\n#define trunc __builtin_trunc\n"
-    "#define fmodf __builtin_fmodf\n#define fmod __builtin_fmod\n" S_HELPERS;
-
-/* OpenCL C: the C types, functions and macros the helpers and kernels use,
- * from OpenCL's own (a float's value as float64 bits needs cl_khr_fp64). */
-static const char s_cl_prelude[] =
-    "#ifdef cl_khr_fp64\n#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#endif\n"
-    "#pragma OPENCL FP_CONTRACT OFF\n" /* a*b+c is two roundings, as on the CPU (-ffp-contract=off) */
-    "typedef char int8_t; typedef uchar uint8_t; typedef short int16_t; typedef ushort uint16_t;\n"
-    "typedef int int32_t; typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;\n"
-    "#define INT64_MAX LONG_MAX\n#define INT64_MIN LONG_MIN\n"
-    "#define fmaf fma\n#define sqrtf sqrt\n#define log2f log2\n#define sinf sin\n#define truncf trunc\n#define fmodf fmod\n"
-    "static inline void tact_memcpy(void *d, const void *s, size_t n) {\n"
-    "  uchar *o = (uchar *)d; const uchar *i = (const uchar *)s; for (size_t k = 0; k < n; k++) o[k] = i[k];\n"
-    "}\n"
-    "#define memcpy tact_memcpy\n" S_HELPERS;
-
-const char *ta_render_prelude(void) { return s_prelude; }
-const char *ta_render_cl_prelude(void) { return s_cl_prelude; }
+const ta_printer_t *ta_printer_find(const char *language) {
+    static const ta_printer_t *const printers[] = {&ta_printer_c, &ta_printer_cl};
+    for (size_t i = 0; language && i < sizeof printers / sizeof *printers; i++)
+        if (strcmp(printers[i]->language, language) == 0) return printers[i];
+    return NULL;
+}
 
 /* ------------------------------------------------------- a string builder */
 
-typedef struct {
-    char *p;
-    size_t len, cap;
-    int failed;
-} s_str_t;
+typedef ta_out_t s_str_t;
+#define s_put ta_out_put
 
-__attribute__((format(printf, 2, 3))) static void s_put(s_str_t *s, const char *fmt, ...) {
+void ta_out_put(ta_out_t *s, const char *fmt, ...) {
     if (s->failed) return;
     for (;;) {
         va_list ap;
@@ -164,6 +67,9 @@ static const char *s_mem(tact_dtype d) {
     return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? "uint16_t" : s_reg(d);
 }
 
+const char *ta_render_mem_type(tact_dtype d) { return s_mem(d); }
+const char *ta_render_reg_type(tact_dtype d) { return s_reg(d); }
+
 static int s_is16(tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16; }
 static int s_signed(tact_dtype d) { return ta_dtype_is_int(d) && !ta_dtype_is_unsigned(d); }
 
@@ -196,138 +102,6 @@ static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
 
 /* ---------------------------------------------------------------- nodes */
 
-/* ---------------------------------------------------------------- vectors */
-
-/* Vector types and helpers for kernels with a VECTOR axis of w float32
- * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
- * Functions without a vector instruction run lane by lane, which gcc
- * turns into one instruction where there is one (sqrt, fma). */
-/* OpenCL C's own vector types and built-ins do the same, lane by lane the
- * same operations (FP_CONTRACT is off there too): vloadn and vstoren read
- * and write floats at any float-aligned address. */
-static void s_cl_vector_prelude(s_str_t *o, int w) {
-    s_put(o,
-          "#ifndef TACT_W\n"
-          "typedef float%d tact_vf;\ntypedef int%d tact_vi;\n"
-          "#define TACT_W %d\n"
-          "#define TACT_LANE(v, l) (((float *)&(v))[l])\n"
-          "static inline tact_vf tact_vload(__global const float *p) { return vload%d(0, p); }\n"
-          "static inline void tact_vstore(__global float *p, tact_vf x) { vstore%d(x, 0, p); }\n"
-          "static inline tact_vf tact_vsplat(float x) { return (tact_vf)(x); }\n"
-          "static inline tact_vf tact_vload_n(__global const float *p, int64_t n) {\n"
-          "  tact_vf r = (tact_vf)(0.0f); for (int l = 0; l < TACT_W; l++) if (l < n) TACT_LANE(r, l) = p[l]; return r;\n"
-          "}\n"
-          "static inline void tact_vstore_n(__global float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = TACT_LANE(x, l); }\n"
-          "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) { return select(b, a, (a != a) | (a > b)); }\n"
-          "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) { return fma(a, b, c); }\n"
-          "static inline tact_vf tact_vexp2(tact_vf x) {\n"
-          "  tact_vi nan = x != x;\n"
-          "  tact_vf y = select(select(select(x, (tact_vf)(129.0f), x > 129.0f), (tact_vf)(-160.0f), x < -160.0f), (tact_vf)(0.0f), nan);\n"
-          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = TACT_EXP2_POLY(tact_vfma, tact_vsplat, f);\n"
-          "  tact_vi k = convert_int%d(n), k1 = k >> 1, k2 = k - k1;\n"
-          "  tact_vf r = p * as_float%d((k1 + 127) << 23) * as_float%d((k2 + 127) << 23);\n"
-          "  return select(r, x + x, nan);\n"
-          "}\n"
-          "/* Lane by lane, as the scalar code: a vector built-in may round otherwise. */\n"
-          "static inline tact_vf tact_vlog2(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = log2(TACT_LANE(x, l)); return r; }\n"
-          "static inline tact_vf tact_vsin(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = sin(TACT_LANE(x, l)); return r; }\n"
-          "static inline tact_vf tact_vsqrt(tact_vf x) { return sqrt(x); }\n"
-          "static inline tact_vf tact_vtrunc(tact_vf x) { return trunc(x); }\n"
-          "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { return fmod(x, y); }\n"
-          "static inline float tact_vsum(tact_vf a) {\n"
-          "  float h[TACT_W]; for (int l = 0; l < TACT_W; l++) h[l] = TACT_LANE(a, l);\n"
-          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = h[l] + h[l + w];\n"
-          "  return h[0];\n"
-          "}\n"
-          "static inline float tact_vhmax(tact_vf a) {\n"
-          "  float h[TACT_W]; for (int l = 0; l < TACT_W; l++) h[l] = TACT_LANE(a, l);\n"
-          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
-          "  return h[0];\n"
-          "}\n"
-          "#endif\n",
-          w, w, w, w, w, w, w, w);
-}
-
-static void s_vector_prelude(s_str_t *o, int w) {
-    /* A splat spelled as an initializer: gcc 12 made a lane loop a masked
-     * broadcast per lane, inside the loops. */
-    char splat[400] = "static inline tact_vf tact_vsplat(float x) { return (tact_vf){x";
-    for (int l = 1; l < w && l < 64; l++) strcat(splat, ",x");
-    strcat(splat, "}; }\n");
-    /* The HALF load as one load of half a vector and a shuffle (a quick
-     * -Og build keeps a lane loop a lane loop). */
-    char half[1024] = "", dup[400] = ""; /* w <= 64 lanes */
-    for (int l = 0; l < w && l < 64; l++) snprintf(dup + strlen(dup), sizeof dup - strlen(dup), ", %d", l / 2);
-    snprintf(half, sizeof half,
-             "#if defined(__clang__) || __GNUC__ >= 12\n"
-             "typedef float tact_vhu __attribute__((vector_size(%d), aligned(4)));\n"
-             "static inline tact_vf tact_vload_half(const float *p) { tact_vhu h = *(const tact_vhu *)p; return __builtin_shufflevector(h, h%s); }\n"
-             "#else\n"
-             "static inline tact_vf tact_vload_half(const float *p) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = p[l / 2]; return r; }\n"
-             "#endif\n",
-             2 * w, dup);
-    /* Kernels of one width share a file (compiler.c): the helpers once. */
-    s_put(o,
-          "#ifndef TACT_W\n"
-          "typedef float tact_vf __attribute__((vector_size(%d)));\n"
-          "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
-          "typedef int32_t tact_vi __attribute__((vector_size(%d)));\n"
-          "#define TACT_W %d\n"
-          "#define TACT_LANE(v, l) ((v)[l])\n"
-          "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
-          "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
-          "%s"
-          "/* The first n lanes (n may be <= 0 or >= TACT_W): a padded dim's last tile. */\n"
-          "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
-          "/* Each of TACT_W / 2 floats for two lanes in turn. */\n"
-          "%s"
-          "static inline tact_vf tact_vload_half_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l / 2]; return r; }\n"
-          "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
-          "/* max propagates NaN from either side, as tact_maxf. */\n"
-          "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
-          "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
-          "}\n"
-          "/* The lanes of x where c is -1, of y where it is 0. */\n"
-          "static inline tact_vf tact_vsel(tact_vi c, tact_vf x, tact_vf y) { return (tact_vf)(((tact_vi)x & c) | ((tact_vi)y & ~c)); }\n"
-          "/* One rounding per lane, as fmaf: the machine's instruction where gcc\n"
-          "   has a builtin for it (a quick -Og build does not vectorize the loop). */\n"
-          "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) {\n"
-          "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__) && TACT_W == 16\n"
-          "  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);\n"
-          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 8\n"
-          "  return __builtin_ia32_vfmaddps256(a, b, c);\n"
-          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 4\n"
-          "  return __builtin_ia32_vfmaddps(a, b, c);\n"
-          "#else\n"
-          "  tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmaf(a[l], b[l], c[l]); return r;\n"
-          "#endif\n"
-          "}\n"
-          "#define TACT_VMAP(NAME, F) static inline tact_vf NAME(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = F(x[l]); return r; }\n"
-          "static inline tact_vf tact_vexp2(tact_vf x) {\n"
-          "  tact_vi nan = x != x, hi = x > 129.0f, lo = x < -160.0f;\n"
-          "  tact_vf y = (tact_vf)(((tact_vi)x & ~(hi | lo | nan)) | ((tact_vi)tact_vsplat(129.0f) & hi) | ((tact_vi)tact_vsplat(-160.0f) & lo));\n"
-          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = TACT_EXP2_POLY(tact_vfma, tact_vsplat, f);\n"
-          "  tact_vi k = __builtin_convertvector(n, tact_vi), k1 = k >> 1, k2 = k - k1;\n"
-          "  tact_vf r = p * (tact_vf)((k1 + 127) << 23) * (tact_vf)((k2 + 127) << 23), q = x + x;\n"
-          "  return (tact_vf)(((tact_vi)r & ~nan) | ((tact_vi)q & nan));\n"
-          "}\n"
-          "TACT_VMAP(tact_vlog2, log2f) TACT_VMAP(tact_vsin, sinf) TACT_VMAP(tact_vsqrt, sqrtf) TACT_VMAP(tact_vtrunc, truncf)\n"
-          "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmodf(x[l], y[l]); return r; }\n"
-          "/* The lanes of a reduce's partials, added (or maxed) in a fixed tree. */\n"
-          "static inline float tact_vsum(tact_vf a) {\n"
-          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
-          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = h[l] + h[l + w];\n"
-          "  return h[0];\n"
-          "}\n"
-          "static inline float tact_vhmax(tact_vf a) {\n"
-          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
-          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
-          "  return h[0];\n"
-          "}\n"
-          "#endif\n",
-          4 * w, 4 * w, 4 * w, w, splat, half);
-}
-
 /* ------------------------------------------------------------------ nodes */
 
 typedef struct {
@@ -344,8 +118,6 @@ typedef struct {
     int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
     int lane;                    /* the lane being emitted */
     int masked;                  /* emitting the padded dim's last tile */
-    int flat;                    /* OpenCL: the first LOOP axis is part of the grid (a work item per iteration) */
-    int group;                   /* OpenCL: a work group of this many items shares each output's reduce (0: none) */
     int nalu, nval, depth;
 } s_ctx_t;
 
@@ -637,7 +409,7 @@ static int s_node(s_ctx_t *c, int i) {
     case TA_OP_RMAX: /* its accumulators were updated in the loops; a VECTOR over the reduced dim is summed here */
         if (c->l->vector >= 0 && c->l->axes[c->l->vector].reduce) {
             snprintf(name, 16, "red%d", c->lane);
-            if (n->op != TA_OP_SUM || c->l->target.opencl || !s_sum_tree(c, i)) {
+            if (n->op != TA_OP_SUM || !c->l->target.printer->sum_tree || !s_sum_tree(c, i)) {
                 s_indent(c);
                 s_put(o, "float %s = %s(acc%d);\n", name, n->op == TA_OP_SUM ? "tact_vsum" : "tact_vhmax", c->lane);
             }
@@ -777,9 +549,9 @@ static int s_emit_level(s_ctx_t *c, int lv, int phase) {
 
 static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     s_indent(c);
-    if (c->flat && ax == &c->l->axes[1]) s_put(c->out, "{ /* %s: the work item's */\n", ax->name);
-    else if (c->group && ax == &c->l->axes[1]) /* each item of the group takes every group-th element */
-        s_put(c->out, "for (int64_t %s = tact_lid; %s < %" PRId64 "; %s += %d) {\n", ax->name, ax->name, ax->size, ax->name, c->group);
+    if (c->l->flat && ax == &c->l->axes[1]) s_put(c->out, "{ /* %s: the work item's */\n", ax->name);
+    else if (c->l->group && ax == &c->l->axes[1]) /* each item of the group takes every group-th element */
+        s_put(c->out, "for (int64_t %s = tact_lid; %s < %" PRId64 "; %s += %d) {\n", ax->name, ax->name, ax->size, ax->name, c->l->group);
     else s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
     c->depth++;
 }
@@ -830,20 +602,21 @@ static int s_reduce(s_ctx_t *c) {
     for (c->lane = 0; c->lane < nl && !status; c->lane++)
         if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane) status = s_update(c, r);
     for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(c);
-    if (c->group && !status) {
+    if (l->group && !status) {
         /* The group's partial results meet in local memory and are
          * combined in a fixed tree; the first item finishes the output. */
+        const char *barrier = l->target.printer->barrier;
         s_indent(c);
         s_put(c->out, "tact_part[tact_lid] = acc0;\n");
         s_indent(c);
-        s_put(c->out, "barrier(CLK_LOCAL_MEM_FENCE);\n");
+        s_put(c->out, "%s\n", barrier);
         s_indent(c);
-        s_put(c->out, "for (int w = %d; w > 0; w >>= 1) {\n", c->group / 2);
+        s_put(c->out, "for (int w = %d; w > 0; w >>= 1) {\n", l->group / 2);
         s_indent(c);
         s_put(c->out, "  if (tact_lid < w) tact_part[tact_lid] = %s;\n",
               r->op == TA_OP_SUM ? "tact_part[tact_lid] + tact_part[tact_lid + w]" : "tact_maxf(tact_part[tact_lid], tact_part[tact_lid + w])");
         s_indent(c);
-        s_put(c->out, "  barrier(CLK_LOCAL_MEM_FENCE);\n");
+        s_put(c->out, "  %s\n", barrier);
         s_indent(c);
         s_put(c->out, "}\n");
         s_indent(c);
@@ -930,48 +703,19 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
             for (int s = 0; s < a->nodes[i].nsrc; s++) stack[n++] = a->nodes[i].src[s];
         }
     }
-    *align = l->align;
+    /* A flat launch's work item computes align / size outputs (not
+     * contiguous ones: the launch only counts items). */
+    *align = l->flat ? l->align / l->axes[1].size : l->align;
     if (width) *width = l->width > 1 ? l->width : 1;
-    /* On OpenCL an outer loop over outputs becomes work items: a work
-     * item computes align / size outputs (not contiguous ones: the launch
-     * only counts items), and many items keep a device busy. */
-    c.flat = t->opencl && l->naxes > 1 && l->axes[1].kind == TA_AXIS_LOOP && l->post_level >= 1 && l->pad != 1 &&
-             l->align % l->axes[1].size == 0; /* whole outputs per item: never a padded dim's tiles */
-    int64_t per = c.flat ? l->axes[1].size : 1;
-    if (c.flat) *align = l->align / per;
-    /* A long float32 reduce, one output per work item (no tiles, no
-     * vectors), is shared by a work group of 64 items instead, each taking
-     * every 64th element, their partial sums meeting in local memory in a
-     * fixed tree: a long reduce of few outputs no longer leaves most of a
-     * device idle.  The choice depends on the reduce's length, never on
-     * how many outputs there are (batch invariance, DESIGN.md §2); the
-     * device reads the group's size from the kernel (reqd_work_group_size). */
-    c.group = t->opencl && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 && l->post_level == 0 && l->align == 1 && l->nloops == 1 &&
-                      l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer && l->axes[1].size >= 1024 &&
-                      a->nodes[l->reduce].dtype == TACT_FLOAT32 &&
-                      (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX)
-                  ? 64
-                  : 0;
+    const ta_printer_t *pr = t->printer;
 
     /* Vector helpers, then the kernel: what it fuses and how it is cut. */
-    if (l->width > 1 && t->opencl) s_cl_vector_prelude(&o, l->width);
-    else if (l->width > 1) s_vector_prelude(&o, l->width);
+    if (l->width > 1) pr->vectors(&o, l->width);
     s_put(&o, "/* %s: fuses graph nodes", name);
     for (int i = 0; i < a->nfused; i++) s_put(&o, " %" PRIu64, a->fused[i]);
     s_put(&o, "\n   %" PRId64 " output%s per work item", l->align, l->align == 1 ? "" : "s");
     for (int x = 1; x < l->naxes; x++) s_put(&o, "%s %s %s %" PRId64, x == 1 ? ";" : ",", s_kind_name(l->axes[x].kind), l->axes[x].name, l->axes[x].size);
-    if (t->opencl) { /* device.h's OpenCL kernel ABI; a bool is a byte in memory */
-        if (c.group) s_put(&o, "; a work group of %d items per output */\n__kernel __attribute__((reqd_work_group_size(%d, 1, 1))) void %s(", c.group, c.group, name);
-        else s_put(&o, " */\n__kernel void %s(", name);
-        for (int b = 0; b < a->nbufs; b++)
-            s_put(&o, "__global %s%s *restrict data%d, ", b ? "const " : "", a->buf_dtype[b] == TACT_BOOL ? "uint8_t" : s_mem(a->buf_dtype[b]), b);
-        s_put(&o, "__global const ulong *restrict args, long n) {\n");
-        if (c.group) s_put(&o, "  __local float tact_part[%d];\n", c.group);
-    } else {
-        s_put(&o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
-        for (int b = 0; b < a->nbufs; b++)
-            s_put(&o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", s_mem(a->buf_dtype[b]), b, b);
-    }
+    pr->signature(&o, a, l, name);
     /* Scalars that are not structural come as arguments (the same program
      * serves every value). */
     if (!a->nargs) s_put(&o, "  (void)args;\n");
@@ -983,17 +727,7 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
         else s_put(&o, "  const %s arg%d = (%s)args[%d];\n", s_reg(n->dtype), j, s_reg(n->dtype), j);
         j++;
     }
-    if (t->opencl && c.group)
-        s_put(&o, "  { int64_t gidx = (int64_t)get_group_id(0); int tact_lid = (int)get_local_id(0); if (gidx >= n) return;\n");
-    else if (t->opencl && c.flat)
-        s_put(&o, "  { int64_t w = (int64_t)get_global_id(0); if (w >= n/%" PRId64 ") return; int64_t gidx = w/%" PRId64 ", %s = w%%%" PRId64 ";\n",
-              *align, per, l->axes[1].name, per);
-    else if (t->opencl) /* a work item each */
-        s_put(&o, "  { int64_t gidx = (int64_t)get_global_id(0); if (gidx >= n/%" PRId64 ") return;\n", l->align);
-    else if (l->align > 1)
-        s_put(&o, "  for (int64_t gidx = start/%" PRId64 "; gidx < end/%" PRId64 "; gidx++) {\n", l->align, l->align);
-    else
-        s_put(&o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");
+    pr->items(&o, l);
     c.depth = 2;
     if (!status) status = s_emit_level(&c, 0, 0) || s_loops(&c, 1);
     s_put(&o, "  }\n}\n");

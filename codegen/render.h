@@ -1,4 +1,4 @@
-/* render.h - the C renderer: a kernel AST becomes one C function the CPU device compiles. */
+/* render.h - the renderer: a kernel AST becomes one function in its target's language (C for the CPU device, OpenCL C; printer.h). */
 #ifndef TACT_RENDER_H
 #define TACT_RENDER_H
 
@@ -26,7 +26,8 @@
  * tiles of outputs needs whole tiles).  Returns TACT_OK, TACT_EINVAL for a
  * malformed AST or TACT_ENOMEM, with err filled. */
 int ta_render_c(const ta_ast_t *a, char **src, char *name, size_t name_len, int64_t *align, ta_error_t *err);
-/* The same for a given target (ta_render_c lowers for this machine), with
+/* The same for a given target (ta_render_c lowers for this machine's C),
+ * in its printer's language, with
  * the vector width the source uses into *width (1: none; width may be
  * NULL).  Sources of one width may be compiled together in one file: each
  * defines its helpers only if no earlier one did; sources of different
@@ -35,10 +36,8 @@ struct ta_target;
 int ta_render_c_for(const ta_ast_t *a, const struct ta_target *t, char **src, char *name, size_t name_len, int64_t *align, int *width,
                     ta_error_t *err);
 
-/* The source every kernel file starts with (types and helpers). */
+/* The source every C kernel file starts with (types and helpers: the C
+ * printer's prelude; each printer has its own, printer.h). */
 const char *ta_render_prelude(void);
-/* The same for OpenCL C: a CL program is this, then the kernel's source
- * rendered for a target with opencl set (lower.h, ta_target_cl). */
-const char *ta_render_cl_prelude(void);
 
 #endif

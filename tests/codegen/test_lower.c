@@ -12,6 +12,7 @@
 #include "cc.h"
 #include "log.h"
 #include "lower.h"
+#include "printer.h"
 #include "mem.h"
 #include "mpread.h"
 #include "render.h"
@@ -361,7 +362,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     cr_assert_eq(n, 6, "%d kernels", n);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {64, 1, 0}, none = {0, 0, 0};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0}, none = {&ta_printer_c, 0, 0, 1, 0};
     int found[6] = {0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
@@ -391,7 +392,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
              * a masked last one; 4 lanes without padding. */
             cr_assert(l.width == 8 && vdim == 1 && ups == 8 && l.pad >= 0 && l.pad_dim == 1 && l.pad_full == 4 && l.axes[l.pad].size == 5,
                       "width %d dim %d upcasts %lld pad %d", l.width, vdim, (long long)ups, l.pad);
-            ta_target_t avx = {16, 1, 0};
+            ta_target_t avx = {&ta_printer_c, 16, 1, 1, 0};
             cr_assert_eq(ta_lower(k, &avx, &l, &err), TACT_OK);
             cr_assert(l.width == 4 && l.pad < 0, "width %d pad %d", l.width, l.pad);
             found[1] = 1;
@@ -443,7 +444,7 @@ Test(codegen_lower, stacked_windows_are_unrolled_along_the_stack) {
     cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {64, 1, 0};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0};
     cr_assert_eq(ta_lower(&asts[0], &avx512, &l, &err), TACT_OK, "%s", err.text);
     int up = -1;
     for (int a = 0; a < l.naxes; a++)
@@ -525,7 +526,7 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
     tact_ctx_close(&ctx);
     static ta_ast_t asts[2];
     cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-    ta_target_t narrow = {4 * W, 1, 0};
+    ta_target_t narrow = {&ta_printer_c, 4 * W, 1, 1, 0};
     char *src, name[64];
     int64_t align;
     int width;
@@ -607,7 +608,7 @@ Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops
     cr_assert_geq(n, 1);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {64, 1, 0};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0};
     for (int k = 0; k < n; k++) {
         cr_assert_eq(ta_lower(&asts[k], &avx512, &l, &err), TACT_OK, "%s", err.text);
         cr_assert_gt(l.width, 1, "kernel %d has no vector", k);
@@ -643,4 +644,70 @@ Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops
     cr_assert(l.width > 1 && l.pad >= 0 && halves == 1, "width %d pad %d, %d HALF loads", l.width, l.pad, halves);
     unlink(path);
     free(path), free(x), free(g), free(m), free(cnt), free(h), free(w14);
+}
+
+/* A new target costs one table: a printer made here from C's spellings
+ * (without half loads or the lanes' shuffle tree) at 16-byte vectors
+ * renders the kernels of x w and of a row sum of squares; built and
+ * run here, they give the host target's results (the sums in another
+ * order: within 1e-5).  ta_printer_find knows the languages it speaks. */
+Test(codegen_lower, a_new_target_is_one_printer_table) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { M = 8, K = 64, N = 12 };
+    float *x = s_rand(&rng, M * K, -1, 1), *w = s_rand(&rng, K * N, -1, 1), mm[M * N], rows[M];
+    char *path = tu_tmpfile("fake_target");
+    tact_ctx *ctx = s_open(1, path);
+    tact_tensor *xt = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, x), *wt = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){K, N}, w);
+    tact_tensor *outs[2] = {tact_matmul(xt, wt), tact_sum(tact_mul(xt, xt), 1, (int[]){1}, 0)};
+    cr_assert_eq(tact_realize(ctx, 2, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(outs[0], mm, sizeof mm), TACT_OK);
+    cr_assert_eq(tact_read(outs[1], rows, sizeof rows), TACT_OK);
+    tact_ctx_close(&ctx);
+    static ta_ast_t asts[4];
+    int nk = s_recorded_asts(path, asts, 4);
+    char names[200] = "";
+    for (int k = 0; k < nk; k++) ta_ast_name(&asts[k], names + strlen(names), sizeof names - strlen(names)), strcat(names, " ");
+    cr_assert_eq(nk, 2, "kernels: %s", names);
+    static ta_printer_t fake;
+    fake = ta_printer_c;
+    fake.language = "C (a test's: 16-byte vectors, no shuffles)";
+    fake.half_loads = 0;
+    fake.sum_tree = 0;
+    ta_target_t t = {&fake, 16, 1, 1, 0};
+    char *dir = tu_tmpfile("fake_target_cache");
+    unlink(dir);
+    for (int k = 0; k < 2; k++) {
+        char *src, name[64];
+        int64_t align;
+        int width;
+        ta_error_t err;
+        cr_assert_eq(ta_render_c_for(&asts[k], &t, &src, name, sizeof name, &align, &width, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(width, 4, "kernel %d: vectors of 4 lanes: %s", k, src);
+        cr_assert(!strstr(src, "tact_vload_half(data") && !strstr(src, "hs0_0"), "no half loads, no shuffle tree: %s", src);
+        ta_program_t prog, run;
+        uint8_t *obj = NULL;
+        size_t len;
+        char digest[33];
+        cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, src, TA_CC_FULL, &prog, &obj, &len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cc_load_bytes(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
+        float got[M * N];
+        int64_t n = k ? M : M * N;
+        cr_assert_eq(asts[k].nbufs, k ? 2 : 3);
+        void *bufs[3] = {got, x, w};
+        run.fn(0, n, bufs, NULL);
+        const float *want = k ? rows : mm;
+        for (int64_t i = 0; i < n; i++)
+            cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "seed %#llx, kernel %d, output %lld: %.9g, host target %.9g",
+                      (unsigned long long)seed, k, (long long)i, (double)got[i], (double)want[i]);
+        ta_cc_unload(&run);
+        ta_free(obj), ta_free(src);
+    }
+    cr_assert_eq(ta_printer_find("C"), &ta_printer_c);
+    cr_assert_eq(ta_printer_find("OpenCL C"), &ta_printer_cl);
+    cr_assert_null(ta_printer_find("CUDA C"));
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+    unlink(path);
+    free(path), free(dir), free(x), free(w);
 }

@@ -1,0 +1,134 @@
+/* printer.h - a language's printer: a table of the few spellings and functions in which C and OpenCL C kernels differ; render.c prints the rest. */
+#ifndef TACT_PRINTER_H
+#define TACT_PRINTER_H
+
+#include <stddef.h>
+
+#include "ast.h"
+
+struct ta_lir;
+
+/* A growing string: ta_out_put appends printf-style; a failed allocation
+ * sets failed and makes every later put a no-op. */
+typedef struct ta_out {
+    char *p;
+    size_t len, cap;
+    int failed;
+} ta_out_t;
+__attribute__((format(printf, 2, 3))) void ta_out_put(ta_out_t *o, const char *fmt, ...);
+
+/*
+ * A printer (tinygrad's CStyleLanguage and its subclasses): render.c
+ * prints a kernel's loops, loads, arithmetic and stores in the C syntax
+ * every language here shares, and asks the printer for what differs.
+ * Lowering (lower.c) reads the capabilities to choose how a kernel is cut;
+ * nothing else asks which language a target has.  A new language is one
+ * more table in a file of its own, listed in ta_printer_find.
+ */
+typedef struct ta_printer {
+    const char *language; /* the TARGET record's language: "C", "OpenCL C" */
+    /* Capabilities (lowering's choices). */
+    int ranges;        /* a kernel computes a range [start, end) of work items on a thread of a pool; else one work item per grid point */
+    int half_loads;    /* vector loads of W/2 floats, each into two lanes (TA_ACCESS_HALF) */
+    int bool_masks;    /* vector comparisons as lane masks that choose a WHERE's value */
+    int sum_tree;      /* a reduce's vector partials added across lanes by shuffles */
+    int groups;        /* work groups sharing local memory, with barriers: a long reduce shared by a group */
+    int device_builds; /* the program is this source, which the device builds (else the system C compiler builds it here) */
+    /* Spellings. */
+    const char *prelude; /* every program starts with it: types, math, TA_PRINTER_HELPERS */
+    const char *barrier; /* a work group's barrier over local memory */
+    /* The vector type tact_vf of w float lanes and its helpers (guarded:
+     * kernels of one width may share a file). */
+    void (*vectors)(ta_out_t *o, int w);
+    /* Closes the kernel's opening comment, then its signature and buffers
+     * data0..data<nbufs-1> (data0 written, the others read) and args, up
+     * to the body; then the loop over (or the guard of) the work item:
+     * a block in which gidx is the item's number (and, for a flat launch,
+     * the first LOOP axis's index the item's own). */
+    void (*signature)(ta_out_t *o, const ta_ast_t *a, const struct ta_lir *l, const char *name);
+    void (*items)(ta_out_t *o, const struct ta_lir *l);
+} ta_printer_t;
+
+extern const ta_printer_t ta_printer_c;  /* printer_c.c: the CPU device's shared objects */
+extern const ta_printer_t ta_printer_cl; /* printer_cl.c: OpenCL C, built by the device */
+
+/* The printer of a TARGET record's language, or NULL for one no printer speaks. */
+const ta_printer_t *ta_printer_find(const char *language);
+
+/* The C type of a dtype's element in memory, and while computing. */
+const char *ta_render_mem_type(tact_dtype d);
+const char *ta_render_reg_type(tact_dtype d);
+
+/* The helpers every kernel may use, in C that OpenCL C also reads (with
+ * the definitions of the OpenCL printer's prelude): each printer's prelude
+ * ends with them. */
+#define TA_PRINTER_HELPERS \
+    "/* 16-bit floats: stored as bits, computed in float, rounded after every op.\n" \
+    "   NaNs keep their bits both ways (arithmetic makes them quiet anyway), so\n" \
+    "   a bitcast through a float register is exact. */\n" \
+    "static inline float tact_h2f(uint16_t h) {\n" \
+    "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n" \
+    "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n" \
+    "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n" \
+    "  else if (!m) u = s;\n" \
+    "  else { e = 113; while (!(m & 1024)) { m <<= 1; e--; } u = s | (e << 23) | ((m & 1023) << 13); }\n" \
+    "  float f; memcpy(&f, &u, 4); return f;\n" \
+    "}\n" \
+    "static inline uint16_t tact_f2h(float f) {\n" \
+    "  uint32_t u; memcpy(&u, &f, 4);\n" \
+    "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n" \
+    "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n" \
+    "  if (a >= 0x477ff000u) return (uint16_t)(s | 0x7c00);\n" \
+    "  if (a < 0x38800000u) {\n" \
+    "    if (a < 0x33000000u) return (uint16_t)s;\n" \
+    "    uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000, sh = 126 - e;\n" \
+    "    uint32_t r = m >> sh, rem = m & ((1u << sh) - 1), hf = 1u << (sh - 1);\n" \
+    "    if (rem > hf || (rem == hf && (r & 1))) r++;\n" \
+    "    return (uint16_t)(s | r);\n" \
+    "  }\n" \
+    "  uint32_t r = a - 0x38000000u, h = r >> 13, rem = r & 0x1fff;\n" \
+    "  if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;\n" \
+    "  return (uint16_t)(s | h);\n" \
+    "}\n" \
+    "static inline float tact_bf2f(uint16_t b) { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); return f; }\n" \
+    "static inline uint16_t tact_f2bf(float f) {\n" \
+    "  uint32_t u; memcpy(&u, &f, 4);\n" \
+    "  if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | ((u >> 16) & 0x7f ? 0 : 0x40));\n" \
+    "  u += 0x7fffu + ((u >> 16) & 1); return (uint16_t)(u >> 16);\n" \
+    "}\n" \
+    "static inline float tact_rh(float x) { return tact_h2f(tact_f2h(x)); }\n" \
+    "/* A kernel argument: a float's value travels as a float64's bits. */\n" \
+    "static inline double tact_argf(uint64_t w) { double d; memcpy(&d, &w, 8); return d; }\n" \
+    "static inline float tact_rbf(float x) { return tact_bf2f(tact_f2bf(x)); }\n" \
+    "/* Integer division and modulo truncate toward zero; by zero they give 0. */\n" \
+    "static inline int64_t tact_idiv(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? (int64_t)(0 - (uint64_t)a) : a / b; }\n" \
+    "static inline int64_t tact_imod(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n" \
+    "static inline uint64_t tact_udiv(uint64_t a, uint64_t b) { return b ? a / b : 0; }\n" \
+    "static inline uint64_t tact_umod(uint64_t a, uint64_t b) { return b ? a % b : 0; }\n" \
+    "/* 2^x in float: 2^n times a degree-6 polynomial of f = x - n, |f| <= 1/2\n" \
+    "   (relative error 2e-9), evaluated with fma; within 1 ulp of 2^x over every\n" \
+    "   float (checked exhaustively), subnormal results rounded once.  The\n" \
+    "   vector version does the same operations lane by lane: the same bits. */\n" \
+    "#define TACT_EXP2_POLY(FMA, K, f) FMA(FMA(FMA(FMA(FMA(FMA(K(1.535336196e-04f), f, K(1.339887502e-03f)), f, K(9.618436918e-03f)), f, \\\n" \
+    "  K(5.550332367e-02f)), f, K(2.402264774e-01f)), f, K(6.931471825e-01f)), f, K(1.0f))\n" \
+    "#define TACT_EXP2_K(x) (x)\n" \
+    "static inline float tact_bitsf(int32_t i) { float f; memcpy(&f, &i, 4); return f; }\n" \
+    "static inline float tact_exp2f(float x) {\n" \
+    "  if (x != x) return x + x;\n" \
+    "  x = x > 129.0f ? 129.0f : x < -160.0f ? -160.0f : x;\n" \
+    "  float n = (x + 12582912.0f) - 12582912.0f, f = x - n, p = TACT_EXP2_POLY(fmaf, TACT_EXP2_K, f);\n" \
+    "  int32_t k = (int32_t)n, k1 = k >> 1, k2 = k - k1;\n" \
+    "  return p * tact_bitsf((k1 + 127) << 23) * tact_bitsf((k2 + 127) << 23);\n" \
+    "}\n" \
+    "/* max propagates NaN from either side. */\n" \
+    "static inline float tact_maxf(float a, float b) { return a != a || a > b ? a : b; }\n" \
+    "static inline double tact_maxd(double a, double b) { return a != a || a > b ? a : b; }\n" \
+    "/* float -> int: NaN gives 0, out of the int64 range saturates, then C truncation. */\n" \
+    "static inline int64_t tact_f2i(double x) {\n" \
+    "  return x != x ? 0 : x >= 9223372036854775807.0 ? INT64_MAX : x <= -9223372036854775808.0 ? INT64_MIN : (int64_t)x;\n" \
+    "}\n" \
+    "static inline uint64_t tact_f2u(double x) {\n" \
+    "  return x >= 0 && x < 18446744073709551616.0 ? (uint64_t)x : (uint64_t)tact_f2i(x);\n" \
+    "}\n"
+
+#endif

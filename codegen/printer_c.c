@@ -1,0 +1,135 @@
+/* printer_c.c - the C printer: kernels the CPU device runs, built by the system C compiler into shared objects (device.h's CPU ABI). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lower.h"
+#include "printer.h"
+
+/* The C library's names a kernel uses, from the compiler's own builtins
+ * rather than <stdint.h>, <string.h> and <math.h>: parsing those took a
+ * quarter of a small kernel's compile.  A call that is not inlined goes
+ * to the C library the process has loaded, as before. */
+static const char s_prelude[] =
+    "typedef __INT8_TYPE__ int8_t; typedef __UINT8_TYPE__ uint8_t; typedef __INT16_TYPE__ int16_t; typedef __UINT16_TYPE__ uint16_t;\n"
+    "typedef __INT32_TYPE__ int32_t; typedef __UINT32_TYPE__ uint32_t; typedef __INT64_TYPE__ int64_t; typedef __UINT64_TYPE__ uint64_t;\n"
+    "typedef __SIZE_TYPE__ size_t;\n"
+    "#define INT64_MAX __INT64_MAX__\n#define INT64_MIN (-__INT64_MAX__ - 1)\n"
+    "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
+    "#define memcpy __builtin_memcpy\n"
+    "#define fmaf __builtin_fmaf\n#define fma __builtin_fma\n#define sqrtf __builtin_sqrtf\n#define sqrt __builtin_sqrt\n"
+    "#define log2f __builtin_log2f\n#define log2 __builtin_log2\n#define sinf __builtin_sinf\n#define sin __builtin_sin\n"
+    "#define exp2 __builtin_exp2\n#define truncf __builtin_truncf\n#define trunc __builtin_trunc\n"
+    "#define fmodf __builtin_fmodf\n#define fmod __builtin_fmod\n" TA_PRINTER_HELPERS;
+
+/* Vector types and helpers for kernels with a VECTOR axis of w float32
+ * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
+ * Functions without a vector instruction run lane by lane, which gcc
+ * turns into one instruction where there is one (sqrt, fma). */
+static void s_vectors(ta_out_t *o, int w) {
+    /* A splat spelled as an initializer: gcc 12 made a lane loop a masked
+     * broadcast per lane, inside the loops. */
+    char splat[400] = "static inline tact_vf tact_vsplat(float x) { return (tact_vf){x";
+    for (int l = 1; l < w && l < 64; l++) strcat(splat, ",x");
+    strcat(splat, "}; }\n");
+    /* The HALF load as one load of half a vector and a shuffle (a quick
+     * -Og build keeps a lane loop a lane loop). */
+    char half[1024] = "", dup[400] = ""; /* w <= 64 lanes */
+    for (int l = 0; l < w && l < 64; l++) snprintf(dup + strlen(dup), sizeof dup - strlen(dup), ", %d", l / 2);
+    snprintf(half, sizeof half,
+             "#if defined(__clang__) || __GNUC__ >= 12\n"
+             "typedef float tact_vhu __attribute__((vector_size(%d), aligned(4)));\n"
+             "static inline tact_vf tact_vload_half(const float *p) { tact_vhu h = *(const tact_vhu *)p; return __builtin_shufflevector(h, h%s); }\n"
+             "#else\n"
+             "static inline tact_vf tact_vload_half(const float *p) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = p[l / 2]; return r; }\n"
+             "#endif\n",
+             2 * w, dup);
+    /* Kernels of one width share a file (compiler.c): the helpers once. */
+    ta_out_put(o,
+          "#ifndef TACT_W\n"
+          "typedef float tact_vf __attribute__((vector_size(%d)));\n"
+          "typedef float tact_vfu __attribute__((vector_size(%d), aligned(4)));\n"
+          "typedef int32_t tact_vi __attribute__((vector_size(%d)));\n"
+          "#define TACT_W %d\n"
+          "#define TACT_LANE(v, l) ((v)[l])\n"
+          "static inline tact_vf tact_vload(const float *p) { return *(const tact_vfu *)p; }\n"
+          "static inline void tact_vstore(float *p, tact_vf x) { *(tact_vfu *)p = x; }\n"
+          "%s"
+          "/* The first n lanes (n may be <= 0 or >= TACT_W): a padded dim's last tile. */\n"
+          "static inline tact_vf tact_vload_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l]; return r; }\n"
+          "/* Each of TACT_W / 2 floats for two lanes in turn. */\n"
+          "%s"
+          "static inline tact_vf tact_vload_half_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l / 2]; return r; }\n"
+          "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
+          "/* max propagates NaN from either side, as tact_maxf. */\n"
+          "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
+          "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
+          "}\n"
+          "/* The lanes of x where c is -1, of y where it is 0. */\n"
+          "static inline tact_vf tact_vsel(tact_vi c, tact_vf x, tact_vf y) { return (tact_vf)(((tact_vi)x & c) | ((tact_vi)y & ~c)); }\n"
+          "/* One rounding per lane, as fmaf: the machine's instruction where gcc\n"
+          "   has a builtin for it (a quick -Og build does not vectorize the loop). */\n"
+          "static inline tact_vf tact_vfma(tact_vf a, tact_vf b, tact_vf c) {\n"
+          "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__AVX512F__) && TACT_W == 16\n"
+          "  return __builtin_ia32_vfmaddps512_mask(a, b, c, (unsigned short)-1, 4);\n"
+          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 8\n"
+          "  return __builtin_ia32_vfmaddps256(a, b, c);\n"
+          "#elif defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__FMA__) && TACT_W == 4\n"
+          "  return __builtin_ia32_vfmaddps(a, b, c);\n"
+          "#else\n"
+          "  tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmaf(a[l], b[l], c[l]); return r;\n"
+          "#endif\n"
+          "}\n"
+          "#define TACT_VMAP(NAME, F) static inline tact_vf NAME(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = F(x[l]); return r; }\n"
+          "static inline tact_vf tact_vexp2(tact_vf x) {\n"
+          "  tact_vi nan = x != x, hi = x > 129.0f, lo = x < -160.0f;\n"
+          "  tact_vf y = (tact_vf)(((tact_vi)x & ~(hi | lo | nan)) | ((tact_vi)tact_vsplat(129.0f) & hi) | ((tact_vi)tact_vsplat(-160.0f) & lo));\n"
+          "  tact_vf n = (y + 12582912.0f) - 12582912.0f, f = y - n, p = TACT_EXP2_POLY(tact_vfma, tact_vsplat, f);\n"
+          "  tact_vi k = __builtin_convertvector(n, tact_vi), k1 = k >> 1, k2 = k - k1;\n"
+          "  tact_vf r = p * (tact_vf)((k1 + 127) << 23) * (tact_vf)((k2 + 127) << 23), q = x + x;\n"
+          "  return (tact_vf)(((tact_vi)r & ~nan) | ((tact_vi)q & nan));\n"
+          "}\n"
+          "TACT_VMAP(tact_vlog2, log2f) TACT_VMAP(tact_vsin, sinf) TACT_VMAP(tact_vsqrt, sqrtf) TACT_VMAP(tact_vtrunc, truncf)\n"
+          "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmodf(x[l], y[l]); return r; }\n"
+          "/* The lanes of a reduce's partials, added (or maxed) in a fixed tree. */\n"
+          "static inline float tact_vsum(tact_vf a) {\n"
+          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = h[l] + h[l + w];\n"
+          "  return h[0];\n"
+          "}\n"
+          "static inline float tact_vhmax(tact_vf a) {\n"
+          "  float h[TACT_W]; memcpy(h, &a, sizeof h);\n"
+          "  for (int w = TACT_W / 2; w; w /= 2) for (int l = 0; l < w; l++) h[l] = tact_maxf(h[l], h[l + w]);\n"
+          "  return h[0];\n"
+          "}\n"
+          "#endif\n",
+          4 * w, 4 * w, 4 * w, w, splat, half);
+}
+
+/* device.h's CPU ABI: outputs [start, end) of the work items' outputs,
+ * the buffers in bufs. */
+static void s_signature(ta_out_t *o, const ta_ast_t *a, const ta_lir_t *l, const char *name) {
+    (void)l;
+    ta_out_put(o, " */\nvoid %s(int64_t start, int64_t end, void **restrict bufs, const uint64_t *restrict args) {\n", name);
+    for (int b = 0; b < a->nbufs; b++) ta_out_put(o, "  %s%s *restrict data%d = bufs[%d];\n", b ? "const " : "", ta_render_mem_type(a->buf_dtype[b]), b, b);
+}
+
+static void s_items(ta_out_t *o, const ta_lir_t *l) {
+    if (l->align > 1) ta_out_put(o, "  for (int64_t gidx = start/%" PRId64 "; gidx < end/%" PRId64 "; gidx++) {\n", l->align, l->align);
+    else ta_out_put(o, "  for (int64_t gidx = start; gidx < end; gidx++) {\n");
+}
+
+const ta_printer_t ta_printer_c = {
+    .language = "C",
+    .ranges = 1,
+    .half_loads = 1,
+    .bool_masks = 1,
+    .sum_tree = 1,
+    .groups = 0,
+    .device_builds = 0,
+    .prelude = s_prelude,
+    .barrier = "",
+    .vectors = s_vectors,
+    .signature = s_signature,
+    .items = s_items,
+};
