@@ -51,6 +51,13 @@ struct ta_device {
     const uint64_t *pending_args;
     int64_t pending_n, pending_align;
     uint64_t pending_work;
+    uint64_t launched, finished; /* launches enqueued, and run: an event is a count of the first */
+};
+
+/* A marker: the launches of dev enqueued when it was recorded. */
+struct ta_event {
+    ta_device_t *dev;
+    uint64_t launched;
 };
 
 enum { S_MIN_CHUNK_WORK = 16384 }; /* iterations; below this, waking a thread costs more than it gives */
@@ -407,6 +414,7 @@ static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const ui
 static int s_flush(ta_device_t *d, ta_error_t *err) {
     if (!d->pending) return TACT_OK;
     d->pending = 0;
+    d->finished = d->launched;
     return s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, NULL, NULL, err);
 }
 
@@ -421,16 +429,48 @@ static int s_launch(ta_device_t *d, void *prog, const ta_launch_t *l, ta_error_t
     d->pending_align = l->align;
     d->pending_work = l->work;
     d->pending = 1;
+    d->launched++;
     return TACT_OK;
 }
 
 static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     if (!d->pending) return TACT_OK;
     d->pending = 0;
+    d->finished = d->launched;
     return s_run(d, d->pending_prog, d->pending_bufs, d->pending_args, d->pending_n, d->pending_align, d->pending_work, tick, ud, err);
 }
 
 static int s_threads(const ta_device_t *d) { return d->nthreads; }
+
+static void s_caps(const ta_device_t *d, ta_device_caps_t *out) {
+    (void)d;
+    *out = (ta_device_caps_t){.host_memory = 1, .async_copy = 0, .peer_copy = 1, .events = 1};
+}
+
+/* Host memory both: the copy runs once what either queued before it has. */
+static int s_copy_peer(ta_device_t *dst, void *dbuf, ta_device_t *src, const void *sbuf, size_t bytes, ta_error_t *err) {
+    int rc = s_flush(src, err);
+    if (rc == TACT_OK) rc = s_flush(dst, err);
+    if (rc == TACT_OK && bytes) memmove(dbuf, sbuf, bytes);
+    return rc;
+}
+
+static int s_event_record(ta_device_t *d, ta_event_t **ev, ta_error_t *err) {
+    if (!(*ev = ta_malloc(sizeof **ev))) return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory for an event");
+    (*ev)->dev = d;
+    (*ev)->launched = d->launched;
+    return TACT_OK;
+}
+
+/* The marker is reached once the launches before it ran: the one still
+ * queued then runs now, on the calling thread. */
+static int s_event_sync(ta_event_t *ev, ta_error_t *err) { return ev->dev->finished >= ev->launched ? TACT_OK : s_flush(ev->dev, err); }
+
+/* A queue holds one launch and runs it on the calling thread: waiting for
+ * another device's marker is reaching it now; for its own, nothing. */
+static int s_event_wait(ta_device_t *d, ta_event_t *ev, ta_error_t *err) { return ev->dev == d ? TACT_OK : s_event_sync(ev, err); }
+
+static void s_event_free(ta_event_t *ev) { ta_free(ev); }
 
 const ta_device_ops_t ta_cpu_device = {
     .kind = "CPU",
@@ -450,4 +490,10 @@ const ta_device_ops_t ta_cpu_device = {
     .sync = s_sync,
     .threads = s_threads,
     .check_guards = s_check_guards,
+    .caps = s_caps,
+    .copy_peer = s_copy_peer,
+    .event_record = s_event_record,
+    .event_wait = s_event_wait,
+    .event_sync = s_event_sync,
+    .event_free = s_event_free,
 };

@@ -32,7 +32,17 @@
  */
 
 typedef struct ta_device ta_device_t;
+typedef struct ta_event ta_event_t;
 typedef int (*ta_device_tick_fn)(void *ud);
+
+/* What an open device can do (ggml-backend's device properties): the
+ * executor above it asks, never the device's name. */
+typedef struct ta_device_caps {
+    int host_memory; /* its buffers are host pointers the executor may read and write itself */
+    int async_copy;  /* copy_in may return before the bytes moved (the host memory stays the caller's until sync) */
+    int peer_copy;   /* copy_peer moves bytes between two open devices of this kind without the host, where the pair allows */
+    int events;      /* event_wait makes one queue wait for another's marker on the device (else it waits on the host) */
+} ta_device_caps_t;
 
 /* How to open a device. */
 typedef struct ta_device_options {
@@ -113,6 +123,25 @@ typedef struct ta_device_ops {
     /* With guards: TACT_OK if the guards of buf (of bytes) are intact,
      * else TACT_EDEVICE saying which side was written and where. */
     int (*check_guards)(ta_device_t *dev, void *buf, size_t bytes, ta_error_t *err);
+    /* What this open device can do. */
+    void (*caps)(const ta_device_t *dev, ta_device_caps_t *out);
+    /* Enqueues a copy of bytes from src's buffer sbuf to dst's buffer
+     * dbuf (two open devices of this kind, both driven by the calling
+     * thread), after everything enqueued on either before it, without the
+     * host where the pair allows (ggml-backend's cpy_tensor_async).
+     * TACT_EDEVICE naming the pair when it does not (copy through the
+     * host then: copy_out, copy_in). */
+    int (*copy_peer)(ta_device_t *dst, void *dbuf, ta_device_t *src, const void *sbuf, size_t bytes, ta_error_t *err);
+    /* Events: a marker after everything enqueued on dev so far
+     * (event_record, *ev the caller's to event_free); event_wait makes
+     * what dev runs next wait for the marker (on the device where caps
+     * say events, else the calling thread waits); event_sync waits on the
+     * host until the marker is reached.  An event is of one device of
+     * this kind, driven by the calling thread. */
+    int (*event_record)(ta_device_t *dev, ta_event_t **ev, ta_error_t *err);
+    int (*event_wait)(ta_device_t *dev, ta_event_t *ev, ta_error_t *err);
+    int (*event_sync)(ta_event_t *ev, ta_error_t *err);
+    void (*event_free)(ta_event_t *ev);
 } ta_device_ops_t;
 
 /* A condition variable whose timed waits use the monotonic clock (a clock

@@ -42,6 +42,12 @@ struct ta_device {
     int launched;
 };
 
+/* A marker in a device's queue. */
+struct ta_event {
+    ta_device_t *dev;
+    cl_event e;
+};
+
 static atomic_int s_binary_hits;
 int ta_cl_binary_hits(void) { return atomic_load(&s_binary_hits); }
 
@@ -609,6 +615,48 @@ static int s_threads(const ta_device_t *d) {
     return 1;
 }
 
+static void s_caps(const ta_device_t *d, ta_device_caps_t *out) {
+    (void)d; /* each device has a context of its own: no buffer of one is another's */
+    *out = (ta_device_caps_t){.host_memory = 0, .async_copy = 1, .peer_copy = 0, .events = 1};
+}
+
+static int s_copy_peer(ta_device_t *dst, void *dbuf, ta_device_t *src, const void *sbuf, size_t bytes, ta_error_t *err) {
+    (void)dbuf, (void)sbuf, (void)bytes;
+    return ta_error_set(err, TACT_EDEVICE, "CL:%d to CL:%d: no copy without the host (each device has an OpenCL context of its own)", src->index,
+                        dst->index);
+}
+
+static int s_event_record(ta_device_t *d, ta_event_t **ev, ta_error_t *err) {
+    if (!(*ev = ta_calloc(1, sizeof **ev))) return ta_error_set(err, TACT_ENOMEM, "CL: out of memory for an event");
+    cl_int e = clEnqueueMarkerWithWaitList(d->q, 0, NULL, &(*ev)->e);
+    if (e != CL_SUCCESS) {
+        ta_free(*ev);
+        *ev = NULL;
+        return s_fail(err, TACT_EDEVICE, "cannot record an event", e);
+    }
+    (*ev)->dev = d;
+    return TACT_OK;
+}
+
+static int s_event_sync(ta_event_t *ev, ta_error_t *err) {
+    cl_int e = clWaitForEvents(1, &ev->e);
+    return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "an event's work failed", e);
+}
+
+/* In the device's queue within one context; a marker of another
+ * context's queue is waited for on the host. */
+static int s_event_wait(ta_device_t *d, ta_event_t *ev, ta_error_t *err) {
+    if (ev->dev->ctx != d->ctx) return s_event_sync(ev, err);
+    cl_int e = clEnqueueBarrierWithWaitList(d->q, 1, &ev->e, NULL);
+    return e == CL_SUCCESS ? TACT_OK : s_fail(err, TACT_EDEVICE, "cannot wait for an event", e);
+}
+
+static void s_event_free(ta_event_t *ev) {
+    if (!ev) return;
+    clReleaseEvent(ev->e);
+    ta_free(ev);
+}
+
 const ta_device_ops_t ta_cl_device = {
     .kind = "CL",
     .host_memory = 0,
@@ -627,4 +675,10 @@ const ta_device_ops_t ta_cl_device = {
     .sync = s_sync,
     .threads = s_threads,
     .check_guards = s_check_guards,
+    .caps = s_caps,
+    .copy_peer = s_copy_peer,
+    .event_record = s_event_record,
+    .event_wait = s_event_wait,
+    .event_sync = s_event_sync,
+    .event_free = s_event_free,
 };

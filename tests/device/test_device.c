@@ -600,3 +600,75 @@ Test(device_describe, every_device_describes_its_target) {
         msgpack_sbuffer_destroy(&sb);
     }
 }
+
+/* Events and copies between two devices of one kind, on device index of
+ * ops (opened twice): a marker recorded after a launch is reached once the
+ * launch ran (event_sync, then the output is there); the second device
+ * waits for the first's marker before its own work (event_wait); a copy
+ * between the two goes without the host where caps say so (the CPU), else
+ * is refused naming the pair (OpenCL: a context each) and goes through the
+ * host.  Caps agree with the table. */
+static void s_events_and_peers(const ta_device_ops_t *ops, int index) {
+    enum { N = 256 };
+    ta_error_t err = {0, ""};
+    ta_device_t *d1, *d2;
+    cr_assert_eq(ops->open(&d1, index, &(ta_device_options_t){2, 0, NULL}, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->open(&d2, index, &(ta_device_options_t){1, 0, NULL}, &err), TACT_OK, "%s", err.text);
+    ta_device_caps_t caps;
+    ops->caps(d1, &caps);
+    cr_assert_eq(caps.host_memory, ops->host_memory, "%s: caps and the table disagree", ops->kind);
+    cr_assert(caps.events, "%s: events", ops->kind);
+    void *o, *a, *b, *o2;
+    cr_assert_eq(ops->alloc(d1, N * 4, &o, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(d1, N * 4, &a, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(d1, N * 4, &b, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->alloc(d2, N * 4, &o2, &err), TACT_OK, "%s", err.text);
+    static float ha[N], hb[N], got[N];
+    for (int i = 0; i < N; i++) ha[i] = (float)i, hb[i] = 0.25f * (float)i;
+    cr_assert_eq(ops->copy_in(d1, a, ha, sizeof ha, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->copy_in(d1, b, hb, sizeof hb, &err), TACT_OK, "%s", err.text);
+    size_t len;
+    uint8_t *bytes = s_program(ops, "k", s_cpu_src, s_cl_src, &len);
+    void *prog;
+    cr_assert_eq(ops->load(d1, bytes, len, "k", &prog, &err), TACT_OK, "%s", err.text);
+    float s = 2.0f;
+    uint32_t sw;
+    memcpy(&sw, &s, 4);
+    uint64_t args[1] = {sw};
+    void *bufs[3] = {o, a, b};
+    ta_launch_t l = {bufs, 3, args, 1, N, 4, N};
+    cr_assert_eq(ops->launch(d1, prog, &l, &err), TACT_OK, "%s", err.text);
+    ta_event_t *ev;
+    cr_assert_eq(ops->event_record(d1, &ev, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->event_wait(d1, ev, &err), TACT_OK, "its own marker: %s", err.text);
+    cr_assert_eq(ops->event_wait(d2, ev, &err), TACT_OK, "another device's marker: %s", err.text);
+    cr_assert_eq(ops->event_sync(ev, &err), TACT_OK, "%s", err.text);
+    ops->event_free(ev);
+    /* Reached: in host memory the output is there, with nothing else run. */
+    for (int i = 0; caps.host_memory && i < N; i++)
+        cr_assert_eq(((const float *)o)[i], ha[i] * 2.0f + hb[i], "%s: the marker was reached before the launch ran (element %d)", ops->kind, i);
+    /* d1's output, on d2: without the host where the pair allows. */
+    int rc = ops->copy_peer(d2, o2, d1, o, sizeof got, &err);
+    if (caps.peer_copy) {
+        cr_assert_eq(rc, TACT_OK, "%s: %s", ops->kind, err.text);
+    } else {
+        cr_assert_eq(rc, TACT_EDEVICE, "%s: a peer copy the caps deny", ops->kind);
+        cr_assert(strstr(err.text, ops->kind) && strstr(err.text, "without the host"), "%s", err.text);
+        static float via[N];
+        cr_assert_eq(ops->copy_out(d1, via, o, sizeof via, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ops->copy_in(d2, o2, via, sizeof via, &err), TACT_OK, "%s", err.text);
+    }
+    cr_assert_eq(ops->copy_out(d2, got, o2, sizeof got, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < N; i++) cr_assert_eq(got[i], ha[i] * 2.0f + hb[i], "%s:%d: element %d is %g", ops->kind, index, i, (double)got[i]);
+    cr_assert_eq(ops->sync(d1, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ops->sync(d2, NULL, NULL, &err), TACT_OK, "%s", err.text);
+    ops->unload(d1, prog);
+    free(bytes);
+    ops->free(d1, o), ops->free(d1, a), ops->free(d1, b), ops->free(d2, o2);
+    ops->close(&d1), ops->close(&d2);
+}
+
+Test(device, events_order_work_and_peer_copies_go_without_the_host_where_they_can) {
+    s_events_and_peers(&ta_cpu_device, 0);
+    for (int i = 0; i < ta_cl_device.count(); i++) s_events_and_peers(&ta_cl_device, i);
+}
