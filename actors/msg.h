@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 13
+#define TA_PROTOCOL_VERSION 14
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -121,7 +121,7 @@ int ta_u64s_copy(const ta_u64s_t *a, uint64_t **out);
     F(R, MP, ast) F(R, U64A, bufs, 32) F(R, U64A, writes, 32) F(R, U64S, args) F(R, U64S, fused) F(R, U64, device) F(R, U64, copy)
 #define TA_REC_FIELDS_STEP(F, R)                                                                                   \
     F(R, U64, index) F(R, U64, program) F(R, U64A, bufs, 32) F(R, I64, numel) F(R, U64A, bytes, 32) F(R, U64A, writes, 32) \
-    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args) F(R, U64, copy) F(R, U64, peer) F(R, U64, ast0) F(R, U64, ast1)
+    F(R, U64, reuse) F(R, U64S, frees) F(R, U64, work) F(R, U64S, args) F(R, U64, copy) F(R, U64, peer) F(R, U64, ast0) F(R, U64, ast1) F(R, MP, ast)
 #define TA_REC_FIELDS_JOB(F, R) F(R, U64, index) F(R, U64, corr) F(R, MP, ast)
 #define TA_REC_FIELDS_TARGET(F, R)                                                                                    \
     F(R, STR, language) F(R, U64, vector_bytes) F(R, U64, fma) F(R, U64, local_memory) F(R, U64, max_group) F(R, U64, fp16) \
@@ -291,10 +291,11 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes) F(M, U64S, returned)
 #define TA_FIELDS_READ(F, M) F(M, U64, id)
 #define TA_FIELDS_WRITE(F, M) F(M, U64, buf)
-#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs) F(M, U64, fresh)
-#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps) F(M, U64, fresh)
+#define TA_FIELDS_SCHEDULE(F, M) F(M, U64, realize) F(M, NODES, nodes) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, bufs)
+#define TA_FIELDS_KERNELS(F, M) F(M, U64, realize) F(M, KERNELS, kernels) F(M, U64S, temps)
 #define TA_FIELDS_COMPILE(F, M) F(M, U64, realize) F(M, U64, reply_to) F(M, JOBS, jobs)
-#define TA_FIELDS_PROGRAM(F, M) F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align) F(M, U64, nargs)
+#define TA_FIELDS_PROGRAM(F, M) \
+    F(M, U64, realize) F(M, U64, index) F(M, I64, status) F(M, STR, name) F(M, STR, digest) F(M, STR, text) F(M, U64, align) F(M, U64, nargs) F(M, U64, final)
 #define TA_FIELDS_SCHEDULED(F, M) F(M, U64, realize) F(M, U64, kernels) F(M, U64S, ids)
 #define TA_FIELDS_PLAN(F, M) F(M, U64, realize) F(M, I64, status) F(M, STR, text) F(M, STEPS, steps) F(M, U64, planned_peak) F(M, U64, unplanned)
 #define TA_FIELDS_RUN(F, M) \

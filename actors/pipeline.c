@@ -143,9 +143,13 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     uint32_t up = role == TA_ROLE_GRAPH       ? n.client
                   : role == TA_ROLE_SCHEDULER ? n.graph
                   : role == TA_ROLE_PLANNER   ? n.scheduler
-                  : role == TA_ROLE_COMPILER  ? n.planner
                                               : n.graph;
-    if (ta_actor_set_inputs(self, &up, 1) != TACT_OK) {
+    /* A compiler's work comes from every executor, merged (seq, sender). */
+    uint32_t *ups = role == TA_ROLE_COMPILER ? ta_malloc(sizeof *ups * (size_t)n.ndevices) : &up;
+    for (int i = 0; ups && role == TA_ROLE_COMPILER && i < n.ndevices; i++) ups[i] = n.device[i].executor;
+    int src = ups ? ta_actor_set_inputs(self, ups, role == TA_ROLE_COMPILER ? n.ndevices : 1) : TACT_ENOMEM;
+    if (role == TA_ROLE_COMPILER) ta_free(ups);
+    if (src != TACT_OK) {
         ta_pipeline_fini(&n);
         return ta_actor_fail(self, TACT_ENOMEM, "%s: out of memory", ta_actor_name(self));
     }

@@ -87,7 +87,7 @@ typedef enum ta_role {
     TA_ROLE_GRAPH,     /* upstream: the client */
     TA_ROLE_SCHEDULER, /* upstream: the graph */
     TA_ROLE_PLANNER,   /* upstream: the scheduler */
-    TA_ROLE_COMPILER,  /* upstream: the planner */
+    TA_ROLE_COMPILER,  /* upstream: every executor (each asks for the programs it lacks) */
     TA_ROLE_EXECUTOR,  /* upstream: the graph */
     TA_ROLE_AUTOGRAD,  /* upstream: the graph */
 } ta_role_t;

@@ -1,4 +1,5 @@
 /* compiler.c - a compiler pool worker: renders kernel ASTs as C (or OpenCL C), compiles them (or finds them cached), reports the programs. */
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -496,6 +497,10 @@ static void s_answer(ta_actor_t *self, const s_job_t *job, const s_memo_t *hit, 
     out.as.program.text = ta_bytes_str(hit ? "" : job->err.text);
     out.as.program.align = (uint64_t)(hit ? hit->align : job->e.align);
     out.as.program.nargs = hit ? (uint64_t)hit->nargs : 0;
+    /* Final: the build this compiler gives for the kernel from now on (a
+     * quick one is replaced by the full one in a later realize); a failure
+     * is not, the executor asks again in a later realize. */
+    out.as.program.final = hit && hit->tier == TA_CC_FULL;
     if (hit) { /* the memo's bytes, held until the transport is done with them */
         out.bulk.ptr = hit->obj;
         out.bulk.len = hit->len;
@@ -577,9 +582,15 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     }
     if (m->type != TA_MSG_COMPILE || !s->configured)
         return ta_actor_fail(self, TACT_EINVAL, "compiler: cannot handle %s%s", ta_msg_type_name(m->type), s->configured ? "" : " before CONFIG");
-    /* The kernels are built for the device of the executor they go to. */
+    /* An executor asks for the programs it lacks, for itself: they are
+     * built for its device.  Every executor sends one COMPILE per realize
+     * part to every compiler (most of them empty), so the merge of the
+     * executors' streams always moves on. */
     int device = m->as.compile.reply_to <= UINT32_MAX ? ta_pipeline_device_of(&s->w, (uint32_t)m->as.compile.reply_to) : -1;
-    if (device < 0) return ta_actor_fail(self, TACT_EPROTO, "compiler: COMPILE replies to a port that is no executor");
+    if (device < 0 || m->as.compile.reply_to != m->sender)
+        return ta_actor_fail(self, TACT_EPROTO, "compiler: a COMPILE from port %u for port %" PRIu64 ": an executor asks for itself", m->sender,
+                             m->as.compile.reply_to);
+    if (!m->as.compile.jobs.n) return TACT_OK;
     /* What to build: the device's target (its DEVICE record). */
     const ta_device_info_t *info = &s->w.device[device].info;
     s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory);
@@ -587,13 +598,16 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C and OpenCL C)",
                              s->w.device[device].uri, info->language);
     s_background(s);
-    /* A COMPILE of more kernels than a batch (the planner sends none) is
-     * built a batch at a time. */
+    /* Built in one run of the system compiler a batch at a time (its
+     * start-up costs more than a small kernel): 4, then 8, then at most
+     * 16, so the executor starts on the first while the rest build.  The
+     * batches depend on the COMPILE alone, so the objects, which travel
+     * in PROGRAMs and the log, are the same in every run. */
     s_job_t jobs[S_BATCH];
     ta_recs_it_t it;
     ta_job_rec_t rec;
     ta_recs_begin(&it, &m->as.compile.jobs);
-    int n = 0;
+    int n = 0, cap = 4;
     for (;;) {
         int more = ta_recs_next(&it, &rec);
         if (more) {
@@ -605,13 +619,14 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             jobs[n].e.align = 1;
             jobs[n++].ast = rec.ast;
         }
-        if (n && (n == S_BATCH || !more)) {
+        if (n && (n == cap || !more)) {
             s_batch(self, s, m, jobs, n);
             n = 0;
+            cap = cap * 2 < S_BATCH ? cap * 2 : S_BATCH;
         }
         if (!more) break;
     }
-    return TACT_OK; /* an error goes to the executor, never to the planner, which waits for none */
+    return TACT_OK; /* an error goes to the executor in its PROGRAM */
 }
 
 /* With no COMPILE coming, full builds still finish, go to the disk cache

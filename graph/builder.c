@@ -797,9 +797,7 @@ static int s_schedule_next(ta_actor_t *self, g_state_t *g) {
         s.as.schedule.targets = ta_u64s(tpos, ntpos);
         s.as.schedule.ids = ta_u64s(ids, cut);
         s.as.schedule.bufs = ta_u64s(bufs, cut);
-        s.as.schedule.fresh = (uint64_t)g->fresh;
         rc = ta_actor_send(self, g->w.scheduler, &s);
-        if (rc == TACT_OK) g->fresh = 0;
         /* The part's SCHEDULED comes before anything else is processed. */
         if (rc == TACT_OK) {
             g->awaited = s.corr;
@@ -906,7 +904,6 @@ static int s_realize(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     uint64_t *frees = NULL;
     size_t nfrees = 0, frees_cap = 0;
     s_settle(g, rq, &frees, &nfrees, &frees_cap);
-    g->fresh |= rq->failed.n > 0;
     int frc = g_send_frees(self, g, frees, nfrees);
     ta_free(frees);
     if (frc != TACT_OK) return ta_actor_fail(self, frc, "realize: cannot send the frees to the executor");

@@ -76,7 +76,6 @@ typedef struct {
     /* The realize being scheduled (one at a time: the graph awaits each
      * part's SCHEDULED before the client's next message). */
     uint64_t realize;         /* the client's number for it, or 0 */
-    int fresh;                /* a realize failed since the last SCHEDULE: the next one says so (SCHEDULE.fresh) */
     uint64_t corr, reply_to;  /* the client's REALIZE */
     uint64_t awaited;         /* the corr of the SCHEDULE whose reply is awaited */
     uint64_t *targets;        /* its tensors */

@@ -19,9 +19,10 @@
  * The graph builder's stream gives the executor its work, in order: WRITE,
  * FREE, COPY_OUT and RUN.  A RUN says "realize this plan here": the
  * executor then awaits the PLAN (from the planner, under the corr RUN
- * names), then each step's PROGRAM (from the compilers, under the corr the
- * plan names for it), running each step as its program comes (a step that
- * names no PROGRAM runs the program kept for its AST's digest), and answers
+ * names), asks the compilers for the programs of its kernels that it does
+ * not hold (by their ASTs, whose digests name them: s_ask), then runs the
+ * steps in order, each as its program comes (or at once with one it
+ * holds), and answers
  * the client (DONE, or ERROR for the first failure of that realize) before
  * it takes the graph's next message.  So everything the graph sent before a
  * RUN (the bytes a plan reads) is in place when the plan runs, and what it
@@ -37,8 +38,10 @@ typedef struct {
 
 typedef struct {
     int index, nbufs, nfrees;
-    uint64_t program; /* the corr of its PROGRAM; 0: the program kept for its AST */
+    uint64_t program; /* a kernel: the corr of the PROGRAM asked for it, 0: the program held for its AST; a copy: its corr */
     uint64_t ast[2];  /* the digest of its AST's bytes */
+    uint8_t *ast_bytes; /* a kernel's AST, what a compiler builds (s_ask) */
+    size_t ast_len;
     uint64_t work;    /* iterations of the kernel (the planner's estimate) */
     uint64_t bufs[TA_AST_MAX_BUFS], bytes[TA_AST_MAX_BUFS], reuse;
     uint8_t writes[TA_AST_MAX_BUFS];
@@ -64,6 +67,7 @@ typedef struct {
     int next;    /* the step whose PROGRAM (or copy) is awaited */
     int failed;  /* its ERROR went out: the rest is consumed, not run */
     int silent;  /* an await of it timed out: the rest is not awaited (sends still answer) */
+    int asked;   /* its COMPILEs went to every compiler (s_ask: once per RUN) */
     char failure[300]; /* why, for the executors awaiting a copy from this one */
     /* The small targets whose bytes DONE carries: (target, buffer, bytes) each. */
     uint64_t returns[3 * TA_RETURNS_MAX];
@@ -82,6 +86,7 @@ typedef struct {
  * AST), or its compile error, for the steps that name no PROGRAM. */
 typedef struct {
     uint64_t ast[2];
+    int final;  /* the compiler's last word on it (a quick build and a failure are not: asked again in a later realize) */
     void *prog; /* NULL: the compile failed with rc, text */
     char name[64];
     int64_t align;
@@ -231,7 +236,7 @@ static int s_load(ta_actor_t *self, s_state_t *s, const ta_bytes_t obj, const ch
 
 static void s_plan_free(s_plan_t *p) {
     if (!p) return;
-    for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees), ta_free(p->steps[i].args);
+    for (int i = 0; i < p->nsteps; i++) ta_free(p->steps[i].frees), ta_free(p->steps[i].args), ta_free(p->steps[i].ast_bytes);
     ta_free(p->steps);
     ta_free(p);
 }
@@ -251,7 +256,7 @@ static int s_parse_plan(const ta_pipeline_t *self_w, const ta_msg_t *m, s_plan_t
     for (uint32_t i = 0; i < steps->n; i++) {
         s_step_t *st = &p->steps[p->nsteps];
         int ok = ta_recs_next(&it, &rec) && rec.n_bufs >= 1 && rec.n_bytes == rec.n_bufs && rec.n_writes == rec.n_bufs && rec.numel >= 0 &&
-                 (rec.program || !rec.copy) && rec.index <= INT32_MAX && rec.copy <= 2;
+                 (rec.copy ? rec.program && !rec.ast.len : !rec.program && rec.ast.len) && rec.index <= INT32_MAX && rec.copy <= 2;
         /* A copy moves one buffer between this executor and another. */
         int peer = rec.copy && rec.peer <= UINT32_MAX ? ta_pipeline_device_of(self_w, (uint32_t)rec.peer) : -1;
         ok = ok && (!rec.copy || (rec.n_bufs == 1 && peer >= 0 && peer != self_w->self_device));
@@ -282,6 +287,14 @@ static int s_parse_plan(const ta_pipeline_t *self_w, const ta_msg_t *m, s_plan_t
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         }
         st->nargs = (int)rec.args.n;
+        if (rec.ast.len) {
+            if (!(st->ast_bytes = ta_malloc(rec.ast.len))) {
+                s_plan_free(p);
+                return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
+            }
+            memcpy(st->ast_bytes, rec.ast.ptr, rec.ast.len);
+            st->ast_len = rec.ast.len;
+        }
         st->copy = (int)rec.copy;
         st->peer = (uint32_t)rec.peer;
     }
@@ -312,9 +325,12 @@ static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st);
 static void s_free_host(void *data, void *owner);
 static int s_data_of(s_state_t *s, const s_buf_t *b, size_t len, ta_msg_t *d, ta_error_t *err);
 
+static void s_ask(ta_actor_t *self, s_state_t *s);
+
 /* Ends the run: the client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run; /* every step was taken (s_await_next), or there was no plan */
+    s_ask(self, s);       /* (a run without a plan asks for nothing, but every compiler hears so) */
     for (int i = 0; r->p && i < r->p->nsteps; i++) s->done_steps += r->p->steps[i].copy != 1; /* a copy counts once, where it arrives */
     if (!r->failed && r->final) {
         uint64_t live = 0;
@@ -353,9 +369,84 @@ static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     memset(r, 0, sizeof *r);
 }
 
-/* The compiler a step's kernel went to (the planner's round robin). */
+/* The compiler asked for a kernel's program: by its AST's digest, so the
+ * same one every time (it answers a kernel's quick build first and its
+ * full build in a later realize). */
 static uint32_t s_compiler_of(const s_state_t *s, const s_step_t *st) {
-    return s->w.ncompilers ? s->w.compiler[(uint32_t)st->index % (uint32_t)s->w.ncompilers] : 0;
+    return s->w.ncompilers ? s->w.compiler[st->ast[0] % (uint64_t)s->w.ncompilers] : 0;
+}
+
+static const s_known_t *s_known(const s_state_t *s, const uint64_t ast[2]) {
+    uint64_t i;
+    return ta_map_get(&s->known_index, ast[0], &i) && s->known[i].ast[1] == ast[1] ? &s->known[i] : NULL;
+}
+
+/*
+ * Asks the compilers for the programs of this run's kernels that this
+ * executor does not hold for good: never held, held as a quick build or a
+ * failure (asked again: the compiler's answer to a later realize is its
+ * final word), or lost.  A kernel whose AST an earlier step of the plan
+ * asked for waits for that program (it names no PROGRAM and runs what
+ * that step's PROGRAM left).  Every compiler gets one COMPILE per RUN,
+ * with no jobs when there is nothing to build for it, so the compilers'
+ * merge of the executors' streams never waits for one that has nothing to
+ * say.  What is asked depends on the messages this executor processed
+ * alone, never on timing.
+ */
+static void s_ask(ta_actor_t *self, s_state_t *s) {
+    s_run_t *r = &s->run;
+    if (r->asked) return;
+    r->asked = 1;
+    int nc = s->w.ncompilers, nsteps = r->p && !r->failed ? r->p->nsteps : 0;
+    ta_job_rec_t *jobs = nsteps ? ta_calloc((size_t)nsteps, sizeof *jobs) : NULL;
+    int *of = nsteps ? ta_calloc((size_t)nsteps, sizeof *of) : NULL; /* the compiler of job j */
+    ta_map_t asked = {0};                                            /* ast[0] -> a step that asked */
+    int njobs = 0;
+    if (nsteps && (!jobs || !of)) {
+        s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+        nsteps = 0;
+    }
+    for (int i = 0; i < nsteps; i++) {
+        s_step_t *st = &r->p->steps[i];
+        if (st->copy) continue;
+        const s_known_t *k = s_known(s, st->ast);
+        if (k && k->final && k->prog) continue;
+        uint64_t j;
+        if (ta_map_get(&asked, st->ast[0], &j) && r->p->steps[j].ast[1] == st->ast[1]) continue; /* in flight here already */
+        if (ta_map_put(&asked, st->ast[0], (uint64_t)i) != TACT_OK) {
+            s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+            break;
+        }
+        st->program = ta_actor_new_corr(self);
+        jobs[njobs] = (ta_job_rec_t){(uint64_t)st->index, st->program, {st->ast_bytes, st->ast_len}};
+        of[njobs++] = (int)(st->ast[0] % (uint64_t)nc);
+    }
+    ta_map_fini(&asked);
+    ta_job_rec_t *mine = njobs ? ta_malloc(sizeof *mine * (size_t)njobs) : NULL;
+    unsigned unsent = 0; /* compilers a COMPILE could not reach: their programs will not come */
+    for (int c = 0; c < nc; c++) {
+        int n = 0;
+        for (int j = 0; mine && j < njobs; j++)
+            if (of[j] == c) mine[n++] = jobs[j];
+        ta_msg_t msg;
+        ta_msg_init(&msg, TA_MSG_COMPILE);
+        msg.corr = n ? mine[0].corr : 0;
+        msg.as.compile.realize = r->realize;
+        msg.as.compile.reply_to = ta_actor_id(self);
+        msg.as.compile.jobs = ta_recs(TA_REC_JOB, mine, (size_t)n);
+        int rc = ta_actor_send(self, s->w.compiler[c], &msg);
+        if (rc != TACT_OK) unsent |= 1u << c;
+        if (rc != TACT_OK && !r->failed) s_fail_run(self, s, rc, "executor: cannot ask a compiler for programs");
+    }
+    if (njobs && !mine) unsent = ~0u;
+    if (njobs && !mine && !r->failed) s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+    for (int i = 0; unsent && i < nsteps; i++) { /* not awaited: they will not come */
+        s_step_t *st = &r->p->steps[i];
+        if (!st->copy && st->program && (unsent >> (st->ast[0] % (uint64_t)nc) & 1)) st->program = 0;
+    }
+    ta_free(mine);
+    ta_free(jobs);
+    ta_free(of);
 }
 
 
@@ -572,7 +663,7 @@ static int s_run_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, 
 
 /* The program a step's AST got (or its compile error, rc and text), for
  * later steps of that AST that name no PROGRAM. */
-static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *name, int64_t align, uint64_t nargs, int rc,
+static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *name, int64_t align, uint64_t nargs, int final, int rc,
                       const char *text, ta_error_t *err) {
     uint64_t i;
     if (!st->ast[0] && !st->ast[1]) return TACT_OK;
@@ -582,10 +673,11 @@ static int s_remember(s_state_t *s, const s_step_t *st, void *prog, const char *
             return ta_error_set(err, TACT_ENOMEM, "executor: out of memory");
         i = s->nknown++;
     } else if (s->known[i].ast[1] != st->ast[1]) {
-        return TACT_OK; /* another AST with that first word: the planner never skips either */
+        return TACT_OK; /* another AST with that first word: neither is held, both are asked for */
     }
     s_known_t *k = &s->known[i];
     k->ast[0] = st->ast[0], k->ast[1] = st->ast[1];
+    k->final = final;
     k->prog = prog;
     snprintf(k->name, sizeof k->name, "%s", name);
     k->align = align;
@@ -618,8 +710,8 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     int64_t align = m->as.program.align >= 1 && m->as.program.align <= (1u << 30) ? (int64_t)m->as.program.align : 1;
     /* Its compiler's answer is kept for the AST: a compile error too, which
      * the steps that name no PROGRAM then report. */
-    if (rc == TACT_OK) rc = s_remember(s, st, prog, name, align, m->as.program.nargs, TACT_OK, "", &err);
-    else if (rc == TACT_ECOMPILE) s_remember(s, st, NULL, name, align, 0, rc, err.text, &(ta_error_t){0, ""});
+    if (rc == TACT_OK) rc = s_remember(s, st, prog, name, align, m->as.program.nargs, m->as.program.final != 0, TACT_OK, "", &err);
+    else if (rc == TACT_ECOMPILE) s_remember(s, st, NULL, name, align, 0, 0, rc, err.text, &(ta_error_t){0, ""});
     if (!r->failed && rc == TACT_OK) rc = s_run_step(self, s, st, prog, name, align, m->as.program.nargs, &err);
     if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
     s_await_next(self, s);
@@ -631,9 +723,7 @@ static void s_run_known(ta_actor_t *self, s_state_t *s, s_step_t *st) {
     uint64_t i;
     int rc;
     if (!ta_map_get(&s->known_index, st->ast[0], &i) || s->known[i].ast[1] != st->ast[1])
-        rc = ta_error_set(&err, TACT_EPROTO,
-                          "executor: kernel %d comes without its program, and none was loaded here for its AST (an earlier realize "
-                          "that built it was abandoned)",
+        rc = ta_error_set(&err, TACT_EPROTO, "executor: kernel %d: no program for its AST came (the step that asked for it was abandoned)",
                           st->index);
     else if (!s->known[i].prog)
         rc = ta_error_set(&err, s->known[i].rc, "%s", s->known[i].text);
@@ -729,7 +819,7 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     if (!r->reply_to || r->reply_to > UINT32_MAX) return ta_actor_fail(self, TACT_EPROTO, "executor: RUN names no port to answer");
     if (r->returns.n % 3 || r->returns.n > 3 * TA_RETURNS_MAX)
         return ta_actor_fail(self, TACT_EPROTO, "executor: RUN returns %u values, not at most %d triples", r->returns.n, TA_RETURNS_MAX);
-    s->run = (s_run_t){1, r->realize, r->plan, r->reply_to, m->corr, r->final, NULL, 0, 0, 0, "", {0}, 0};
+    s->run = (s_run_t){.active = 1, .realize = r->realize, .plan = r->plan, .reply_to = r->reply_to, .corr = m->corr, .final = r->final};
     ta_u64s_it_t rit;
     uint64_t rv;
     ta_u64s_begin(&rit, &r->returns);
@@ -766,6 +856,7 @@ static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         s_finish_run(self, s);
         return;
     }
+    s_ask(self, s);
     s_await_next(self, s);
 }
 

@@ -1,4 +1,4 @@
-/* planner.c - the memory planner actor: assigns buffers to a schedule, reusing dead temporaries, and fans out compiles. */
+/* planner.c - the memory planner actor: assigns buffers to a schedule, reusing dead temporaries, and gives each executor its plan. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,15 +13,12 @@
 
 /*
  * KERNELS from the scheduler gives a schedule and its temporaries: buffers
- * no tensor needs after this realize.  Each kernel goes to a compiler
- * (round robin by kernel index, so the same program always splits the same
- * way), in a COMPILE of several, with a fresh corr each and the executor as
- * the port to reply to, and the whole PLAN, naming each step's corr, goes to the executor
- * under the KERNELS' corr.  The executor awaits the PLAN where the graph's
- * RUN puts it, then each step's PROGRAM in order.  A kernel whose executor
- * keeps the full build of its program (s_choose) goes to no compiler: its
- * step names no PROGRAM (corr 0), only its AST's digest.  A PLAN always
- * goes, with a failure status when the kernels cannot be planned, so the
+ * no tensor needs after this realize.  Each executor gets a PLAN of its
+ * steps, under the KERNELS' corr: a kernel step carries its AST (and the
+ * AST's digest), by which the executor finds the program it holds or asks
+ * a compiler for one; a copy step the corr its two sides share.  The
+ * planner keeps no model of what any executor holds.  A PLAN always goes,
+ * with a failure status when the kernels cannot be planned, so the
  * executor never waits for one that will not come.
  *
  * Reuse: once a temporary's last reader has run, its memory is free; a later
@@ -30,7 +27,7 @@
  */
 
 typedef struct {
-    const uint8_t *ast; /* the packed AST, forwarded to a compiler as is */
+    const uint8_t *ast; /* the packed AST, forwarded in its step as is */
     size_t ast_len;
     int nbufs;
     uint64_t bufs[TA_AST_MAX_BUFS];
@@ -59,33 +56,12 @@ typedef struct {
 
 enum { S_HEADS = 512 };
 
-enum { S_SENT_MAX = 4096 };
-
-/* A kernel the planner sent to be compiled for one executor: in which
- * realize each compiler was first sent it, and whether the program the
- * executor keeps for it (its latest PROGRAM) is the full build. */
-typedef struct {
-    uint64_t h[2];
-    uint8_t *ast; /* its bytes: a digest can be made to collide */
-    size_t ast_len;
-    uint64_t first[TA_MAX_COMPILERS]; /* the realize that first sent it to compiler c, or 0 */
-    uint64_t full;                    /* the realize whose PROGRAM of the full build the executor keeps, or 0 */
-    int collided;                     /* another AST has its first digest word: never skipped */
-} s_sent_t;
-
 typedef struct {
     ta_pipeline_t w;
     int configured;
     s_head_t *heads; /* S_HEADS, replaced oldest first */
     int nheads, next_head;
     ta_map_t head_index; /* h[0] -> index in heads */
-    /* Per executor, the kernels (by AST digest) sent to compilers, at most
-     * S_SENT_MAX: see s_choose. */
-    struct s_sent_list {
-        s_sent_t *v;
-        size_t n, cap;
-        ta_map_t index; /* h[0] -> index in v */
-    } *sent;            /* one per device (made at CONFIG) */
 } s_state_t;
 
 /* The head of the AST in bytes: remembered, or decoded (and checked). */
@@ -188,48 +164,6 @@ static int s_parse(s_state_t *s, const ta_recs_t *kernels, s_kernel_t **out, int
     return TACT_OK;
 }
 
-/* A compiler builds the kernels of one COMPILE in one run of the system
- * compiler (its start-up costs more than a small kernel), so each gets its
- * kernels in batches: 4, then 8, then at most 16 (the executor can start on
- * the first while the rest compile), and at most S_BATCH_BYTES of ASTs.
- * The batches depend on the schedule alone, so the objects, which travel
- * in PROGRAMs and the log, are the same in every run. */
-enum { S_BATCH_MAX = 16, S_BATCH_BYTES = 1 << 20 };
-
-static int s_send_compiles(ta_actor_t *self, s_state_t *s, uint64_t realize, const s_kernel_t *ks, int nk, const uint64_t *corrs,
-                           ta_error_t *err) {
-    ta_job_rec_t jobs[S_BATCH_MAX];
-    for (int c = 0; c < s->w.ncompilers; c++) {
-        int n = 0, cap = 4;
-        size_t bytes = 0;
-        for (int q = c; q < nk; q += s->w.ncompilers) {
-            if (ks[q].from >= 0 || !corrs[q]) continue; /* a copy, or a kernel its executor has: nothing to build */
-            /* A batch goes to one executor: it ends where the next kernel's device differs. */
-            int next = q + s->w.ncompilers;
-            while (next < nk && (ks[next].from >= 0 || !corrs[next])) next += s->w.ncompilers;
-            jobs[n].index = (uint64_t)q;
-            jobs[n].corr = corrs[q];
-            jobs[n].ast.ptr = ks[q].ast;
-            jobs[n].ast.len = ks[q].ast_len;
-            n++;
-            bytes += ks[q].ast_len;
-            if (n < cap && bytes < S_BATCH_BYTES && next < nk && ks[next].device == ks[q].device) continue;
-            ta_msg_t msg;
-            ta_msg_init(&msg, TA_MSG_COMPILE);
-            msg.corr = jobs[0].corr;
-            msg.as.compile.realize = realize;
-            msg.as.compile.reply_to = s->w.device[ks[q].device].executor;
-            msg.as.compile.jobs = ta_recs(TA_REC_JOB, jobs, (size_t)n);
-            int rc = ta_actor_send(self, s->w.compiler[c], &msg);
-            if (rc != TACT_OK) return ta_error_set(err, rc, "planner: cannot send kernel %d to a compiler", q);
-            n = 0;
-            bytes = 0;
-            cap = cap * 2 < S_BATCH_MAX ? cap * 2 : S_BATCH_MAX;
-        }
-    }
-    return TACT_OK;
-}
-
 /* What a kernel of the schedule is in one device's plan. */
 enum { S_NONE, S_KERNEL, S_SEND, S_RECEIVE };
 
@@ -287,8 +221,7 @@ static int s_order(const s_kernel_t *ks, int nk, int d, int *seq, uint64_t *key)
 }
 
 /* Packs device d's plan of the kernels ks into sb (STEP records; *nsteps of
- * them) with its figures.  corrs are the kernels' PROGRAM corrs, and the
- * corr a copy's two steps share. */
+ * them) with its figures.  corrs[q] is the corr copy q's two steps share. */
 static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const ta_u64s_t *temps_in, int d, const uint64_t *corrs,
                          msgpack_sbuffer *sb, uint32_t *nsteps, uint64_t *peak_out, uint64_t *unplanned_out) {
     ta_u64s_it_t it;
@@ -367,7 +300,7 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
         ta_step_rec_t st;
         memset(&st, 0, sizeof st);
         st.index = (uint64_t)q;
-        st.program = corrs[q];
+        st.program = role == S_KERNEL ? 0 : corrs[q];
         st.n_bufs = st.n_bytes = st.n_writes = (uint32_t)(b1 - b0);
         for (int b = b0; b < b1; b++) st.bufs[b - b0] = k->bufs[b], st.bytes[b - b0] = k->bytes[b], st.writes[b - b0] = k->writes[b];
         st.numel = k->numel;
@@ -378,7 +311,7 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
         st.copy = role == S_SEND ? 1 : role == S_RECEIVE ? 2 : 0;
         st.peer = role == S_SEND ? s->w.device[k->device].executor : role == S_RECEIVE ? s->w.device[k->from].executor : 0;
         if (role == S_SEND) st.bytes[0] = k->bytes[0]; /* what goes: the copy's output size, from the source's start */
-        if (role == S_KERNEL) st.ast0 = k->h[0], st.ast1 = k->h[1];
+        if (role == S_KERNEL) st.ast0 = k->h[0], st.ast1 = k->h[1], st.ast = (ta_bytes_t){k->ast, k->ast_len};
         bad = ta_rec_pack(TA_REC_STEP, &st, &pk) != 0;
     }
     *nsteps = (uint32_t)n;
@@ -390,97 +323,19 @@ static int s_plan_device(const s_state_t *s, const s_kernel_t *ks, int nk, const
     return bad ? TACT_ENOMEM : TACT_OK;
 }
 
-static void s_forget_sent(s_state_t *s, int d) {
-    struct s_sent_list *l = &s->sent[d];
-    for (size_t i = 0; i < l->n; i++) ta_free(l->v[i].ast);
-    l->n = 0;
-    ta_map_clear(&l->index);
-}
-
-/* The entry of kernel k's AST for its executor, made if create; NULL when
- * there is none, for an AST whose first digest word another AST has (both
- * marked collided), or out of memory. */
-static s_sent_t *s_sent(s_state_t *s, const s_kernel_t *k, int create) {
-    struct s_sent_list *l = &s->sent[k->device];
-    uint64_t i;
-    if (ta_map_get(&l->index, k->h[0], &i)) {
-        s_sent_t *e = &l->v[i];
-        if (e->h[1] != k->h[1] || e->ast_len != k->ast_len || memcmp(e->ast, k->ast, k->ast_len) != 0) {
-            e->collided = 1;
-            return NULL;
-        }
-        return e;
-    }
-    if (!create) return NULL;
-    if (l->n >= S_SENT_MAX) s_forget_sent(s, k->device); /* bounded: the kernels forgotten are compiled again */
-    uint8_t *copy = ta_malloc(k->ast_len ? k->ast_len : 1);
-    if (!copy || ta_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v) != TACT_OK || ta_map_put(&l->index, k->h[0], l->n) != TACT_OK) {
-        ta_free(copy);
-        return NULL;
-    }
-    memcpy(copy, k->ast, k->ast_len);
-    s_sent_t *e = &l->v[l->n++];
-    memset(e, 0, sizeof *e);
-    e->h[0] = k->h[0], e->h[1] = k->h[1];
-    e->ast = copy;
-    e->ast_len = k->ast_len;
-    return e;
-}
-
-/*
- * Which kernels need no COMPILE: those whose executor keeps the full build
- * of their program.  A compiler answers a kernel with its quick build in the realize
- * that first sent it there and with the full build in any later one
- * (codegen/compiler.c), and the executor keeps, per AST, the program of the
- * last step with that AST that named a PROGRAM.  So the planner follows
- * what each compiler was sent, in step order (s_commit, once the realize's
- * COMPILEs and PLANs went out).  A kernel it skips gets corr 0: its step
- * names no PROGRAM.  The choice depends on the messages alone, as the log's
- * determinism asks.  An executor lacks a program it was sent only when the
- * realize that brought it was given up (an await timed out): a later step
- * that needs it fails, naming that, and the failure, reported by the
- * client's next REALIZE, makes a KERNELS fresh.  (A compiler that forgot a
- * kernel, past its 256 remembered, answers with the quick build again: the
- * same bits, slower.)
- */
-static void s_choose(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t *corrs, ta_actor_t *self) {
-    /* One pass in step order: a kernel skipped before a colliding AST of
-     * this realize is met runs at its step, before that AST's PROGRAM
-     * replaces the program kept for the digest; the entry is marked
-     * collided for every later realize. */
-    for (int q = 0; q < nk; q++) {
-        const s_sent_t *e = ks[q].from < 0 ? s_sent(s, &ks[q], 0) : NULL;
-        corrs[q] = e && !e->collided && e->full ? 0 : ta_actor_new_corr(self); /* a copy's two steps share one */
-    }
-}
-
-/* What this realize's PROGRAMs leave with the executors (s_choose). */
-static void s_commit(s_state_t *s, const s_kernel_t *ks, int nk, uint64_t realize, const uint64_t *corrs) {
-    for (int q = 0; q < nk; q++) {
-        if (ks[q].from >= 0 || !corrs[q]) continue;
-        s_sent_t *e = s_sent(s, &ks[q], 1);
-        if (!e) continue;
-        int c = s->w.ncompilers ? q % s->w.ncompilers : 0;
-        e->full = e->first[c] && e->first[c] < realize ? realize : 0;
-        if (!e->first[c]) e->first[c] = realize;
-    }
-}
-
-/* Plans the kernels of m (KERNELS): sends their COMPILEs, and one PLAN to
- * every executor (a device with nothing to do gets one without steps:
- * each executor awaits one per RUN). */
+/* Plans the kernels of m (KERNELS): one PLAN to every executor (a device
+ * with nothing to do gets one without steps: each executor awaits one per
+ * RUN). */
 static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     ta_error_t err = {0, ""};
     s_kernel_t *ks = NULL;
     int nk = 0, rc = s_parse(s, &m->as.kernels.kernels, &ks, &nk, &err);
     uint64_t *corrs = rc == TACT_OK ? ta_calloc((size_t)nk + 1, sizeof *corrs) : NULL;
     if (rc == TACT_OK && !corrs) rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
-    /* A realize failed since the last KERNELS: an executor may lack a
-     * program it was promised (an abandoned realize), or keep a compile
-     * error, so every kernel is compiled again until it is known anew. */
     int nd = s->w.ndevices;
-    for (int d = 0; m->as.kernels.fresh && d < nd; d++) s_forget_sent(s, d);
-    if (rc == TACT_OK) s_choose(s, ks, nk, corrs, self);
+    /* A copy's two steps share a corr: the receiver awaits the sender's DATA under it. */
+    for (int q = 0; rc == TACT_OK && q < nk; q++)
+        if (ks[q].from >= 0) corrs[q] = ta_actor_new_corr(self);
     /* Per device: its steps' bytes, their count, the byte counts. */
     struct s_per {
         msgpack_sbuffer sb;
@@ -505,9 +360,6 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
             rc = ta_error_set(&err, TACT_ENOMEM, "planner: out of memory");
         msgpack_sbuffer_destroy(&body);
     }
-    /* Compiles first, so compilation overlaps the executors' other work;
-     * each PROGRAM goes straight to its executor, which awaits it. */
-    if (rc == TACT_OK) rc = s_send_compiles(self, s, m->as.kernels.realize, ks, nk, corrs, &err);
     int src = TACT_OK;
     for (int d = 0; d < nd; d++) {
         ta_msg_t p;
@@ -527,7 +379,6 @@ static int s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         msgpack_sbuffer_destroy(&per[d].sb);
     }
     ta_free(per);
-    if (rc == TACT_OK && src == TACT_OK) s_commit(s, ks, nk, m->as.kernels.realize, corrs);
     ta_free(corrs);
     ta_free(ks);
     return src;
@@ -546,8 +397,6 @@ static void s_fini(ta_actor_t *self) {
     for (int i = 0; s->heads && i < S_HEADS; i++) ta_free(s->heads[i].ast);
     ta_free(s->heads);
     ta_map_fini(&s->head_index);
-    for (int d = 0; s->sent && d < s->w.ndevices; d++) s_forget_sent(s, d), ta_free(s->sent[d].v), ta_map_fini(&s->sent[d].index);
-    ta_free(s->sent);
     ta_pipeline_fini(&s->w);
     ta_free(s);
 }
@@ -556,11 +405,6 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type == TA_MSG_CONFIG) {
         int rc = ta_pipeline_configure(self, m, &s->w, &s->configured, TA_ROLE_PLANNER);
-        if (rc == TACT_OK && !(s->sent = ta_calloc((size_t)s->w.ndevices, sizeof *s->sent))) {
-            s->configured = 0;
-            ta_pipeline_fini(&s->w);
-            return ta_actor_fail(self, TACT_ENOMEM, "planner: out of memory");
-        }
         return rc != TACT_OK ? rc : ta_pipeline_ack(self, m);
     }
     if (m->type != TA_MSG_KERNELS || !s->configured)

@@ -1123,7 +1123,6 @@ static int s_schedule(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         ker.as.kernels.realize = sm->realize;
         ker.as.kernels.kernels = ta_recs_raw(TA_REC_KERNEL, kb.data, kb.size, (size_t)res->nk);
         ker.as.kernels.temps = ta_u64s(temps, (size_t)res->ntemp);
-        ker.as.kernels.fresh = sm->fresh != 0;
         /* KERNELS first: if it cannot go, the graph hears ERROR instead of
          * a SCHEDULED whose plan would never come. */
         rc = ta_actor_send(self, s->w.planner, &ker);

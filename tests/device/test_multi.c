@@ -716,3 +716,76 @@ Test(device_multi, replicated_parameters_train_on_every_device_like_one) {
     s_same_model(w1, b1, w2, b2, "2 devices");
     s_same_model(w1, b1, w4, b4, "4 devices");
 }
+
+/* Jobs each executor asked for, per realize: [realize][executor 0 or 1]
+ * (the executors' ports come in device order: the first is the lower). */
+typedef struct {
+    int jobs[16][2];
+    uint32_t first_port;
+} s_asked_t;
+
+/* The lower of the two executors' ports (every executor sends COMPILEs). */
+static void s_count_asked(const ta_msg_t *m, void *ud) {
+    s_asked_t *a = ud;
+    if (!a->first_port || m->sender < a->first_port) a->first_port = m->sender;
+}
+
+static void s_count_asked2(const ta_msg_t *m, void *ud) {
+    s_asked_t *a = ud;
+    if (m->as.compile.realize < 16) a->jobs[m->as.compile.realize][m->sender != a->first_port] += (int)m->as.compile.jobs.n;
+}
+
+static void s_note_program(const ta_msg_t *m, void *ud) {
+    char *seen = ud;
+    snprintf(seen + strlen(seen), 800 - strlen(seen), " [P r%llu final %llu st %lld]", (unsigned long long)m->as.program.realize,
+             (unsigned long long)m->as.program.final, (long long)m->as.program.status);
+}
+
+/* Programs are held by the executor that asked for them: a kernel run on
+ * CPU for three realizes is asked for by CPU's executor alone (its quick,
+ * then its final build); when it first runs on CPU:1, that executor lacks
+ * it and asks, and gets it (the result is right); nobody asks after. */
+Test(device_multi, an_executor_asks_for_a_program_it_lacks_and_gets_it) {
+    char *path = tu_tmpfile("asks");
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = s_devs[2];
+    o.cpu_threads = 1;
+    o.log_path = path;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    int64_t n = 32;
+    float v[32], out[32];
+    for (int i = 0; i < 32; i++) v[i] = (float)i - 7.5f;
+    tact_tensor *x = tact_keep(tact_from_data(ctx, TACT_FLOAT32, 1, &n, v));
+    tact_tensor *x1 = tact_keep(tact_to(x, "CPU:1"));
+    for (int r = 1; r <= 5; r++) {
+        tact_scope_begin(ctx);
+        tact_tensor *src = r >= 4 ? x1 : x;
+        tact_tensor *y = tact_add(tact_mul(src, src), tact_scalar(ctx, 0.25 * r)); /* one kernel, its constant an argument */
+        s_read_ok(ctx, y, out, 32, "x * x + c");
+        for (int i = 0; i < 32; i++) cr_assert_eq(out[i], v[i] * v[i] + (float)(0.25 * r), "realize %d, [%d]", r, i);
+        tact_scope_end(ctx);
+    }
+    tact_ctx_close(&ctx);
+    s_asked_t a;
+    memset(&a, 0, sizeof a);
+    tu_log_sent(path, "executor", TA_MSG_COMPILE, s_count_asked, &a);
+    tu_log_sent(path, "executor", TA_MSG_COMPILE, s_count_asked2, &a);
+    char seen[800] = "";
+    tu_log_sent(path, "compiler", TA_MSG_PROGRAM, s_note_program, seen);
+    for (int r = 1; r < 8; r++) snprintf(seen + strlen(seen), sizeof seen - strlen(seen), " r%d:%d,%d", r, a.jobs[r][0], a.jobs[r][1]);
+    int total[2] = {0, 0};
+    for (int r = 0; r < 16; r++) total[0] += a.jobs[r][0], total[1] += a.jobs[r][1];
+    /* CPU asked twice for the kernel (quick, then final), and for nothing
+     * else of it; CPU:1 asked for it when it first ran there. */
+    cr_assert(total[0] >= 2, "CPU's executor asked for %d programs:%s", total[0], seen);
+    cr_assert(total[1] >= 1, "CPU:1's executor never asked for the kernel it lacked:%s", seen);
+    int last = 0;
+    for (int r = 0; r < 16; r++)
+        if (a.jobs[r][1]) last = r;
+    cr_assert(last >= 1, "CPU:1 asked in realize %d", last);
+    for (int r = last + 2; r < 16; r++) cr_assert_eq(a.jobs[r][0] + a.jobs[r][1], 0, "realize %d asked:%s", r, seen);
+    unlink(path);
+    free(path);
+}
