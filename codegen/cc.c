@@ -1,10 +1,9 @@
 /* cc.c - compiles kernels with the system C compiler into shared objects, cached on disk by content hash. */
-#define _GNU_SOURCE /* memfd_create */
+#define _GNU_SOURCE
 #include "cc.h"
 
 #include <ftw.h>
 #include <limits.h>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -16,12 +15,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "device.h"
 #include "file.h"
 #include "hash.h"
 #include "mem.h"
@@ -179,18 +178,6 @@ static double s_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
-}
-
-static int s_load(ta_program_t *p, ta_error_t *err) {
-    p->dl = dlopen(p->path, RTLD_NOW | RTLD_LOCAL);
-    if (!p->dl) return ta_error_set(err, TACT_ECOMPILE, "kernel %s: cannot load %s: %s", p->name, p->path, dlerror());
-    *(void **)&p->fn = dlsym(p->dl, p->name);
-    if (!p->fn) {
-        dlclose(p->dl);
-        p->dl = NULL;
-        return ta_error_set(err, TACT_ECOMPILE, "kernel %s: %s defines no function %s", p->name, p->path, p->name);
-    }
-    return TACT_OK;
 }
 
 /* The key and cache path of a kernel. */
@@ -456,9 +443,9 @@ int ta_cc_finish(ta_cc_job_t *job, ta_program_t *out, uint8_t **obj, size_t *obj
     else rc = ta_cc_read(tmp_so, obj, obj_len, err);
     if (rc == TACT_OK) {
         ta_cc_digest(*obj, *obj_len, digest);
-        ta_program_t probe;
-        rc = ta_cc_load_bytes(*obj, *obj_len, name, &probe, err);
-        ta_cc_unload(&probe);
+        ta_cpu_kernel_t probe; /* as the CPU device will load it */
+        rc = ta_cpu_kernel_load(*obj, *obj_len, name, &probe, err);
+        ta_cpu_kernel_unload(&probe);
     }
     if (rc == TACT_OK && rename(tmp_so, out->path) != 0)
         rc = ta_error_set(err, TACT_EIO, "kernel %s: cannot move its object into its cache folder: %s", name, strerror(errno));
@@ -535,38 +522,4 @@ void ta_cc_digest(const void *bytes, size_t len, char hex[33]) {
     uint64_t h[2];
     ta_hash128(bytes, len, h);
     snprintf(hex, 33, "%016llx%016llx", (unsigned long long)h[0], (unsigned long long)h[1]);
-}
-
-int ta_cc_load_bytes(const void *bytes, size_t len, const char *name, ta_program_t *out, ta_error_t *err) {
-    memset(out, 0, sizeof *out);
-    snprintf(out->name, sizeof out->name, "%s", name);
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    if (fd < 0) return ta_error_set(err, TACT_ECOMPILE, "kernel %s: no memory file to load it from: %s", name, strerror(errno));
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, (const char *)bytes + done, len - done);
-        if (n <= 0) {
-            close(fd);
-            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: cannot fill its memory file", name);
-        }
-        done += (size_t)n;
-    }
-    /* The fd stays open while the object is loaded: its /proc name must not
-     * be reused by another object, which the loader would take for this one. */
-    snprintf(out->path, sizeof out->path, "/proc/self/fd/%d", fd);
-    out->memfd = fd + 1;
-    int rc = s_load(out, err);
-    if (rc != TACT_OK) {
-        close(fd);
-        out->memfd = 0;
-    }
-    return rc;
-}
-
-void ta_cc_unload(ta_program_t *p) {
-    if (p->dl) dlclose(p->dl);
-    if (p->memfd) close(p->memfd - 1);
-    p->memfd = 0;
-    p->dl = NULL;
-    p->fn = NULL;
 }

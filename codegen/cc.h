@@ -7,15 +7,13 @@
 
 #include "msg.h"
 
-typedef void (*ta_kernel_fn)(int64_t start, int64_t end, void **bufs, const uint64_t *args);
-
+/* What a build made: the kernel's name, its shared object in the cache
+ * folder, and the key it is cached by.  Building is codegen's; loading a
+ * program is the device's (actors/device/cpu.c, ta_cpu_kernel_load). */
 typedef struct ta_program {
     char name[64];
     char path[1024]; /* the shared object */
     char key[33];    /* hex hash of compiler, flags and source */
-    void *dl;
-    int memfd; /* an object loaded from bytes: its memory file's fd + 1, 0 if none */
-    ta_kernel_fn fn;
     double compile_ms; /* 0 when the object came from the disk cache */
     int cached;
 } ta_program_t;
@@ -128,13 +126,5 @@ int ta_cc_cache_put(const char *dir, const char *path, const void *bytes, size_t
 /* The digest of an object's bytes (32 hex digits), which PROGRAM carries
  * beside them so a receiver can check what it is about to load. */
 void ta_cc_digest(const void *bytes, size_t len, char hex[33]);
-
-/* Loads the function name from a shared object given as bytes (as PROGRAM
- * carries it), through an anonymous memory file: no path on any disk is
- * involved.  Returns TACT_OK or TACT_ECOMPILE with dlerror's text. */
-int ta_cc_load_bytes(const void *bytes, size_t len, const char *name, ta_program_t *out, ta_error_t *err);
-
-/* Unloads the program's shared object (the file stays in the cache). */
-void ta_cc_unload(ta_program_t *p);
 
 #endif

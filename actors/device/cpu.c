@@ -1,16 +1,18 @@
 /* cpu.c - the CPU device: host memory, generated C compiled by the system compiler, a thread pool. */
-#define _GNU_SOURCE /* pthread_setname_np */
+#define _GNU_SOURCE /* pthread_setname_np, memfd_create */
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cc.h"
-#include "hash.h"
 #include "device.h"
+#include "hash.h"
 #include "mem.h"
 
 /*
@@ -46,7 +48,7 @@ struct ta_device {
     struct s_module *modules; /* every object loaded, once each */
     /* The queue: the launch enqueued and not yet run (sync runs it). */
     int pending;
-    const ta_program_t *pending_prog;
+    const ta_cpu_kernel_t *pending_prog;
     void *pending_bufs[64];
     const uint64_t *pending_args;
     int64_t pending_n, pending_align;
@@ -292,18 +294,60 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
     return rc;
 }
 
+int ta_cpu_kernel_load(const void *bytes, size_t len, const char *name, ta_cpu_kernel_t *out, ta_error_t *err) {
+    memset(out, 0, sizeof *out);
+    snprintf(out->name, sizeof out->name, "%s", name);
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return ta_error_set(err, TACT_ECOMPILE, "kernel %s: no memory file to load it from: %s", name, strerror(errno));
+    for (size_t done = 0; done < len;) {
+        ssize_t n = write(fd, (const char *)bytes + done, len - done);
+        if (n <= 0) {
+            close(fd);
+            return ta_error_set(err, TACT_ECOMPILE, "kernel %s: cannot fill its memory file", name);
+        }
+        done += (size_t)n;
+    }
+    /* The fd stays open while the object is loaded: its /proc name must not
+     * be reused by another object, which the loader would take for this one. */
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    out->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!out->dl) {
+        const char *why = dlerror();
+        close(fd);
+        return ta_error_set(err, TACT_ECOMPILE, "kernel %s: cannot load its object: %s", name, why ? why : "?");
+    }
+    *(void **)&out->fn = dlsym(out->dl, name);
+    if (!out->fn) {
+        dlclose(out->dl);
+        close(fd);
+        out->dl = NULL;
+        return ta_error_set(err, TACT_ECOMPILE, "kernel %s: its object defines no function %s", name, name);
+    }
+    out->memfd = fd + 1;
+    return TACT_OK;
+}
+
+void ta_cpu_kernel_unload(ta_cpu_kernel_t *k) {
+    if (k->dl) dlclose(k->dl);
+    if (k->memfd) close(k->memfd - 1);
+    k->memfd = 0;
+    k->dl = NULL;
+    k->fn = NULL;
+}
+
 /* An object holds the kernels a compiler built together: it is loaded
  * once, and each kernel of it is a handle on it. */
 typedef struct s_module {
     uint64_t h[2];
     size_t len;
-    ta_program_t prog; /* the loaded object */
+    ta_cpu_kernel_t prog; /* the loaded object */
     int refs;
     struct s_module *next;
 } s_module_t;
 
 typedef struct {
-    ta_program_t p; /* the module's, with this kernel's name and function */
+    ta_cpu_kernel_t p; /* the module's, with this kernel's name and function */
     s_module_t *m;
 } s_handle_t;
 
@@ -327,7 +371,7 @@ static int s_load(ta_device_t *d, const void *obj, size_t len, const char *name,
             ta_free(h);
             return ta_error_set(err, TACT_ENOMEM, "CPU: out of memory");
         }
-        int rc = ta_cc_load_bytes(obj, len, name, &m->prog, err);
+        int rc = ta_cpu_kernel_load(obj, len, name, &m->prog, err);
         if (rc != TACT_OK) {
             ta_free(m), ta_free(h);
             return rc;
@@ -350,14 +394,14 @@ static void s_unload(ta_device_t *d, void *prog) {
         s_module_t **at = &d->modules;
         while (*at != h->m) at = &(*at)->next;
         *at = h->m->next;
-        ta_cc_unload(&h->m->prog);
+        ta_cpu_kernel_unload(&h->m->prog);
         ta_free(h->m);
     }
     ta_free(h);
 }
 
 /* Runs a launch to its end on the pool (with tick: supervised). */
-static int s_run(ta_device_t *d, const ta_program_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align, uint64_t work,
+static int s_run(ta_device_t *d, const ta_cpu_kernel_t *prog, void **bufs, const uint64_t *args, int64_t n, int64_t align, uint64_t work,
                  ta_device_tick_fn tick, void *ud, ta_error_t *err) {
     if (n <= 0) return TACT_OK;
     /* Four chunks a thread, each at least S_MIN_CHUNK_WORK iterations: a

@@ -160,6 +160,20 @@ static inline uint8_t ta_guard_byte(size_t i) { return (uint8_t)(i * 37 + 11); }
 int ta_guards_verify(const uint8_t *before, const uint8_t *after, const char *what, ta_error_t *err);
 
 extern const ta_device_ops_t ta_cpu_device;
+/* The CPU device's programs: a kernel function of a shared object given
+ * as bytes (as PROGRAM carries it), loaded through an anonymous memory
+ * file, no path on any disk involved (device.h's CPU ABI).  Returns
+ * TACT_OK or TACT_ECOMPILE with the loader's text; unload closes it.
+ * The CPU device's load uses these; tools and tests run kernels with them. */
+typedef void (*ta_kernel_fn)(int64_t start, int64_t end, void **bufs, const uint64_t *args);
+typedef struct ta_cpu_kernel {
+    char name[64];
+    void *dl;
+    int memfd; /* its memory file's fd + 1, 0 if none */
+    ta_kernel_fn fn;
+} ta_cpu_kernel_t;
+int ta_cpu_kernel_load(const void *bytes, size_t len, const char *name, ta_cpu_kernel_t *out, ta_error_t *err);
+void ta_cpu_kernel_unload(ta_cpu_kernel_t *k);
 /* The most threads a CPU device takes: 8 per core, and at least 64. */
 int ta_cpu_threads_max(void);
 extern const ta_device_ops_t ta_cl_device;

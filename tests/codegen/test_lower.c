@@ -10,6 +10,7 @@
 
 #include "ast.h"
 #include "cc.h"
+#include "device.h"
 #include "log.h"
 #include "lower.h"
 #include "printer.h"
@@ -540,8 +541,8 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
     size_t len;
     char digest[33];
     cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, src, TA_CC_FULL, &prog, &obj, &len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
-    ta_program_t run;
-    cr_assert_eq(ta_cc_load_bytes(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
+    ta_cpu_kernel_t run;
+    cr_assert_eq(ta_cpu_kernel_load(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
     cr_assert(run.fn && asts[0].nbufs == 3);
     float out[M * N];
     void *bufs[3] = {out, x, w};
@@ -556,7 +557,7 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
                          (double)h[0]);
             cr_assert(fabsf(out[m * N + n] - got[m * N + n]) <= 1e-3f * (1 + fabsf(got[m * N + n])), "[%d, %d] against the host's kernel", m, n);
         }
-    ta_cc_unload(&run);
+    ta_cpu_kernel_unload(&run);
     ta_free(obj), ta_free(src);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
@@ -684,12 +685,13 @@ Test(codegen_lower, a_new_target_is_one_printer_table) {
         cr_assert_eq(ta_render_c_for(&asts[k], &t, &src, name, sizeof name, &align, &width, &err), TACT_OK, "%s", err.text);
         cr_assert_eq(width, 4, "kernel %d: vectors of 4 lanes: %s", k, src);
         cr_assert(!strstr(src, "tact_vload_half(data") && !strstr(src, "hs0_0"), "no half loads, no shuffle tree: %s", src);
-        ta_program_t prog, run;
+        ta_program_t prog;
+        ta_cpu_kernel_t run;
         uint8_t *obj = NULL;
         size_t len;
         char digest[33];
         cr_assert_eq(ta_cc_build(ta_cc_compiler(), dir, name, src, TA_CC_FULL, &prog, &obj, &len, digest, 60, NULL, NULL, &err), TACT_OK, "%s", err.text);
-        cr_assert_eq(ta_cc_load_bytes(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_kernel_load(obj, len, name, &run, &err), TACT_OK, "%s", err.text);
         float got[M * N];
         int64_t n = k ? M : M * N;
         cr_assert_eq(asts[k].nbufs, k ? 2 : 3);
@@ -699,7 +701,7 @@ Test(codegen_lower, a_new_target_is_one_printer_table) {
         for (int64_t i = 0; i < n; i++)
             cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * (1 + fabsf(want[i])), "seed %#llx, kernel %d, output %lld: %.9g, host target %.9g",
                       (unsigned long long)seed, k, (long long)i, (double)got[i], (double)want[i]);
-        ta_cc_unload(&run);
+        ta_cpu_kernel_unload(&run);
         ta_free(obj), ta_free(src);
     }
     cr_assert_eq(ta_printer_find("C"), &ta_printer_c);
