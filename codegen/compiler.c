@@ -574,6 +574,16 @@ static void s_batch(ta_actor_t *self, s_state_t *s, const ta_msg_t *m, s_job_t *
     }
 }
 
+/* The COMPILE was taken (every job answered): the executor awaits this
+ * before it answers its client, so nothing it sent is left unprocessed. */
+static int s_ack(ta_actor_t *self, const ta_msg_t *m) {
+    ta_msg_t d;
+    ta_msg_init(&d, TA_MSG_DONE);
+    d.corr = m->corr;
+    ta_actor_send(self, m->sender, &d);
+    return TACT_OK;
+}
+
 static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     s_state_t *s = ta_actor_state(self);
     if (m->type == TA_MSG_CONFIG) {
@@ -590,7 +600,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (device < 0 || m->as.compile.reply_to != m->sender)
         return ta_actor_fail(self, TACT_EPROTO, "compiler: a COMPILE from port %u for port %" PRIu64 ": an executor asks for itself", m->sender,
                              m->as.compile.reply_to);
-    if (!m->as.compile.jobs.n) return TACT_OK;
+    if (!m->as.compile.jobs.n) return s_ack(self, m);
     /* What to build: the device's target (its DEVICE record). */
     const ta_device_info_t *info = &s->w.device[device].info;
     s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory);
@@ -626,7 +636,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         }
         if (!more) break;
     }
-    return TACT_OK; /* an error goes to the executor in its PROGRAM */
+    return s_ack(self, m); /* an error goes to the executor in its PROGRAM */
 }
 
 /* With no COMPILE coming, full builds still finish, go to the disk cache

@@ -68,6 +68,8 @@ typedef struct {
     int failed;  /* its ERROR went out: the rest is consumed, not run */
     int silent;  /* an await of it timed out: the rest is not awaited (sends still answer) */
     int asked;   /* its COMPILEs went to every compiler (s_ask: once per RUN) */
+    uint64_t acks[TA_MAX_COMPILERS]; /* the corr of each compiler's COMPILE: its DONE says it was taken */
+    int next_ack;                    /* the compiler whose DONE is awaited next, once the steps are done */
     char failure[300]; /* why, for the executors awaiting a copy from this one */
     /* The small targets whose bytes DONE carries: (target, buffer, bytes) each. */
     uint64_t returns[3 * TA_RETURNS_MAX];
@@ -327,10 +329,22 @@ static int s_data_of(s_state_t *s, const s_buf_t *b, size_t len, ta_msg_t *d, ta
 
 static void s_ask(ta_actor_t *self, s_state_t *s);
 
-/* Ends the run: the client hears DONE after its last part, unless it failed. */
+/* Ends the run: once every compiler took this run's COMPILE (its DONE:
+ * so at any answer to the client, every message of the realize was
+ * processed, and a log ends the same whenever the context closes), the
+ * client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run; /* every step was taken (s_await_next), or there was no plan */
     s_ask(self, s);       /* (a run without a plan asks for nothing, but every compiler hears so) */
+    while (r->next_ack < s->w.ncompilers) {
+        uint32_t c = s->w.compiler[r->next_ack];
+        if (!r->silent && r->acks[r->next_ack]) {
+            ta_actor_await(self, r->acks[r->next_ack], c);
+            return;
+        }
+        if (r->acks[r->next_ack]) ta_actor_forget(self, r->acks[r->next_ack], c);
+        r->next_ack++;
+    }
     for (int i = 0; r->p && i < r->p->nsteps; i++) s->done_steps += r->p->steps[i].copy != 1; /* a copy counts once, where it arrives */
     if (!r->failed && r->final) {
         uint64_t live = 0;
@@ -430,12 +444,12 @@ static void s_ask(ta_actor_t *self, s_state_t *s) {
             if (of[j] == c) mine[n++] = jobs[j];
         ta_msg_t msg;
         ta_msg_init(&msg, TA_MSG_COMPILE);
-        msg.corr = n ? mine[0].corr : 0;
+        msg.corr = r->acks[c] = ta_actor_new_corr(self);
         msg.as.compile.realize = r->realize;
         msg.as.compile.reply_to = ta_actor_id(self);
         msg.as.compile.jobs = ta_recs(TA_REC_JOB, mine, (size_t)n);
         int rc = ta_actor_send(self, s->w.compiler[c], &msg);
-        if (rc != TACT_OK) unsent |= 1u << c;
+        if (rc != TACT_OK) unsent |= 1u << c, r->acks[c] = 0;
         if (rc != TACT_OK && !r->failed) s_fail_run(self, s, rc, "executor: cannot ask a compiler for programs");
     }
     if (njobs && !mine) unsent = ~0u;
@@ -897,6 +911,13 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             return ta_actor_fail(self, TACT_EPROTO, "executor: a PROGRAM nobody awaits");
         s_program(self, s, m);
         return TACT_OK;
+    case TA_MSG_DONE: /* a compiler took this run's COMPILE */
+        if (!run->active || run->next_ack >= s->w.ncompilers || m->corr != run->acks[run->next_ack] ||
+            m->sender != s->w.compiler[run->next_ack])
+            return ta_actor_fail(self, TACT_EPROTO, "executor: a DONE nobody awaits");
+        run->next_ack++;
+        s_finish_run(self, s);
+        return TACT_OK;
     case TA_MSG_DATA:
         if (!run->active || !run->p || run->next >= run->p->nsteps || m->corr != run->p->steps[run->next].program ||
             run->p->steps[run->next].copy != 2 || m->sender != run->p->steps[run->next].peer)
@@ -908,6 +929,16 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         if (run->active && run->p && run->next < run->p->nsteps && run->p->steps[run->next].copy == 2 &&
             m->corr == run->p->steps[run->next].program && m->sender == run->p->steps[run->next].peer) {
             s_receive_copy(self, s, m);
+            return TACT_OK;
+        }
+        /* A compiler that did not take the COMPILE: the realize fails. */
+        if (run->active && run->next_ack < s->w.ncompilers && m->corr == run->acks[run->next_ack]) {
+            char text[300];
+            snprintf(text, sizeof text, "compiler: %.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
+            s_fail_run(self, s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
+            run->silent |= m->as.error.code == TACT_ETIMEDOUT;
+            run->next_ack++;
+            s_finish_run(self, s);
             return TACT_OK;
         }
         /* An awaited reply that failed (or never came): the realize fails;
