@@ -266,7 +266,9 @@ ti_tensor_t *ti_interpolate(ti_tensor_t *x, int n, const int64_t *size, int alig
         int d = nd + i;
         int64_t out = size[n + i];
         if (out < 1) return tc_fail(x, TACT_EINVAL, "interpolate: size %lld", (long long)out);
-        double scale = (double)(sh[d] - align_corners) / (double)(out - align_corners);
+        /* One output with align_corners is the first corner, as PyTorch
+         * (the reference divides by zero there and gives NaN). */
+        double scale = align_corners && out == 1 ? 0 : (double)(sh[d] - align_corners) / (double)(out - align_corners);
         ti_tensor_t *arr = tc_arange_like(x, 0, (double)out, 1, TACT_FLOAT32);
         ti_tensor_t *index = align_corners ? ti_mul(ti_scalar(ctx, scale), arr) : ti_sub(ti_mul(ti_scalar(ctx, scale), ti_add(arr, ti_scalar(ctx, 0.5))), ti_scalar(ctx, 0.5));
         index = ti_clip(index, 0, (double)(sh[d] - 1));

@@ -225,3 +225,20 @@ Test(api_nn, a_samples_convolution_does_not_depend_on_the_batch) {
     }
     tact_ctx_close(&ctx);
 }
+
+/* Interpolation to one output with align_corners is the first corner, as
+ * PyTorch gives (the reference divides by zero and gives NaN); without
+ * align_corners it is the middle's linear mix, hand-computed. */
+Test(api_nn, interpolate_to_one_output_is_the_corner) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float v[2][4] = {{2, 3, 5, 7}, {-1, 4, 0, 8}}, out[2];
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 3, (int64_t[]){1, 2, 4}, v);
+    int64_t one = 1;
+    cr_assert_eq(tact_read(tact_interpolate(x, 1, &one, 1), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert(out[0] == 2 && out[1] == -1, "align_corners: %g %g, want the first corners 2, -1", (double)out[0], (double)out[1]);
+    /* Without: the source position (0 + 0.5) * 4 - 0.5 = 1.5, between elements 1 and 2. */
+    cr_assert_eq(tact_read(tact_interpolate(x, 1, &one, 0), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert(out[0] == 4 && out[1] == 2, "no align_corners: %g %g, want 4, 2", (double)out[0], (double)out[1]);
+    tact_ctx_close(&ctx);
+}
