@@ -245,6 +245,7 @@ int64_t tact_dim(const tact_tensor *h, int k) { S_QUERY(int64_t, h, S_NODIM, -1,
 int64_t tact_numel(const tact_tensor *h) { S_QUERY(int64_t, h, S_ZERO, 0, ti_numel(t)); }
 tact_dtype tact_dtype_of(const tact_tensor *h) { S_QUERY(tact_dtype, h, S_F32, TACT_FLOAT32, ti_dtype_of(t)); }
 const char *tact_device(const tact_tensor *h) { S_QUERY(const char *, h, S_ASK, "CPU", ti_device(t)); }
+int tact_shard_axis(const tact_tensor *h) { S_QUERY(int, h, S_ASK, -1, ti_shard_axis(t)); }
 int tact_status_of(const tact_tensor *h) { S_QUERY(int, h, S_ASK, TACT_EBUSY, ti_status_of(t)); }
 const char *tact_error_message(const tact_tensor *h) { S_QUERY(const char *, h, S_ASK, "the context is in use by another thread", ti_error_message(t)); }
 int tact_read(tact_tensor *h, void *buf, size_t bytes) { S_QUERY(int, h, S_ASK, TACT_EBUSY, ti_read(t, buf, bytes)); }

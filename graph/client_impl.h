@@ -53,6 +53,7 @@ void ti_shape(const ti_tensor_t *t, int64_t *out);
 int64_t ti_numel(const ti_tensor_t *t);
 tact_dtype ti_dtype_of(const ti_tensor_t *t);
 const char *ti_device(const ti_tensor_t *t);
+int ti_shard_axis(const ti_tensor_t *t);
 int ti_status_of(const ti_tensor_t *t);
 const char *ti_error_message(const ti_tensor_t *t);
 ti_tensor_t *ti_scalar(ti_ctx_t *ctx, double v);

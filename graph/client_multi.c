@@ -93,6 +93,8 @@ void tc_multi_free(ti_tensor_t *t) {
 
 const char *tc_multi_name(const ti_tensor_t *t) { return t->multi->name; }
 
+int ti_shard_axis(const ti_tensor_t *t) { return !t || !t->multi ? -1 : t->multi->axis < 0 ? TACT_REPLICATE : t->multi->axis; }
+
 ti_tensor_t *tc_multi_part(const ti_tensor_t *t, int i) { return i < t->multi->n ? t->multi->part[i] : NULL; }
 
 int tc_multi_real(const ti_tensor_t *t, int i) { return i < t->multi->n && t->multi->real[i]; }

@@ -59,6 +59,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -312,6 +313,27 @@ tact_tensor *tact_scalar(tact_ctx *ctx, double value);
 tact_tensor *tact_scalar_int(tact_ctx *ctx, int64_t value);
 tact_tensor *tact_scalar_bool(tact_ctx *ctx, int value);
 
+/* ================================================================ printing */
+
+/*
+ * A tensor as text, as PyTorch prints one:
+ *
+ *     tensor([[1, 2.5, -3],
+ *             [4, 5, 6]], shape=(2, 3), dtype=float32, device=CPU)
+ *
+ * realizing it as needed: every value for up to 1000 elements, else the
+ * first and last 3 entries of each axis around "..." (NumPy's
+ * summarization); floats in %.6g, bools True/False; a sharded tensor says
+ * "split along axis K" or "replicated" after its devices; an error tensor
+ * (or one whose realize fails) prints "tensor(error: <its message>)".
+ * tact_format writes at most n bytes of it (NUL-terminated; buf may be
+ * NULL with n 0) and returns the length of the whole text, as snprintf.
+ * tact_print writes it and a newline to f; returns TACT_OK, or the
+ * tensor's (or its realize's) error, TACT_EINVAL for a NULL f.
+ */
+int tact_format(tact_tensor *t, char *buf, size_t n);
+int tact_print(FILE *f, tact_tensor *t);
+
 /* ================================================================= queries */
 
 int tact_ndim(const tact_tensor *t);
@@ -330,6 +352,10 @@ tact_ctx *tact_tensor_ctx(const tact_tensor *t);
  * join whichever device they meet), and sources on two devices give an
  * error tensor (TACT_EDEVICE) naming both. */
 const char *tact_device(const tact_tensor *t);
+/* How a tensor is spread over devices: the axis a sharded tensor is split
+ * along (0..ndim-1), TACT_REPLICATE (-1000) for one copied whole to each of
+ * its devices, -1 for a tensor on one device (tact_shard). */
+int tact_shard_axis(const tact_tensor *t);
 /* The tensor's sticky status (TACT_OK unless it is an error tensor) and the
  * message of its first error ("" if none). */
 int tact_status_of(const tact_tensor *t);
