@@ -266,6 +266,9 @@ void tact_shape(const tact_tensor *h, int64_t *out) {
 tact_tensor *tact_from_data(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, const void *data) {
     S_CTX_TENSOR(h, ti_from_data(ctx, dtype, ndim, shape, data));
 }
+tact_tensor *tact_from_host(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, const void *data, tact_dtype host_dtype) {
+    S_CTX_TENSOR(h, ti_from_host(ctx, dtype, ndim, shape, data, host_dtype));
+}
 tact_tensor *tact_empty(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape) { S_CTX_TENSOR(h, ti_empty(ctx, dtype, ndim, shape)); }
 tact_tensor *tact_full(tact_ctx *h, tact_dtype dtype, int ndim, const int64_t *shape, double value) {
     S_CTX_TENSOR(h, ti_full(ctx, dtype, ndim, shape, value));

@@ -50,6 +50,26 @@ ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *s
     return ti_full(ctx, dtype, ndim, shape, 1);
 }
 
+ti_tensor_t *ti_from_host(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data, tact_dtype host_dtype) {
+    if (!ctx) return ti_null_arg();
+    if (!ta_dtype_valid((int)host_dtype)) return tc_error(ctx, TACT_EDTYPE, "from_host: host dtype %d is not a tact_dtype", (int)host_dtype);
+    if (host_dtype == dtype) return ti_from_data(ctx, dtype, ndim, shape, data);
+    ta_shape_t s;
+    ti_tensor_t *bad = tc_check_new(ctx, "from_host", dtype, ndim, shape, &s);
+    if (bad) return bad;
+    int64_t n = ta_shape_numel(&s);
+    if (n && !data) return tc_error(ctx, TACT_EINVAL, "from_host: data is NULL");
+    size_t out_size = ta_dtype_size(dtype), in_size = ta_dtype_size(host_dtype);
+    uint8_t *buf = ta_malloc(n ? (size_t)n * out_size : 1);
+    if (!buf) return tc_error(ctx, TACT_ENOMEM, "from_host: out of memory converting %" PRId64 " elements", n);
+    const uint8_t *in = data;
+    for (int64_t i = 0; i < n; i++)
+        ta_value_store(dtype, buf + (size_t)i * out_size, ta_value_convert(dtype, host_dtype, ta_value_load(host_dtype, in + (size_t)i * in_size)));
+    ti_tensor_t *t = ti_from_data(ctx, dtype, ndim, shape, buf);
+    ta_free(buf);
+    return t;
+}
+
 /* arange's values on the first device (like NULL) or where like is. */
 static ti_tensor_t *s_arange(ti_ctx_t *ctx, ti_tensor_t *like, double start, double stop, double step, int dtype) {
     if (step == 0 || !isfinite(start) || !isfinite(stop) || !isfinite(step))

@@ -61,6 +61,7 @@ ti_tensor_t *ti_scalar_int(ti_ctx_t *ctx, int64_t v);
 ti_tensor_t *ti_scalar_bool(ti_ctx_t *ctx, int v);
 ti_tensor_t *ti_empty(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
 ti_tensor_t *ti_from_data(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+ti_tensor_t *ti_from_host(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data, tact_dtype host_dtype);
 ti_tensor_t *ti_full(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value);
 ti_tensor_t *ti_zeros(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
 ti_tensor_t *ti_ones(ti_ctx_t *ctx, tact_dtype dtype, int ndim, const int64_t *shape);

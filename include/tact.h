@@ -297,6 +297,10 @@ tact_tensor *tact_keep(tact_tensor *t);
 
 /* A tensor holding a copy of numel(shape) elements of dtype at data. */
 tact_tensor *tact_from_data(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data);
+/* The same from host elements of another dtype (uint8 pixels into a
+ * float32 tensor), converted as they are copied, as tact_cast converts
+ * (floats to ints truncate toward zero; NaN to an int is 0). */
+tact_tensor *tact_from_host(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, const void *data, tact_dtype host_dtype);
 /* A tensor whose contents are unspecified until written. */
 tact_tensor *tact_empty(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape);
 tact_tensor *tact_full(tact_ctx *ctx, tact_dtype dtype, int ndim, const int64_t *shape, double value);

@@ -1,4 +1,4 @@
-/* test_print.c - tact_format and tact_print: small tensors whole, large ones summarized as NumPy does, sharded ones with their split, errors as the error. */
+/* test_print.c - tensors in and out of the host: tact_format and tact_print (small tensors whole, large ones summarized as NumPy does, sharded ones with their split, errors as the error) and tact_from_host (host data of any dtype). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,5 +110,45 @@ Test(api_print, sharded_tensors_say_how_they_are_split) {
                               "        [5, 6]], shape=(3, 2), dtype=float32, device=CPU:1)");
     cr_assert_eq(tact_shard_axis(x), -1);
     cr_assert_eq(tact_shard_axis(tact_shard(x, "CPU,CPU:1", -1)), 1);
+    tact_ctx_close(&ctx);
+}
+
+/* Host data of any dtype into a tensor of any other: the values
+ * tact_cast gives on the device, bit for bit, for every pair of the 13
+ * dtypes (the host values made by casting float64 ones: fractions,
+ * negatives, out of range, NaN and infinities); and by hand, pixels into
+ * floats and floats into ints. */
+Test(api_print, host_data_of_any_dtype_converts_at_upload_as_cast_does) {
+    tact_ctx *ctx = s_open(NULL);
+    double base[] = {0, 1, -1, 2.7, -2.7, 100.5, 255, 300, 65504, -129, 1e10, -0.0, 0.0 / 0.0, 1.0 / 0.0, -1.0 / 0.0, 0.25};
+    enum { N = sizeof base / sizeof *base };
+    int64_t n = N;
+    tact_tensor *f64 = tact_from_data(ctx, TACT_FLOAT64, 1, &n, base);
+    for (int src = 0; src < TACT_DTYPE_COUNT; src++) {
+        uint8_t host[N * 8], want[N * 8], got[N * 8];
+        size_t ss = tact_element_size((tact_dtype)src);
+        cr_assert_eq(tact_read(tact_cast(f64, (tact_dtype)src), host, ss * N), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_tensor *on_device = tact_from_data(ctx, (tact_dtype)src, 1, &n, host);
+        for (int dst = 0; dst < TACT_DTYPE_COUNT; dst++) {
+            size_t ds = tact_element_size((tact_dtype)dst);
+            tact_tensor *up = tact_from_host(ctx, (tact_dtype)dst, 1, &n, host, (tact_dtype)src);
+            cr_assert_eq(tact_dtype_of(up), (tact_dtype)dst);
+            cr_assert_eq(tact_read(up, got, ds * N), TACT_OK, "%s", tact_ctx_error(ctx));
+            cr_assert_eq(tact_read(tact_cast(on_device, (tact_dtype)dst), want, ds * N), TACT_OK, "%s", tact_ctx_error(ctx));
+            for (int i = 0; i < N; i++)
+                cr_assert(memcmp(got + i * ds, want + i * ds, ds) == 0, "%s -> %s, element %d (%g)", tact_dtype_name((tact_dtype)src),
+                          tact_dtype_name((tact_dtype)dst), i, base[i]);
+        }
+    }
+    uint8_t px[3] = {0, 255, 7};
+    float fx[3];
+    cr_assert_eq(tact_read(tact_from_host(ctx, TACT_FLOAT32, 1, (int64_t[]){3}, px, TACT_UINT8), fx, sizeof fx), TACT_OK);
+    cr_assert(fx[0] == 0 && fx[1] == 255 && fx[2] == 7, "%g %g %g", (double)fx[0], (double)fx[1], (double)fx[2]);
+    float fl[3] = {2.7f, -2.7f, 0.0f / 0.0f};
+    int32_t ix[3];
+    cr_assert_eq(tact_read(tact_from_host(ctx, TACT_INT32, 1, (int64_t[]){3}, fl, TACT_FLOAT32), ix, sizeof ix), TACT_OK);
+    cr_assert(ix[0] == 2 && ix[1] == -2 && ix[2] == 0, "%d %d %d", ix[0], ix[1], ix[2]);
+    cr_assert_eq(tact_status_of(tact_from_host(ctx, TACT_INT32, 1, (int64_t[]){3}, fl, (tact_dtype)99)), TACT_EDTYPE);
+    cr_assert_eq(tact_status_of(tact_from_host(ctx, TACT_INT32, 1, (int64_t[]){3}, NULL, TACT_FLOAT32)), TACT_EINVAL);
     tact_ctx_close(&ctx);
 }
