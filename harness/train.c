@@ -18,8 +18,8 @@ static const float s_mean = 0.2860f, s_std = 0.3530f;
 
 typedef struct {
     int64_t n;
-    uint8_t *images; /* n * 784 */
-    uint8_t *labels; /* n */
+    tact_tensor *images; /* uint8 (n, 28, 28), kept */
+    tact_tensor *labels; /* uint8 (n), kept */
 } h_data_t;
 
 typedef struct {
@@ -41,61 +41,54 @@ typedef struct {
 
 /* ------------------------------------------------------------------ data */
 
-/* Reads one IDX file through tact (gzip, checks) into host bytes. */
-static int s_load(tact_ctx *ctx, const char *dir, const char *name, int64_t want_dims, uint8_t **out, int64_t *n) {
+/* Reads one IDX file through tact (gzip, checks) into a kept tensor. */
+static tact_tensor *s_load(tact_ctx *ctx, const char *dir, const char *name, int64_t want_dims) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     tact_tensor *t = tact_load_idx(ctx, path);
     if (tact_status_of(t) != TACT_OK) {
         fprintf(stderr, "tact train: %s\n(install the Debian package dataset-fashion-mnist, or give --data DIR)\n", tact_error_message(t));
-        return -1;
+        return NULL;
     }
     if (tact_ndim(t) != want_dims || tact_dtype_of(t) != TACT_UINT8 || (want_dims == 3 && (tact_dim(t, 1) != 28 || tact_dim(t, 2) != 28))) {
         fprintf(stderr, "tact train: %s: not a Fashion-MNIST %s file\n", path, want_dims == 3 ? "image" : "label");
+        return NULL;
+    }
+    return tact_keep(t);
+}
+
+static int s_load_set(tact_ctx *ctx, const char *dir, int train, h_data_t *d) {
+    memset(d, 0, sizeof *d);
+    d->images = s_load(ctx, dir, train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz", 3);
+    d->labels = d->images ? s_load(ctx, dir, train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz", 1) : NULL;
+    if (!d->labels) return -1;
+    d->n = tact_dim(d->images, 0);
+    if (d->n != tact_dim(d->labels, 0)) {
+        fprintf(stderr, "tact train: %s: %" PRId64 " images but %" PRId64 " labels\n", dir, d->n, tact_dim(d->labels, 0));
         return -1;
     }
-    *n = tact_dim(t, 0);
-    size_t bytes = (size_t)tact_numel(t);
-    if (!(*out = malloc(bytes ? bytes : 1)) || tact_read(t, *out, bytes) != TACT_OK) {
-        fprintf(stderr, "tact train: %s: %s\n", path, tact_ctx_error(ctx));
+    double top = 0;
+    int rc = tact_item(tact_max(d->labels, -1, NULL, 0), &top);
+    if (rc != TACT_OK || top >= CLASSES) {
+        fprintf(stderr, "tact train: %s: %s\n", dir, rc != TACT_OK ? tact_ctx_error(ctx) : "a label is not a class (10 classes)");
         return -1;
     }
     return 0;
 }
 
-static int s_load_set(tact_ctx *ctx, const char *dir, int train, h_data_t *d) {
-    int64_t ni = 0, nl = 0;
-    memset(d, 0, sizeof *d);
-    tact_scope_begin(ctx);
-    int rc = s_load(ctx, dir, train ? "train-images-idx3-ubyte.gz" : "t10k-images-idx3-ubyte.gz", 3, &d->images, &ni);
-    if (!rc) rc = s_load(ctx, dir, train ? "train-labels-idx1-ubyte.gz" : "t10k-labels-idx1-ubyte.gz", 1, &d->labels, &nl);
-    tact_scope_end(ctx);
-    if (!rc && ni != nl) {
-        fprintf(stderr, "tact train: %s: %" PRId64 " images but %" PRId64 " labels\n", dir, ni, nl);
-        rc = -1;
-    }
-    for (int64_t i = 0; !rc && i < nl; i++)
-        if (d->labels[i] >= CLASSES) {
-            fprintf(stderr, "tact train: %s: label %d of image %" PRId64 " is not a class\n", dir, d->labels[i], i);
-            rc = -1;
-        }
-    d->n = ni;
-    return rc;
-}
-
-static void s_free_set(h_data_t *d) {
-    free(d->images);
-    free(d->labels);
-}
-
-/* A batch of images (normalized float32, (b, 1, 28, 28) or (b, 784)) and
- * labels (int32) picked by idx. */
-static void s_batch(const h_data_t *d, const int64_t *idx, int b, float *x, int32_t *y) {
-    for (int i = 0; i < b; i++) {
-        const uint8_t *img = d->images + idx[i] * PIXELS;
-        for (int p = 0; p < PIXELS; p++) x[(size_t)i * PIXELS + p] = ((float)img[p] / 255.0f - s_mean) / s_std;
-        y[i] = d->labels[idx[i]];
-    }
+/* A loader of the set's images and labels in batches of b: shuffled by the
+ * seed (training; the last short batch dropped), or in order. */
+static tact_loader *s_loader(tact_ctx *ctx, const h_data_t *d, int64_t b, int train, uint64_t seed) {
+    tact_loader_options lo;
+    tact_loader_options_default(&lo);
+    lo.batch = b;
+    lo.shuffle = train;
+    lo.seed = seed;
+    lo.drop_last = train;
+    tact_loader *l = NULL;
+    if (tact_loader_new(&l, ctx, 2, (tact_tensor *[]){d->images, d->labels}, &lo) != TACT_OK)
+        fprintf(stderr, "tact train: %s\n", tact_ctx_error(ctx));
+    return l;
 }
 
 /* --------------------------------------------------------------- model */
@@ -182,33 +175,39 @@ static tact_tensor *s_input(tact_ctx *ctx, const h_model_t *m, int b, const floa
                              : tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){b, PIXELS}, x));
 }
 
-static tact_tensor *s_labels(tact_ctx *ctx, const h_model_t *m, int b, const int32_t *y) {
-    return s_split(m, tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){b}, y));
+/* A loader's batch as the model takes it: the pixels normalized on the
+ * device, (b, 1, 28, 28) or (b, 784) float32, and int32 labels. */
+static tact_tensor *s_images(const h_model_t *m, tact_tensor *px) {
+    int64_t b = tact_dim(px, 0);
+    tact_tensor *x = tact_div(tact_sub(tact_div(tact_cast(px, TACT_FLOAT32), tact_scalar(tact_tensor_ctx(px), 255.0)),
+                                       tact_scalar(tact_tensor_ctx(px), s_mean)),
+                              tact_scalar(tact_tensor_ctx(px), s_std));
+    return s_split(m, m->cnn ? tact_reshape(x, 4, (int64_t[]){b, 1, 28, 28}) : tact_reshape(x, 2, (int64_t[]){b, PIXELS}));
 }
+
+static tact_tensor *s_labels(const h_model_t *m, tact_tensor *y) { return s_split(m, tact_cast(y, TACT_INT32)); }
 
 /* Correct predictions among the b rows of logits, as a tensor. */
 static tact_tensor *s_correct(tact_tensor *logits, tact_tensor *y) { return tact_sum(tact_eq(tact_argmax(logits, 1, 0), y), -1, NULL, 0); }
 
 /* Test-set accuracy, in batches of 1000 without gradients. */
 static int s_evaluate(tact_ctx *ctx, const h_model_t *m, const h_data_t *test, double *acc) {
-    enum { B = 1000 };
-    float *x = malloc(sizeof *x * B * PIXELS);
-    int32_t y[B];
-    int64_t idx[B], right = 0;
-    int rc = x ? TACT_OK : TACT_ENOMEM;
+    tact_loader *l = s_loader(ctx, test, 1000, 0, 0);
+    int64_t right = 0;
+    int rc = l ? TACT_OK : TACT_ENOMEM;
     int was = tact_set_no_grad(ctx, 1);
-    for (int64_t s = 0; rc == TACT_OK && s < test->n; s += B) {
-        int b = (int)(test->n - s < B ? test->n - s : B);
-        for (int i = 0; i < b; i++) idx[i] = s + i;
-        s_batch(test, idx, b, x, y);
+    for (int got = 1; rc == TACT_OK && got;) {
         tact_scope_begin(ctx);
+        tact_tensor *b[2];
         double c = 0;
-        rc = tact_item(s_correct(s_forward(m, s_input(ctx, m, b, x), 0), s_labels(ctx, m, b, y)), &c);
+        got = tact_loader_next(l, b);
+        if (got < 0) rc = got;
+        if (got > 0) rc = tact_item(s_correct(s_forward(m, s_images(m, b[0]), 0), s_labels(m, b[1])), &c);
         tact_scope_end(ctx);
         right += (int64_t)c;
     }
     tact_set_no_grad(ctx, was);
-    free(x);
+    tact_loader_free(&l);
     *acc = test->n ? (double)right / (double)test->n : 0;
     if (rc != TACT_OK) fprintf(stderr, "tact: evaluation failed: %s\n", tact_ctx_error(ctx));
     return rc;
@@ -274,12 +273,10 @@ static int s_train(const h_opts_t *o) {
     memset(&train, 0, sizeof train);
     memset(&test, 0, sizeof test);
     int cnn = strcmp(o->model, "cnn") == 0, rc = 1;
-    float *x = malloc(sizeof *x * (size_t)o->batch * PIXELS);
-    int32_t *y = malloc(sizeof *y * (size_t)o->batch);
-    int64_t *order = NULL;
+    tact_loader *loader = NULL;
     memset(&m, 0, sizeof m);
-    if (!x || !y || s_load_set(ctx, o->data, 1, &train) || s_load_set(ctx, o->data, 0, &test)) goto done;
-    if (!(order = malloc(sizeof *order * (size_t)(train.n ? train.n : 1)))) goto done;
+    if (s_load_set(ctx, o->data, 1, &train) || s_load_set(ctx, o->data, 0, &test)) goto done;
+    if (!(loader = s_loader(ctx, &train, o->batch, 1, o->seed))) goto done;
     printf("tact train: %s on Fashion-MNIST (%" PRId64 " training, %" PRId64 " test images), %d epoch%s of batches of %d, Adam lr %g (cosine), seed %" PRIu64
            ", %d thread%s\n",
            o->model, train.n, test.n, o->epochs, o->epochs == 1 ? "" : "s", o->batch, o->lr, o->seed, o->threads,
@@ -294,19 +291,12 @@ static int s_train(const h_opts_t *o) {
         goto done;
     }
     int tty = isatty(STDERR_FILENO);
-    int64_t per_epoch = train.n / o->batch, done_steps = 0, total = o->steps > 0 ? o->steps : per_epoch * o->epochs;
-    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ULL + 1;
+    int64_t per_epoch = tact_loader_batches(loader), done_steps = 0, total = o->steps > 0 ? o->steps : per_epoch * o->epochs;
     double ema_loss = 0, ema_acc = 0, t_first = 0, t_start = h_now();
     for (int e = 0; e < o->epochs && done_steps < total; e++) {
-        for (int64_t i = 0; i < train.n; i++) order[i] = i;
-        for (int64_t i = train.n - 1; i > 0; i--) { /* Fisher-Yates with a seeded generator */
-            int64_t j = (int64_t)(s_rand(&rng) % (uint64_t)(i + 1)), t = order[i];
-            order[i] = order[j], order[j] = t;
-        }
         double t_epoch = h_now();
         int64_t steps = per_epoch < total - done_steps ? per_epoch : total - done_steps;
         for (int64_t s = 0; s < steps; s++) {
-            s_batch(&train, order + s * o->batch, o->batch, x, y);
             /* Cosine annealing to 1/50 of the rate, set every 10 steps. */
             if (done_steps % 10 == 0 && tact_optim_set_lr(opt, tact_lr_cosine(o->lr, o->lr / 50, done_steps, total)) != TACT_OK) {
                 fprintf(stderr, "\ntact train: %s\n", tact_ctx_error(ctx));
@@ -314,7 +304,10 @@ static int s_train(const h_opts_t *o) {
             }
             double lv = 0, cv = 0;
             tact_scope_begin(ctx);
-            int r = s_step(ctx, &m, opt, s_input(ctx, &m, o->batch, x), s_labels(ctx, &m, o->batch, y), &lv, &cv);
+            tact_tensor *b[2];
+            int r = tact_loader_next(loader, b);
+            if (r == 0) r = tact_loader_next(loader, b); /* (that was the end of the last epoch) */
+            if (r == 1) r = s_step(ctx, &m, opt, s_images(&m, b[0]), s_labels(&m, b[1]), &lv, &cv);
             tact_scope_end(ctx);
             if (r != TACT_OK) {
                 fprintf(stderr, "\ntact train: step %" PRId64 ": %s\n", done_steps, tact_ctx_error(ctx));
@@ -346,11 +339,7 @@ static int s_train(const h_opts_t *o) {
 done:
     tact_optim_free(&opt);
     tact_params_free(&m.params);
-    free(order);
-    free(x);
-    free(y);
-    s_free_set(&train);
-    s_free_set(&test);
+    tact_loader_free(&loader);
     tact_ctx_close(&ctx);
     return rc;
 }
@@ -391,7 +380,6 @@ static int s_eval(const char *path, const h_opts_t *o) {
     rc = 0;
 done:
     tact_params_free(&m.params);
-    s_free_set(&test);
     tact_ctx_close(&ctx);
     return rc;
 }

@@ -893,6 +893,38 @@ int tact_params_save(tact_ctx *ctx, const char *path, const tact_params *p);
  * tact_ctx_error; tensors before it are loaded. */
 int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
 
+/* ============================================================ data loader */
+
+/*
+ * Minibatches of a dataset: n tensors (on one device each) whose first dim
+ * is the sample, all with the same number of rows; each call of
+ * tact_loader_next gives the next batch of each (new tensors of the scope
+ * open then, on the device the tensor was on), the rows in the epoch's
+ * order: every row once per epoch, shuffled by the seed and the epoch
+ * (the same for any thread count or device), or in order.  The tensors
+ * are read to the host once when the loader is made.
+ */
+typedef struct tact_loader tact_loader;
+typedef struct tact_loader_options {
+    int64_t batch;  /* rows per batch; 0: 32 */
+    int shuffle;    /* a new order each epoch; 0: the rows in order */
+    uint64_t seed;  /* the shuffle's seed */
+    int drop_last;  /* drop the last, short batch of an epoch (0: it comes) */
+} tact_loader_options;
+/* batch 32, shuffled, seed 0, the last batch kept. */
+void tact_loader_options_default(tact_loader_options *o);
+/* Makes a loader of the n tensors into *out (NULL on error); opts NULL
+ * takes the defaults.  Returns TACT_OK or an error (its text in
+ * tact_ctx_error): no tensors, an error tensor, one of another context, a
+ * sharded one, rows that differ, out of memory. */
+int tact_loader_new(tact_loader **out, tact_ctx *ctx, int n, tact_tensor *const *tensors, const tact_loader_options *opts);
+/* The next batch into out[0..n-1]: returns 1, or 0 at the end of an epoch
+ * (out untouched; the next call begins the next epoch), or an error. */
+int tact_loader_next(tact_loader *l, tact_tensor **out);
+/* Batches per epoch. */
+int64_t tact_loader_batches(const tact_loader *l);
+void tact_loader_free(tact_loader **l);
+
 /* ============================================================== optimizers */
 
 /*
