@@ -29,7 +29,7 @@ stray=$(echo "$exported" | grep -v '^tact_' || true)
 [ -z "$stray" ] || fail "libtact.so exports symbols outside the API: $(echo $stray | head -c 300)"
 echo "libtact.so exports $(echo "$exported" | wc -l) symbols, all tact_*"
 
-examples="worked_example mlp errors transport"
+examples="worked_example mlp errors transport fashion_mlp"
 # pkg-config
 for ex in $examples; do
     cc -std=c11 -Wall -Wextra -Werror "$src/examples/$ex.c" $(pkg-config --cflags --libs tact) -lm \
