@@ -441,13 +441,34 @@ int tact_split(tact_tensor *x, int n, const int64_t *sizes, int dim, tact_tensor
 }
 int tact_chunk(tact_tensor *x, int chunks, int dim, tact_tensor **out) { return s_pieces(x, 0, NULL, chunks, dim, out); }
 /* Calls with optional tensors (NULL: none): the handles that are there. */
+/* A window's zero fields as their defaults (tact.h): into *w, which is
+ * returned (NULL stays NULL: every default). */
+static const tact_window *s_window(const tact_window *opt, tact_window *w) {
+    if (!opt) return NULL;
+    *w = *opt;
+    if (!w->ndims) w->ndims = 2;
+    for (int i = 0; i < 3; i++) {
+        if (!w->kernel[i]) w->kernel[i] = 2;
+        if (!w->dilation[i]) w->dilation[i] = 1;
+    }
+    if (!w->groups) w->groups = 1;
+    return w;
+}
+
 static tact_tensor *s_conv(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb, const tact_window *opt) {
     tact_tensor *hs[3] = {hx, hw, hb};
-    S_TENSORS(hb ? 3 : 2, hs, ti_conv2d(xs[0], xs[1], hb ? xs[2] : NULL, opt));
+    tact_window w;
+    S_TENSORS(hb ? 3 : 2, hs, ti_conv2d(xs[0], xs[1], hb ? xs[2] : NULL, s_window(opt, &w)));
 }
 tact_tensor *tact_conv2d(tact_tensor *x, tact_tensor *weight, tact_tensor *bias, const tact_window *opt) { return s_conv(x, weight, bias, opt); }
-tact_tensor *tact_avg_pool2d(tact_tensor *hx, const tact_window *opt) { S_ONE(hx, ti_avg_pool2d(xs[0], opt)); }
-tact_tensor *tact_max_pool2d(tact_tensor *hx, const tact_window *opt) { S_ONE(hx, ti_max_pool2d(xs[0], opt)); }
+tact_tensor *tact_avg_pool2d(tact_tensor *hx, const tact_window *opt) {
+    tact_window w;
+    S_ONE(hx, ti_avg_pool2d(xs[0], s_window(opt, &w)));
+}
+tact_tensor *tact_max_pool2d(tact_tensor *hx, const tact_window *opt) {
+    tact_window w;
+    S_ONE(hx, ti_max_pool2d(xs[0], s_window(opt, &w)));
+}
 tact_tensor *tact_linear(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb) {
     tact_tensor *hs[3] = {hx, hw, hb};
     S_TENSORS(hb ? 3 : 2, hs, ti_linear(xs[0], xs[1], hb ? xs[2] : NULL));
@@ -538,7 +559,8 @@ tact_tensor *tact_getitem(tact_tensor *x, int n, const tact_index *idx) { return
 tact_tensor *tact_setitem(tact_tensor *x, int n, const tact_index *idx, tact_tensor *value) { return s_index(x, n, idx, value, 1); }
 tact_tensor *tact_conv_transpose2d(tact_tensor *hx, tact_tensor *hw, tact_tensor *hb, const tact_window *opt) {
     tact_tensor *hs[3] = {hx, hw, hb};
-    S_TENSORS(hb ? 3 : 2, hs, ti_conv_transpose2d(xs[0], xs[1], hb ? xs[2] : NULL, opt));
+    tact_window w;
+    S_TENSORS(hb ? 3 : 2, hs, ti_conv_transpose2d(xs[0], xs[1], hb ? xs[2] : NULL, s_window(opt, &w)));
 }
 tact_tensor *tact_interpolate(tact_tensor *hx, int n, const int64_t *size, int align_corners) { S_ONE(hx, ti_interpolate(xs[0], n, size, align_corners)); }
 tact_tensor *tact_dot(tact_tensor *ha, tact_tensor *hb) { return tact_matmul(ha, hb); }

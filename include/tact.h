@@ -591,9 +591,13 @@ tact_tensor *tact_pad2d(tact_tensor *x, int n, const int64_t *padding, double va
 /*
  * Windowed functions (convolution, pooling) take their options in a
  * tact_window, which tact_window_default fills with the reference's
- * defaults; NULL means those defaults.  Functions of 2 spatial dims work
- * on 1 to 3 as the reference's do (ndims; a convolution takes it from its
- * weight).
+ * defaults; NULL means those defaults.  A zero field means its default
+ * too (ndims 2, kernel 2, stride the default, dilation 1, groups 1, no
+ * padding), but for count_include_pad, whose zero leaves the padding out
+ * of the mean (the reference, and tact_window_default, count it): so
+ * `&(tact_window){.npad = 1, .padding = {1}}` pads by 1 and takes every
+ * other default.  Functions of 2 spatial dims work on 1 to 3 as the
+ * reference's do (ndims; a convolution takes it from its weight).
  */
 typedef struct tact_window {
     int ndims;            /* spatial dims, the last ones of the input: 2 */
@@ -868,7 +872,9 @@ int tact_layer_dropout(tact_layer *l, double p);
  * running ones) and active dropout, as the reference's Tensor.training. */
 tact_tensor *tact_layer_forward(const tact_layer *l, tact_tensor *x, int training);
 
-/* Named tensors: a model's parameters and buffers, in the order added. */
+/* Named tensors: a model's parameters and buffers, in the order added.
+ * A list starts zero-filled (`tact_params p = {0};`); tact_params_free
+ * empties it (the tensors stay their scope's). */
 typedef struct tact_params {
     int n, cap;
     char **names;
@@ -905,6 +911,8 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
  * are read to the host once when the loader is made.
  */
 typedef struct tact_loader tact_loader;
+/* Zero-filled: batches of 32 rows in order, the last kept (the defaults
+ * below shuffle). */
 typedef struct tact_loader_options {
     int64_t batch;  /* rows per batch; 0: 32 */
     int shuffle;    /* a new order each epoch; 0: the rows in order */
@@ -949,6 +957,9 @@ void tact_loader_free(tact_loader **l);
  * the first step nothing is compiled again.
  */
 typedef enum { TACT_OPTIM_SGD, TACT_OPTIM_ADAM, TACT_OPTIM_ADAMW } tact_optim_kind;
+/* Not zero-filled: a zero learning rate learns nothing, and zero betas
+ * are no Adam; fill it with tact_optim_options_default, then change what
+ * differs. */
 typedef struct tact_optim_options {
     tact_optim_kind kind;
     double lr;           /* 0.001 */

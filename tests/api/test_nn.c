@@ -242,3 +242,30 @@ Test(api_nn, interpolate_to_one_output_is_the_corner) {
     cr_assert(out[0] == 4 && out[1] == 2, "no align_corners: %g %g, want 4, 2", (double)out[0], (double)out[1]);
     tact_ctx_close(&ctx);
 }
+
+/* A zero-filled window is the defaults (count_include_pad aside, which
+ * only padding makes a difference to): pools and a convolution give the
+ * same bits as with tact_window_default's window; a designated
+ * initializer names only what differs. */
+Test(api_nn, a_zero_window_field_is_its_default) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float v[2 * 3 * 6 * 6], k[4 * 3 * 3 * 3], a[2 * 4 * 6 * 6], b[2 * 4 * 6 * 6];
+    for (int i = 0; i < 2 * 3 * 6 * 6; i++) v[i] = (float)((i * 37) % 11) - 5;
+    for (int i = 0; i < 4 * 3 * 3 * 3; i++) k[i] = (float)((i * 13) % 7) * 0.25f - 0.75f;
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){2, 3, 6, 6}, v);
+    tact_tensor *w = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 3, 3, 3}, k);
+    tact_window def;
+    tact_window_default(&def);
+    cr_assert_eq(tact_read(tact_max_pool2d(x, &(tact_window){0}), a, 2 * 3 * 3 * 3 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_max_pool2d(x, &def), b, 2 * 3 * 3 * 3 * 4), TACT_OK);
+    cr_assert(memcmp(a, b, 2 * 3 * 3 * 3 * 4) == 0, "max_pool2d");
+    cr_assert_eq(tact_read(tact_avg_pool2d(x, &(tact_window){0}), a, 2 * 3 * 3 * 3 * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_avg_pool2d(x, NULL), b, 2 * 3 * 3 * 3 * 4), TACT_OK);
+    cr_assert(memcmp(a, b, 2 * 3 * 3 * 3 * 4) == 0, "avg_pool2d");
+    def.npad = 1, def.padding[0] = 1;
+    cr_assert_eq(tact_read(tact_conv2d(x, w, NULL, &(tact_window){.npad = 1, .padding = {1}}), a, sizeof a), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_conv2d(x, w, NULL, &def), b, sizeof b), TACT_OK);
+    cr_assert(memcmp(a, b, sizeof a) == 0, "conv2d with a padding of 1");
+    tact_ctx_close(&ctx);
+}
