@@ -40,7 +40,7 @@ int main(void) {
     tact_tensor *b[2];
     while (tact_loader_next(train, b) == 1) { /* one epoch */
         tact_scope_begin(ctx);
-        tact_tensor *loss = tact_sparse_categorical_crossentropy(forward(l, rows(b[0]), 1), tact_cast(b[1], TACT_INT32), -1, 0);
+        tact_tensor *loss = tact_cross_entropy(forward(l, rows(b[0]), 1), tact_cast(b[1], TACT_INT32));
         if (tact_backward(loss, NULL) != TACT_OK || tact_optim_step(opt) != TACT_OK) return fprintf(stderr, "%s\n", tact_ctx_error(ctx)), 1;
         tact_optim_zero_grad(opt);
         tact_scope_end(ctx);
@@ -48,7 +48,7 @@ int main(void) {
     tact_set_no_grad(ctx, 1); /* the test set in one batch */
     tact_tensor *pred = tact_argmax(forward(l, rows(data[2]), 0), 1, 0);
     double right = 0;
-    if (tact_item(tact_sum(tact_eq(pred, tact_cast(data[3], TACT_INT32)), -1, NULL, 0), &right) != TACT_OK)
+    if (tact_item(tact_sum_all(tact_eq(pred, tact_cast(data[3], TACT_INT32))), &right) != TACT_OK)
         return fprintf(stderr, "%s\n", tact_ctx_error(ctx)), 1;
     printf("%lld training batches; test accuracy above 80%%: %s\n", (long long)tact_loader_batches(train), right > 8000 ? "yes" : "NO");
     tact_loader_free(&train);

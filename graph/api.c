@@ -632,6 +632,14 @@ tact_tensor *tact_mulacc(tact_tensor *ha, tact_tensor *hb, tact_tensor *hc) {
     S_TENSORS(3, hs, ti_mulacc(xs[0], xs[1], xs[2]));
 }
 tact_tensor *tact_sum(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_sum(xs[0], naxes, axes, keepdim)); }
+tact_tensor *tact_sum_all(tact_tensor *x) { return tact_sum(x, -1, NULL, 0); }
+tact_tensor *tact_mean_all(tact_tensor *x) { return tact_mean(x, -1, NULL, 0); }
+tact_tensor *tact_max_all(tact_tensor *x) { return tact_max(x, -1, NULL, 0); }
+tact_tensor *tact_min_all(tact_tensor *x) { return tact_min(x, -1, NULL, 0); }
+tact_tensor *tact_sum_axis(tact_tensor *x, int axis) { return tact_sum(x, 1, &axis, 0); }
+tact_tensor *tact_mean_axis(tact_tensor *x, int axis) { return tact_mean(x, 1, &axis, 0); }
+tact_tensor *tact_max_axis(tact_tensor *x, int axis) { return tact_max(x, 1, &axis, 0); }
+tact_tensor *tact_cross_entropy(tact_tensor *x, tact_tensor *labels) { return tact_sparse_categorical_crossentropy(x, labels, -1, 0); }
 tact_tensor *tact_max(tact_tensor *hx, int naxes, const int *axes, int keepdim) { S_ONE(hx, ti_max(xs[0], naxes, axes, keepdim)); }
 tact_tensor *tact_reshape(tact_tensor *hx, int ndim, const int64_t *shape) { S_ONE(hx, ti_reshape(xs[0], ndim, shape)); }
 tact_tensor *tact_permute(tact_tensor *hx, const int *order) { S_ONE(hx, ti_permute(xs[0], order)); }

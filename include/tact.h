@@ -517,6 +517,15 @@ tact_tensor *tact_min(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_any(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_all(tact_tensor *x, int naxes, const int *axes, int keepdim);
 tact_tensor *tact_mean(tact_tensor *x, int naxes, const int *axes, int keepdim);
+/* The common calls, short: over every element (a scalar), and over one
+ * axis (negative counts from the end), that axis dropped. */
+tact_tensor *tact_sum_all(tact_tensor *x);
+tact_tensor *tact_mean_all(tact_tensor *x);
+tact_tensor *tact_max_all(tact_tensor *x);
+tact_tensor *tact_min_all(tact_tensor *x);
+tact_tensor *tact_sum_axis(tact_tensor *x, int axis);
+tact_tensor *tact_mean_axis(tact_tensor *x, int axis);
+tact_tensor *tact_max_axis(tact_tensor *x, int axis);
 /* Products, by a tree of multiplies (ints in the sum's accumulation dtype;
  * an empty product is 1). */
 tact_tensor *tact_prod(tact_tensor *x, int naxes, const int *axes, int keepdim);
@@ -648,6 +657,8 @@ tact_tensor *tact_binary_crossentropy_logits(tact_tensor *x, tact_tensor *y);
  * The mean over labels not equal to ignore_index (reference: -1), with
  * label_smoothing in [0, 1] (reference: 0). */
 tact_tensor *tact_sparse_categorical_crossentropy(tact_tensor *x, tact_tensor *labels, int64_t ignore_index, double label_smoothing);
+/* The same with the reference's defaults (no label ignored, no smoothing). */
+tact_tensor *tact_cross_entropy(tact_tensor *x, tact_tensor *labels);
 /* Linear interpolation of the last n dims to size (the reference's only
  * mode), align_corners as PyTorch's. */
 tact_tensor *tact_interpolate(tact_tensor *x, int n, const int64_t *size, int align_corners);

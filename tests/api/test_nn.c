@@ -269,3 +269,32 @@ Test(api_nn, a_zero_window_field_is_its_default) {
     cr_assert(memcmp(a, b, sizeof a) == 0, "conv2d with a padding of 1");
     tact_ctx_close(&ctx);
 }
+
+/* The short forms are the long calls with the defaults, bit for bit. */
+Test(api_nn, the_short_forms_are_the_long_calls) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float v[12] = {3, -1, 2.5f, 7, 0, -4, 1, 1, 9, -2, 6, 0.5f};
+    int32_t lab[3] = {1, 0, 3};
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){3, 4}, v), *y = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){3}, lab);
+    int one = 1, last = -1;
+    struct {
+        tact_tensor *shortf, *longf;
+        int n;
+    } pairs[] = {{tact_sum_all(x), tact_sum(x, -1, NULL, 0), 1},       {tact_mean_all(x), tact_mean(x, -1, NULL, 0), 1},
+                 {tact_max_all(x), tact_max(x, -1, NULL, 0), 1},       {tact_min_all(x), tact_min(x, -1, NULL, 0), 1},
+                 {tact_sum_axis(x, 1), tact_sum(x, 1, &one, 0), 3},    {tact_mean_axis(x, -1), tact_mean(x, 1, &last, 0), 3},
+                 {tact_max_axis(x, 1), tact_max(x, 1, &one, 0), 3},    {tact_cross_entropy(x, y), tact_sparse_categorical_crossentropy(x, y, -1, 0), 1}};
+    for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++) {
+        float a[4], b[4];
+        cr_assert_eq(tact_read(pairs[i].shortf, a, sizeof(float) * (size_t)pairs[i].n), TACT_OK, "pair %zu: %s", i, tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(pairs[i].longf, b, sizeof(float) * (size_t)pairs[i].n), TACT_OK, "pair %zu: %s", i, tact_ctx_error(ctx));
+        cr_assert(memcmp(a, b, sizeof(float) * (size_t)pairs[i].n) == 0, "pair %zu differs", i);
+        cr_assert_eq(tact_ndim(pairs[i].shortf), tact_ndim(pairs[i].longf), "pair %zu: %d dims, the long call %d", i, tact_ndim(pairs[i].shortf),
+                     tact_ndim(pairs[i].longf));
+    }
+    double s;
+    cr_assert_eq(tact_item(tact_sum_all(x), &s), TACT_OK);
+    cr_assert_eq(s, 23.0, "hand-summed: %g", s);
+    tact_ctx_close(&ctx);
+}
