@@ -29,14 +29,6 @@ static void reference(const float *x, const float *w1, const float *b1, const fl
     }
 }
 
-/* softmax over the last axis, from the primitives: exp(x) is exp2(x log2 e). */
-static tact_tensor *softmax(tact_ctx *ctx, tact_tensor *z) {
-    int last = 1;
-    tact_tensor *shifted = tact_sub(z, tact_max(z, 1, &last, 1));
-    tact_tensor *e = tact_exp2(tact_mul(shifted, tact_scalar(ctx, 1.4426950408889634)));
-    return tact_div(e, tact_sum(e, 1, &last, 1));
-}
-
 int main(void) {
     static const float x[N * IN] = {1, 2, 3, -1, 0.5f, 2, 0, 0, 1, 3, -2, 0.25f};
     static const float w1[IN * HID] = {0.5f, -1, 0.25f, 1, -0.5f, 1, 0.5f, -0.75f, 0, 0.25f, -0.25f, 0.5f, 1, -1, 0.75f};
@@ -54,9 +46,9 @@ int main(void) {
     tact_tensor *tw1 = tact_from_data(ctx, TACT_FLOAT32, 2, sw1, w1), *tb1 = tact_from_data(ctx, TACT_FLOAT32, 1, sb1, b1);
     tact_tensor *tw2 = tact_from_data(ctx, TACT_FLOAT32, 2, sw2, w2), *tb2 = tact_from_data(ctx, TACT_FLOAT32, 1, sb2, b2);
 
-    /* Biases broadcast over the batch; relu is a maximum with 0. */
-    tact_tensor *h = tact_maximum(tact_add(tact_matmul(tx, tw1), tb1), tact_scalar(ctx, 0.0));
-    tact_tensor *probs = softmax(ctx, tact_add(tact_matmul(h, tw2), tb2));
+    /* tact_linear is x W + b with W (in, out), the bias broadcast over the batch. */
+    tact_tensor *h = tact_relu(tact_linear(tx, tw1, tb1));
+    tact_tensor *probs = tact_softmax(tact_linear(h, tw2, tb2), -1);
 
     float got[N * OUT];
     if (tact_read(probs, got, sizeof got) != TACT_OK) {

@@ -24,7 +24,7 @@ int main(int argc, char **argv) {
     }
     /* 0 + 1 + ... + 99 and its square root, in one realize. */
     tact_tensor *n = tact_arange(ctx, 0, 100, 1, TACT_FLOAT32);
-    tact_tensor *total = tact_sum(n, -1, NULL, 0);
+    tact_tensor *total = tact_sum_all(n);
     tact_tensor *root = tact_sqrt(total);
     tact_tensor *both[2] = {total, root};
     int rc = tact_realize(ctx, 2, both);

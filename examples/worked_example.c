@@ -17,13 +17,14 @@ int main(void) {
     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
     tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
     /* Nothing runs yet: the expression is recorded. */
-    tact_tensor *s = tact_sum(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)), -1, NULL, 0);
+    tact_tensor *s = tact_sum_all(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)));
     double v;
     int rc = tact_item(s, &v); /* the first sync point: fused, compiled, run */
     if (rc != TACT_OK)
         fprintf(stderr, "tact: %s\n", tact_error_message(s));
     else
         printf("(a * b + 1).sum() = %g\n", v); /* 62 */
+    tact_print(stdout, tact_mul(a, b)); /* shape, dtype, device and values */
     tact_ctx_close(&ctx); /* frees every tensor */
     return rc == TACT_OK ? 0 : 1;
 }

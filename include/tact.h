@@ -17,7 +17,7 @@
  *     int64_t shape[2] = {2, 3};
  *     tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 2, shape, x);
  *     tact_tensor *b = tact_from_data(ctx, TACT_FLOAT32, 2, shape, y);
- *     tact_tensor *s = tact_sum(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)), -1, NULL, 0);
+ *     tact_tensor *s = tact_sum_all(tact_add(tact_mul(a, b), tact_scalar(ctx, 1.0)));
  *     double v;
  *     if (tact_item(s, &v) != TACT_OK)                  // the first sync point
  *         fprintf(stderr, "%s\n", tact_error_message(s)); // e.g. a shape mismatch
