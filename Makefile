@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 15
 PREFIX ?= /usr/local
 
-.PHONY: all deps build run test test-release test-asan test-fuzz bench install clean
+.PHONY: all deps cuda-tools build run test test-release test-asan test-fuzz bench install clean
 
 all: build
 
@@ -22,10 +22,13 @@ run: build
 
 test: test-release test-fuzz test-asan
 
-test-release: build
+cuda-tools:
+	@bash harness/cuda-tools.sh >/dev/null
+
+test-release: build cuda-tools
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
-test-asan: deps
+test-asan: deps cuda-tools
 	@cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DTACT_SANITIZE=ON >/dev/null
 	@cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,10 +1,13 @@
 /* compiler.c - a compiler pool worker: renders kernel ASTs as C (or OpenCL C), compiles them (or finds them cached), reports the programs. */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ast.h"
 #include "cc.h"
@@ -84,6 +87,7 @@ typedef struct {
      * not the first realize's. */
     s_up_t *queue, *queue_tail, *running;
     int in_background; /* waiting for the running one: the tick leaves the queue alone */
+    const char *dump_asts; /* TACT_TEST_DUMP_ASTS: a folder that gets every kernel's AST (tests: test_cuda) */
 } s_state_t;
 
 static void s_unqueue(s_state_t *s, s_up_t *up) {
@@ -108,8 +112,22 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     s_state_t *s = ta_calloc(1, sizeof *s);
     if (!s) return ta_error_set(err, TACT_ENOMEM, "compiler: out of memory");
     ta_stage_local(arg, &s->local);
+    const char *dump = getenv("TACT_TEST_DUMP_ASTS");
+    s->dump_asts = dump && *dump ? dump : NULL;
     ta_actor_set_state(self, s);
     return TACT_OK;
+}
+
+/* Writes a kernel's AST bytes to the dump folder as KEY.ast, once (tests
+ * render every kernel of a suite for another target from these). */
+static void s_dump_ast(const char *dir, const char *key, ta_bytes_t ast) {
+    char path[4096];
+    if (snprintf(path, sizeof path, "%s/%s.ast", dir, key) >= (int)sizeof path) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    ssize_t w = write(fd, ast.ptr, ast.len);
+    close(fd);
+    if (w != (ssize_t)ast.len) unlink(path);
 }
 
 /* A kept object is counted: every PROGRAM that carries it holds it until
@@ -477,6 +495,7 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     ta_mpr_init(&r, ast.ptr, ast.len);
     job->rc = ta_ast_unpack(&s->ast, &r, &job->err);
     if (job->rc != TACT_OK) return;
+    if (s->dump_asts) s_dump_ast(s->dump_asts, job->e.key, ast);
     job->e.nargs = s->ast.nargs;
     job->tier = !s->target.printer->device_builds && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
     ta_target_t target = s->target;
@@ -605,7 +624,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     const ta_device_info_t *info = &s->w.device[device].info;
     s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory);
     if (!s->target.printer)
-        return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C and OpenCL C)",
+        return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C, OpenCL C and CUDA)",
                              s->w.device[device].uri, info->language);
     s_background(s);
     /* Built in one run of the system compiler a batch at a time (its

@@ -31,6 +31,11 @@ ta_target_t ta_target_cl(void) {
     return t;
 }
 
+ta_target_t ta_target_cuda(void) {
+    ta_target_t t = {&ta_printer_cuda, 4, 1, 1024, 48 * 1024};
+    return t;
+}
+
 int ta_lir_nlanes(const ta_lir_t *l) {
     int n = 1;
     for (int a = 0; a < l->naxes; a++)

@@ -118,6 +118,10 @@ ta_target_t ta_target_host(void);
 /* An OpenCL C target as PoCL describes itself here: float8 vectors, fma,
  * work groups of up to 4096 items with 512 KiB of local memory (tests). */
 ta_target_t ta_target_cl(void);
+/* A CUDA target as an H100 describes itself: no vectors (its threads are
+ * the lanes), fma, blocks of up to 1024 threads with 48 KiB of shared
+ * memory (tests). */
+ta_target_t ta_target_cuda(void);
 /* The target of a TARGET record's fields: its language's printer (NULL
  * when no printer speaks it), width, fma and group limits. */
 ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory);

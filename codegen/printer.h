@@ -49,8 +49,14 @@ typedef struct ta_printer {
     void (*items)(ta_out_t *o, const struct ta_lir *l);
 } ta_printer_t;
 
+/* A grid language's items block (CL's and CUDA's): group, lid and gid are
+ * its spellings of the work group's number, the item's number in its
+ * group and its number in the grid. */
+void ta_printer_grid_items(ta_out_t *o, const struct ta_lir *l, const char *group, const char *lid, const char *gid);
+
 extern const ta_printer_t ta_printer_c;  /* printer_c.c: the CPU device's shared objects */
 extern const ta_printer_t ta_printer_cl; /* printer_cl.c: OpenCL C, built by the device */
+extern const ta_printer_t ta_printer_cuda; /* printer_cuda.c: CUDA C++, built by the device with NVRTC */
 
 /* The printer of a TARGET record's language, or NULL for one no printer speaks. */
 const ta_printer_t *ta_printer_find(const char *language);

@@ -80,18 +80,9 @@ static void s_signature(ta_out_t *o, const ta_ast_t *a, const ta_lir_t *l, const
     if (l->group) ta_out_put(o, "  __local float tact_part[%d];\n", l->group);
 }
 
-/* A work item each, its number the grid's: a group's (its items sharing
- * the reduce), or with a flat launch the first LOOP axis's index too. */
+/* A work item each, its number the grid's. */
 static void s_items(ta_out_t *o, const ta_lir_t *l) {
-    if (l->group) {
-        ta_out_put(o, "  { int64_t gidx = (int64_t)get_group_id(0); int tact_lid = (int)get_local_id(0); if (gidx >= n) return;\n");
-    } else if (l->flat) {
-        int64_t per = l->axes[1].size, align = l->align / per;
-        ta_out_put(o, "  { int64_t w = (int64_t)get_global_id(0); if (w >= n/%" PRId64 ") return; int64_t gidx = w/%" PRId64 ", %s = w%%%" PRId64 ";\n",
-                   align, per, l->axes[1].name, per);
-    } else {
-        ta_out_put(o, "  { int64_t gidx = (int64_t)get_global_id(0); if (gidx >= n/%" PRId64 ") return;\n", l->align);
-    }
+    ta_printer_grid_items(o, l, "(int64_t)get_group_id(0)", "(int)get_local_id(0)", "(int64_t)get_global_id(0)");
 }
 
 const ta_printer_t ta_printer_cl = {

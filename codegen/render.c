@@ -15,8 +15,22 @@
 
 const char *ta_render_prelude(void) { return ta_printer_c.prelude; }
 
+/* A work item each, its number the grid's: a group's (its items sharing
+ * the reduce), or with a flat launch the first LOOP axis's index too. */
+void ta_printer_grid_items(ta_out_t *o, const ta_lir_t *l, const char *group, const char *lid, const char *gid) {
+    if (l->group) {
+        ta_out_put(o, "  { int64_t gidx = %s; int tact_lid = %s; if (gidx >= n) return;\n", group, lid);
+    } else if (l->flat) {
+        int64_t per = l->axes[1].size, align = l->align / per;
+        ta_out_put(o, "  { int64_t w = %s; if (w >= n/%" PRId64 ") return; int64_t gidx = w/%" PRId64 ", %s = w%%%" PRId64 ";\n", gid, align, per,
+                   l->axes[1].name, per);
+    } else {
+        ta_out_put(o, "  { int64_t gidx = %s; if (gidx >= n/%" PRId64 ") return;\n", gid, l->align);
+    }
+}
+
 const ta_printer_t *ta_printer_find(const char *language) {
-    static const ta_printer_t *const printers[] = {&ta_printer_c, &ta_printer_cl};
+    static const ta_printer_t *const printers[] = {&ta_printer_c, &ta_printer_cl, &ta_printer_cuda};
     for (size_t i = 0; language && i < sizeof printers / sizeof *printers; i++)
         if (strcmp(printers[i]->language, language) == 0) return printers[i];
     return NULL;

@@ -112,7 +112,10 @@ const char *tact_version(void);
 /* A device present on this machine, as `tact devices` lists it.  Names:
  * "CPU" (and virtual devices "CPU:0".."CPU:7", each an executor with
  * threads of its own on the one CPU), "CL:k" (the k-th OpenCL device over
- * every platform, in the ICD loader's order; "CL" is CL:0). */
+ * every platform, in the ICD loader's order; "CL" is CL:0), "CUDA:k" (the
+ * k-th GPU of the CUDA driver, which tact loads when present; "CUDA" is
+ * CUDA:0; without the driver, naming one is the error "no CUDA driver
+ * (libcuda.so.1 not found)"). */
 typedef struct tact_device_info {
     char name[16];       /* "CPU", "CL:0" */
     char model[128];     /* the processor, or the OpenCL device's name */

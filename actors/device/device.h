@@ -92,6 +92,9 @@ typedef struct ta_device_ops {
     int host_memory;  /* a buffer is a host pointer the executor may read and write itself */
     /* Devices of this kind present on this machine, and one's description. */
     int (*count)(void);
+    /* Why there is none, when count is 0 ("no CUDA driver (libcuda.so.1
+     * not found)"); NULL when there are some, or no reason to give. */
+    const char *(*why_none)(void);
     int (*describe)(int index, ta_device_info_t *info, ta_error_t *err);
     /* Opens device index (the CPU has one device, which any number of
      * executors may open).  With guards (tests: TACT_CHECK_BOUNDS),
@@ -177,6 +180,7 @@ void ta_cpu_kernel_unload(ta_cpu_kernel_t *k);
 /* The most threads a CPU device takes: 8 per core, and at least 64. */
 int ta_cpu_threads_max(void);
 extern const ta_device_ops_t ta_cl_device;
+extern const ta_device_ops_t ta_cuda_device;
 /* Programs the CL device loaded from its binary cache, in this process (tests). */
 int ta_cl_binary_hits(void);
 

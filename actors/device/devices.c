@@ -8,7 +8,7 @@
 #include "mem.h"
 #include "pipeline.h"
 
-static const ta_device_ops_t *const s_kinds[] = {&ta_cpu_device, &ta_cl_device};
+static const ta_device_ops_t *const s_kinds[] = {&ta_cpu_device, &ta_cl_device, &ta_cuda_device};
 enum { S_NKINDS = sizeof s_kinds / sizeof *s_kinds };
 
 /* The names of the devices present, for error messages ("CPU, CL:0"). */
@@ -25,7 +25,7 @@ static void s_present(char *out, size_t len) {
 }
 
 int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta_error_t *err) {
-    if (!name || !*name) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k)");
+    if (!name || !*name) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k, CUDA, CUDA:k)");
     if (strchr(name, ','))
         return ta_error_set(err, TACT_EINVAL, "'%s' is a list of devices where one device is expected (tact_shard splits a tensor over several)", name);
     const char *colon = strchr(name, ':');
@@ -33,11 +33,7 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
     const ta_device_ops_t *kind = NULL;
     for (int k = 0; k < S_NKINDS; k++)
         if (strlen(s_kinds[k]->kind) == klen && strncmp(s_kinds[k]->kind, name, klen) == 0) kind = s_kinds[k];
-    if (!kind) {
-        if (klen == 4 && strncmp(name, "CUDA", 4) == 0)
-            return ta_error_set(err, TACT_EDEVICE, "device %s: CUDA devices are not supported by this build yet (devices are CPU, CPU:k, CL, CL:k)", name);
-        return ta_error_set(err, TACT_EINVAL, "device '%s': unknown kind (devices are CPU, CPU:k, CL, CL:k)", name);
-    }
+    if (!kind) return ta_error_set(err, TACT_EINVAL, "device '%s': unknown kind (devices are CPU, CPU:k, CL, CL:k, CUDA, CUDA:k)", name);
     long i = 0;
     if (colon) { /* digits only: no sign, no space, no more than 7 */
         const char *p = colon + 1;
@@ -47,6 +43,8 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
         i = strtol(p, NULL, 10);
     }
     int present = kind == &ta_cpu_device ? (i < TA_MAX_CPU_DEVICES) : (i < kind->count());
+    const char *why = !present && kind->why_none && kind->count() == 0 ? kind->why_none() : NULL;
+    if (why) return ta_error_set(err, TACT_EDEVICE, "device %s: %s", name, why);
     if (!present) {
         char have[400];
         s_present(have, sizeof have);
@@ -71,7 +69,7 @@ static int s_local_ok(const char *p, size_t len) {
 
 int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
     out[0] = '\0';
-    if (!uri || !len) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k)");
+    if (!uri || !len) return ta_error_set(err, TACT_EINVAL, "an empty device name (devices are CPU, CPU:k, CL, CL:k, CUDA, CUDA:k)");
     if (len > TA_URI_MAX) return ta_error_set(err, TACT_EINVAL, "device '%.40s...' is longer than %d bytes", uri, TA_URI_MAX);
     if (memchr(uri, ',', len))
         return ta_error_set(err, TACT_EINVAL, "'%.*s' is a list of devices where one device is expected (tact_shard splits a tensor over several)",
@@ -105,7 +103,7 @@ int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
                             (int)len, uri);
     }
     char name[32];
-    if (len >= sizeof name) return ta_error_set(err, TACT_EINVAL, "device '%.*s': unknown kind (devices are CPU, CPU:k, CL, CL:k)", (int)len, uri);
+    if (len >= sizeof name) return ta_error_set(err, TACT_EINVAL, "device '%.*s': unknown kind (devices are CPU, CPU:k, CL, CL:k, CUDA, CUDA:k)", (int)len, uri);
     memcpy(name, uri, len);
     name[len] = '\0';
     const ta_device_ops_t *ops;

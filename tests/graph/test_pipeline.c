@@ -535,9 +535,9 @@ Test(graph_pipeline, the_pipeline_gives_the_same_bits_over_tcp_and_ipc) {
     }
     tact_options o;
     tact_options_default(&o);
-    o.devices = "CUDA:0";
+    o.devices = "CUDA:7"; /* no machine of this project's has eight GPUs, and here there is no driver */
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EDEVICE);
-    cr_assert(strstr(tact_last_open_error(), "CUDA devices are not supported"), "%s", tact_last_open_error());
+    cr_assert(strstr(tact_last_open_error(), "no CUDA driver") || strstr(tact_last_open_error(), "no device CUDA:7"), "%s", tact_last_open_error());
     tact_options_default(&o);
     o.transport = "carrier-pigeon";
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL);
