@@ -167,8 +167,9 @@ int h_bench(int argc, char **argv) {
     if (argc >= 1 && strcmp(argv[0], "kernels") == 0) return h_bench_kernels(quick);
     if (argc >= 1 && strcmp(argv[0], "train") == 0) return h_bench_train(quick);
     if (argc >= 1 && strcmp(argv[0], "devices") == 0) return h_bench_devices(quick);
+    if (argc >= 1 && strcmp(argv[0], "cuda") == 0) return h_bench_cuda(quick);
     if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
-        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels|train|devices [--quick]\n");
+        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels|train|devices|cuda [--quick]\n");
         return 2;
     }
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;

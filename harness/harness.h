@@ -21,6 +21,13 @@ int h_eval(int argc, char **argv);
 void h_train_usage(FILE *f);
 /* `bench train`: training steps of the MLP and the CNN against PyTorch. */
 int h_bench_train(int quick);
+/* Milliseconds per training step of the MLP (cnn 0) or the CNN on one
+ * batch of 128 on device (NULL: the default), the best of 3 windows of
+ * steps after 3 warm-up steps; *first: the first step's, compiling
+ * included.  -1 on failure (said on stderr). */
+double h_bench_step(int cnn, const char *device, int steps, int threads, double *first);
+/* `bench cuda`: the CUDA device against PyTorch on the same GPU (bench_cuda.c). */
+int h_bench_cuda(int quick);
 
 /* Parses a --transport/--log option pair shared by subcommands into cfg;
  * returns 1 if argv[*i] was one (advancing *i), 0 if not, -1 on a bad value. */

@@ -457,12 +457,16 @@ int h_eval(int argc, char **argv) {
 /* Milliseconds per training step of the model on one fixed random batch
  * (the loss read every step, as a training loop does), after warm-up
  * steps; *first gets the first step's time, compilation included. */
-static double s_bench_model(int cnn, int steps, int threads, double *first) {
+double h_bench_step(int cnn, const char *device, int steps, int threads, double *first) {
     tact_options opts;
     tact_options_default(&opts);
     opts.cpu_threads = threads;
+    opts.devices = device;
     tact_ctx *ctx;
-    if (tact_ctx_open(&ctx, &opts) != TACT_OK) return -1;
+    if (tact_ctx_open(&ctx, &opts) != TACT_OK) {
+        fprintf(stderr, "bench: %s\n", tact_last_open_error());
+        return -1;
+    }
     enum { B = 128 };
     float *x = malloc(sizeof *x * B * PIXELS);
     int32_t y[B];
@@ -518,13 +522,13 @@ int h_bench_train(int quick) {
     char *saved = old ? strdup(old) : NULL;
     if (!mkdtemp(dir)) return 1;
     setenv("TACT_CACHE_DIR", dir, 1);
-    double first = 0, unused = 0, cnn = s_bench_model(1, steps, threads, &first);
+    double first = 0, unused = 0, cnn = h_bench_step(1, NULL, steps, threads, &first);
     if (saved) setenv("TACT_CACHE_DIR", saved, 1);
     else unsetenv("TACT_CACHE_DIR");
     free(saved);
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "bench train: cannot remove %s\n", dir);
-    double mlp = s_bench_model(0, steps * 4, threads, &unused);
+    double mlp = h_bench_step(0, NULL, steps * 4, threads, &unused);
     if (cnn < 0 || mlp < 0) return 1;
     /* PyTorch through harness/peer_train.py (Debian's python3-torch is for /usr/bin/python3). */
     char exe[1024], peer[200] = "";

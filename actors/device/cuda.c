@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cc.h"
 #include "device.h"
 #include "hash.h"
 #include "mem.h"
@@ -164,6 +165,8 @@ struct ta_device {
     int cc;     /* compute capability, major * 10 + minor */
     int guards; /* every buffer has TA_GUARD_BYTES of the pattern before and after it */
     int lost;   /* a fault or a stop left it unusable: nothing more is asked of it */
+    char cache_dir[900]; /* cubins, by source, GPU and NVRTC ("": none kept) */
+    char identity[400];  /* the GPU's name, compute capability and NVRTC's version */
     struct s_module *modules;
     char last[64]; /* the last kernel launched since the last sync, and how many were */
     int launched;
@@ -282,6 +285,12 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
         return rc;
     }
     d->cc = major * 10 + minor;
+    if (opt && opt->cache_dir) snprintf(d->cache_dir, sizeof d->cache_dir, "%s", opt->cache_dir);
+    char model[128] = "";
+    int nmajor = 0, nminor = 0;
+    s_cu.device_name(model, (int)sizeof model - 1, d->dev);
+    ta_nvrtc_version(&nmajor, &nminor, NULL);
+    snprintf(d->identity, sizeof d->identity, "%s|sm_%d|NVRTC %d.%d", model, d->cc, nmajor, nminor);
     *out = d;
     return TACT_OK;
 }
@@ -366,10 +375,26 @@ static unsigned s_launch_bounds(const char *src, const char *name) {
 }
 
 /* NVRTC's cubin for the device, or (an architecture NVRTC lacks) its PTX
- * for compute_90, which the driver compiles at load. */
+ * for compute_90, which the driver compiles at load.  The image is kept in
+ * the private cache folder under the digest of the GPU, NVRTC and source,
+ * with its own digest beside it: a process that meets the program again
+ * loads it without compiling; a damaged file is never loaded. */
 static int s_build(ta_device_t *d, const char *src, const char *name, CUmodule *out, ta_error_t *err) {
     uint8_t *image;
     size_t len;
+    char path[1200] = "";
+    if (d->cache_dir[0]) {
+        char src_digest[33], key[33], ident[600];
+        ta_cc_digest(src, strlen(src), src_digest);
+        snprintf(ident, sizeof ident, "%s|%s", d->identity, src_digest);
+        ta_cc_digest(ident, strlen(ident), key);
+        snprintf(path, sizeof path, "%s/cuda-%s.bin", d->cache_dir, key);
+        if (ta_cc_cache_get(path, &image, &len) == TACT_OK) {
+            CUresult r = len && image[len - 1] == 0 ? s_cu.module_load(out, image) : -1; /* kept with its NUL */
+            ta_free(image);
+            if (r == S_CUDA_SUCCESS) return TACT_OK;
+        }
+    }
     int rc = ta_nvrtc_compile(src, name, d->cc, 1, &image, &len, err);
     if (rc == TACT_EDEVICE && d->cc > 90) {
         ta_error_t e2;
@@ -377,6 +402,7 @@ static int s_build(ta_device_t *d, const char *src, const char *name, CUmodule *
     }
     if (rc != TACT_OK) return rc == TACT_EDEVICE ? ta_error_set(err, TACT_ECOMPILE, "CUDA:%d: %s", d->index, err->text) : rc;
     CUresult r = s_cu.module_load(out, image);
+    if (r == S_CUDA_SUCCESS && path[0]) ta_cc_cache_put(d->cache_dir, path, image, len + 1); /* with its NUL (PTX is text); a cache that cannot be written only costs time */
     ta_free(image);
     if (r != S_CUDA_SUCCESS) {
         char what[128];

@@ -1,5 +1,6 @@
 /* test_cuda.c - the CUDA device without a GPU: every kernel of the op suite through the CUDA printer, NVRTC and ptxas; a missing driver is a clear error. */
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,5 +236,99 @@ Test(cuda, no_driver_is_a_clear_error) {
     tact_tensor *x = tact_to(tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){4}), "CUDA:0");
     cr_assert_neq(tact_status_of(x), TACT_OK);
     cr_assert(strstr(tact_error_message(x), "no CUDA driver"), "%s", tact_error_message(x));
+    tact_ctx_close(&ctx);
+}
+
+/* ------------------------------------------------ on a GPU (skipped here) */
+
+/* The device these tests run on: CUDA, or TACT_TEST_GPU (CL, to check the
+ * tests themselves where there is no GPU). */
+static const char *s_gpu(void) {
+    const char *g = getenv("TACT_TEST_GPU");
+    return g && *g ? g : "CUDA";
+}
+
+/* A context on devices, or a skip naming why there is no GPU. */
+static tact_ctx *s_gpu_ctx(const char *devices) {
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = devices;
+    tact_ctx *ctx = NULL;
+    if (tact_ctx_open(&ctx, &o) != TACT_OK) {
+        const char *why = tact_last_open_error();
+        if (strstr(why, "no CUDA driver") || strstr(why, "sees no GPU")) cr_skip_test("no GPU here: %s", why);
+        cr_assert_fail("%s: %s", devices, why);
+    }
+    return ctx;
+}
+
+static float *s_random(size_t n, uint64_t *rng) {
+    float *p = malloc(sizeof *p * n);
+    for (size_t i = 0; i < n; i++) p[i] = (float)((double)(tu_rand(rng) >> 11) / 9007199254740992.0 - 0.5);
+    return p;
+}
+
+/* got (m x n) against a @ b (m x k, k x n) in double precision, within 1e-4. */
+static void s_check_matmul(const float *got, const float *a, const float *b, int m, int k, int n, uint64_t seed) {
+    for (int r = 0; r < m; r++)
+        for (int c = 0; c < n; c++) {
+            double want = 0;
+            for (int i = 0; i < k; i++) want += (double)a[r * k + i] * b[i * n + c];
+            cr_assert(fabs(got[r * n + c] - want) <= 1e-4, "matmul[%d,%d]: %g, want %g (seed %llu)", r, c, got[r * n + c], want, (unsigned long long)seed);
+        }
+}
+
+/* Elementwise, a long reduce (a block of 64 threads sharing it), a matmul
+ * and float16 on the GPU against double-precision loops. */
+Test(cuda, gpu_ops_match_double_loops) {
+    tact_ctx *ctx = s_gpu_ctx(s_gpu());
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { M = 67, K = 1300, N = 45 };
+    float *a = s_random(M * K, &rng), *b = s_random(K * N, &rng), *c = s_random(M * K, &rng);
+    tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, a);
+    tact_tensor *tb = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){K, N}, b);
+    tact_tensor *tc = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, c);
+    tact_tensor *fma = tact_add(tact_mul(ta, tc), tact_sqrt(tact_mul(tc, tc)));
+    tact_tensor *rows = tact_sum_axis(ta, 1), *mm = tact_matmul(ta, tb);
+    tact_tensor *half = tact_cast(tact_add(tact_cast(ta, TACT_FLOAT16), tact_cast(tc, TACT_FLOAT16)), TACT_FLOAT32);
+    float *got = malloc(sizeof *got * M * K), grows[M], gmm[M * N];
+    cr_assert_eq(tact_read(fma, got, sizeof *got * M * K), TACT_OK, "%s (seed %llu)", tact_error_message(fma), (unsigned long long)seed);
+    for (int i = 0; i < M * K; i++) {
+        double want = (double)a[i] * c[i] + fabs((double)c[i]);
+        cr_assert(fabs(got[i] - want) <= 1e-6 + 1e-6 * fabs(want), "x*z+sqrt(z*z)[%d]: %g, want %g (seed %llu)", i, got[i], want, (unsigned long long)seed);
+    }
+    cr_assert_eq(tact_read(rows, grows, sizeof grows), TACT_OK, "%s", tact_error_message(rows));
+    for (int r = 0; r < M; r++) {
+        double want = 0;
+        for (int k = 0; k < K; k++) want += a[r * K + k];
+        cr_assert(fabs(grows[r] - want) <= 1e-4, "row sum %d: %g, want %g (seed %llu)", r, grows[r], want, (unsigned long long)seed);
+    }
+    cr_assert_eq(tact_read(mm, gmm, sizeof gmm), TACT_OK, "%s", tact_error_message(mm));
+    s_check_matmul(gmm, a, b, M, K, N, seed);
+    cr_assert_eq(tact_read(half, got, sizeof *got * M * K), TACT_OK, "%s", tact_error_message(half));
+    for (int i = 0; i < M * K; i++) /* three roundings to float16: within 2 ulp of 1/2 (2^-10) */
+        cr_assert(fabs(got[i] - ((double)a[i] + c[i])) <= 2e-3, "float16 sum[%d]: %g (seed %llu)", i, got[i], (unsigned long long)seed);
+    /* The same program again: the same bits (no atomics, a fixed order). */
+    float again[M * N];
+    cr_assert_eq(tact_read(tact_matmul(ta, tb), again, sizeof again), TACT_OK);
+    cr_assert(memcmp(again, gmm, sizeof again) == 0, "a second matmul differs in its bits");
+    free(a), free(b), free(c), free(got);
+    tact_ctx_close(&ctx);
+}
+
+/* A matmul whose rows are split over the GPU and the CPU, B on both. */
+Test(cuda, gpu_sharded_matmul_over_cuda_and_cpu) {
+    char devices[64];
+    snprintf(devices, sizeof devices, "%s,CPU", s_gpu());
+    tact_ctx *ctx = s_gpu_ctx(devices);
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { M = 96, K = 70, N = 33 };
+    float *a = s_random(M * K, &rng), *b = s_random(K * N, &rng), got[M * N];
+    tact_tensor *ta = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, a), devices, 0);
+    tact_tensor *tb = tact_shard(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){K, N}, b), devices, TACT_REPLICATE);
+    tact_tensor *mm = tact_matmul(ta, tb);
+    cr_assert_eq(tact_read(mm, got, sizeof got), TACT_OK, "%s", tact_error_message(mm));
+    s_check_matmul(got, a, b, M, K, N, seed);
+    free(a), free(b);
     tact_ctx_close(&ctx);
 }
