@@ -118,6 +118,12 @@ static int s_init(ta_actor_t *self, void *arg, ta_error_t *err) {
     return TACT_OK;
 }
 
+static double s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
 /* Writes a kernel's AST bytes to the dump folder as KEY.ast, once (tests
  * render every kernel of a suite for another target from these). */
 static void s_dump_ast(const char *dir, const char *key, ta_bytes_t ast) {
@@ -162,6 +168,7 @@ static void s_fini(ta_actor_t *self) {
 static uint64_t s_tag(const ta_target_t *t) {
     uint64_t h = 0;
     for (const char *c = t->printer ? t->printer->language : ""; *c; c++) h = h * 131 + (uint8_t)*c;
+    for (const char *c = t->flags ? t->flags : ""; *c; c++) h = h * 131 + (uint8_t)*c;
     return h ^ (uint64_t)t->vector_bytes << 40 ^ (uint64_t)(t->fma != 0) << 60 ^ (uint64_t)t->max_group << 20 ^ (uint64_t)t->local_memory;
 }
 
@@ -428,7 +435,20 @@ static void s_build_group(s_state_t *s, s_job_t *jobs, const int *group, int ng,
     s_job_t *first = &jobs[group[0]];
     ta_program_t prog;
     memset(&prog, 0, sizeof prog);
-    if (rc == TACT_OK && s->target.printer->device_builds) { /* the source is the program: the device builds it */
+    if (rc == TACT_OK && s->target.printer->build) { /* the language's own compiler, here (CUDA: NVRTC) */
+        const char *pre = s->target.printer->prelude;
+        char *all = ta_malloc(strlen(pre) + strlen(src) + 1);
+        if (!all) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
+        else {
+            strcpy(all, pre);
+            strcat(all, src);
+            double t0 = s_now_ms();
+            rc = s->target.printer->build(all, first->e.name, &s->target, s->local.cache_dir, &first->e.obj, &first->e.len, &prog.cached, &err);
+            prog.compile_ms = s_now_ms() - t0;
+            if (rc == TACT_OK) ta_cc_digest(first->e.obj, first->e.len, first->e.digest);
+            ta_free(all);
+        }
+    } else if (rc == TACT_OK && s->target.printer->device_builds) { /* the source is the program: the device builds it */
         const char *pre = s->target.printer->prelude;
         size_t pl = strlen(pre), sl = strlen(src);
         if (!(first->e.obj = ta_malloc(pl + sl))) rc = ta_error_set(&err, TACT_ENOMEM, "compiler: out of memory");
@@ -497,7 +517,7 @@ static void s_prepare(s_state_t *s, s_job_t *jobs, int j) {
     if (job->rc != TACT_OK) return;
     if (s->dump_asts) s_dump_ast(s->dump_asts, job->e.key, ast);
     job->e.nargs = s->ast.nargs;
-    job->tier = !s->target.printer->device_builds && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
+    job->tier = !s->target.printer->device_builds && !s->target.printer->build && ta_ast_work(&s->ast) < TA_CC_QUICK_MAX_WORK ? TA_CC_QUICK : TA_CC_FULL;
     ta_target_t target = s->target;
     job->rc = ta_render_c_for(&s->ast, &target, &job->src, job->e.name, sizeof job->e.name, &job->e.align, &job->width, &job->err);
     if (job->rc == TACT_OK && s->local.debug >= 4) fprintf(stderr, "%s\n", job->src);
@@ -622,7 +642,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     if (!m->as.compile.jobs.n) return s_ack(self, m);
     /* What to build: the device's target (its DEVICE record). */
     const ta_device_info_t *info = &s->w.device[device].info;
-    s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory);
+    s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory, info->flags);
     if (!s->target.printer)
         return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C, OpenCL C and CUDA)",
                              s->w.device[device].uri, info->language);

@@ -54,7 +54,8 @@ typedef struct {
  * spelled; vector registers of vector_bytes (0: none); whether a fused
  * multiply-add is worth using for accumulations; the largest work group
  * and its local memory in bytes (a reduce shared by a group needs 64
- * items and their 256 bytes). */
+ * items and their 256 bytes); the compiler's flags for it (CUDA:
+ * "-arch=sm_90 ...", which its printer's build reads; NULL: none). */
 struct ta_printer;
 typedef struct ta_target {
     const struct ta_printer *printer;
@@ -62,6 +63,7 @@ typedef struct ta_target {
     int fma;
     int64_t max_group;
     int64_t local_memory;
+    const char *flags;
 } ta_target_t;
 
 /* How a LOAD or STORE reads along the VECTOR axis. */
@@ -120,11 +122,12 @@ ta_target_t ta_target_host(void);
 ta_target_t ta_target_cl(void);
 /* A CUDA target as an H100 describes itself: no vectors (its threads are
  * the lanes), fma, blocks of up to 1024 threads with 48 KiB of shared
- * memory (tests). */
+ * memory, sm_90 (tests). */
 ta_target_t ta_target_cuda(void);
 /* The target of a TARGET record's fields: its language's printer (NULL
- * when no printer speaks it), width, fma and group limits. */
-ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory);
+ * when no printer speaks it), width, fma, group limits and flags (which
+ * must outlive the target). */
+ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory, const char *flags);
 
 /* Lowers a checked AST for target t into *out.  Returns TACT_OK, or
  * TACT_ENOMEM with err filled. */

@@ -34,6 +34,13 @@ typedef struct ta_printer {
     int sum_tree;      /* a reduce's vector partials added across lanes by shuffles */
     int groups;        /* work groups sharing local memory, with barriers: a long reduce shared by a group */
     int device_builds; /* the program is this source, which the device builds (else the system C compiler builds it here) */
+    /* Builds a program (prelude and kernels) of this language here, into
+     * the bytes its device loads (*obj ta_malloc'd, *len bytes), through
+     * the kept copy in cache_dir (NULL: none) when one is there (*cached
+     * set); NULL: device_builds says who does.  TACT_ECOMPILE with the
+     * compiler's log naming the kernel, or another error. */
+    int (*build)(const char *src, const char *name, const struct ta_target *t, const char *cache_dir, uint8_t **obj, size_t *len, int *cached,
+                 ta_error_t *err);
     /* Spellings. */
     const char *prelude; /* every program starts with it: types, math, TA_PRINTER_HELPERS */
     const char *barrier; /* a work group's barrier over local memory */

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "cc.h"
 #include "device.h"
 #include "hash.h"
 #include "mem.h"
@@ -18,11 +17,10 @@
  * and naming one says "no CUDA driver (libcuda.so.1 not found)".  A device
  * is its primary context and one non-blocking stream: copies in, zeroing
  * and launches are enqueued and return at once, sync polls the stream
- * (ticking every 20 ms), a copy out blocks.  A program is CUDA C++ source
- * from the CUDA printer (printer_cuda.c), compiled by NVRTC into a cubin
- * for the device's compute capability, or, for an architecture NVRTC
- * lacks, PTX for the newest one it has, which the driver finishes; each
- * program once per device, by content.  A kernel's fault (an illegal
+ * (ticking every 20 ms), a copy out blocks.  A program is what the
+ * compiler pool built with the CUDA printer's build (printer_cuda.c): a
+ * cubin for the device's compute capability, or PTX the driver finishes;
+ * loaded once per device, by content.  A kernel's fault (an illegal
  * address) leaves the context unusable: the device reports it and is lost.
  */
 
@@ -45,6 +43,7 @@ enum {
     S_ATTR_CC_MINOR = 76,
     S_STREAM_NON_BLOCKING = 1,
     S_EVENT_DISABLE_TIMING = 2,
+    S_FUNC_SHARED_SIZE_BYTES = 1,
 };
 
 /* The driver API as far as tact uses it. */
@@ -73,6 +72,7 @@ static struct {
     CUresult (*module_load)(CUmodule *, const void *);
     CUresult (*module_unload)(CUmodule);
     CUresult (*module_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*func_attr)(int *, int, CUfunction);
     CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream, void **, void **);
     CUresult (*event_create)(CUevent *, unsigned);
     CUresult (*event_record)(CUevent, CUstream);
@@ -118,6 +118,7 @@ static void s_load_driver(void) {
     S_SYM(module_load, "cuModuleLoadData");
     S_SYM(module_unload, "cuModuleUnload");
     S_SYM(module_function, "cuModuleGetFunction");
+    S_SYM(func_attr, "cuFuncGetAttribute");
     S_SYM(launch, "cuLaunchKernel");
     S_SYM(event_create, "cuEventCreate");
     S_SYM(event_record, "cuEventRecord");
@@ -165,8 +166,6 @@ struct ta_device {
     int cc;     /* compute capability, major * 10 + minor */
     int guards; /* every buffer has TA_GUARD_BYTES of the pattern before and after it */
     int lost;   /* a fault or a stop left it unusable: nothing more is asked of it */
-    char cache_dir[900]; /* cubins, by source, GPU and NVRTC ("": none kept) */
-    char identity[400];  /* the GPU's name, compute capability and NVRTC's version */
     struct s_module *modules;
     char last[64]; /* the last kernel launched since the last sync, and how many were */
     int launched;
@@ -190,7 +189,7 @@ typedef struct s_module {
 typedef struct {
     s_module_t *module;
     CUfunction fn;
-    unsigned block; /* threads per block: the kernel's __launch_bounds__ when its block shares a reduce, else 128 */
+    unsigned block; /* threads per block: one per float of its shared memory when its block shares a reduce, else 128 */
     int shared;     /* a block per output (the block shares its reduce) */
     char name[64];
 } s_prog_t;
@@ -285,12 +284,6 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
         return rc;
     }
     d->cc = major * 10 + minor;
-    if (opt && opt->cache_dir) snprintf(d->cache_dir, sizeof d->cache_dir, "%s", opt->cache_dir);
-    char model[128] = "";
-    int nmajor = 0, nminor = 0;
-    s_cu.device_name(model, (int)sizeof model - 1, d->dev);
-    ta_nvrtc_version(&nmajor, &nminor, NULL);
-    snprintf(d->identity, sizeof d->identity, "%s|sm_%d|NVRTC %d.%d", model, d->cc, nmajor, nminor);
     *out = d;
     return TACT_OK;
 }
@@ -360,58 +353,6 @@ static int s_copy_out(ta_device_t *d, void *host, const void *buf, size_t bytes,
     return r == S_CUDA_SUCCESS ? TACT_OK : s_stream_failed(d, r, err);
 }
 
-/* The block size a kernel's source gives it: "__launch_bounds__(G) void NAME(". */
-static unsigned s_launch_bounds(const char *src, const char *name) {
-    char pat[96];
-    snprintf(pat, sizeof pat, ") void %s(", name);
-    const char *at = strstr(src, pat), *lb = "__launch_bounds__(";
-    if (!at) return 0;
-    const char *p = at;
-    while (p > src && p[-1] != '(') p--; /* the digits before ")" */
-    size_t ll = strlen(lb);
-    if ((size_t)(p - src) < ll || strncmp(p - ll, lb, ll) != 0) return 0;
-    long g = strtol(p, NULL, 10);
-    return g > 0 && g <= 1024 ? (unsigned)g : 0;
-}
-
-/* NVRTC's cubin for the device, or (an architecture NVRTC lacks) its PTX
- * for compute_90, which the driver compiles at load.  The image is kept in
- * the private cache folder under the digest of the GPU, NVRTC and source,
- * with its own digest beside it: a process that meets the program again
- * loads it without compiling; a damaged file is never loaded. */
-static int s_build(ta_device_t *d, const char *src, const char *name, CUmodule *out, ta_error_t *err) {
-    uint8_t *image;
-    size_t len;
-    char path[1200] = "";
-    if (d->cache_dir[0]) {
-        char src_digest[33], key[33], ident[600];
-        ta_cc_digest(src, strlen(src), src_digest);
-        snprintf(ident, sizeof ident, "%s|%s", d->identity, src_digest);
-        ta_cc_digest(ident, strlen(ident), key);
-        snprintf(path, sizeof path, "%s/cuda-%s.bin", d->cache_dir, key);
-        if (ta_cc_cache_get(path, &image, &len) == TACT_OK) {
-            CUresult r = len && image[len - 1] == 0 ? s_cu.module_load(out, image) : -1; /* kept with its NUL */
-            ta_free(image);
-            if (r == S_CUDA_SUCCESS) return TACT_OK;
-        }
-    }
-    int rc = ta_nvrtc_compile(src, name, d->cc, 1, &image, &len, err);
-    if (rc == TACT_EDEVICE && d->cc > 90) {
-        ta_error_t e2;
-        if (ta_nvrtc_compile(src, name, 90, 0, &image, &len, &e2) == TACT_OK) rc = TACT_OK;
-    }
-    if (rc != TACT_OK) return rc == TACT_EDEVICE ? ta_error_set(err, TACT_ECOMPILE, "CUDA:%d: %s", d->index, err->text) : rc;
-    CUresult r = s_cu.module_load(out, image);
-    if (r == S_CUDA_SUCCESS && path[0]) ta_cc_cache_put(d->cache_dir, path, image, len + 1); /* with its NUL (PTX is text); a cache that cannot be written only costs time */
-    ta_free(image);
-    if (r != S_CUDA_SUCCESS) {
-        char what[128];
-        snprintf(what, sizeof what, "kernel %s: the driver does not load NVRTC's program", name);
-        return s_fail(err, TACT_ECOMPILE, d->index, what, r);
-    }
-    return TACT_OK;
-}
-
 static void s_unload(ta_device_t *d, void *prog) {
     s_prog_t *p = prog;
     if (!p) return;
@@ -431,27 +372,32 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
     int rc = s_current(d, err);
     if (rc != TACT_OK) return rc;
     s_prog_t *p = ta_calloc(1, sizeof *p);
-    char *src = ta_malloc(len + 1);
-    if (!p || !src) {
-        ta_free(p), ta_free(src);
-        return ta_error_set(err, TACT_ENOMEM, "CUDA: out of memory");
-    }
-    memcpy(src, bytes, len);
-    src[len] = '\0';
+    if (!p) return ta_error_set(err, TACT_ENOMEM, "CUDA: out of memory");
     snprintf(p->name, sizeof p->name, "%s", name);
     uint64_t h[2];
     ta_hash128(bytes, len, h);
     s_module_t *m = d->modules;
     while (m && (m->h[0] != h[0] || m->h[1] != h[1] || m->len != len)) m = m->next;
     if (!m) {
+        /* A cubin (ELF) or PTX text, which the driver reads to its NUL:
+         * the compiler's images end with one; anything else is refused. */
+        const uint8_t *img = bytes;
+        if (len < 5 || img[len - 1] != 0 || (memcmp(img, "\177ELF", 4) != 0 && !memchr(img, '.', len))) {
+            ta_free(p);
+            return ta_error_set(err, TACT_ECOMPILE, "CUDA:%d: kernel %s: the program is neither a cubin nor PTX ending with a NUL", d->index, name);
+        }
         CUmodule module;
-        if ((rc = s_build(d, src, name, &module, err)) != TACT_OK || !(m = ta_calloc(1, sizeof *m))) {
-            if (rc == TACT_OK) {
-                s_cu.module_unload(module);
-                rc = ta_error_set(err, TACT_ENOMEM, "CUDA: out of memory");
-            }
-            ta_free(p), ta_free(src);
-            return rc;
+        CUresult r = s_cu.module_load(&module, bytes);
+        if (r != S_CUDA_SUCCESS) {
+            char what[128];
+            snprintf(what, sizeof what, "kernel %s: the driver does not load its program", name);
+            ta_free(p);
+            return s_fail(err, TACT_ECOMPILE, d->index, what, r);
+        }
+        if (!(m = ta_calloc(1, sizeof *m))) {
+            s_cu.module_unload(module);
+            ta_free(p);
+            return ta_error_set(err, TACT_ENOMEM, "CUDA: out of memory");
         }
         m->h[0] = h[0], m->h[1] = h[1], m->len = len, m->module = module;
         m->next = d->modules;
@@ -459,10 +405,6 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
     }
     m->refs++;
     p->module = m;
-    unsigned bounds = s_launch_bounds(src, name);
-    ta_free(src);
-    p->shared = bounds > 0;
-    p->block = bounds ? bounds : 128;
     CUresult r = s_cu.module_function(&p->fn, m->module, name);
     if (r != S_CUDA_SUCCESS) {
         char what[128];
@@ -470,6 +412,16 @@ static int s_load(ta_device_t *d, const void *bytes, size_t len, const char *nam
         s_unload(d, p);
         return s_fail(err, TACT_ECOMPILE, d->index, what, r);
     }
+    /* A kernel whose block shares a reduce has a float of shared memory
+     * per thread (printer_cuda.c); the others have none. */
+    int shared = 0;
+    r = s_cu.func_attr(&shared, S_FUNC_SHARED_SIZE_BYTES, p->fn);
+    if (r != S_CUDA_SUCCESS || shared < 0 || shared % 4 || shared / 4 > 1024) {
+        s_unload(d, p);
+        return ta_error_set(err, TACT_ECOMPILE, "CUDA:%d: kernel %s: %d bytes of shared memory are not a block's floats", d->index, name, shared);
+    }
+    p->shared = shared > 0;
+    p->block = shared ? (unsigned)shared / 4 : 128;
     *prog = p;
     return TACT_OK;
 }

@@ -109,6 +109,8 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     s_launches++;
     return OK;
 }
+/* Static shared memory: 0 (the fake cannot read a cubin; every kernel runs in blocks of 128). */
+CUresult cuFuncGetAttribute(int *v, int attr, void *f) { return (void)f, *v = 0, attr == 1 ? OK : E_INVALID_VALUE; }
 static int s_event;
 CUresult cuEventCreate(void **e, unsigned f) { return (void)f, *e = &s_event, OK; }
 CUresult cuEventRecord(void *e, void *s) { return (void)e, (void)s, OK; }
