@@ -17,9 +17,10 @@
  * build or load) or TACT_ESTOPPED, with err naming the cause.
  *
  * Buffers are the device's own (a host pointer on the CPU, a cl_mem on
- * OpenCL): nothing but the device's own calls may touch them.  Programs
- * are the bytes the compiler pool built for the device's kind: a shared
- * object (CPU) or OpenCL C source (CL).  A kernel computes `align`
+ * OpenCL, a CUdeviceptr on CUDA): nothing but the device's own calls may
+ * touch them.  Programs are the bytes the compiler pool built for the
+ * device's kind: a shared object (CPU), OpenCL C source (CL), or a cubin
+ * or PTX ending with a NUL (CUDA).  A kernel computes `align`
  * outputs per work item, n / align items in all (the launch's global
  * size); its arguments are its buffers, in order, then the values of its
  * argument CONSTs (ta_ast_arg_word's encoding) and n:
@@ -29,6 +30,10 @@
  *     CL:   __kernel void NAME(__global T0 *data0, ..., __global const ulong *args, long n)
  *           work item i (below n / align) computes align outputs: on the CPU
  *           consecutive ones; on CL the kernel decodes which from i
+ *     CUDA: extern "C" __global__ void NAME(T0 *data0, ..., struct { uint64_t v[max(nargs, 1)]; } args, int64_t n)
+ *           thread blockIdx.x * blockDim.x + threadIdx.x is work item i, as
+ *           on CL; a kernel with static shared memory of 4G bytes runs a
+ *           block of G threads per item (they share its reduce)
  */
 
 typedef struct ta_device ta_device_t;
