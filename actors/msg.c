@@ -373,21 +373,80 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len) {
     return buf;
 }
 
-void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent) {
+/* Any record, for the dumps' iterations. */
+typedef union {
+#define S_U(NAME, name) ta_##name##_rec_t name;
+    TA_REC_LIST(S_U)
+#undef S_U
+} s_any_rec_t;
+
+void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent, ta_rec_namer_fn namer) {
     if (m->type >= TA_MSG__COUNT) return;
     const s_type_t *t = &s_types[m->type];
     for (size_t i = 0; i < t->nfields; i++) {
         if (t->fields[i].kind != TA_FK_RECS) continue;
         const ta_recs_t *a = (const ta_recs_t *)((const char *)m + t->fields[i].offset);
-        static _Thread_local union {
-#define S_U(NAME, name) ta_##name##_rec_t name;
-            TA_REC_LIST(S_U)
-#undef S_U
-        } rec;
+        static _Thread_local s_any_rec_t rec;
         static _Thread_local char line[8192];
         ta_recs_it_t it;
         ta_recs_begin(&it, a);
         for (uint32_t k = 0; ta_recs_next(&it, &rec); k++)
-            fprintf(f, "%s%s[%u] %s\n", indent, t->fields[i].name, k, ta_rec_format((ta_rec_type_t)a->type, &rec, line, sizeof line));
+            fprintf(f, "%s%s[%u] %s\n", indent, t->fields[i].name, k, ta_rec_format_named((ta_rec_type_t)a->type, &rec, line, sizeof line, namer, 0));
     }
+}
+
+/* A printable ASCII string (STR fields are checked so) as a JSON string. */
+static void s_json_str(FILE *f, const ta_bytes_t *b) {
+    fputc('"', f);
+    for (size_t k = 0; k < b->len; k++) {
+        if (b->ptr[k] == '"' || b->ptr[k] == '\\') fputc('\\', f);
+        if (b->ptr[k] >= 0x20 && b->ptr[k] < 0x7f) fputc(b->ptr[k], f);
+        else fprintf(f, "\\u%04x", b->ptr[k]);
+    }
+    fputc('"', f);
+}
+
+void ta_msg_json(const ta_msg_t *m, FILE *f, ta_rec_namer_fn namer) {
+    const s_type_t *t = m->type < TA_MSG__COUNT ? &s_types[m->type] : NULL;
+    fprintf(f, "{\"type\":\"%s\",\"from\":%" PRIu32 ",\"to\":%" PRIu32 ",\"seq\":%" PRIu64 ",\"corr\":%" PRIu64, t ? t->name : "?", m->sender,
+            m->dest, m->seq, m->corr);
+    static _Thread_local s_any_rec_t rec;
+    static _Thread_local char line[65536];
+    for (size_t i = 0; t && i < t->nfields; i++) {
+        const char *p = (const char *)m + t->fields[i].offset;
+        fprintf(f, ",\"%s\":", t->fields[i].name);
+        switch (t->fields[i].kind) {
+        case TA_FK_U64: fprintf(f, "%" PRIu64, *(const uint64_t *)p); break;
+        case TA_FK_I64: fprintf(f, "%" PRId64, *(const int64_t *)p); break;
+        case TA_FK_F64: {
+            double v = *(const double *)p;
+            if (v == v && v - v == 0) fprintf(f, "%.17g", v);
+            else fputs("null", f);
+            break;
+        }
+        case TA_FK_STR: s_json_str(f, (const ta_bytes_t *)p); break;
+        case TA_FK_BIN: fprintf(f, "%zu", ((const ta_bytes_t *)p)->len); break;
+        case TA_FK_U64S: {
+            ta_u64s_it_t it;
+            uint64_t v;
+            ta_u64s_begin(&it, (const ta_u64s_t *)p);
+            fputc('[', f);
+            for (uint32_t k = 0; ta_u64s_next(&it, &v); k++) fprintf(f, "%s%" PRIu64, k ? "," : "", v);
+            fputc(']', f);
+            break;
+        }
+        case TA_FK_RECS: {
+            const ta_recs_t *a = (const ta_recs_t *)p;
+            ta_recs_it_t it;
+            ta_recs_begin(&it, a);
+            fputc('[', f);
+            for (uint32_t k = 0; ta_recs_next(&it, &rec); k++)
+                fprintf(f, "%s%s", k ? "," : "", ta_rec_format_named((ta_rec_type_t)a->type, &rec, line, sizeof line, namer, 1));
+            fputc(']', f);
+            break;
+        }
+        }
+    }
+    if (m->bulk.len) fprintf(f, ",\"bulk\":%zu", m->bulk.len);
+    fputc('}', f);
 }

@@ -230,6 +230,14 @@ bool ta_recs_equal(const ta_recs_t *a, const ta_recs_t *b, char *where, size_t l
 /* Formats a record on one line ("{id=3 op=9 shape=[2 3] ...}") into buf
  * (cut to len); returns buf. */
 char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len);
+/* A dump's names for numbers (tools: an op's "MUL", a dtype's "float32"):
+ * the name of value in field of a record of type (a U64 field or an
+ * element of a U64A one), or NULL to print the number.  The runtime knows
+ * no ops; the tool that dumps does. */
+typedef const char *(*ta_rec_namer_fn)(ta_rec_type_t type, const char *field, uint64_t value);
+/* ta_rec_format (json 0) or ta_rec_json (json 1) with names where namer
+ * (may be NULL) gives them, as strings in JSON. */
+char *ta_rec_format_named(ta_rec_type_t type, const void *rec, char *buf, size_t len, ta_rec_namer_fn namer, int json);
 /* The same as one JSON object ({"id":3,"shape":[2,3],...}): every value,
  * strings escaped, an MP field as its length in bytes, nested records as
  * arrays of objects.  Cut to len (check the result ends in '}'). */
@@ -419,8 +427,14 @@ bool ta_msg_equal(const ta_msg_t *a, const ta_msg_t *b, char *where, size_t wher
 char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len);
 
 /* Prints every record of m's record lists to f, one a line ("nodes[3]
- * {id=3 op=9 ...}"), each line starting with indent (`tact log dump -v`). */
+ * {id=3 op=MUL ...}" with namer's names, which may be NULL), each line
+ * starting with indent (`tact log dump -v`). */
 #include <stdio.h>
-void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent);
+void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent, ta_rec_namer_fn namer);
+/* Writes m to f as one JSON object, no newline: {"type":"CONFIG","from":1,
+ * "to":2,"seq":1,"corr":.., then every payload field by name: record lists
+ * in full (namer's names as strings), BIN fields and the bulk frame
+ * ("bulk") as their lengths, a float that is not finite as null}. */
+void ta_msg_json(const ta_msg_t *m, FILE *f, ta_rec_namer_fn namer);
 
 #endif

@@ -446,7 +446,7 @@ static void s_put(s_out_t *o, const char *fmt, ...) {
 
 /* One line: "{id=3 shape=[2 3] ...}", or JSON (json: every value, keys
  * quoted, strings escaped, an MP field as its length in bytes). */
-static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth, int json) {
+static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth, int json, ta_rec_namer_fn namer) {
     const s_type_t *t = &s_types[type];
     const char *sep = json ? "," : " ";
     s_put(o, "{");
@@ -456,7 +456,12 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth,
         if (json) s_put(o, "%s\"%s\":", i ? sep : "", f->name);
         else s_put(o, "%s%s=", i ? sep : "", f->name);
         switch (f->kind) {
-        case S_U64: s_put(o, "%" PRIu64, *(const uint64_t *)p); break;
+        case S_U64: {
+            const char *name = namer ? namer(type, f->name, *(const uint64_t *)p) : NULL;
+            if (name) s_put(o, json ? "\"%s\"" : "%s", name);
+            else s_put(o, "%" PRIu64, *(const uint64_t *)p);
+            break;
+        }
         case S_I64: s_put(o, "%" PRId64, *(const int64_t *)p); break;
         case S_MP: s_put(o, json ? "%zu" : "<%zu bytes>", ((const ta_bytes_t *)p)->len); break;
         case S_STR: { /* printable ASCII, checked when it was read */
@@ -480,9 +485,12 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth,
         case S_I64A: {
             uint32_t n = *(const uint32_t *)((const char *)rec + f->count_off);
             s_put(o, "[");
-            for (uint32_t k = 0; k < n && k < f->cap; k++)
-                if (f->kind == S_U64A) s_put(o, "%s%" PRIu64, k ? sep : "", ((const uint64_t *)p)[k]);
+            for (uint32_t k = 0; k < n && k < f->cap; k++) {
+                const char *name = f->kind == S_U64A && namer ? namer(type, f->name, ((const uint64_t *)p)[k]) : NULL;
+                if (name) s_put(o, json ? "%s\"%s\"" : "%s%s", k ? sep : "", name);
+                else if (f->kind == S_U64A) s_put(o, "%s%" PRIu64, k ? sep : "", ((const uint64_t *)p)[k]);
                 else s_put(o, "%s%" PRId64, k ? sep : "", ((const int64_t *)p)[k]);
+            }
             s_put(o, "]");
             break;
         }
@@ -502,7 +510,7 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth,
             s_put(o, "[");
             for (uint32_t k = 0; ta_recs_next(&it, &x); k++) {
                 if (k) s_put(o, "%s", sep);
-                s_format((ta_rec_type_t)a->type, &x, o, depth + 1, json);
+                s_format((ta_rec_type_t)a->type, &x, o, depth + 1, json, namer);
             }
             s_put(o, "]");
             break;
@@ -515,13 +523,20 @@ static void s_format(ta_rec_type_t type, const void *rec, s_out_t *o, int depth,
 char *ta_rec_format(ta_rec_type_t type, const void *rec, char *buf, size_t len) {
     s_out_t o = {buf, len, 0};
     if (len) buf[0] = '\0';
-    s_format(type, rec, &o, 0, 0);
+    s_format(type, rec, &o, 0, 0, NULL);
+    return buf;
+}
+
+char *ta_rec_format_named(ta_rec_type_t type, const void *rec, char *buf, size_t len, ta_rec_namer_fn namer, int json) {
+    s_out_t o = {buf, len, 0};
+    if (len) buf[0] = '\0';
+    s_format(type, rec, &o, 0, json != 0, namer);
     return buf;
 }
 
 char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len) {
     s_out_t o = {buf, len, 0};
     if (len) buf[0] = '\0';
-    s_format(type, rec, &o, 0, 1);
+    s_format(type, rec, &o, 0, 1, NULL);
     return buf;
 }

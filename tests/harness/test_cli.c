@@ -177,6 +177,62 @@ Test(harness_cli, replay_takes_the_devices_from_the_user) {
     free(path);
 }
 
+/* Runs `tact ARGS` with its whole standard output into a malloc'd string. */
+static char *s_tact_all(const char *args) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "timeout 60 %s %s", TACT_BIN, args);
+    FILE *p = popen(cmd, "r");
+    cr_assert(p, "cannot run %s", cmd);
+    size_t len = 0, cap = 1 << 16;
+    char *out = malloc(cap);
+    for (size_t n; (n = fread(out + len, 1, cap - len - 1, p)) > 0;)
+        if ((len += n) + 1 == cap) out = realloc(out, cap *= 2);
+    out[len] = '\0';
+    cr_assert_eq(pclose(p), 0, "tact %s failed: %.300s", args, out);
+    return out;
+}
+
+/* `tact log dump -v` names ops and dtypes and shows each kernel's nodes;
+ * --source adds the code for the device that asked for the kernel;
+ * --json gives one JSON object a line (checked by Python's json). */
+Test(harness_cli, log_dump_is_readable_and_json) {
+    char *path = tu_tmpfile("dump.tlog"), cmd[600];
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    float v[6] = {1, 2, 3, 4, 5, 6}, got[2];
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){2, 3}, v);
+    cr_assert_eq(tact_read(tact_sum_axis(tact_mul(x, x), 1), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    snprintf(cmd, sizeof cmd, "log dump -v %s", path);
+    char *out = s_tact_all(cmd);
+    cr_assert(strstr(out, "op=MUL dtype=float32 shape=[2 3]"), "no named op in: %.2000s", out);
+    cr_assert(strstr(out, "kernel r_2_3: 4 nodes") && strstr(out, " MUL      float32  src 0 0"), "no kernel nodes in: %.3000s", out);
+    cr_assert(!strstr(out, "source for"), "-v printed sources");
+    free(out);
+    snprintf(cmd, sizeof cmd, "log dump --source %s", path);
+    out = s_tact_all(cmd);
+    cr_assert(strstr(out, "--- source for CPU (C):\n/* r_2_3:") && strstr(out, "void r_2_3(int64_t start, int64_t end"), "no source in: %.4000s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd,
+             "timeout 60 %s log dump --json %s | python3 -c 'import json, sys\n"
+             "lines = [json.loads(l) for l in sys.stdin]\n"
+             "ops = [n[\"op\"] for l in lines if l[\"msg\"][\"type\"] == \"OP_BATCH\" for n in l[\"msg\"][\"ops\"]]\n"
+             "assert \"MUL\" in ops, ops\n"
+             "assert all(set(l) == {\"port\", \"stream\", \"k\", \"ms\", \"dir\", \"msg\"} for l in lines)\n"
+             "print(len(lines), \"lines\")'",
+             TACT_BIN, path);
+    FILE *p = popen(cmd, "r");
+    char res[256] = "";
+    cr_assert(p && fgets(res, sizeof res, p));
+    cr_assert_eq(pclose(p), 0, "the JSON lines do not parse, or lack the MUL: %s", res);
+    cr_assert(atoi(res) > 10, "%s", res);
+    unlink(path);
+    free(path);
+}
+
 /* The test accuracy `tact train` or `tact eval` printed, in percent. */
 static double s_accuracy(const char *out) {
     const char *at = strstr(out, "test accuracy ");
