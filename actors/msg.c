@@ -395,6 +395,21 @@ void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent, ta_rec_
     }
 }
 
+char *ta_msg_format_record(const ta_msg_t *m, const char *field, uint32_t k, char *buf, size_t len, ta_rec_namer_fn namer) {
+    if (m->type >= TA_MSG__COUNT) return NULL;
+    const s_type_t *t = &s_types[m->type];
+    for (size_t i = 0; i < t->nfields; i++) {
+        if (t->fields[i].kind != TA_FK_RECS || strcmp(t->fields[i].name, field) != 0) continue;
+        const ta_recs_t *a = (const ta_recs_t *)((const char *)m + t->fields[i].offset);
+        static _Thread_local s_any_rec_t rec;
+        ta_recs_it_t it;
+        ta_recs_begin(&it, a);
+        for (uint32_t j = 0; ta_recs_next(&it, &rec); j++)
+            if (j == k) return ta_rec_format_named((ta_rec_type_t)a->type, &rec, buf, len, namer, 0);
+    }
+    return NULL;
+}
+
 /* A printable ASCII string (STR fields are checked so) as a JSON string. */
 static void s_json_str(FILE *f, const ta_bytes_t *b) {
     fputc('"', f);

@@ -431,6 +431,10 @@ char *ta_msg_format(const ta_msg_t *m, char *buf, size_t len);
  * starting with indent (`tact log dump -v`). */
 #include <stdio.h>
 void ta_msg_dump_records(const ta_msg_t *m, FILE *f, const char *indent, ta_rec_namer_fn namer);
+/* Record k of m's record list named field, formatted as ta_rec_format_named
+ * does (json 0) into buf; NULL when m has no such list or record. */
+char *ta_msg_format_record(const ta_msg_t *m, const char *field, uint32_t k, char *buf, size_t len, ta_rec_namer_fn namer);
+
 /* Writes m to f as one JSON object, no newline: {"type":"CONFIG","from":1,
  * "to":2,"seq":1,"corr":.., then every payload field by name: record lists
  * in full (namer's names as strings), BIN fields and the bulk frame

@@ -3,8 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ast.h"
+#include "cc.h"
 #include "device.h"
 #include "dtype.h"
 #include "harness.h"
@@ -45,6 +47,34 @@ static void s_learn_devices(const ta_msg_t *m, s_devices_t *d) {
     }
 }
 
+/* The devices of a log's first CONFIG. */
+static void s_learn_log_devices(const ta_log_t *log, s_devices_t *d) {
+    for (size_t i = 0; i < log->nstreams && !d->n; i++)
+        for (size_t k = 0; k < log->streams[i].nrecords && !d->n; k++) {
+            ta_msg_t m;
+            if (ta_log_record_msg(&log->streams[i].records[k], &m, NULL) == TACT_OK) s_learn_devices(&m, d);
+        }
+}
+
+/* A kernel's code for a device, from its opening comment (the vector
+ * helpers before it are the same for every kernel of a width), or NULL
+ * with why in err.  *name gets the kernel's name; ta_free the result. */
+static char *s_source(const ta_ast_t *a, const ta_device_info_t *dev, char *name, size_t name_len, ta_error_t *err) {
+    ta_target_t t = ta_target_of(dev->language, dev->vector_bytes, dev->fma, dev->max_group, (int64_t)dev->local_memory, dev->flags);
+    if (!t.printer) {
+        ta_error_set(err, TACT_EINVAL, "no printer for %s's language '%s'", dev->name, dev->language);
+        return NULL;
+    }
+    char *src;
+    int64_t align;
+    if (ta_render_c_for(a, &t, &src, name, name_len, &align, NULL, err) != TACT_OK) return NULL;
+    char open[80];
+    snprintf(open, sizeof open, "/* %s:", name);
+    char *at = strstr(src, open);
+    if (at && at != src) memmove(src, at, strlen(at) + 1);
+    return src;
+}
+
 /* A kernel AST (an MP field) decoded: its nodes a line each, and with
  * source its code for the device whose executor asked for it. */
 static void s_print_ast(ta_bytes_t bytes, const ta_device_info_t *dev, int source, const char *indent) {
@@ -73,23 +103,12 @@ static void s_print_ast(ta_bytes_t bytes, const ta_device_info_t *dev, int sourc
         printf("%s(no device known for this kernel: the log has no CONFIG naming its executor)\n", indent);
         return;
     }
-    ta_target_t t = ta_target_of(dev->language, dev->vector_bytes, dev->fma, dev->max_group, (int64_t)dev->local_memory, dev->flags);
-    if (!t.printer) {
-        printf("%s(no printer for %s's language '%s')\n", indent, dev->name, dev->language);
+    char *src = s_source(&a, dev, name, sizeof name, &err);
+    if (!src) {
+        printf("%s(no source: %s)\n", indent, err.text);
         return;
     }
-    char *src;
-    int64_t align;
-    if (ta_render_c_for(&a, &t, &src, name, sizeof name, &align, NULL, &err) != TACT_OK) {
-        printf("%s(does not render: %s)\n", indent, err.text);
-        return;
-    }
-    /* The kernel from its opening comment (the vector helpers before it
-     * are the same for every kernel of a width). */
-    char open[80];
-    snprintf(open, sizeof open, "/* %s:", name);
-    const char *at = strstr(src, open);
-    printf("%s--- source for %s (%s):\n%s", indent, dev->name, dev->language, at ? at : src);
+    printf("%s--- source for %s (%s):\n%s", indent, dev->name, dev->language, src);
     ta_free(src);
 }
 
@@ -112,15 +131,208 @@ static void s_print_asts(const ta_msg_t *m, const s_devices_t *d, int source) {
     }
 }
 
+/* ------------------------------------------------------------------ diff */
+
+/* The kernels a log's compilers were asked for: name and AST digest. */
+typedef struct {
+    char name[64];
+    char digest[33];
+} s_kernel_t;
+
+typedef struct {
+    s_kernel_t *k;
+    size_t n, cap;
+} s_kernels_t;
+
+static void s_collect_kernels(const ta_log_t *log, s_kernels_t *out) {
+    for (size_t i = 0; i < log->nstreams; i++)
+        for (size_t k = 0; k < log->streams[i].nrecords; k++) {
+            const ta_log_record_t *r = &log->streams[i].records[k];
+            ta_msg_t m;
+            if (r->dir != TA_LOG_IN || ta_log_record_msg(r, &m, NULL) != TACT_OK || m.type != TA_MSG_COMPILE) continue;
+            ta_recs_it_t it;
+            ta_job_rec_t job;
+            ta_recs_begin(&it, &m.as.compile.jobs);
+            while (ta_recs_next(&it, &job)) {
+                s_kernel_t kern;
+                ta_cc_digest(job.ast.ptr, job.ast.len, kern.digest);
+                static ta_ast_t a;
+                ta_mpr_t mr;
+                ta_mpr_init(&mr, job.ast.ptr, job.ast.len);
+                if (ta_ast_unpack(&a, &mr, NULL) == TACT_OK) ta_ast_name(&a, kern.name, sizeof kern.name);
+                else snprintf(kern.name, sizeof kern.name, "(undecodable)");
+                int seen = 0;
+                for (size_t j = 0; j < out->n && !seen; j++) seen = strcmp(out->k[j].digest, kern.digest) == 0;
+                if (seen) continue;
+                if (ta_grow((void **)&out->k, &out->cap, out->n + 1, sizeof *out->k) != TACT_OK) return;
+                out->k[out->n++] = kern;
+            }
+        }
+}
+
+static int s_has_kernel(const s_kernels_t *ks, const char *digest) {
+    for (size_t j = 0; j < ks->n; j++)
+        if (strcmp(ks->k[j].digest, digest) == 0) return 1;
+    return 0;
+}
+
+/* The first record where two streams of one port part: a line beginning
+ * "first difference:", then both messages, and the differing record of a
+ * list when the field is inside one. */
+/* Job idx of two COMPILEs: the kernels' names and, for the devices that
+ * asked, their sources' difference (diff -u). */
+static void s_diff_kernel(const ta_msg_t *a, const ta_msg_t *b, unsigned idx, const s_devices_t *da, const s_devices_t *db) {
+    const ta_msg_t *m[2] = {a, b};
+    const s_devices_t *d[2] = {da, db};
+    char path[2][64] = {"", ""};
+    for (int side = 0; side < 2; side++) {
+        ta_recs_it_t it;
+        ta_job_rec_t job;
+        ta_recs_begin(&it, &m[side]->as.compile.jobs);
+        unsigned j = 0;
+        int found = 0;
+        while (!found && ta_recs_next(&it, &job)) found = j++ == idx;
+        const ta_device_info_t *dev = NULL;
+        for (int i = 0; i < d[side]->n; i++)
+            if (d[side]->port[i] == m[side]->as.compile.reply_to) dev = &d[side]->info[i];
+        static ta_ast_t ast;
+        ta_mpr_t r;
+        ta_error_t err = {0, ""};
+        char name[64] = "?";
+        if (found) ta_mpr_init(&r, job.ast.ptr, job.ast.len);
+        char *src = found && dev && ta_ast_unpack(&ast, &r, &err) == TACT_OK ? s_source(&ast, dev, name, sizeof name, &err) : NULL;
+        printf("  kernel %c: %s\n", "AB"[side], found ? name : "(none)");
+        snprintf(path[side], sizeof path[side], "/tmp/tact-diff-%c-XXXXXX", "AB"[side]);
+        int fd = src ? mkstemp(path[side]) : -1;
+        if (fd >= 0) {
+            FILE *f = fdopen(fd, "w");
+            if (f) fputs(src, f), fclose(f);
+            else close(fd);
+        } else {
+            path[side][0] = '\0';
+        }
+        ta_free(src);
+    }
+    if (path[0][0] && path[1][0]) {
+        char cmd[300];
+        snprintf(cmd, sizeof cmd, "diff -u --label A --label B '%s' '%s' | sed 's/^/    /'", path[0], path[1]);
+        fflush(stdout);
+        if (system(cmd) == -1) printf("    (diff did not run)\n");
+    }
+    for (int side = 0; side < 2; side++)
+        if (path[side][0]) unlink(path[side]);
+}
+
+static void s_diff_stream(const ta_log_stream_info_t *sa, const ta_log_stream_info_t *sb, size_t k, const s_devices_t *da, const s_devices_t *db) {
+    const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
+    ta_msg_t a, b;
+    char la[512], lb[512], field[128] = "envelope";
+    ta_msg_init(&a, TA_MSG_EOS);
+    ta_msg_init(&b, TA_MSG_EOS);
+    int ok_a = x && ta_log_record_msg(x, &a, NULL) == TACT_OK, ok_b = y && ta_log_record_msg(y, &b, NULL) == TACT_OK;
+    if (!x || !y) snprintf(field, sizeof field, "%s", x ? "record (missing in B)" : "record (missing in A)");
+    else if (x->dir != y->dir) snprintf(field, sizeof field, "direction");
+    else if (ok_a && ok_b && ta_msg_equal(&a, &b, field, sizeof field)) snprintf(field, sizeof field, "bulk");
+    const ta_log_record_t *r = x ? x : y;
+    printf("first difference: %s (port %" PRIu32 "), record %zu (%s %s, seq %" PRIu64 "): %s\n", sa->name, sa->id, k, r->dir == TA_LOG_IN ? "in" : "out",
+           ta_msg_type_name(ok_a ? a.type : b.type), ok_a ? a.seq : b.seq, field);
+    printf("  A: %s\n  B: %s\n", ok_a ? ta_msg_format(&a, la, sizeof la) : "(none)", ok_b ? ta_msg_format(&b, lb, sizeof lb) : "(none)");
+    /* "payload.ops[3].op": record 3 of ops, both sides. */
+    char list[64];
+    unsigned idx;
+    if (ok_a && ok_b && sscanf(field, "payload.%63[a-z_][%u]", list, &idx) == 2) {
+        static char ra[8192], rb[8192];
+        const char *fa = ta_msg_format_record(&a, list, idx, ra, sizeof ra, s_namer), *fb = ta_msg_format_record(&b, list, idx, rb, sizeof rb, s_namer);
+        printf("  A %s[%u]: %s\n  B %s[%u]: %s\n", list, idx, fa ? fa : "(none)", list, idx, fb ? fb : "(none)");
+        if (a.type == TA_MSG_COMPILE && b.type == TA_MSG_COMPILE && strcmp(list, "jobs") == 0) s_diff_kernel(&a, &b, idx, da, db);
+    }
+}
+
+/* `tact log diff A B`: exit 0 when the runs match port by port (times and
+ * the interleaving of ports aside), else 1 with the first difference of
+ * each port that differs and the kernels only one run built. */
+static int s_diff(const char *fa, const char *fb) {
+    ta_log_t *a = NULL, *b = NULL;
+    ta_error_t err;
+    if (ta_log_load(fa, &a, &err) != TACT_OK || ta_log_load(fb, &b, &err) != TACT_OK) {
+        fprintf(stderr, "tact log: %s: %s\n", a ? fb : fa, err.text);
+        ta_log_free(&a);
+        return 2;
+    }
+    printf("A: %s\nB: %s\n", fa, fb);
+    s_devices_t *da = ta_calloc(1, sizeof *da), *db = ta_calloc(1, sizeof *db);
+    if (!da || !db) {
+        ta_free(da), ta_free(db);
+        ta_log_free(&a), ta_log_free(&b);
+        fprintf(stderr, "tact log: out of memory\n");
+        return 2;
+    }
+    s_learn_log_devices(a, da);
+    s_learn_log_devices(b, db);
+    int differ = 0;
+    size_t i = 0, j = 0;
+    while (i < a->nstreams || j < b->nstreams) { /* streams in port id order */
+        const ta_log_stream_info_t *sa = i < a->nstreams ? &a->streams[i] : NULL, *sb = j < b->nstreams ? &b->streams[j] : NULL;
+        if (!sb || (sa && sa->id < sb->id)) {
+            printf("first difference: %s (port %" PRIu32 "): only in A\n", sa->name, sa->id);
+            differ = 1, i++;
+            continue;
+        }
+        if (!sa || sb->id < sa->id) {
+            printf("first difference: %s (port %" PRIu32 "): only in B\n", sb->name, sb->id);
+            differ = 1, j++;
+            continue;
+        }
+        i++, j++;
+        if (strcmp(sa->name, sb->name) != 0) {
+            printf("first difference: port %" PRIu32 " is %s in A and %s in B\n", sa->id, sa->name, sb->name);
+            differ = 1;
+            continue;
+        }
+        size_t n = sa->nrecords > sb->nrecords ? sa->nrecords : sb->nrecords;
+        for (size_t k = 0; k < n; k++) {
+            const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
+            if (x && y && x->dir == y->dir && x->env_len == y->env_len && x->bulk_len == y->bulk_len && memcmp(x->env, y->env, x->env_len) == 0 &&
+                (!x->bulk_len || memcmp(x->bulk, y->bulk, x->bulk_len) == 0))
+                continue;
+            s_diff_stream(sa, sb, k, da, db);
+            differ = 1;
+            break;
+        }
+    }
+    s_kernels_t ka = {0}, kb = {0};
+    s_collect_kernels(a, &ka);
+    s_collect_kernels(b, &kb);
+    size_t only_a = 0, only_b = 0;
+    for (size_t k = 0; k < ka.n; k++) only_a += !s_has_kernel(&kb, ka.k[k].digest);
+    for (size_t k = 0; k < kb.n; k++) only_b += !s_has_kernel(&ka, kb.k[k].digest);
+    printf("kernels: %zu in A, %zu in B, %zu only in A, %zu only in B\n", ka.n, kb.n, only_a, only_b);
+    for (size_t k = 0; k < ka.n; k++)
+        if (!s_has_kernel(&kb, ka.k[k].digest)) printf("  only in A: %s (AST %s)\n", ka.k[k].name, ka.k[k].digest);
+    for (size_t k = 0; k < kb.n; k++)
+        if (!s_has_kernel(&ka, kb.k[k].digest)) printf("  only in B: %s (AST %s)\n", kb.k[k].name, kb.k[k].digest);
+    differ |= only_a || only_b;
+    printf("%s\n", differ ? "the runs differ" : "the runs match");
+    ta_free(ka.k);
+    ta_free(kb.k);
+    ta_free(da);
+    ta_free(db);
+    ta_log_free(&a);
+    ta_log_free(&b);
+    return differ;
+}
+
 static int s_usage(void) {
-    fprintf(stderr, "usage: tact log check FILE | tact log dump [-v] [--source] [--json] FILE\n"
+    fprintf(stderr, "usage: tact log check FILE | tact log dump [-v] [--source] [--json] FILE | tact log diff A B\n"
                     "  -v        every record of every payload, ops and dtypes by name, kernels' nodes\n"
                     "  --source  with -v: each kernel's generated source, for the device that asked for it\n"
-                    "  --json    one JSON object a line: {\"port\",\"stream\",\"k\",\"ms\",\"dir\",\"msg\":{...}}\n");
+                    "  --json    one JSON object a line: {\"port\",\"stream\",\"k\",\"ms\",\"dir\",\"msg\":{...}}\n"
+                    "  diff      exit 0 when two runs match port by port, else 1 with each port's first difference\n");
     return 2;
 }
 
 int h_log(int argc, char **argv) {
+    if (argc == 3 && strcmp(argv[0], "diff") == 0 && argv[1][0] != '-' && argv[2][0] != '-') return s_diff(argv[1], argv[2]);
     if (argc < 2 || (strcmp(argv[0], "check") != 0 && strcmp(argv[0], "dump") != 0)) return s_usage();
     int dump = strcmp(argv[0], "dump") == 0, verbose = 0, source = 0, json = 0;
     const char *file = NULL;
@@ -153,12 +365,7 @@ int h_log(int argc, char **argv) {
         fprintf(stderr, "tact log: out of memory\n");
         return 1;
     }
-    for (size_t i = 0; i < log->nstreams && !devices->n; i++)
-        for (size_t k = 0; k < log->streams[i].nrecords && !devices->n; k++) {
-            ta_msg_t m;
-            ta_log_record_msg(&log->streams[i].records[k], &m, NULL);
-            s_learn_devices(&m, devices);
-        }
+    s_learn_log_devices(log, devices);
     char header[2048];
     ta_log_header_format(&log->run, header, sizeof header);
     if (!json) printf("run header: %s\n", header[0] ? header : "(empty)");

@@ -233,6 +233,56 @@ Test(harness_cli, log_dump_is_readable_and_json) {
     free(path);
 }
 
+/* Records `steps` steps of x = relu(x W) + 1, a realize and a read each,
+ * into path. */
+static void s_record_steps(const char *path, int steps) {
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    float w[16], x0[8], got[8];
+    for (int i = 0; i < 16; i++) w[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
+    for (int i = 0; i < 8; i++) x0[i] = (float)i;
+    tact_tensor *W = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){4, 4}, w), *x = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){2, 4}, x0);
+    for (int s = 0; s < steps; s++) {
+        x = tact_add(tact_relu(tact_matmul(x, W)), tact_scalar(ctx, 1));
+        cr_assert_eq(tact_read(x, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    }
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+/* `tact log diff`: two runs of one program match (exit 0); a 3-step and a
+ * 4-step run differ (exit 1) at the fourth step, each port that differs
+ * named on a "first difference:" line; a scheduler changed by a test
+ * switch is named with its message and field. */
+Test(harness_cli, log_diff_names_the_first_difference) {
+    char *a = tu_tmpfile("diffa.tlog"), *b = tu_tmpfile("diffb.tlog"), *c = tu_tmpfile("diffc.tlog"), *d = tu_tmpfile("diffd.tlog");
+    char out[16384], cmd[1200];
+    s_record_steps(a, 3);
+    s_record_steps(b, 3);
+    s_record_steps(c, 4);
+    snprintf(cmd, sizeof cmd, "log diff %s %s", a, b);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "two runs of one program differ: %s", out);
+    cr_assert(strstr(out, "the runs match") && !strstr(out, "first difference"), "%s", out);
+    snprintf(cmd, sizeof cmd, "log diff %s %s", a, c);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    /* The client's first difference is its fourth step's ops: records
+     * 0..13 configure the stages, then each step is 2 writes and 4 more. */
+    cr_assert(strstr(out, "first difference: client (port 1), record ") && strstr(out, "record (missing in A)") && strstr(out, "the runs differ"), "%s", out);
+    setenv("TACT_TEST_PERTURB", "scheduler", 1);
+    s_record_steps(d, 3);
+    unsetenv("TACT_TEST_PERTURB");
+    snprintf(cmd, sizeof cmd, "log diff %s %s", a, d);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "first difference: scheduler (port 3), record ") && strstr(out, "(out KERNELS, seq 1): payload.kernels[0].fused"), "%s", out);
+    cr_assert(!strstr(out, "first difference: client") && !strstr(out, "first difference: graph"), "stages before the scheduler differ: %s", out);
+    snprintf(cmd, sizeof cmd, "log diff %s", a);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 2, "%s", out);
+    char *paths[] = {a, b, c, d};
+    for (int i = 0; i < 4; i++) unlink(paths[i]), free(paths[i]);
+}
+
 /* The test accuracy `tact train` or `tact eval` printed, in percent. */
 static double s_accuracy(const char *out) {
     const char *at = strstr(out, "test accuracy ");
