@@ -64,7 +64,7 @@ static int s_drive(tact_ctx *ctx, const ta_log_stream_info_t *client, ta_error_t
 int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, char *verdict, size_t len) {
     ta_error_t err = {0, ""};
     ta_log_t *want = NULL, *got = NULL;
-    ta_rerun_options_t none = {NULL, 0, 0};
+    ta_rerun_options_t none = {NULL, 0, 0, NULL};
     if (!user) user = &none;
     int rc = ta_log_load(log_path, &want, &err);
     /* Nothing in the log is obeyed that acts on this machine: the
@@ -107,12 +107,13 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
         if (strcmp(want->streams[i].name, "client") == 0) client = &want->streams[i];
     if (rc == TACT_OK && !client) rc = ta_error_set(&err, TACT_ENOTFOUND, "replay: %s has no client stream", log_path);
     char tmp[] = "/tmp/tact-replay-XXXXXX";
-    int fd = rc == TACT_OK ? mkstemp(tmp) : -1;
-    if (rc == TACT_OK && fd < 0) rc = ta_error_set(&err, TACT_EIO, "replay: no temporary file for the new log");
+    const char *keep = user->keep_log && *user->keep_log ? user->keep_log : NULL;
+    int fd = rc == TACT_OK && !keep ? mkstemp(tmp) : -1;
+    if (rc == TACT_OK && !keep && fd < 0) rc = ta_error_set(&err, TACT_EIO, "replay: no temporary file for the new log");
     if (fd >= 0) close(fd);
     if (rc == TACT_OK) {
         o.transport = "inproc";
-        o.log_path = tmp;
+        o.log_path = keep ? keep : tmp;
         tact_ctx *ctx = NULL;
         rc = ta_ctx_open_as(&ctx, &o, cc, rec->schedule_cache);
         if (rc != TACT_OK) {
@@ -122,8 +123,8 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
             int crc = tact_ctx_close(&ctx);
             if (rc == TACT_OK && crc != TACT_OK) rc = ta_error_set(&err, crc, "replay: closing the context: %s", tact_strerror(crc));
         }
-        if (rc == TACT_OK) rc = ta_log_load(tmp, &got, &err);
-        unlink(tmp);
+        if (rc == TACT_OK) rc = ta_log_load(o.log_path, &got, &err);
+        if (!keep) unlink(tmp);
     }
     if (rc == TACT_OK) {
         char where[512];

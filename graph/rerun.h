@@ -28,6 +28,7 @@ typedef struct ta_rerun_options {
     const char *devices;
     int cpu_threads;
     int timeout_ms;
+    const char *keep_log; /* the replay's own log is kept at this path (NULL: a temporary file, removed) */
 } ta_rerun_options_t;
 
 /*

@@ -1,4 +1,5 @@
 /* main.c - the tact command: demo, bench, log tools and whole-run replay. */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,6 +7,8 @@
 
 #include "device.h"
 #include "harness.h"
+#include "pipeline.h"
+#include "replay.h"
 #include "rerun.h"
 #include "tact.h"
 
@@ -42,25 +45,92 @@ int h_runtime_option(int argc, char **argv, int *i, ta_rt_config_t *cfg) {
 }
 
 static void s_replay_usage(FILE *f) {
-    fprintf(f, "usage: tact replay [--devices LIST] [--threads N] [--timeout-ms N] FILE\n"
+    fprintf(f, "usage: tact replay [--devices LIST] [--threads N] [--timeout-ms N] [--log OUT] FILE\n"
+               "       tact replay --stage NAME FILE\n"
                "Runs the program recorded in FILE again through a fresh in-process pipeline and compares\n"
                "every stage's messages with the recording.  Nothing in the log is executed: the devices\n"
                "(default: TACT_DEVICE, else CPU), CPU threads (default: one per core), timeout (default\n"
                "60000 ms) and kernel compiler (TACT_CC) are yours; the recorded ones are shown, and a log\n"
-               "recorded on other devices is refused with the list to pass.\n");
+               "recorded on other devices is refused with the list to pass.  --log keeps the replay's own\n"
+               "log at OUT (tact log diff FILE OUT compares them).\n"
+               "--stage re-drives one stage of today's build (graph, scheduler, planner or autograd) from\n"
+               "its recorded inbox and compares what it sends with the recording: exit 0 when it matches,\n"
+               "1 with the first divergent message.  The compiler and executors replay only whole: their\n"
+               "inboxes name a compiler command and hold compiled programs, which a replay never runs.\n");
+}
+
+/* The stages `replay --stage` re-drives: pure functions of their inbox. */
+static const struct {
+    const char *name;
+    const ta_actor_ops_t *ops;
+} s_stages[] = {{"graph", &ta_graph_ops}, {"scheduler", &ta_scheduler_ops}, {"planner", &ta_planner_ops}, {"autograd", &ta_autograd_ops}};
+
+/* `tact replay --stage NAME FILE`: each stream of that name re-driven. */
+static int s_replay_stage(const char *name, const char *file) {
+    const ta_actor_ops_t *ops = NULL;
+    for (size_t i = 0; i < sizeof s_stages / sizeof *s_stages; i++)
+        if (!strcmp(s_stages[i].name, name)) ops = s_stages[i].ops;
+    if (!ops) {
+        if (!strcmp(name, "compiler") || !strcmp(name, "executor"))
+            fprintf(stderr, "tact replay: the %s replays only with the whole run (tact replay FILE): its inbox %s, which a replay never runs\n", name,
+                    !strcmp(name, "compiler") ? "names the recorded compiler command" : "holds compiled programs");
+        else fprintf(stderr, "tact replay: --stage takes graph, scheduler, planner or autograd, not '%s'\n", name);
+        return 2;
+    }
+    ta_log_t *log;
+    ta_error_t err;
+    if (ta_log_load(file, &log, &err) != TACT_OK) {
+        fprintf(stderr, "tact replay: %s: %s\n", file, err.text);
+        return 1;
+    }
+    int found = 0, differ = 0;
+    for (size_t i = 0; i < log->nstreams; i++) {
+        const ta_log_stream_info_t *st = &log->streams[i];
+        if (strcmp(st->name, name) != 0) continue;
+        found = 1;
+        ta_replay_report_t rep;
+        memset(&rep, 0, sizeof rep);
+        int rc = ta_replay_actor(log, st->id, ops, NULL, &rep, &err);
+        if (rc == TACT_OK) {
+            printf("stage %s (port %" PRIu32 "): %" PRIu64 " messages in, %" PRIu64 " out, as recorded\n", name, st->id, rep.in_count, rep.out_count);
+        } else if (rc == TACT_EMISMATCH) {
+            differ = 1;
+            printf("first difference: %s (port %" PRIu32 "), sent message %" PRIu64 " (while processing inbox message %" PRIu64 "): %s\n"
+                   "  recorded: %s\n  replayed: %s\n",
+                   name, st->id, rep.out_index, rep.in_index, rep.field, rep.expected, rep.actual);
+        } else {
+            differ = 1;
+            printf("stage %s (port %" PRIu32 "): %s\n", name, st->id, err.text);
+        }
+    }
+    ta_log_free(&log);
+    if (!found) {
+        fprintf(stderr, "tact replay: %s has no %s stream\n", file, name);
+        return 1;
+    }
+    printf("%s\n", differ ? "the stage diverged from the recording" : "the stage matches the recording");
+    return differ;
 }
 
 /* `tact replay [options] FILE`. */
 static int s_replay(int argc, char **argv) {
-    ta_rerun_options_t o = {NULL, 0, 0};
-    const char *file = NULL;
+    ta_rerun_options_t o = {NULL, 0, 0, NULL};
+    const char *file = NULL, *stage = NULL;
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             s_replay_usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--devices") || !strcmp(a, "--threads") || !strcmp(a, "--timeout-ms")) {
+        if (!strcmp(a, "--stage") || !strcmp(a, "--log")) {
+            const char *v = i + 1 < argc ? argv[++i] : NULL;
+            if (!v || v[0] == '-') {
+                fprintf(stderr, "tact replay: %s needs %s\n", a, !strcmp(a, "--stage") ? "a stage's name" : "a path");
+                return 2;
+            }
+            if (!strcmp(a, "--stage")) stage = v;
+            else o.keep_log = v;
+        } else if (!strcmp(a, "--devices") || !strcmp(a, "--threads") || !strcmp(a, "--timeout-ms")) {
             char *end = NULL;
             const char *v = i + 1 < argc ? argv[++i] : NULL;
             long n = v ? strtol(v, &end, 10) : -1;
@@ -83,6 +153,13 @@ static int s_replay(int argc, char **argv) {
     if (!file) {
         s_replay_usage(stderr);
         return 2;
+    }
+    if (stage) {
+        if (o.keep_log) {
+            fprintf(stderr, "tact replay: --log keeps a whole run's log; --stage replays one stage\n");
+            return 2;
+        }
+        return s_replay_stage(stage, file);
     }
     char verdict[1024];
     int rc = ta_rerun(file, &o, stdout, verdict, sizeof verdict);

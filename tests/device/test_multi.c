@@ -255,7 +255,7 @@ Test(device_multi, a_recorded_run_over_two_devices_replays_exactly) {
     for (int i = 0; i < 6; i++) cr_assert(fabs(out[i] - (exp2(v[i]) + v[i])) <= 1e-5 * out[i], "element %d: %g", i, out[i]);
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
     char verdict[512];
-    ta_rerun_options_t on = {"CPU,CPU:1", 0, 0};
+    ta_rerun_options_t on = {"CPU,CPU:1", 0, 0, NULL};
     int rc = ta_rerun(path, &on, NULL, verdict, sizeof verdict);
     cr_assert_eq(rc, TACT_OK, "%s", verdict);
     /* On the user's default devices (one CPU) it would not match: refused. */

@@ -234,8 +234,8 @@ Test(harness_cli, log_dump_is_readable_and_json) {
 }
 
 /* Records `steps` steps of x = relu(x W) + 1, a realize and a read each,
- * into path. */
-static void s_record_steps(const char *path, int steps) {
+ * then (backward) the gradient of x's sum for W, into path. */
+static void s_record_steps_grad(const char *path, int steps, int backward) {
     tact_options o;
     tact_options_default(&o);
     o.log_path = path;
@@ -245,11 +245,52 @@ static void s_record_steps(const char *path, int steps) {
     for (int i = 0; i < 16; i++) w[i] = (float)((i * 7) % 5) * 0.25f - 0.5f;
     for (int i = 0; i < 8; i++) x0[i] = (float)i;
     tact_tensor *W = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){4, 4}, w), *x = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){2, 4}, x0);
+    if (backward) W = tact_set_requires_grad(W, 1);
     for (int s = 0; s < steps; s++) {
         x = tact_add(tact_relu(tact_matmul(x, W)), tact_scalar(ctx, 1));
         cr_assert_eq(tact_read(x, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
     }
+    if (backward) {
+        cr_assert_eq(tact_backward(tact_sum_all(x), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        float g[16];
+        cr_assert_eq(tact_read(tact_grad(W), g, sizeof g), TACT_OK, "%s", tact_ctx_error(ctx));
+    }
     cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+}
+
+static void s_record_steps(const char *path, int steps) { s_record_steps_grad(path, steps, 0); }
+
+/* `tact replay --stage NAME` re-drives one stage from its recorded inbox:
+ * each pure stage matches a run with a backward pass; a scheduler changed
+ * by a test switch is caught at its first KERNELS, naming the field; the
+ * compiler and executors are refused with the reason. `replay --log`
+ * keeps the replay's own log, which log diff finds equal. */
+Test(harness_cli, replay_stage_redrives_one_stage) {
+    char *a = tu_tmpfile("stagea.tlog"), *again = tu_tmpfile("stageb.tlog"), out[16384], cmd[1200];
+    s_record_steps_grad(a, 3, 1);
+    static const char *const stages[] = {"graph", "scheduler", "planner", "autograd"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(cmd, sizeof cmd, "replay --stage %s %s", stages[i], a);
+        cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s: %s", stages[i], out);
+        cr_assert(strstr(out, "as recorded") && strstr(out, "the stage matches the recording"), "%s: %s", stages[i], out);
+    }
+    setenv("TACT_TEST_PERTURB", "scheduler", 1);
+    snprintf(cmd, sizeof cmd, "replay --stage scheduler %s", a);
+    int rc = s_tact(out, sizeof out, cmd);
+    unsetenv("TACT_TEST_PERTURB");
+    cr_assert_eq(rc, 1, "%s", out);
+    cr_assert(strstr(out, "first difference: scheduler (port 3), sent message ") && strstr(out, "payload.kernels[0].fused") &&
+                  strstr(out, "recorded: KERNELS") && strstr(out, "replayed: KERNELS"),
+              "%s", out);
+    snprintf(cmd, sizeof cmd, "replay --stage compiler %s", a);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 2, "%s", out);
+    cr_assert(strstr(out, "names the recorded compiler command, which a replay never runs"), "%s", out);
+    snprintf(cmd, sizeof cmd, "replay --log %s %s", again, a);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "log diff %s %s", a, again);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "the replay's own log differs: %s", out);
+    unlink(a), unlink(again);
+    free(a), free(again);
 }
 
 /* `tact log diff`: two runs of one program match (exit 0); a 3-step and a
