@@ -94,6 +94,11 @@ void ta_stage_destroy(ta_actor_t **pa) {
 
 int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_report_t *rep,
                     ta_error_t *err) {
+    return ta_replay_actor_filtered(log, id, ops, arg, NULL, NULL, rep, err);
+}
+
+int ta_replay_actor_filtered(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_filter_fn filter, void *ud,
+                             ta_replay_report_t *rep, ta_error_t *err) {
     memset(rep, 0, sizeof *rep);
     s_cursor_t c = {ta_log_find(log, id), 0, rep};
     if (!c.stream) return ta_error_set(err, TACT_ENOTFOUND, "replay: the log has no stream for port %" PRIu32, id);
@@ -108,6 +113,7 @@ int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops,
         c.next++;
         ta_msg_t m;
         ta_log_record_msg(rec, &m, NULL);
+        if (filter) filter(&m, ud);
         rep->in_index = rep->in_count++;
         ta_actor_dispatch(a, &m);
         s_expect_none_pending(&c);

@@ -26,6 +26,12 @@ typedef struct ta_replay_report {
  */
 int ta_replay_actor(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_report_t *rep,
                     ta_error_t *err);
+/* The same, each inbox message first passed to filter(m, ud), which may
+ * change it (a replay puts the user's settings where the recording's
+ * would be obeyed: the compiler command of a CONFIG). */
+typedef void (*ta_replay_filter_fn)(ta_msg_t *m, void *ud);
+int ta_replay_actor_filtered(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_filter_fn filter, void *ud,
+                             ta_replay_report_t *rep, ta_error_t *err);
 
 /*
  * An actor without a thread or sockets, for driving a stage directly (stage

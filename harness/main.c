@@ -53,17 +53,27 @@ static void s_replay_usage(FILE *f) {
                "60000 ms) and kernel compiler (TACT_CC) are yours; the recorded ones are shown, and a log\n"
                "recorded on other devices is refused with the list to pass.  --log keeps the replay's own\n"
                "log at OUT (tact log diff FILE OUT compares them).\n"
-               "--stage re-drives one stage of today's build (graph, scheduler, planner or autograd) from\n"
-               "its recorded inbox and compares what it sends with the recording: exit 0 when it matches,\n"
-               "1 with the first divergent message.  The compiler and executors replay only whole: their\n"
-               "inboxes name a compiler command and hold compiled programs, which a replay never runs.\n");
+               "--stage re-drives one stage of today's build (graph, scheduler, planner, compiler or autograd)\n"
+               "from its recorded inbox and compares what it sends with the recording: exit 0 when it matches,\n"
+               "1 with the first divergent message.  A compiler builds with your TACT_CC, never the recorded\n"
+               "command; executors replay only whole: their inboxes hold compiled programs, never run.\n");
 }
 
 /* The stages `replay --stage` re-drives: pure functions of their inbox. */
 static const struct {
     const char *name;
     const ta_actor_ops_t *ops;
-} s_stages[] = {{"graph", &ta_graph_ops}, {"scheduler", &ta_scheduler_ops}, {"planner", &ta_planner_ops}, {"autograd", &ta_autograd_ops}};
+} s_stages[] = {{"graph", &ta_graph_ops},
+                {"scheduler", &ta_scheduler_ops},
+                {"planner", &ta_planner_ops},
+                {"compiler", &ta_compiler_ops},
+                {"autograd", &ta_autograd_ops}};
+
+/* A compiler replays with the user's compiler command (TACT_CC, else
+ * cc), never the one its recorded CONFIG names. */
+static void s_user_cc(ta_msg_t *m, void *ud) {
+    if (m->type == TA_MSG_CONFIG) m->as.config.cc = ta_bytes_str(ud);
+}
 
 /* `tact replay --stage NAME FILE`: each stream of that name re-driven. */
 static int s_replay_stage(const char *name, const char *file) {
@@ -71,10 +81,10 @@ static int s_replay_stage(const char *name, const char *file) {
     for (size_t i = 0; i < sizeof s_stages / sizeof *s_stages; i++)
         if (!strcmp(s_stages[i].name, name)) ops = s_stages[i].ops;
     if (!ops) {
-        if (!strcmp(name, "compiler") || !strcmp(name, "executor"))
-            fprintf(stderr, "tact replay: the %s replays only with the whole run (tact replay FILE): its inbox %s, which a replay never runs\n", name,
-                    !strcmp(name, "compiler") ? "names the recorded compiler command" : "holds compiled programs");
-        else fprintf(stderr, "tact replay: --stage takes graph, scheduler, planner or autograd, not '%s'\n", name);
+        if (!strcmp(name, "executor"))
+            fprintf(stderr, "tact replay: the executor replays only with the whole run (tact replay FILE): its inbox holds compiled programs, which "
+                            "a replay never runs\n");
+        else fprintf(stderr, "tact replay: --stage takes graph, scheduler, planner, compiler or autograd, not '%s'\n", name);
         return 2;
     }
     ta_log_t *log;
@@ -84,13 +94,17 @@ static int s_replay_stage(const char *name, const char *file) {
         return 1;
     }
     int found = 0, differ = 0;
+    const char *user_cc = getenv("TACT_CC");
+    if (!user_cc || !*user_cc) user_cc = "cc";
+    if (ops == &ta_compiler_ops && log->run.cc[0] && strcmp(log->run.cc, user_cc) != 0)
+        printf("note: recorded with the kernel compiler '%s', replayed with '%s' (TACT_CC): programs will differ\n", log->run.cc, user_cc);
     for (size_t i = 0; i < log->nstreams; i++) {
         const ta_log_stream_info_t *st = &log->streams[i];
         if (strcmp(st->name, name) != 0) continue;
         found = 1;
         ta_replay_report_t rep;
         memset(&rep, 0, sizeof rep);
-        int rc = ta_replay_actor(log, st->id, ops, NULL, &rep, &err);
+        int rc = ta_replay_actor_filtered(log, st->id, ops, NULL, ops == &ta_compiler_ops ? s_user_cc : NULL, (void *)user_cc, &rep, &err);
         if (rc == TACT_OK) {
             printf("stage %s (port %" PRIu32 "): %" PRIu64 " messages in, %" PRIu64 " out, as recorded\n", name, st->id, rep.in_count, rep.out_count);
         } else if (rc == TACT_EMISMATCH) {

@@ -263,13 +263,14 @@ static void s_record_steps(const char *path, int steps) { s_record_steps_grad(pa
 /* `tact replay --stage NAME` re-drives one stage from its recorded inbox:
  * each pure stage matches a run with a backward pass; a scheduler changed
  * by a test switch is caught at its first KERNELS, naming the field; the
- * compiler and executors are refused with the reason. `replay --log`
+ * compilers rebuild with the user's compiler and match; executors are
+ * refused with the reason. `replay --log`
  * keeps the replay's own log, which log diff finds equal. */
 Test(harness_cli, replay_stage_redrives_one_stage) {
     char *a = tu_tmpfile("stagea.tlog"), *again = tu_tmpfile("stageb.tlog"), out[16384], cmd[1200];
     s_record_steps_grad(a, 3, 1);
-    static const char *const stages[] = {"graph", "scheduler", "planner", "autograd"};
-    for (int i = 0; i < 4; i++) {
+    static const char *const stages[] = {"graph", "scheduler", "planner", "compiler", "autograd"};
+    for (int i = 0; i < 5; i++) {
         snprintf(cmd, sizeof cmd, "replay --stage %s %s", stages[i], a);
         cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s: %s", stages[i], out);
         cr_assert(strstr(out, "as recorded") && strstr(out, "the stage matches the recording"), "%s: %s", stages[i], out);
@@ -282,9 +283,9 @@ Test(harness_cli, replay_stage_redrives_one_stage) {
     cr_assert(strstr(out, "first difference: scheduler (port 3), sent message ") && strstr(out, "payload.kernels[0].fused") &&
                   strstr(out, "recorded: KERNELS") && strstr(out, "replayed: KERNELS"),
               "%s", out);
-    snprintf(cmd, sizeof cmd, "replay --stage compiler %s", a);
+    snprintf(cmd, sizeof cmd, "replay --stage executor %s", a);
     cr_assert_eq(s_tact(out, sizeof out, cmd), 2, "%s", out);
-    cr_assert(strstr(out, "names the recorded compiler command, which a replay never runs"), "%s", out);
+    cr_assert(strstr(out, "holds compiled programs, which a replay never runs"), "%s", out);
     snprintf(cmd, sizeof cmd, "replay --log %s %s", again, a);
     cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
     snprintf(cmd, sizeof cmd, "log diff %s %s", a, again);
