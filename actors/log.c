@@ -10,11 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "crc32c.h"
 #include "file.h"
 #include "hash.h"
+#include "map.h"
 #include "mem.h"
 #include "mpread.h"
 #include "runtime.h"
@@ -325,6 +327,89 @@ void ta_log_writer_flush(ta_log_writer_t *w) {
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Rewrites a finished log at path in its canonical form: the same run
+ * header, every stream announced in port id order, then each port's
+ * records in their order, port after port, with wall_ns 0 and bulk
+ * repeats found again in this order; the times go, a line per record in
+ * the same order, to path.times.  Records of different ports interleave
+ * by timing, and times vary: without them, identical runs write identical
+ * bytes.  Written to a private temporary file, then renamed over path: a
+ * failure leaves the log as it happened (still a valid log). */
+static int s_canonical(const char *path, ta_error_t *err) {
+    ta_log_t *log;
+    int rc = ta_log_load(path, &log, err);
+    if (rc != TACT_OK) return rc;
+    char tmp[4200], times[4200];
+    snprintf(tmp, sizeof tmp, "%s.canonical", path);
+    snprintf(times, sizeof times, "%s.times", path);
+    FILE *out = ta_file_fopen(tmp, 1, 0600, "log", err), *tf = out ? ta_file_fopen(times, 1, 0600, "log times", err) : NULL;
+    if (!out || !tf) {
+        if (out) fclose(out), unlink(tmp);
+        ta_log_free(&log);
+        return err ? err->code : TACT_EIO;
+    }
+    msgpack_sbuffer buf;
+    msgpack_sbuffer_init(&buf);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+    int bad = msgpack_pack_array(&pk, 4) || msgpack_pack_str_with_body(&pk, TA_LOG_MAGIC, strlen(TA_LOG_MAGIC)) ||
+              msgpack_pack_uint32(&pk, TA_LOG_VERSION) || msgpack_sbuffer_write(&buf, (const char *)log->header, log->header_len) ||
+              msgpack_pack_uint32(&pk, ta_crc32c(0, log->header, log->header_len));
+    for (size_t i = 0; !bad && i < log->nstreams; i++)
+        bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, "stream", 6) || msgpack_pack_uint32(&pk, log->streams[i].id) ||
+              msgpack_pack_str_with_body(&pk, log->streams[i].name, strlen(log->streams[i].name));
+    fprintf(tf, "# tact log times: port record wall_ns (ns since the recorder started), in the canonical log's order\n");
+    /* Every bulk of S_DEDUP_MIN bytes or more is kept once: the first
+     * record that has it, by its hash (the writer, streaming, looks only
+     * at the last S_RECENT). */
+    ta_map_t seen = {0};
+    s_recent_t *firsts = NULL;
+    size_t nfirsts = 0, firsts_cap = 0;
+    uint64_t records = 0;
+    for (size_t i = 0; !bad && i < log->nstreams; i++) {
+        const ta_log_stream_info_t *st = &log->streams[i];
+        for (size_t k = 0; !bad && k < st->nrecords; k++, records++) {
+            const ta_log_record_t *r = &st->records[k];
+            ta_bytes_t env = {r->env, r->env_len}, bulk = {r->bulk, r->bulk_len};
+            uint64_t h[2] = {0, 0};
+            if (bulk.len >= S_DEDUP_MIN) ta_hash128(bulk.ptr, bulk.len, h);
+            uint64_t at = 0;
+            int ref = bulk.len >= S_DEDUP_MIN && ta_map_get(&seen, h[0], &at) && firsts[at].h2 == h[1] && firsts[at].len == bulk.len;
+            bad = msgpack_pack_array(&pk, 6) || msgpack_pack_uint32(&pk, st->id) || msgpack_pack_uint8(&pk, (uint8_t)r->dir) ||
+                  msgpack_pack_bin(&pk, env.len) || msgpack_pack_bin_body(&pk, env.ptr, env.len);
+            if (ref) {
+                bad = bad || msgpack_pack_uint64(&pk, firsts[at].record);
+            } else {
+                bad = bad || msgpack_pack_bin(&pk, bulk.len) || (bulk.len && msgpack_pack_bin_body(&pk, bulk.ptr, bulk.len));
+                if (bulk.len >= S_DEDUP_MIN && !ta_map_get(&seen, h[0], NULL)) {
+                    bad = bad || ta_grow((void **)&firsts, &firsts_cap, nfirsts + 1, sizeof *firsts) != TACT_OK ||
+                          ta_map_put(&seen, h[0], nfirsts) != TACT_OK;
+                    if (!bad) firsts[nfirsts++] = (s_recent_t){h[0], h[1], bulk.len, records};
+                }
+            }
+            bad = bad || msgpack_pack_uint32(&pk, s_checksum(env, bulk, bulk.len >= S_DEDUP_MIN ? h : NULL)) || msgpack_pack_uint64(&pk, 0);
+            fprintf(tf, "%" PRIu32 " %zu %" PRIu64 "\n", st->id, k, r->wall_ns);
+            if (!bad && buf.size >= S_FLUSH_BYTES) {
+                bad = fwrite(buf.data, 1, buf.size, out) != buf.size;
+                msgpack_sbuffer_clear(&buf);
+            }
+        }
+    }
+    bad = bad || msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "end", 3) || msgpack_pack_uint64(&pk, records);
+    bad = bad || fwrite(buf.data, 1, buf.size, out) != buf.size;
+    bad |= fclose(out) != 0;
+    bad |= fclose(tf) != 0;
+    msgpack_sbuffer_destroy(&buf);
+    ta_map_fini(&seen);
+    ta_free(firsts);
+    ta_log_free(&log);
+    if (bad || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return ta_error_set(err, TACT_EIO, "log: cannot write the canonical form of %s", path);
+    }
+    return TACT_OK;
+}
+
 int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     ta_log_writer_t *w = *pw;
     if (!w) return TACT_OK;
@@ -338,6 +423,10 @@ int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     pthread_mutex_unlock(&w->lock);
     if (fclose(w->out) != 0 && !w->failed) w->failed = TACT_EIO;
     int rc = w->failed ? ta_error_set(err, w->failed, "log: writing %s failed: %s", w->path, tact_strerror(w->failed)) : TACT_OK;
+    /* A log that cannot be made canonical (no memory for it, a full disk)
+     * stays as it happened: complete and valid, its records of different
+     * ports interleaved by timing. */
+    if (rc == TACT_OK) s_canonical(w->path, NULL);
     for (size_t i = 0; i < w->nstreams; i++) {
         msgpack_sbuffer_destroy(&w->streams[i]->env);
         ta_free(w->streams[i]);

@@ -48,6 +48,7 @@ struct ti_ctx {
     size_t nbatch;
     uint64_t *released;
     size_t nreleased, released_cap;
+    int unsynced; /* a message went to the graph after the last request (a realize, a read): close waits for it */
     struct s_inflight {
         uint64_t corr, realize, assigns;
     } *inflight; /* realizes started, not yet waited for */
@@ -296,6 +297,7 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
         m.as.op_batch.released = ta_u64s(ctx->released, ctx->nreleased);
         m.as.op_batch.ops = ta_recs_raw(TA_REC_NODE, sb.data, sb.size, ctx->nbatch);
         rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
+        ctx->unsynced = 1;
     }
     msgpack_sbuffer_destroy(&sb);
     msgpack_sbuffer_clear(&ctx->batch);
@@ -585,6 +587,11 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     /* Realizes in flight get timeout_ms to end, then stop with the stages. */
     int wrc = s_wait(ctx, 1);
     if (wrc != TACT_OK) ta_error_set(&first, wrc, "%s", ctx->error);
+    /* A last realize of nothing: the stages process everything sent
+     * before it (ops and releases no answer was awaited for) before they
+     * are stopped, so how a run ends, and its log, does not depend on
+     * timing. */
+    if (wrc == TACT_OK && ctx->unsynced && ti_realize(ctx, 0, NULL) != TACT_OK && !first.code) ta_error_set(&first, TACT_EPROTO, "%s", ctx->error);
     for (size_t s = ctx->nscopes; s-- > 0;) {
         for (size_t i = 0; i < ctx->scopes[s].n; i++) s_free_tensor(ctx->scopes[s].items[i]);
         ta_free(ctx->scopes[s].items);
@@ -818,6 +825,7 @@ ti_tensor_t *tc_from_data_at(ti_ctx_t *ctx, int at, tact_dtype dtype, int ndim, 
         m.bulk.ptr = norm ? norm : data;
         m.bulk.len = bytes;
         rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, &err);
+        ctx->unsynced = 1;
     }
     ta_free(norm);
     if (rc != TACT_OK) {
@@ -1034,6 +1042,7 @@ static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
     if (rc != TACT_OK) return rc;
     rc = s_flush(ctx, &err);
     if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
+    if (rc == TACT_OK) ctx->unsynced = 0; /* answered: the graph took everything before it */
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;
 }
@@ -1126,6 +1135,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         req.as.realize.settled = ctx->settled;
         req.as.realize.failed = ta_u64s(ctx->failed, ctx->nfailed);
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
+        if (rc == TACT_OK) ctx->unsynced = 0; /* its answer comes after everything before it */
         if (rc == TACT_OK) {
             ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns};
             ctx->nfailed = 0;

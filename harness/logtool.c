@@ -9,6 +9,7 @@
 #include "cc.h"
 #include "device.h"
 #include "dtype.h"
+#include "file.h"
 #include "harness.h"
 #include "log.h"
 #include "lower.h"
@@ -45,6 +46,26 @@ static void s_learn_devices(const ta_msg_t *m, s_devices_t *d) {
         if (ta_device_info_of_rec(&rec, &d->info[d->n], uri, NULL) != TACT_OK) break;
         d->port[d->n++] = (uint32_t)port;
     }
+}
+
+/* A canonical log's times, from its sidecar FILE.times ("port record
+ * wall_ns" a line, docs/log-format.md), into the records: for display
+ * only, so a line that does not parse or names no record is skipped. */
+static void s_read_times(const char *file, ta_log_t *log) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s.times", file);
+    ta_error_t err;
+    FILE *f = ta_file_fopen(path, 0, 0, "log times", &err);
+    if (!f) return;
+    char line[128];
+    while (fgets(line, sizeof line, f)) {
+        unsigned long port;
+        unsigned long long k, ns;
+        if (line[0] == '#' || sscanf(line, "%lu %llu %llu", &port, &k, &ns) != 3 || port > UINT32_MAX) continue;
+        const ta_log_stream_info_t *st = ta_log_find(log, (uint32_t)port);
+        if (st && k < st->nrecords) ((ta_log_record_t *)&st->records[k])->wall_ns = ns;
+    }
+    fclose(f);
 }
 
 /* The devices of a log's first CONFIG. */
@@ -366,6 +387,7 @@ int h_log(int argc, char **argv) {
         return 1;
     }
     s_learn_log_devices(log, devices);
+    s_read_times(file, log);
     char header[2048];
     ta_log_header_format(&log->run, header, sizeof header);
     if (!json) printf("run header: %s\n", header[0] ? header : "(empty)");

@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 
 #include "crc32c.h"
+#include "log.h"
 #include "mpread.h"
 #include "rerun.h"
 #include "tact.h"
@@ -125,6 +126,56 @@ Test(graph_rerun, recorded_programs_replay_exactly) {
     s_replays(s_assign, "inproc", 0);
     s_replays(s_split, "inproc", 0);
     s_replays(s_async, "inproc", 8);
+}
+
+/* The bytes of a file (free() them). */
+static uint8_t *s_slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *p = malloc(*len + 1);
+    cr_assert(p && fread(p, 1, *len, f) == *len);
+    fclose(f);
+    return p;
+}
+
+/* A log is rewritten canonical at close: two runs of one program with the
+ * same settings write the same bytes (inproc and tcp, 1 and 2 threads),
+ * its times in FILE.times, a line per record; the programs end with
+ * releases nobody waited for (close waits for them). */
+Test(graph_rerun, identical_runs_write_identical_logs) {
+    static const char *const transports[] = {"inproc", "tcp"};
+    s_program_fn progs[] = {s_matmul, s_async};
+    for (int t = 0; t < 2; t++)
+        for (int threads = 1; threads <= 2; threads++)
+            for (int p = 0; p < 2; p++) {
+                char *a = s_record(progs[p], transports[t], threads), *b = s_record(progs[p], transports[t], threads);
+                size_t la, lb;
+                uint8_t *x = s_slurp(a, &la), *y = s_slurp(b, &lb);
+                cr_assert(la == lb && memcmp(x, y, la) == 0, "%s, %d threads, program %d: two runs wrote different logs (%zu and %zu bytes)",
+                          transports[t], threads, p, la, lb);
+                char times[300];
+                snprintf(times, sizeof times, "%s.times", a);
+                size_t lt;
+                uint8_t *tx = s_slurp(times, &lt);
+                size_t lines = 0;
+                for (size_t i = 0; i < lt; i++) lines += tx[i] == '\n';
+                ta_log_t *log;
+                ta_error_t err;
+                cr_assert_eq(ta_log_load(a, &log, &err), TACT_OK, "%s", err.text);
+                size_t records = 0;
+                for (size_t i = 0; i < log->nstreams; i++) records += log->streams[i].nrecords;
+                cr_assert_eq(lines, records + 1, "%zu lines of times for %zu records", lines, records);
+                ta_log_free(&log);
+                char *paths[] = {a, b};
+                for (int i = 0; i < 2; i++) {
+                    snprintf(times, sizeof times, "%s.times", paths[i]);
+                    unlink(times), unlink(paths[i]), free(paths[i]);
+                }
+                free(x), free(y), free(tx);
+            }
 }
 
 Test(graph_rerun, a_failed_realize_replays_as_the_same_failure) {
