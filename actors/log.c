@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <zstd.h>
 #include <time.h>
 
 #include "crc32c.h"
@@ -130,7 +131,7 @@ void ta_log_header_format(const ta_run_header_t *h, char *out, size_t size) {
 
 /* ----------------------------------------------------------------- writer */
 
-enum { S_FLUSH_BYTES = 64 << 10, S_FLUSH_NS = 1000000, S_RECENT = 64, S_DEDUP_MIN = 256 };
+enum { S_FLUSH_BYTES = 64 << 10, S_FLUSH_NS = 1000000, S_RECENT = 64, S_DEDUP_MIN = 256, S_ZSTD_LEVEL = 3 };
 
 struct ta_log_stream {
     ta_log_writer_t *w;
@@ -363,6 +364,8 @@ static int s_canonical(const char *path, ta_error_t *err) {
      * record that has it, by its hash (the writer, streaming, looks only
      * at the last S_RECENT). */
     ta_map_t seen = {0};
+    uint8_t *zbuf = NULL;
+    size_t zcap = 0;
     s_recent_t *firsts = NULL;
     size_t nfirsts = 0, firsts_cap = 0;
     uint64_t records = 0;
@@ -380,7 +383,23 @@ static int s_canonical(const char *path, ta_error_t *err) {
             if (ref) {
                 bad = bad || msgpack_pack_uint64(&pk, firsts[at].record);
             } else {
-                bad = bad || msgpack_pack_bin(&pk, bulk.len) || (bulk.len && msgpack_pack_bin_body(&pk, bulk.ptr, bulk.len));
+                /* Compressed where that saves a tenth or more. */
+                size_t zlen = 0;
+                if (bulk.len >= S_DEDUP_MIN) {
+                    size_t bound = ZSTD_compressBound(bulk.len);
+                    if (bound > zcap) {
+                        ta_free(zbuf);
+                        zcap = bound;
+                        zbuf = ta_malloc(zcap);
+                        if (!zbuf) zcap = 0;
+                    }
+                    if (zbuf) zlen = ZSTD_compress(zbuf, zcap, bulk.ptr, bulk.len, S_ZSTD_LEVEL);
+                    if (!zbuf || ZSTD_isError(zlen) || zlen > bulk.len - bulk.len / 10) zlen = 0;
+                }
+                if (zlen)
+                    bad = bad || msgpack_pack_array(&pk, 2) || msgpack_pack_uint64(&pk, bulk.len) || msgpack_pack_bin(&pk, zlen) ||
+                          msgpack_pack_bin_body(&pk, zbuf, zlen);
+                else bad = bad || msgpack_pack_bin(&pk, bulk.len) || (bulk.len && msgpack_pack_bin_body(&pk, bulk.ptr, bulk.len));
                 if (bulk.len >= S_DEDUP_MIN && !ta_map_get(&seen, h[0], NULL)) {
                     bad = bad || ta_grow((void **)&firsts, &firsts_cap, nfirsts + 1, sizeof *firsts) != TACT_OK ||
                           ta_map_put(&seen, h[0], nfirsts) != TACT_OK;
@@ -402,6 +421,7 @@ static int s_canonical(const char *path, ta_error_t *err) {
     msgpack_sbuffer_destroy(&buf);
     ta_map_fini(&seen);
     ta_free(firsts);
+    ta_free(zbuf);
     ta_log_free(&log);
     if (bad || rename(tmp, path) != 0) {
         unlink(tmp);
@@ -509,6 +529,32 @@ static int s_has_end(const uint8_t *p, size_t len) {
         if (ta_mpr_u64(&r, &v) == 0 && r.p == r.end) return 1;
     }
     return 0;
+}
+
+/* A compressed bulk: one zstd frame of exactly raw bytes, at most
+ * S_UNPACK_MAX, and no more than a frame of zlen bytes can hold (a block
+ * of 128 KiB takes at least 4 bytes, so 32768 times its size and a
+ * block), so a frame that claims gigabytes it cannot hold costs nothing.
+ * The bytes are the log's; the record's checksum is checked on them as on
+ * any bulk. */
+enum { S_UNPACK_MAX = 1 << 30 };
+
+static int s_unpack(ta_log_t *log, const uint8_t *z, size_t zlen, uint64_t raw, const uint8_t **out, size_t *out_len) {
+    unsigned long long claimed = ZSTD_getFrameContentSize(z, zlen);
+    if (raw == 0 || raw > S_UNPACK_MAX || claimed != raw || raw > (uint64_t)zlen * 32768 + 131072) return TACT_ECORRUPT;
+    if (ta_grow((void **)&log->unpacked_, &log->unpacked_cap_, log->nunpacked_ + 1, sizeof *log->unpacked_) != TACT_OK) return TACT_ENOMEM;
+    uint8_t *p = ta_malloc((size_t)raw);
+    if (!p) return TACT_ENOMEM;
+    size_t n = ZSTD_decompress(p, (size_t)raw, z, zlen);
+    if (ZSTD_isError(n) || n != raw) {
+        ta_free(p);
+        return TACT_ECORRUPT;
+    }
+    log->unpacked_[log->nunpacked_++] = p;
+    log->unpacked_bytes += raw;
+    *out = p;
+    *out_len = (size_t)raw;
+    return TACT_OK;
 }
 
 static int s_parse(ta_log_t *log, ta_error_t *err) {
@@ -626,8 +672,25 @@ static int s_parse(ta_log_t *log, ta_error_t *err) {
         S_FIELD(ta_mpr_u64(&item, &id) == 0 && id <= UINT32_MAX, "expected a port id");
         S_FIELD(ta_mpr_u64(&item, &dir) == 0 && dir <= TA_LOG_OUT, "bad direction");
         S_FIELD(ta_mpr_bin(&item, &rec.env, &rec.env_len) == 0, "expected the envelope");
-        if (ta_mpr_u64(&item, &ref) == 0) is_ref = 1;
-        else S_FIELD(ta_mpr_bin(&item, &rec.bulk, &rec.bulk_len) == 0, "expected the bulk");
+        uint32_t packed_n = 0;
+        ta_mpr_t at_bulk = item;
+        if (ta_mpr_u64(&item, &ref) == 0) {
+            is_ref = 1;
+        } else if (ta_mpr_array(&at_bulk, &packed_n) == 0) { /* [raw length, zstd frame] */
+            item = at_bulk;
+            uint64_t raw;
+            const uint8_t *z;
+            size_t zlen;
+            S_FIELD(packed_n == 2 && ta_mpr_u64(&item, &raw) == 0 && ta_mpr_bin(&item, &z, &zlen) == 0, "expected [length, compressed bulk]");
+            int prc = s_unpack(log, z, zlen, raw, &rec.bulk, &rec.bulk_len);
+            if (prc != TACT_OK) {
+                rc = prc == TACT_ENOMEM ? ta_error_set(err, TACT_ENOMEM, "log: out of memory for a compressed bulk of %" PRIu64 " bytes", raw)
+                                        : S_CORRUPT(off, "record %zu: the compressed bulk is damaged or not %" PRIu64 " bytes", nall, raw);
+                break;
+            }
+        } else {
+            S_FIELD(ta_mpr_bin(&item, &rec.bulk, &rec.bulk_len) == 0, "expected the bulk");
+        }
         S_FIELD(ta_mpr_u64(&item, &crc) == 0, "expected the checksum");
         S_FIELD(ta_mpr_u64(&item, &rec.wall_ns) == 0, "expected the time");
 #undef S_FIELD
@@ -722,6 +785,8 @@ void ta_log_free(ta_log_t **plog) {
     ta_log_t *log = *plog;
     if (!log) return;
     *plog = NULL;
+    for (size_t i = 0; i < log->nunpacked_; i++) ta_free(log->unpacked_[i]);
+    ta_free(log->unpacked_);
     for (size_t i = 0; i < log->nstreams; i++) ta_free(log->streams[i].records);
     ta_free(log->streams);
     ta_free(log->data);

@@ -115,6 +115,10 @@ typedef struct ta_log {
     size_t nstreams;       /* in port id order */
     ta_log_stream_info_t *streams;
     size_t streams_cap_;
+    /* Bulks stored compressed, decompressed on reading (records point
+     * into them), and their bytes in all. */
+    uint8_t **unpacked_;
+    size_t nunpacked_, unpacked_cap_, unpacked_bytes;
 } ta_log_t;
 
 /*

@@ -2,7 +2,7 @@
 # Installs the Debian packages tact needs to build and test; does nothing when all are present.
 set -eu
 pkgs=(build-essential cmake pkg-config clang libzmq3-dev libmsgpack-dev libcriterion-dev
-      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd zlib1g-dev libopenblas-dev
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd zlib1g-dev libzstd-dev libopenblas-dev
       dataset-fashion-mnist)
 missing=()
 for p in "${pkgs[@]}"; do
