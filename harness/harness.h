@@ -13,6 +13,12 @@ int h_bench_kernels(int quick);
 /* Prints one bench line: {"name","value","unit","peer","peer_value","ratio"}. */
 void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio);
 int h_log(int argc, char **argv);
+/* `tact log check --deep`: each executor's buffers followed through its
+ * recorded inbox (logverify.c); prints a line per problem and a summary
+ * to out, returns the number of problems. */
+#include <stdio.h>
+struct ta_log;
+int h_log_verify(const struct ta_log *log, FILE *out);
 /* `tact train` and `tact eval` (train.c). */
 int h_train(int argc, char **argv);
 int h_eval(int argc, char **argv);

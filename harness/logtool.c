@@ -344,7 +344,9 @@ static int s_diff(const char *fa, const char *fb) {
 }
 
 static int s_usage(void) {
-    fprintf(stderr, "usage: tact log check FILE | tact log dump [-v] [--source] [--json] FILE | tact log diff A B\n"
+    fprintf(stderr, "usage: tact log check [--deep] FILE | tact log dump [-v] [--source] [--json] FILE | tact log diff A B\n"
+                    "  --deep    follow each executor's buffers: a read before a write, a reuse of a live buffer,\n"
+                    "            a copy read before it arrives (exit 1 with a line per problem)\n"
                     "  -v        every record of every payload, ops and dtypes by name, kernels' nodes\n"
                     "  --source  with -v: each kernel's generated source, for the device that asked for it\n"
                     "  --json    one JSON object a line: {\"port\",\"stream\",\"k\",\"ms\",\"dir\",\"msg\":{...}}\n"
@@ -355,12 +357,13 @@ static int s_usage(void) {
 int h_log(int argc, char **argv) {
     if (argc == 3 && strcmp(argv[0], "diff") == 0 && argv[1][0] != '-' && argv[2][0] != '-') return s_diff(argv[1], argv[2]);
     if (argc < 2 || (strcmp(argv[0], "check") != 0 && strcmp(argv[0], "dump") != 0)) return s_usage();
-    int dump = strcmp(argv[0], "dump") == 0, verbose = 0, source = 0, json = 0;
+    int dump = strcmp(argv[0], "dump") == 0, verbose = 0, source = 0, json = 0, deep = 0;
     const char *file = NULL;
     for (int i = 1; i < argc; i++) {
         if (dump && strcmp(argv[i], "-v") == 0) verbose = 1;
         else if (dump && strcmp(argv[i], "--source") == 0) source = verbose = 1;
         else if (dump && strcmp(argv[i], "--json") == 0) json = 1;
+        else if (!dump && strcmp(argv[i], "--deep") == 0) deep = 1;
         else if (!file && argv[i][0] != '-') file = argv[i];
         else return s_usage();
     }
@@ -377,8 +380,9 @@ int h_log(int argc, char **argv) {
         printf("%s: valid tact log v%d, %zu streams, %zu records", file, TA_LOG_VERSION, log->nstreams, total);
         if (log->truncated_at) printf(", cut at byte %zu without its end marker (a crashed run?)", log->truncated_at);
         printf("\n");
+        int problems = deep ? h_log_verify(log, stdout) : 0;
         ta_log_free(&log);
-        return 0;
+        return problems ? 1 : 0;
     }
     s_devices_t *devices = ta_calloc(1, sizeof *devices);
     if (!devices) {

@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "log.h"
 #include "tact.h"
 #include "testutil.h"
 
@@ -323,6 +324,93 @@ Test(harness_cli, log_diff_names_the_first_difference) {
     cr_assert_eq(s_tact(out, sizeof out, cmd), 2, "%s", out);
     char *paths[] = {a, b, c, d};
     for (int i = 0; i < 4; i++) unlink(paths[i]), free(paths[i]);
+}
+
+/* Copies the log at from to `to`, every record as it was except the
+ * executor's PLANs, whose steps edit() may change (a hand-edited log). */
+typedef int (*s_edit_fn)(ta_step_rec_t *steps, size_t n);
+static int s_edit_plans(const char *from, const char *to, s_edit_fn edit) {
+    ta_log_t *log;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(from, &log, &err), TACT_OK, "%s", err.text);
+    ta_log_writer_t *w;
+    cr_assert_eq(ta_log_writer_new(&w, to, (ta_bytes_t){log->header, log->header_len}, &err), TACT_OK, "%s", err.text);
+    int edited = 0;
+    for (size_t i = 0; i < log->nstreams; i++) {
+        const ta_log_stream_info_t *st = &log->streams[i];
+        ta_log_stream_t *out = ta_log_writer_stream(w, st->id, st->name);
+        cr_assert(out);
+        for (size_t k = 0; k < st->nrecords; k++) {
+            ta_msg_t m;
+            cr_assert_eq(ta_log_record_msg(&st->records[k], &m, NULL), TACT_OK);
+            static ta_step_rec_t steps[4096];
+            if (!edited && !strcmp(st->name, "executor") && m.type == TA_MSG_PLAN && st->records[k].dir == TA_LOG_IN && m.as.plan.steps.n <= 4096) {
+                ta_recs_it_t it;
+                size_t n = 0;
+                ta_recs_begin(&it, &m.as.plan.steps);
+                while (ta_recs_next(&it, &steps[n])) n++;
+                if (edit(steps, n)) {
+                    m.as.plan.steps = ta_recs(TA_REC_STEP, steps, n);
+                    edited = 1;
+                }
+            }
+            cr_assert_eq(ta_log_stream_record(out, st->records[k].dir, &m, NULL), TACT_OK);
+        }
+    }
+    cr_assert_eq(ta_log_writer_finish(&w, &err), TACT_OK, "%s", err.text);
+    ta_log_free(&log);
+    return edited;
+}
+
+/* A planted early read: the first plan whose kernel reads another's
+ * output gets the two swapped. */
+static int s_swap_dependent(ta_step_rec_t *s, size_t n) {
+    for (size_t j = 1; j < n; j++)
+        for (size_t i = 0; i < j; i++)
+            for (uint32_t b = 1; !s[i].copy && !s[j].copy && b < s[j].n_bufs; b++)
+                if (s[j].bufs[b] == s[i].bufs[0] && !(s[j].n_writes > b && s[j].writes[b])) {
+                    ta_step_rec_t t = s[i];
+                    s[i] = s[j], s[j] = t;
+                    return 1;
+                }
+    return 0;
+}
+
+/* A planted reuse: a step's output takes the memory of an input that a
+ * later step still reads. */
+static int s_reuse_live(ta_step_rec_t *s, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            for (uint32_t b = 1; !s[i].copy && !s[j].copy && b < s[j].n_bufs; b++)
+                if (s[j].bufs[b] != s[i].bufs[0]) {
+                    s[i].reuse = s[j].bufs[b];
+                    return 1;
+                }
+    return 0;
+}
+
+/* `tact log check --deep` follows each executor's buffers: a recorded run
+ * has no problem; a plan edited to read a buffer before the step that
+ * writes it, or to reuse a buffer a later step reads, is flagged with the
+ * step and buffer. */
+Test(harness_cli, log_check_deep_finds_planted_bugs) {
+    char *a = tu_tmpfile("deep.tlog"), *b = tu_tmpfile("deepb.tlog"), out[16384], cmd[1200];
+    s_record_steps_grad(a, 3, 1);
+    snprintf(cmd, sizeof cmd, "log check --deep %s", a);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "deep check: 1 executor stream, 0 problems"), "%s", out);
+    cr_assert(s_edit_plans(a, b, s_swap_dependent), "no plan with a kernel reading another's output");
+    snprintf(cmd, sizeof cmd, "log check --deep %s", b);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "problem: executor (port 7): record ") && strstr(out, "before anything wrote it"), "%s", out);
+    cr_assert(s_edit_plans(a, b, s_reuse_live), "no plan with two kernels");
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "for its output while step ") && strstr(out, "still reads it"), "%s", out);
+    char *paths[] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s.times", paths[i]);
+        unlink(cmd), unlink(paths[i]), free(paths[i]);
+    }
 }
 
 /* The test accuracy `tact train` or `tact eval` printed, in percent. */
