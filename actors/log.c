@@ -138,6 +138,7 @@ struct ta_log_stream {
     uint32_t id;
     char name[64];
     msgpack_sbuffer env;
+    uint64_t nrecords; /* this port's records so far */
 };
 
 /* A bulk already in the file: its hash, length and the record holding it. */
@@ -158,6 +159,8 @@ struct ta_log_writer {
     s_recent_t recent[S_RECENT];
     size_t next_recent;
     int failed; /* the first error: the log stops there and finish reports it */
+    char *notes;  /* "note PORT RECORD TEXT\n" lines, for FILE.times */
+    size_t notes_len, notes_cap;
 };
 
 static uint64_t s_ns(void) {
@@ -315,11 +318,30 @@ int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m
         bad = bad || msgpack_pack_uint32(&pk, crc) || msgpack_pack_uint64(&pk, now - w->ns0);
         if (bad) w->failed = TACT_ENOMEM;
         w->records++;
+        s->nrecords++;
         if (w->buf.size >= S_FLUSH_BYTES || now - w->last_flush >= S_FLUSH_NS) s_flush(w);
         rc = w->failed;
     }
     pthread_mutex_unlock(&w->lock);
     return rc;
+}
+
+void ta_log_stream_note(ta_log_stream_t *s, const char *fmt, ...) {
+    char text[201], line[300];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    for (char *c = text; *c; c++)
+        if (*c < 0x20 || *c > 0x7e) *c = '?';
+    ta_log_writer_t *w = s->w;
+    pthread_mutex_lock(&w->lock);
+    int n = snprintf(line, sizeof line, "note %" PRIu32 " %" PRIu64 " %s\n", s->id, s->nrecords ? s->nrecords - 1 : 0, text);
+    if (n > 0 && ta_grow((void **)&w->notes, &w->notes_cap, w->notes_len + (size_t)n + 1, 1) == TACT_OK) {
+        memcpy(w->notes + w->notes_len, line, (size_t)n + 1);
+        w->notes_len += (size_t)n;
+    }
+    pthread_mutex_unlock(&w->lock);
 }
 
 void ta_log_writer_flush(ta_log_writer_t *w) {
@@ -336,7 +358,7 @@ void ta_log_writer_flush(ta_log_writer_t *w) {
  * by timing, and times vary: without them, identical runs write identical
  * bytes.  Written to a private temporary file, then renamed over path: a
  * failure leaves the log as it happened (still a valid log). */
-static int s_canonical(const char *path, ta_error_t *err) {
+static int s_canonical(const char *path, const char *notes, size_t notes_len, ta_error_t *err) {
     ta_log_t *log;
     int rc = ta_log_load(path, &log, err);
     if (rc != TACT_OK) return rc;
@@ -359,7 +381,8 @@ static int s_canonical(const char *path, ta_error_t *err) {
     for (size_t i = 0; !bad && i < log->nstreams; i++)
         bad = msgpack_pack_array(&pk, 3) || msgpack_pack_str_with_body(&pk, "stream", 6) || msgpack_pack_uint32(&pk, log->streams[i].id) ||
               msgpack_pack_str_with_body(&pk, log->streams[i].name, strlen(log->streams[i].name));
-    fprintf(tf, "# tact log times: port record wall_ns (ns since the recorder started), in the canonical log's order\n");
+    fprintf(tf, "# tact log times: port record wall_ns (ns since the recorder started), in the canonical log's order;\n"
+                "# note port record text: what happened while the port processed that record (a kernel's time)\n");
     /* Every bulk of S_DEDUP_MIN bytes or more is kept once: the first
      * record that has it, by its hash (the writer, streaming, looks only
      * at the last S_RECENT). */
@@ -414,6 +437,7 @@ static int s_canonical(const char *path, ta_error_t *err) {
             }
         }
     }
+    if (notes_len) fwrite(notes, 1, notes_len, tf);
     bad = bad || msgpack_pack_array(&pk, 2) || msgpack_pack_str_with_body(&pk, "end", 3) || msgpack_pack_uint64(&pk, records);
     bad = bad || fwrite(buf.data, 1, buf.size, out) != buf.size;
     bad |= fclose(out) != 0;
@@ -446,7 +470,8 @@ int ta_log_writer_finish(ta_log_writer_t **pw, ta_error_t *err) {
     /* A log that cannot be made canonical (no memory for it, a full disk)
      * stays as it happened: complete and valid, its records of different
      * ports interleaved by timing. */
-    if (rc == TACT_OK) s_canonical(w->path, NULL);
+    if (rc == TACT_OK) s_canonical(w->path, w->notes, w->notes_len, NULL);
+    ta_free(w->notes);
     for (size_t i = 0; i < w->nstreams; i++) {
         msgpack_sbuffer_destroy(&w->streams[i]->env);
         ta_free(w->streams[i]);

@@ -78,6 +78,12 @@ ta_log_stream_t *ta_log_writer_stream(ta_log_writer_t *w, uint32_t id, const cha
  * ta_log_writer_finish reports it. */
 int ta_log_stream_record(ta_log_stream_t *s, ta_log_dir_t dir, const ta_msg_t *m, const ta_bytes_t *env);
 
+/* A note on the stream's latest record (a kernel's time while the
+ * executor processed it): kept beside the log, in FILE.times, never in
+ * the log itself, whose bytes must not depend on timing.  At most 200
+ * printable bytes; notes that do not fit in memory are dropped. */
+void ta_log_stream_note(ta_log_stream_t *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Writes what is buffered now. */
 void ta_log_writer_flush(ta_log_writer_t *w);
 

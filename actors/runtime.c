@@ -787,6 +787,18 @@ void ta_msg_pass_bulk(ta_msg_t *from, ta_msg_t *to) {
     from->bulk.len = 0;
 }
 
+int ta_port_recorded(const ta_port_t *p) { return p && p->log != NULL; }
+
+void ta_port_note(ta_port_t *p, const char *fmt, ...) {
+    if (!p || !p->log) return;
+    char text[201];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    ta_log_stream_note(p->log, "%s", text);
+}
+
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m) {
     if (p->log && m->type != TA_MSG_PROGRESS) ta_log_stream_record(p->log, TA_LOG_IN, m, m->wire_.len ? &m->wire_ : NULL);
 }

@@ -178,6 +178,11 @@ int ta_port_wait_from(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *repl
 void *ta_port_mailbox(ta_port_t *p);
 int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err);
 void ta_port_record_in(ta_port_t *p, const ta_msg_t *m);
+/* With recording on, a note on the port's latest record, kept beside the
+ * log (ta_log_stream_note); 1 when the port is recorded (a caller may
+ * skip measuring otherwise), 0 when not. */
+int ta_port_recorded(const ta_port_t *p);
+void ta_port_note(ta_port_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Gives to the bulk bytes of from, a received message, without copying
  * them: the frame moves into to, which frees it once sent (or when its

@@ -48,24 +48,54 @@ static void s_learn_devices(const ta_msg_t *m, s_devices_t *d) {
     }
 }
 
+/* The notes of FILE.times ("note PORT RECORD TEXT": a kernel's time), in
+ * (port, record) order. */
+typedef struct {
+    uint32_t port;
+    uint64_t record;
+    size_t order;
+    char text[208];
+} s_note_t;
+
+static s_note_t *s_notes;
+static size_t s_nnotes, s_notes_cap;
+
+static int s_note_cmp(const void *a, const void *b) {
+    const s_note_t *x = a, *y = b;
+    if (x->port != y->port) return x->port < y->port ? -1 : 1;
+    if (x->record != y->record) return x->record < y->record ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
 /* A canonical log's times, from its sidecar FILE.times ("port record
- * wall_ns" a line, docs/log-format.md), into the records: for display
- * only, so a line that does not parse or names no record is skipped. */
+ * wall_ns" a line, docs/log-format.md), into the records, and its notes:
+ * for display only, so a line that does not parse or names no record is
+ * skipped. */
 static void s_read_times(const char *file, ta_log_t *log) {
     char path[4200];
     snprintf(path, sizeof path, "%s.times", file);
     ta_error_t err;
     FILE *f = ta_file_fopen(path, 0, 0, "log times", &err);
     if (!f) return;
-    char line[128];
+    char line[320];
     while (fgets(line, sizeof line, f)) {
         unsigned long port;
         unsigned long long k, ns;
+        int at = 0;
+        if (sscanf(line, "note %lu %llu %n", &port, &k, &at) == 2 && at > 0 && port <= UINT32_MAX) {
+            if (ta_grow((void **)&s_notes, &s_notes_cap, s_nnotes + 1, sizeof *s_notes) != TACT_OK) continue;
+            s_note_t *n = &s_notes[s_nnotes];
+            n->port = (uint32_t)port, n->record = k, n->order = s_nnotes++;
+            snprintf(n->text, sizeof n->text, "%s", line + at);
+            n->text[strcspn(n->text, "\n")] = '\0';
+            continue;
+        }
         if (line[0] == '#' || sscanf(line, "%lu %llu %llu", &port, &k, &ns) != 3 || port > UINT32_MAX) continue;
         const ta_log_stream_info_t *st = ta_log_find(log, (uint32_t)port);
         if (st && k < st->nrecords) ((ta_log_record_t *)&st->records[k])->wall_ns = ns;
     }
     fclose(f);
+    if (s_nnotes) qsort(s_notes, s_nnotes, sizeof *s_notes, s_note_cmp);
 }
 
 /* The devices of a log's first CONFIG. */
@@ -395,6 +425,7 @@ int h_log(int argc, char **argv) {
     char header[2048];
     ta_log_header_format(&log->run, header, sizeof header);
     if (!json) printf("run header: %s\n", header[0] ? header : "(empty)");
+    size_t note = 0;
     for (size_t i = 0; i < log->nstreams; i++) {
         const ta_log_stream_info_t *st = &log->streams[i];
         if (!json) printf("port %" PRIu32 " (%s): %zu records\n", st->id, st->name, st->nrecords);
@@ -411,6 +442,9 @@ int h_log(int argc, char **argv) {
             }
             char line[512];
             printf("  %6zu %12.3f ms %s %s\n", k, (double)rec->wall_ns * 1e-6, rec->dir == TA_LOG_IN ? "in " : "out", ta_msg_format(&m, line, sizeof line));
+            /* The notes on this record (kernels' times), from FILE.times. */
+            while (note < s_nnotes && (s_notes[note].port < st->id || (s_notes[note].port == st->id && s_notes[note].record < k))) note++;
+            for (; note < s_nnotes && s_notes[note].port == st->id && s_notes[note].record == k; note++) printf("           %s\n", s_notes[note].text);
             if (verbose) {
                 ta_msg_dump_records(&m, stdout, "           ", s_namer);
                 /* Kernels once, where their builder received them. */
@@ -419,6 +453,8 @@ int h_log(int argc, char **argv) {
         }
     }
     ta_free(devices);
+    ta_free(s_notes);
+    s_notes = NULL, s_nnotes = s_notes_cap = 0;
     ta_log_free(&log);
     return 0;
 }

@@ -657,10 +657,12 @@ static int s_step(ta_actor_t *self, s_state_t *s, s_step_t *st, void *prog, cons
         if (buf && s->dev_ops->check_guards(s->dev, buf->ptr, buf->bytes, &g) != TACT_OK)
             return ta_error_set(err, TACT_EDEVICE, "executor: kernel %s, buffer %" PRIu64 " (%" PRIu64 " bytes): %s", name, buf->id, buf->bytes, g.text);
     }
-    if (s->local.debug >= 2) {
+    if (s->local.debug >= 2 || ta_port_recorded(ta_actor_port(self))) {
         double ms = s_ms() - t0, bytes = 0;
         for (int b = 0; b < st->nbufs; b++) bytes += (double)st->bytes[b];
-        fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
+        if (s->local.debug >= 2) fprintf(stderr, "tact: %-24s %9.3f ms %8.2f GB/s\n", name, ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
+        /* Beside a log, never in it: the time depends on the machine. */
+        ta_port_note(ta_actor_port(self), "kernel %s on %s: %.3f ms, %.2f GB/s", name, ta_pipeline_uri(&s->w, s->w.self_device), ms, ms > 0 ? bytes / ms * 1e-6 : 0.0);
     }
     for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
     return TACT_OK;

@@ -212,6 +212,7 @@ Test(harness_cli, log_dump_is_readable_and_json) {
     cr_assert(strstr(out, "op=MUL dtype=float32 shape=[2 3]"), "no named op in: %.2000s", out);
     cr_assert(strstr(out, "kernel r_2_3: 4 nodes") && strstr(out, " MUL      float32  src 0 0"), "no kernel nodes in: %.3000s", out);
     cr_assert(!strstr(out, "source for"), "-v printed sources");
+    cr_assert(strstr(out, "kernel r_2_3 on CPU: "), "no kernel time from the sidecar in: %.3000s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "log dump --source %s", path);
     out = s_tact_all(cmd);
