@@ -37,7 +37,11 @@ static int s_pipe_send(void *pipe, ta_msg_t *m) {
 static int s_pipe_recv(void *pipe, int timeout_ms, ta_msg_type_t *type, int64_t *status, char *text, size_t text_len,
                        uint64_t *processed) {
     zmq_pollitem_t item = {pipe, 0, ZMQ_POLLIN, 0};
-    if (zmq_poll(&item, 1, timeout_ms) <= 0) return TACT_ETIMEDOUT;
+    /* A signal (a compile's SIGCHLD, the user's SIGTERM) is no timeout. */
+    int64_t deadline = s_now_ms() + timeout_ms;
+    int n;
+    while ((n = zmq_poll(&item, 1, timeout_ms < 0 ? -1 : (long)(deadline - s_now_ms() > 0 ? deadline - s_now_ms() : 0))) < 0 && errno == EINTR) {}
+    if (n <= 0) return TACT_ETIMEDOUT;
     zmq_msg_t frame;
     zmq_msg_init(&frame);
     if (zmq_msg_recv(&frame, pipe, 0) < 0) {
@@ -279,18 +283,27 @@ static void s_take(ta_actor_t *a, ta_msg_t *m) {
 static void s_check_stall(ta_actor_t *a) {
     int timeout = ta_rt_config(a->rt)->timeout_ms;
     int64_t now = s_now_ms();
-    if (a->awaiting && now - a->await_since_ms >= timeout) {
+    char lost[200] = "";
+    /* A worker that is gone answers nothing: its inputs end and an await of
+     * it fails now, not after the timeout. */
+    for (size_t i = 0; i < a->ninputs; i++)
+        if (!a->inputs[i].ended && !a->inputs[i].head && ta_rt_lost(a->rt, a->inputs[i].id, NULL, 0)) {
+            a->inputs[i].ended = 1;
+            s_pump(a);
+        }
+    if (a->awaiting && (now - a->await_since_ms >= timeout || ta_rt_lost(a->rt, a->awaiting_from, lost, sizeof lost))) {
         uint64_t corr = a->awaiting;
         a->awaiting = 0;
         if (ta_actor_forget(a, corr, a->awaiting_from) != TACT_OK) /* its late reply is dropped when it comes */
             ta_rt_report(a->rt, "actor %s: out of memory forgetting corr %#" PRIx64, a->name, corr);
         ta_rt_report(a->rt, "actor %s: no reply with corr %#" PRIx64 " within %d ms", a->name, corr, timeout);
-        char text[128];
-        snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);
+        char text[256];
+        if (lost[0]) snprintf(text, sizeof text, "%s", lost);
+        else snprintf(text, sizeof text, "actor %s: no reply within %d ms", a->name, timeout);
         ta_msg_t e;
         ta_msg_init(&e, TA_MSG_ERROR);
         e.corr = corr;
-        e.as.error.code = TACT_ETIMEDOUT;
+        e.as.error.code = lost[0] ? TACT_ETRANSPORT : TACT_ETIMEDOUT;
         e.as.error.what = ta_bytes_str("await");
         e.as.error.text = ta_bytes_str(text);
         ta_actor_dispatch(a, &e);
@@ -343,6 +356,7 @@ static void *s_run(void *arg) {
          * a stop); a merge that is waiting wakes up to check for a stall,
          * and an actor with idle work when that asks. */
         int wait = a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1;
+        if (wait > 100) wait = 100; /* a lost worker is noticed within 100 ms */
         if (idle_ms >= 0 && (wait < 0 || idle_ms < wait)) wait = idle_ms;
         int n = zmq_poll(items, 2, wait);
         if (n < 0 && errno != EINTR) {
@@ -504,6 +518,7 @@ uint32_t ta_actor_id(const ta_actor_t *a) { return a->id; }
 ta_port_t *ta_actor_port(ta_actor_t *a) { return a->port; }
 const char *ta_actor_name(const ta_actor_t *a) { return a->name; }
 void *ta_actor_state(ta_actor_t *a) { return a->state; }
+ta_rt_t *ta_actor_rt(const ta_actor_t *a) { return a->rt; }
 void ta_actor_set_state(ta_actor_t *a, void *state) { a->state = state; }
 uint64_t ta_actor_processed(const ta_actor_t *a) { return a->processed; }
 

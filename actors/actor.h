@@ -78,6 +78,8 @@ ta_port_t *ta_actor_port(ta_actor_t *a);
 const char *ta_actor_name(const ta_actor_t *a);
 /* The actor's state pointer, for handlers (set with ta_actor_set_state). */
 void *ta_actor_state(ta_actor_t *a);
+/* The runtime the actor runs on (NULL for a stage driven by replay). */
+ta_rt_t *ta_actor_rt(const ta_actor_t *a);
 void ta_actor_set_state(ta_actor_t *a, void *state);
 /* Messages processed so far (valid after stop through the STOP_ACK too). */
 uint64_t ta_actor_processed(const ta_actor_t *a);

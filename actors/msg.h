@@ -279,7 +279,9 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
     X(FREE, free)             /* graph -> executor: buffers nobody needs any more */    \
     X(PROGRESS, progress)     /* heartbeat of long work for the request with this corr (never logged) */ \
     X(BACKWARD, backward)     /* client -> graph -> autograd: gradients of a loss; reply GRADS */ \
-    X(GRADS, grads)           /* reply to BACKWARD: gradient ops (autograd -> graph), the ids that got one (graph -> client) */
+    X(GRADS, grads)           /* reply to BACKWARD: gradient ops (autograd -> graph), the ids that got one (graph -> client) */ \
+    X(HELLO, hello)           /* client -> worker: host these devices as these executor ids (actors/link.h) */ \
+    X(WELCOME, welcome)       /* worker -> client: reply to HELLO, the DEVICE records (status 0) or why not */
 
 #define TA_FIELDS_READY(F, M) F(M, I64, status) F(M, STR, text)
 #define TA_FIELDS_STOP(F, M)
@@ -314,6 +316,8 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_BACKWARD(F, M) \
     F(M, U64, loss) F(M, U64, grad) F(M, U64S, targets) F(M, U64S, ids) F(M, U64S, olds) F(M, NODES, nodes) F(M, U64, more) F(M, U64, next) F(M, U64, part)
 #define TA_FIELDS_GRADS(F, M) F(M, NODES, ops) F(M, U64S, ids) F(M, U64, more)
+#define TA_FIELDS_HELLO(F, M) F(M, STR, devices) F(M, U64S, executors) F(M, U64S, compilers) F(M, U64, ports)
+#define TA_FIELDS_WELCOME(F, M) F(M, I64, status) F(M, STR, text) F(M, DEVICES, devices)
 
 typedef enum ta_msg_type {
 #define TA_MSG_ENUM_(NAME, name) TA_MSG_##NAME,

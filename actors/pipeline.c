@@ -146,8 +146,12 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
                                               : n.graph;
     /* A compiler's work comes from every executor, merged (seq, sender). */
     uint32_t *ups = role == TA_ROLE_COMPILER ? ta_malloc(sizeof *ups * (size_t)n.ndevices) : &up;
-    for (int i = 0; ups && role == TA_ROLE_COMPILER && i < n.ndevices; i++) ups[i] = n.device[i].executor;
-    int src = ups ? ta_actor_set_inputs(self, ups, role == TA_ROLE_COMPILER ? n.ndevices : 1) : TACT_ENOMEM;
+    /* Only the executors of its own process: a worker's executors ask the
+     * compilers the worker hosts under the same ids (harness/worker.c). */
+    int nups = role == TA_ROLE_COMPILER ? 0 : 1;
+    for (int i = 0; ups && role == TA_ROLE_COMPILER && i < n.ndevices; i++)
+        if (!ta_rt_is_route(ta_actor_rt(self), n.device[i].executor)) ups[nups++] = n.device[i].executor;
+    int src = ups ? ta_actor_set_inputs(self, ups, (size_t)nups) : TACT_ENOMEM;
     if (role == TA_ROLE_COMPILER) ta_free(ups);
     if (src != TACT_OK) {
         ta_pipeline_fini(&n);

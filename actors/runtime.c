@@ -24,6 +24,9 @@ static int s_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len, char *nam
 typedef struct {
     char name[64];
     char endpoint[256]; /* empty until the port bound its mailbox */
+    int route;          /* a port of another process, reached through a link (ta_rt_route) */
+    int lost;           /* that process is gone (ta_rt_lose): lost_text says why */
+    char lost_text[200];
 } s_entry_t;
 
 struct ta_rt {
@@ -43,6 +46,7 @@ struct ta_rt {
     int failed;        /* ta_rt_fail's code, read without the lock by waits */
     char failure[256];
     size_t open_ports; /* ports not yet destroyed, actors' included */
+    int any_lost;      /* some entry is lost (read without the lock) */
     /* CURVE on tcp (see runtime.h). */
     int curve;
     char public_key[41], secret_key[41];
@@ -56,6 +60,51 @@ struct ta_rt {
 };
 
 /* ------------------------------------------------------------ ZAP handler */
+
+/* The runtime's own key is "self"; a configured peer's "peer:N". */
+static int s_admit(const uint8_t key[32], char *user, size_t len, void *ud) {
+    ta_rt_t *rt = ud;
+    if (memcmp(key, rt->public_bin, 32) == 0) return snprintf(user, len, "self"), 1;
+    for (size_t i = 0; i < rt->npeers; i++)
+        if (memcmp(key, rt->peers_bin[i], 32) == 0) return snprintf(user, len, "peer:%zu", i), 1;
+    return 0;
+}
+
+int ta_zap_answer(void *rep, int (*admit)(const uint8_t key[32], char *user, size_t len, void *ud), void *ud) {
+    /* version, request id, domain, address, identity, mechanism, credentials... */
+    zmq_msg_t frames[8];
+    int n = 0, more = 1;
+    while (more) {
+        zmq_msg_t f;
+        zmq_msg_init(&f);
+        if (zmq_msg_recv(&f, rep, 0) < 0) {
+            zmq_msg_close(&f);
+            break;
+        }
+        more = zmq_msg_more(&f);
+        if (n < 8) frames[n++] = f;
+        else zmq_msg_close(&f);
+    }
+    if (n == 0) return -1;
+    const char *status = "400", *text = "unknown key";
+    char user[32] = "";
+    if (n >= 7 && zmq_msg_size(&frames[0]) == 3 && memcmp(zmq_msg_data(&frames[0]), "1.0", 3) == 0 && zmq_msg_size(&frames[5]) == 5 &&
+        memcmp(zmq_msg_data(&frames[5]), "CURVE", 5) == 0 && zmq_msg_size(&frames[6]) == 32) {
+        if (admit(zmq_msg_data(&frames[6]), user, sizeof user, ud) && user[0]) status = "200", text = "OK";
+        else user[0] = '\0';
+    } else {
+        text = "not a CURVE request";
+    }
+    zmq_send(rep, "1.0", 3, ZMQ_SNDMORE);
+    if (n >= 2) zmq_send(rep, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), ZMQ_SNDMORE);
+    else zmq_send(rep, "", 0, ZMQ_SNDMORE);
+    zmq_send(rep, status, 3, ZMQ_SNDMORE);
+    zmq_send(rep, text, strlen(text), ZMQ_SNDMORE);
+    zmq_send(rep, user, strlen(user), ZMQ_SNDMORE);
+    zmq_send(rep, "", 0, 0);
+    for (int i = 0; i < n; i++) zmq_msg_close(&frames[i]);
+    return status[0] == '2';
+}
 
 /* The ZAP handler (ZeroMQ RFC 27) of a runtime on tcp: every connection to
  * one of its CURVE mailboxes is asked about here, on the runtime's own
@@ -81,40 +130,7 @@ static void *s_zap_run(void *arg) {
         }
         if (items[0].revents & ZMQ_POLLIN) break;
         if (!(items[1].revents & ZMQ_POLLIN)) continue;
-        /* version, request id, domain, address, identity, mechanism, credentials... */
-        zmq_msg_t frames[8];
-        int n = 0, more = 1;
-        while (more) {
-            zmq_msg_t f;
-            zmq_msg_init(&f);
-            if (zmq_msg_recv(&f, rep, 0) < 0) {
-                zmq_msg_close(&f);
-                break;
-            }
-            more = zmq_msg_more(&f);
-            if (n < 8) frames[n++] = f;
-            else zmq_msg_close(&f);
-        }
-        const char *status = "400", *text = "unknown key";
-        char user[32] = "";
-        if (n >= 7 && zmq_msg_size(&frames[0]) == 3 && memcmp(zmq_msg_data(&frames[0]), "1.0", 3) == 0 &&
-            zmq_msg_size(&frames[5]) == 5 && memcmp(zmq_msg_data(&frames[5]), "CURVE", 5) == 0 && zmq_msg_size(&frames[6]) == 32) {
-            const uint8_t *key = zmq_msg_data(&frames[6]);
-            if (memcmp(key, rt->public_bin, 32) == 0) snprintf(user, sizeof user, "self");
-            for (size_t i = 0; !user[0] && i < rt->npeers; i++)
-                if (memcmp(key, rt->peers_bin[i], 32) == 0) snprintf(user, sizeof user, "peer:%zu", i);
-            if (user[0]) status = "200", text = "OK";
-        } else {
-            text = "not a CURVE request";
-        }
-        zmq_send(rep, "1.0", 3, ZMQ_SNDMORE);
-        if (n >= 2) zmq_send(rep, zmq_msg_data(&frames[1]), zmq_msg_size(&frames[1]), ZMQ_SNDMORE);
-        else zmq_send(rep, "", 0, ZMQ_SNDMORE);
-        zmq_send(rep, status, 3, ZMQ_SNDMORE);
-        zmq_send(rep, text, strlen(text), ZMQ_SNDMORE);
-        zmq_send(rep, user, strlen(user), ZMQ_SNDMORE);
-        zmq_send(rep, "", 0, 0);
-        for (int i = 0; i < n; i++) zmq_msg_close(&frames[i]);
+        ta_zap_answer(rep, s_admit, rt);
     }
     if (rep) zmq_close(rep);
     if (pipe) zmq_close(pipe);
@@ -403,6 +419,47 @@ uint64_t ta_rt_reports(ta_rt_t *rt, char *last, size_t last_len) {
 
 int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len) { return s_endpoint(rt, id, buf, len, NULL, 0); }
 
+uint32_t ta_rt_route(ta_rt_t *rt, const char *name, const char *endpoint) {
+    if (!endpoint || strlen(endpoint) >= sizeof rt->entries[0].endpoint) return 0;
+    uint32_t id = ta_rt_reserve_id(rt, name);
+    if (!id) return 0;
+    pthread_mutex_lock(&rt->lock);
+    snprintf(rt->entries[id].endpoint, sizeof rt->entries[id].endpoint, "%s", endpoint);
+    rt->entries[id].route = 1;
+    pthread_mutex_unlock(&rt->lock);
+    return id;
+}
+
+int ta_rt_is_route(ta_rt_t *rt, uint32_t id) {
+    if (!rt) return 0;
+    pthread_mutex_lock(&rt->lock);
+    int r = id < rt->nentries && rt->entries[id].route;
+    pthread_mutex_unlock(&rt->lock);
+    return r;
+}
+
+void ta_rt_lose(ta_rt_t *rt, uint32_t id, const char *fmt, ...) {
+    pthread_mutex_lock(&rt->lock);
+    if (id < rt->nentries && !rt->entries[id].lost) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(rt->entries[id].lost_text, sizeof rt->entries[id].lost_text, fmt, ap);
+        va_end(ap);
+        __atomic_store_n(&rt->entries[id].lost, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&rt->any_lost, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&rt->lock);
+}
+
+int ta_rt_lost(ta_rt_t *rt, uint32_t id, char *buf, size_t len) {
+    if (!rt || !__atomic_load_n(&rt->any_lost, __ATOMIC_ACQUIRE)) return 0;
+    pthread_mutex_lock(&rt->lock);
+    int lost = id < rt->nentries && rt->entries[id].lost;
+    if (lost && buf && len) snprintf(buf, len, "%s", rt->entries[id].lost_text);
+    pthread_mutex_unlock(&rt->lock);
+    return lost;
+}
+
 static int s_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len, char *name, size_t name_len) {
     int rc = -1;
     pthread_mutex_lock(&rt->lock);
@@ -578,8 +635,34 @@ uint32_t ta_port_id(const ta_port_t *p) { return p->id; }
 ta_rt_t *ta_port_rt(const ta_port_t *p) { return p->rt; }
 void *ta_port_mailbox(ta_port_t *p) { return p->mailbox; }
 
+int ta_rt_connect(ta_rt_t *rt, uint32_t id, void **out, ta_error_t *err) {
+    *out = NULL;
+    char ep[256], name[64] = "?";
+    if (s_endpoint(rt, id, ep, sizeof ep, name, sizeof name) != 0)
+        return ta_error_set(err, TACT_ENOTFOUND, "no port %" PRIu32 " is bound", id);
+    void *s = zmq_socket(rt->zmq, ZMQ_PUSH);
+    if (!s) return ta_error_set(err, TACT_ETRANSPORT, "zmq_socket: %s", zmq_strerror(errno));
+    s_sockopts(s, &rt->cfg);
+    if (rt->curve && strncmp(ep, "tcp://", 6) == 0 &&
+        (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, rt->public_key, 40) != 0 || zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, rt->public_key, 40) != 0 ||
+         zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, rt->secret_key, 40) != 0)) {
+        zmq_close(s);
+        return ta_error_set(err, TACT_ETRANSPORT, "CURVE client: %s", zmq_strerror(errno));
+    }
+    if (zmq_connect(s, ep) != 0) {
+        int e = errno;
+        zmq_close(s);
+        return ta_error_set(err, TACT_ETRANSPORT, "connect to %s (%s): %s", name, ep, zmq_strerror(e));
+    }
+    *out = s;
+    return TACT_OK;
+}
+
 /* Returns the destination slot of dest, connecting its socket on first use. */
 static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
+    char lost[200];
+    if (!p->capture && ta_rt_lost(p->rt, dest, lost, sizeof lost))
+        return ta_error_set(err, TACT_ETRANSPORT, "%s", lost);
     /* A destination must exist before the table grows for it: a hostile
      * sender id must not make a reply allocate gigabytes. */
     char probe[256];
@@ -596,25 +679,9 @@ static int s_out(ta_port_t *p, uint32_t dest, s_out_t **out, ta_error_t *err) {
     }
     s_out_t *o = &p->outs[dest];
     if (!o->sock && !p->capture) {
-        char ep[256], name[64] = "?";
-        if (s_endpoint(p->rt, dest, ep, sizeof ep, name, sizeof name) != 0)
-            return ta_error_set(err, TACT_ENOTFOUND, "port %s: no port %" PRIu32 " is bound", p->name, dest);
-        void *s = zmq_socket(p->rt->zmq, ZMQ_PUSH);
-        if (!s) return ta_error_set(err, TACT_ETRANSPORT, "port %s: zmq_socket: %s", p->name, zmq_strerror(errno));
-        s_sockopts(s, &p->rt->cfg);
-        ta_rt_t *rt = p->rt;
-        if (rt->curve && (zmq_setsockopt(s, ZMQ_CURVE_SERVERKEY, rt->public_key, 40) != 0 ||
-                          zmq_setsockopt(s, ZMQ_CURVE_PUBLICKEY, rt->public_key, 40) != 0 ||
-                          zmq_setsockopt(s, ZMQ_CURVE_SECRETKEY, rt->secret_key, 40) != 0)) {
-            zmq_close(s);
-            return ta_error_set(err, TACT_ETRANSPORT, "port %s: CURVE client: %s", p->name, zmq_strerror(errno));
-        }
-        if (zmq_connect(s, ep) != 0) {
-            zmq_close(s);
-            return ta_error_set(err, TACT_ETRANSPORT, "port %s: connect to %s (%s): %s", p->name, name, ep,
-                                zmq_strerror(errno));
-        }
-        o->sock = s;
+        ta_error_t e;
+        int rc = ta_rt_connect(p->rt, dest, &o->sock, &e);
+        if (rc != TACT_OK) return ta_error_set(err, rc, "port %s: %s", p->name, e.text);
     }
     *out = o;
     return TACT_OK;
@@ -689,8 +756,7 @@ fail:
                         rc == TACT_ETIMEDOUT ? "no room within the timeout (is the peer alive?)" : zmq_strerror(errno));
 }
 
-/* Reads the rest of a multipart message so a bad one is consumed whole. */
-static void s_drain(void *sock) {
+void ta_zmq_drain(void *sock) {
     int more;
     size_t len = sizeof more;
     while (zmq_getsockopt(sock, ZMQ_RCVMORE, &more, &len) == 0 && more) {
@@ -711,7 +777,7 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
         zmq_msg_init(&junk);
         zmq_msg_recv(&junk, p->mailbox, ZMQ_DONTWAIT);
         zmq_msg_close(&junk);
-        s_drain(p->mailbox);
+        ta_zmq_drain(p->mailbox);
         return ta_error_set(err, TACT_ENOMEM, "port %s: out of memory receiving", p->name);
     }
     f->has_bulk = 0;
@@ -744,7 +810,7 @@ int ta_port_recv_raw(ta_port_t *p, ta_msg_t *m, ta_error_t *err) {
         rc = ta_error_set(err, TACT_EPROTO, "sender %" PRIu32 " does not match the authenticated peer (%s)", m->sender,
                           zmq_msg_gets(&f->env, "User-Id") ? zmq_msg_gets(&f->env, "User-Id") : "none");
     if (rc == TACT_OK && m->dest != p->id) rc = ta_error_set(err, TACT_EPROTO, "addressed to port %" PRIu32 ", not this one", m->dest);
-    if (more) s_drain(p->mailbox);
+    if (more) ta_zmq_drain(p->mailbox);
     if (rc != TACT_OK) {
         char text[256];
         snprintf(text, sizeof text, "%s", err ? err->text : "");
@@ -846,24 +912,24 @@ int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t 
     return ta_port_send(p, dest, req, err);
 }
 
+static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, uint32_t watch, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
+
 int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
     int rc = ta_port_send_request(p, dest, req, err);
     if (rc != TACT_OK) return rc;
-    rc = ta_port_wait(p, req->corr, reply, timeout_ms, err);
+    rc = s_port_wait(p, req->corr, 0, dest, reply, timeout_ms, 1, err);
     if (rc == TACT_ETIMEDOUT)
         ta_error_set(err, rc, "port %s: no reply to %s from port %" PRIu32 " within %d ms", p->name, ta_msg_type_name(req->type),
                      dest, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms);
     return rc;
 }
 
-static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
-
 int ta_port_wait(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
-    return s_port_wait(p, corr, 0, reply, timeout_ms, 1, err);
+    return s_port_wait(p, corr, 0, 0, reply, timeout_ms, 1, err);
 }
 
 int ta_port_wait_from(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
-    return s_port_wait(p, corr, from, reply, timeout_ms, extend, err);
+    return s_port_wait(p, corr, from, from, reply, timeout_ms, extend, err);
 }
 
 void ta_port_forget(ta_port_t *p, uint64_t upto) {
@@ -884,10 +950,12 @@ void ta_port_forget(ta_port_t *p, uint64_t upto) {
 }
 
 int ta_port_wait_within(ta_port_t *p, uint64_t corr, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
-    return s_port_wait(p, corr, 0, reply, timeout_ms, 0, err);
+    return s_port_wait(p, corr, 0, 0, reply, timeout_ms, 0, err);
 }
 
-static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
+/* Waits for the message carrying corr (from port from, if not 0); the
+ * loss of port watch (a worker's, if not 0) ends the wait at once. */
+static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, uint32_t watch, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err) {
     if (timeout_ms < 0) timeout_ms = p->rt->cfg.timeout_ms;
     int rc;
     /* A reply that came while the port waited for another one was kept. */
@@ -907,6 +975,7 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, ta_msg_t *rep
         char why[256];
         int failed = ta_rt_failure(p->rt, why, sizeof why);
         if (failed) return ta_error_set(err, failed, "the pipeline failed: %s", why);
+        if (watch && ta_rt_lost(p->rt, watch, why, sizeof why)) return ta_error_set(err, TACT_ETRANSPORT, "%s", why);
         int64_t left = deadline - s_now_ms();
         if (left < 0) left = 0;
         rc = s_wait(p, (int)(left < 100 ? left : 100), err);

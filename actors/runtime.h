@@ -81,6 +81,39 @@ void ta_rt_abandon(ta_rt_t *rt);
  * into buf; returns 0, or -1 if no such port is bound. */
 int ta_rt_endpoint(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
 
+/*
+ * Ports of another process (a worker's executors in a client, the client's
+ * stages in a worker) are routes: an id reserved in call order like any
+ * other, whose endpoint is a link's mailbox (actors/link.h), which carries
+ * what is sent there to the other process.  ta_rt_route reserves one (0:
+ * out of memory); ta_rt_is_route says whether id is one.
+ */
+uint32_t ta_rt_route(ta_rt_t *rt, const char *name, const char *endpoint);
+int ta_rt_is_route(ta_rt_t *rt, uint32_t id);
+
+/* A route whose process is gone (a worker died or stopped answering):
+ * from now on sends to id fail at once with text, and so do the waits for
+ * a message from id (ta_port_wait_from, ta_port_request to it, an actor's
+ * await of it), within 100 ms of the loss.  ta_rt_lost returns 1 with the
+ * text in buf once id is lost, else 0. */
+void ta_rt_lose(ta_rt_t *rt, uint32_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ta_rt_lost(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
+
+/* A PUSH socket connected to port id's mailbox as the runtime's ports
+ * connect (CURVE with the runtime's key over tcp), for a link that passes
+ * messages on unchanged.  Returns TACT_OK and *sock (the caller closes it),
+ * or TACT_ENOTFOUND/TACT_ETRANSPORT in err. */
+int ta_rt_connect(ta_rt_t *rt, uint32_t id, void **sock, ta_error_t *err);
+
+/* Reads the rest of a multipart ZeroMQ message (a bad one is consumed whole). */
+void ta_zmq_drain(void *sock);
+
+/* Answers one ZAP request (ZeroMQ RFC 27) waiting on rep: a CURVE client
+ * whose 32-byte key admit accepts (writing its user id into user) is
+ * admitted, anything else refused.  Returns 1 admitted, 0 refused, -1
+ * when nothing could be read.  The runtime's handler and a worker's use it. */
+int ta_zap_answer(void *rep, int (*admit)(const uint8_t key[32], char *user, size_t len, void *ud), void *ud);
+
 /* The runtime's CURVE public key (Z85, 40 characters and a NUL) into buf:
  * what a peer needs to connect to its tcp mailboxes.  Returns 0, or -1 when
  * the runtime does not use CURVE. */

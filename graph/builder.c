@@ -187,6 +187,8 @@ int g_send_frees(ta_actor_t *self, g_state_t *g, const uint64_t *ids, size_t n) 
     /* Every executor hears (each frees those it holds): a dropped buffer's
      * node may be gone already, and with it which device had it. */
     for (int d = 0; d < g->w.ndevices; d++) {
+        /* A lost worker's buffers went with it. */
+        if (ta_rt_lost(ta_actor_rt(self), g->w.device[d].executor, NULL, 0)) continue;
         ta_msg_t m;
         ta_msg_init(&m, TA_MSG_FREE);
         m.as.free.bufs = ta_u64s(ids, n);
@@ -836,6 +838,8 @@ static int s_send_run(ta_actor_t *self, g_state_t *g, uint64_t plan, int final) 
         for (int i = 0; final && i < g->nreturns; i++)
             if (g->returns[4 * i] == (uint64_t)d) memcpy(&mine[n], &g->returns[4 * i + 1], 3 * sizeof *mine), n += 3;
         r.as.run.returns = ta_u64s(mine, n);
+        /* A lost worker takes no part (what needed it fails where it waits for it). */
+        if (ta_rt_lost(ta_actor_rt(self), g->w.device[d].executor, NULL, 0)) continue;
         int rc = ta_actor_send(self, g->w.device[d].executor, &r);
         if (rc != TACT_OK) return rc;
     }
@@ -857,7 +861,8 @@ static void s_fail_realize(ta_actor_t *self, g_state_t *g, int code, const char 
     r.as.run.text = ta_bytes_str(text);
     /* Each executor answers (a send that fails broke the pipeline, which
      * the client's wait notices). */
-    for (int d = 0; d < g->w.ndevices; d++) ta_actor_send(self, g->w.device[d].executor, &r);
+    for (int d = 0; d < g->w.ndevices; d++)
+        if (!ta_rt_lost(ta_actor_rt(self), g->w.device[d].executor, NULL, 0)) ta_actor_send(self, g->w.device[d].executor, &r);
     s_end_realize(g);
 }
 

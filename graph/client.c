@@ -17,6 +17,8 @@
 #include "mem.h"
 #include "ops.h"
 #include "pipeline.h"
+#include "link.h"
+#include "keys.h"
 #include "rerun.h"
 #include "shape.h"
 #include "tact.h"
@@ -39,7 +41,14 @@ struct ti_ctx {
     ta_port_t *port;
     ta_pipeline_t wiring;
     ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
-    ta_actor_t *graph, *scheduler, *planner, **executors, *autograd, *compilers[TA_MAX_COMPILERS]; /* executors: one per device */
+    ta_actor_t *graph, *scheduler, *planner, **executors, *autograd, *compilers[TA_MAX_COMPILERS]; /* executors: one per device (NULL: a worker's) */
+    /* The workers hosting devices (docs/workers.md): one link each, and
+     * for each device the link it is reached through (-1: this process's)
+     * and its name there. */
+    ta_link_t **links;
+    int nlinks;
+    int *device_link;
+    char (*device_local)[TA_URI_MAX + 1];
     int timeout_ms;
     uint64_t next_id;
     s_scope_t *scopes;
@@ -51,6 +60,7 @@ struct ti_ctx {
     int unsynced; /* a message went to the graph after the last request (a realize, a read): close waits for it */
     struct s_inflight {
         uint64_t corr, realize, assigns;
+        uint64_t lost_before; /* the devices (bit d % 64) lost when it was sent */
     } *inflight; /* realizes started, not yet waited for */
     size_t ninflight, inflight_cap;
     uint64_t realizes;  /* realizes started so far: each is numbered */
@@ -372,6 +382,64 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     for (int i = 0; ctx->executors && i < ctx->wiring.ndevices; i++)
         if (ta_actor_stop(&ctx->executors[i], &err) != TACT_OK && first && !first->code) *first = err;
     if (ta_actor_stop(&ctx->autograd, &err) != TACT_OK && first && !first->code) *first = err;
+    for (int i = 0; i < ctx->nlinks; i++) ta_link_close(&ctx->links[i]);
+}
+
+/* The workers of the context's devices: one link per worker address, each
+ * with the key its URIs carry or known_workers gives (a tcp worker without
+ * one is refused).  raw: the list as given (the keys are there). */
+static int s_links(ti_ctx_t *ctx, const char *raw, ta_error_t *err) {
+    ta_pipeline_t *w = &ctx->wiring;
+    char **names;
+    int n = ta_device_split(raw, strlen(raw), &names, err);
+    if (n < 0) return err->code;
+    int rc = TACT_OK;
+    if (n != w->ndevices || !(ctx->links = ta_calloc((size_t)n, sizeof *ctx->links)) ||
+        !(ctx->device_link = ta_malloc(sizeof *ctx->device_link * (size_t)n)) || !(ctx->device_local = ta_calloc((size_t)n, sizeof *ctx->device_local)))
+        rc = ta_error_set(err, TACT_ENOMEM, "out of memory");
+    for (int i = 0; rc == TACT_OK && i < n; i++) {
+        char where[TA_URI_MAX + 1], key[TA_KEY_Z85 + 1];
+        ctx->device_link[i] = -1;
+        if (!ta_device_remote(names[i], where, ctx->device_local[i], key)) continue;
+        int l = 0;
+        while (l < ctx->nlinks && strcmp(ta_link_where(ctx->links[l]), where) != 0) l++;
+        ctx->device_link[i] = l;
+        if (l < ctx->nlinks) continue;
+        int tcp = strncmp(where, "tcp://", 6) == 0;
+        if (tcp && !key[0] && ta_keys_known_worker(where, key) != TACT_OK)
+            rc = ta_error_set(err, TACT_EINVAL,
+                              "device %s: a tcp worker's URI needs its public key (?key=..., as tact worker --print-uri prints it) unless "
+                              "known_workers lists %s",
+                              w->device[i].uri, where);
+        if (rc == TACT_OK) rc = ta_link_new(ctx->rt, where, tcp ? key : NULL, &ctx->links[l], err);
+        if (rc == TACT_OK) ctx->nlinks++;
+    }
+    ta_free(names);
+    return rc;
+}
+
+/* Asks each worker for its devices, as the executor ids reserved for them,
+ * and takes what it says they are (their DEVICE records). */
+static int s_hello(ti_ctx_t *ctx, ta_error_t *err) {
+    ta_pipeline_t *w = &ctx->wiring;
+    for (int l = 0; l < ctx->nlinks; l++) {
+        const char *names[64];
+        uint32_t ids[64];
+        ta_device_info_t infos[64];
+        int at[64], n = 0;
+        for (int i = 0; i < w->ndevices; i++)
+            if (ctx->device_link[i] == l) {
+                if (n == 64) return ta_error_set(err, TACT_EINVAL, "more than 64 devices on worker %s", ta_link_where(ctx->links[l]));
+                names[n] = ctx->device_local[i];
+                ids[n] = w->device[i].executor;
+                at[n++] = i;
+            }
+        int wait = ctx->timeout_ms < 10000 ? ctx->timeout_ms : 10000;
+        int rc = ta_link_hello(ctx->links[l], names, ids, n, w->compiler, w->ncompilers, w->autograd, infos, wait, err);
+        if (rc != TACT_OK) return rc;
+        for (int k = 0; k < n; k++) w->device[at[k]].info = infos[k];
+    }
+    return TACT_OK;
 }
 
 /* Packs the run header of a recorded context (docs/log-format.md). */
@@ -408,7 +476,9 @@ static int s_describe_devices(const char *list, ta_pipeline_t *w) {
     if (rc == TACT_OK && !(w->device = ta_calloc((size_t)n, sizeof *w->device))) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
     for (int i = 0; rc == TACT_OK && i < n; i++) {
         snprintf(w->device[i].uri, sizeof w->device[i].uri, "%s", uris[i]);
-        rc = ta_device_describe(uris[i], &w->device[i].info, &err);
+        char where[TA_URI_MAX + 1], local[TA_URI_MAX + 1], key[TA_KEY_Z85 + 1];
+        /* A worker's device is described by the worker (s_hello). */
+        if (!ta_device_remote(uris[i], where, local, key)) rc = ta_device_describe(uris[i], &w->device[i].info, &err);
         w->ndevices = i + 1;
     }
     ta_free(uris);
@@ -536,12 +606,20 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, local, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
         w->compiler[i] = ta_actor_id(ctx->compilers[i]);
     }
+    if ((rc = s_links(ctx, devices, &err)) != TACT_OK) goto fail;
     for (int i = 0; i < w->ndevices; i++) {
+        /* A worker's executor: an id like the others, its mailbox the link's. */
+        int l = ctx->device_link[i];
+        if (l >= 0) {
+            if (!(w->device[i].executor = ta_rt_route(ctx->rt, ta_executor_ops.name, ta_link_endpoint(ctx->links[l])))) goto fail_nomem;
+            continue;
+        }
         if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executors[i], &err)) != TACT_OK) goto fail;
         w->device[i].executor = ta_actor_id(ctx->executors[i]);
     }
     if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
     w->autograd = ta_actor_id(ctx->autograd);
+    if ((rc = s_hello(ctx, &err)) != TACT_OK) goto fail;
     /* Every stage learns the wiring from CONFIG (and its upstream from it)
      * before any work is sent: each is a request, answered in turn. */
     int nstages = 4 + w->ncompilers + w->ndevices;
@@ -573,6 +651,9 @@ fail:
     msgpack_sbuffer_destroy(&ctx->batch);
     ta_free(ctx->executors);
     ta_free(ctx->device_stats);
+    ta_free(ctx->links);
+    ta_free(ctx->device_link);
+    ta_free(ctx->device_local);
     ta_pipeline_fini(&ctx->wiring);
     ta_free(ctx);
     return rc;
@@ -609,6 +690,9 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     ta_handle_free(ctx->handle); /* every copy of it is stale now */
     ta_free(ctx->executors);
     ta_free(ctx->device_stats);
+    ta_free(ctx->links);
+    ta_free(ctx->device_link);
+    ta_free(ctx->device_local);
     ta_pipeline_fini(&ctx->wiring);
     ta_free(ctx);
     return first.code;
@@ -983,6 +1067,10 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
         tact_stats sum;
         memset(&sum, 0, sizeof sum);
         for (int d = 0; d < w->ndevices; d++) {
+            /* A worker lost before this realize went out has no part in it
+             * (the graph sends it nothing; a realize that needed it failed
+             * where it waited for it, or at its start). */
+            if (ta_rt_lost(ctx->rt, w->device[d].executor, NULL, 0) && ctx->inflight[i].lost_before & (1ull << (d & 63))) continue;
             ta_msg_t reply;
             ta_error_t e = {0, ""};
             ta_msg_init(&reply, TA_MSG_READY);
@@ -1124,6 +1212,16 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         for (int j = 0; tensors[i]->multi && tc_multi_part(tensors[i], j); j++)
             if (tc_multi_real(tensors[i], j)) ids[nids++] = tc_multi_part(tensors[i], j)->id;
     }
+    /* A target on a lost worker cannot be computed: said now, naming it. */
+    uint64_t lost = 0;
+    for (int d = 0; d < ctx->wiring.ndevices; d++) {
+        char why[200];
+        if (!ta_rt_lost(ctx->rt, ctx->wiring.device[d].executor, why, sizeof why)) continue;
+        lost |= 1ull << (d & 63);
+        for (int i = 0; rc == TACT_OK && i < n; i++)
+            if (tensors[i]->multi ? tc_multi_part(tensors[i], d) != NULL : tensors[i]->device == d)
+                rc = ta_error_set(&err, TACT_ETRANSPORT, "realize: tensor %d is on %s: %s", i, ctx->wiring.device[d].uri, why);
+    }
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
     if (rc == TACT_OK) {
         /* Realizes are numbered; each REALIZE also tells the graph which of
@@ -1137,7 +1235,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
         if (rc == TACT_OK) ctx->unsynced = 0; /* its answer comes after everything before it */
         if (rc == TACT_OK) {
-            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns};
+            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns, lost};
             ctx->nfailed = 0;
         }
     }

@@ -13,6 +13,10 @@ int h_bench_kernels(int quick);
 /* Prints one bench line: {"name","value","unit","peer","peer_value","ratio"}. */
 void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio);
 int h_log(int argc, char **argv);
+/* `tact worker` and `tact keygen` (worker.c). */
+int h_worker(int argc, char **argv);
+void h_worker_usage(FILE *f);
+int h_keygen(int argc, char **argv);
 /* `tact log check --deep`: each executor's buffers followed through its
  * recorded inbox (logverify.c); prints a line per problem and a summary
  * to out, returns the number of problems. */

@@ -240,6 +240,9 @@ static const struct {
     {"log", "check FILE | dump [-v] FILE", "validate or print a message log (-v: every payload record)", h_log, NULL},
     {"replay", "[--devices L] [--threads N] [--timeout-ms N] FILE", "run a recorded run again and check every stage", s_replay, s_replay_usage},
     {"devices", "[--json]", "the devices present, with their limits (--json: DEVICE records)", s_devices, s_devices_usage},
+    {"worker", "--listen tcp://HOST:PORT|ipc://PATH [--devices L] [--print-uri]", "host this machine's devices for clients elsewhere",
+     h_worker, h_worker_usage},
+    {"keygen", "[--force | --show]", "make (or show) this user's CURVE key for workers and their clients", h_keygen, NULL},
     {"version", "", "the library's version", s_version, NULL},
 };
 enum { S_NCMDS = sizeof s_cmds / sizeof *s_cmds };

@@ -185,10 +185,13 @@ typedef struct tact_options {
      * commas: "CPU", virtual CPU devices "CPU:1".."CPU:7" (each its own
      * executor with cpu_threads threads; "CPU:0" is "CPU"), OpenCL
      * devices "CL" (CL:0) or "CL:k" (tact_devices lists them), as many as
-     * the machine has: "CPU,CPU:1", "CPU,CL".  The grammar has room for a
-     * device in a worker process, tcp://HOST:PORT/DEVICE or
-     * ipc://PATH/DEVICE, which this version refuses (TACT_EDEVICE).  The
-     * first is where new tensors are made; each has its own executor, and
+     * the machine has: "CPU,CPU:1", "CPU,CL"; and devices of `tact worker`
+     * processes, here or on other machines: tcp://HOST:PORT/DEVICE?key=KEY
+     * (KEY the worker's public key, as `tact worker --print-uri` prints it;
+     * it may be left out when known_workers lists the worker) or
+     * ipc://PATH/DEVICE (docs/workers.md), mixed freely with local ones.  A
+     * worker that dies or hangs fails the realizes that need it within 2 s,
+     * naming it; the other devices go on.  The first is where new tensors are made; each has its own executor, and
      * they run at the same time.  NULL: $TACT_DEVICE, else "CPU".  An
      * absent, malformed or repeated device fails the open, naming the
      * devices present. */

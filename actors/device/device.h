@@ -208,16 +208,23 @@ int ta_device_find(const char *name, const ta_device_ops_t **ops, int *index, ta
 /*
  * Device URIs (DESIGN.md section 5): a device of this process, KIND or
  * KIND:k ("CPU" is CPU:0, "CL" is CL:0, "CUDA:0"), or one in a tact worker,
- * tcp://HOST:PORT/DEVICE or ipc://PATH/DEVICE.  At most TA_URI_MAX bytes of
+ * tcp://HOST:PORT/DEVICE[?key=KEY] or ipc://PATH/DEVICE, KEY the worker's
+ * CURVE public key (40 characters of Z85).  At most TA_URI_MAX bytes of
  * printable ASCII without spaces or commas.  ta_device_uri checks one
  * (len bytes) and writes it canonical into out (TA_URI_MAX + 1 bytes): a
- * local device must be present ("CPU" for CPU:0, "KIND:k" otherwise).
- * Returns TACT_OK, TACT_EINVAL for a malformed URI, or TACT_EDEVICE for a
- * device that is not there (or a worker's: not supported yet), err saying
- * which and why.
+ * local device must be present ("CPU" for CPU:0, "KIND:k" otherwise); a
+ * worker's is its grammar checked, its key left out (the key only says how
+ * to reach it).  Returns TACT_OK, TACT_EINVAL for a malformed URI, or
+ * TACT_EDEVICE for a device that is not there, err saying which and why.
  */
 enum { TA_URI_MAX = 255 };
 int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err);
+
+/* For a worker's device URI that ta_device_uri accepted: where the worker
+ * is ("tcp://HOST:PORT", "ipc://PATH"), the device's name there ("CPU")
+ * and the key the URI carries ("" if none), each at most TA_URI_MAX + 1
+ * bytes (key: 41).  Returns 1, or 0 for a device of this process. */
+int ta_device_remote(const char *uri, char *where, char *local, char *key);
 
 /* Splits a list of device names joined by commas (len bytes, no NUL
  * needed) into *out, one allocation (ta_free it) of n pointers to

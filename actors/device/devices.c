@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "device.h"
+#include "keys.h"
 #include "mem.h"
 #include "pipeline.h"
 
@@ -79,13 +80,19 @@ int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
             return ta_error_set(err, TACT_EINVAL, "device '%.*s': a space, comma or unprintable byte at %zu", (int)len, uri, k);
     int tcp = len > 6 && memcmp(uri, "tcp://", 6) == 0, ipc = len > 6 && memcmp(uri, "ipc://", 6) == 0;
     if (tcp || ipc || memchr(uri, '/', len)) {
-        /* SCHEME://WHERE/DEVICE: a device of a tact worker there. */
+        /* SCHEME://WHERE/DEVICE[?key=KEY]: a device of a tact worker there. */
+        size_t body = len;
+        for (size_t k = 6; k + 5 <= len && body == len; k++)
+            if (memcmp(uri + k, "?key=", 5) == 0) body = k;
+        if (body < len && (!tcp || !ta_keys_valid(uri + body + 5, len - body - 5)))
+            return ta_error_set(err, TACT_EINVAL, "device '%.*s': %s", (int)len, uri,
+                                tcp ? "the key after ?key= is not a CURVE public key (40 characters of Z85)" : "an ipc:// worker takes no key");
         const char *slash = NULL;
-        for (size_t k = len; k-- > 6 && !slash;)
+        for (size_t k = body; k-- > 6 && !slash;)
             if (uri[k] == '/') slash = uri + k;
         const char *where = uri + 6, *dev = slash ? slash + 1 : NULL;
-        size_t wlen = slash ? (size_t)(slash - where) : 0, dlen = dev ? (size_t)(uri + len - dev) : 0;
-        int ok = (tcp || ipc) && slash && wlen > 0 && s_local_ok(dev, dlen);
+        size_t wlen = slash ? (size_t)(slash - where) : 0, dlen = dev ? (size_t)(uri + body - dev) : 0;
+        int ok = (tcp || ipc) && slash && wlen > 0 && s_local_ok(dev, dlen) && !memchr(uri, '?', body);
         if (ok && tcp) { /* HOST:PORT, the port 1..65535 */
             const char *colon = NULL;
             for (size_t k = 0; k < wlen; k++)
@@ -95,12 +102,11 @@ int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
             if (ok) ok = atol(colon + 1) >= 1 && atol(colon + 1) <= 65535;
         }
         if (!ok)
-            return ta_error_set(err, TACT_EINVAL, "device '%.*s': not a device URI (tcp://HOST:PORT/DEVICE or ipc://PATH/DEVICE, DEVICE as CPU, CL:0)",
+            return ta_error_set(err, TACT_EINVAL, "device '%.*s': not a device URI (tcp://HOST:PORT/DEVICE?key=KEY or ipc://PATH/DEVICE, DEVICE as CPU, CL:0)",
                                 (int)len, uri);
-        return ta_error_set(err, TACT_EDEVICE,
-                            "device %.*s: devices in worker processes (tcp://, ipc://) are not supported yet; this build runs the devices of "
-                            "this process (CPU, CPU:k, CL:k)",
-                            (int)len, uri);
+        memcpy(out, uri, body);
+        out[body] = '\0';
+        return TACT_OK;
     }
     char name[32];
     if (len >= sizeof name) return ta_error_set(err, TACT_EINVAL, "device '%.*s': unknown kind (devices are CPU, CPU:k, CL, CL:k, CUDA, CUDA:k)", (int)len, uri);
@@ -112,6 +118,20 @@ int ta_device_uri(const char *uri, size_t len, char *out, ta_error_t *err) {
     if (ops == &ta_cpu_device && index == 0) snprintf(out, TA_URI_MAX + 1, "CPU");
     else snprintf(out, TA_URI_MAX + 1, "%s:%d", ops->kind, index);
     return TACT_OK;
+}
+
+int ta_device_remote(const char *uri, char *where, char *local, char *key) {
+    size_t len = strlen(uri);
+    if (len <= 6 || (memcmp(uri, "tcp://", 6) != 0 && memcmp(uri, "ipc://", 6) != 0)) return 0;
+    const char *q = strstr(uri + 6, "?key=");
+    size_t body = q ? (size_t)(q - uri) : len;
+    key[0] = '\0';
+    if (q) snprintf(key, TA_KEY_Z85 + 1, "%s", q + 5);
+    size_t slash = body;
+    while (slash > 6 && uri[slash - 1] != '/') slash--;
+    snprintf(where, TA_URI_MAX + 1, "%.*s", (int)(slash - 1), uri);
+    snprintf(local, TA_URI_MAX + 1, "%.*s", (int)(body - slash), uri + slash);
+    return 1;
 }
 
 int ta_device_split(const char *list, size_t len, char ***out, ta_error_t *err) {

@@ -116,13 +116,14 @@ Test(device_multi, mixing_devices_and_unknown_devices_are_clear_errors) {
     cr_assert(strstr(tact_last_open_error(), "CPU is listed twice"), "%s", tact_last_open_error());
     o.devices = "CPU,,CPU:1";
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_EINVAL, "%s", tact_last_open_error());
-    /* A device that is not there, a worker's (not yet), a malformed URI. */
+    /* A device that is not there, a worker's without its key or with
+     * nobody listening, a malformed URI. */
     static const struct {
         const char *list, *error;
         int code;
     } refused[] = {{"CPU,CPU:8", "no device CPU:8", TACT_EDEVICE},
-               {"CPU,tcp://gpu-box:5555/CUDA:0", "worker processes", TACT_EDEVICE},
-               {"ipc:///tmp/w/CL:0", "worker processes", TACT_EDEVICE},
+               {"CPU,tcp://gpu-box.invalid:5555/CUDA:0", "needs its public key", TACT_EINVAL},
+               {"ipc:///tmp/tact-nobody-listens/CL:0", "nothing listens there", TACT_ETRANSPORT},
                {"tcp://host/CPU", "not a device URI", TACT_EINVAL},
                {"tcp://host:99999/CPU", "not a device URI", TACT_EINVAL},
                {"CPU, CPU:1", "space", TACT_EINVAL}};

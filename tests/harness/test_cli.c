@@ -35,7 +35,7 @@ static int s_tact(char *out, size_t len, const char *args) {
 }
 
 Test(harness_cli, every_subcommand_has_help) {
-    static const char *const cmds[] = {"train", "eval", "demo", "bench", "log", "replay", "devices", "version"};
+    static const char *const cmds[] = {"train", "eval", "demo", "bench", "log", "replay", "devices", "worker", "keygen", "version"};
     char out[8192];
     for (size_t i = 0; i < sizeof cmds / sizeof *cmds; i++) {
         char args[64];

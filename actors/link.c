@@ -1,0 +1,427 @@
+/* link.c - a client's connection to a tact worker: HELLO, then messages passed both ways, heartbeats, and the loss of a worker. */
+#include "link.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#include "keys.h"
+#include "mem.h"
+#include "pipeline.h"
+
+struct ta_link {
+    ta_rt_t *rt;
+    char where[TA_URI_MAX + 1];
+    char key[TA_KEY_Z85 + 1]; /* the worker's public key; empty on ipc */
+    char endpoint[96];        /* the mailbox the executors' routes point at */
+    void *mailbox;            /* PULL, bound at endpoint */
+    void *dealer;             /* to the worker */
+    uint32_t *executors;
+    int nexecutors;
+    uint32_t ports;
+    void **pushes; /* by port id, to the client's own mailboxes, connected on first use */
+    void *monitor; /* the connection's events: a closed connection is a worker gone */
+    uint8_t *told; /* by port id: the worker was told that port is lost */
+    pthread_t thread;
+    int running, stop, lost;
+};
+
+static int64_t s_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void ta_link_sockopts(void *sock, size_t max_bytes) {
+    int linger = 0, hwm = 16384;
+    int64_t max = (int64_t)max_bytes;
+    zmq_setsockopt(sock, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sock, ZMQ_MAXMSGSIZE, &max, sizeof max);
+    zmq_setsockopt(sock, ZMQ_SNDHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(sock, ZMQ_RCVHWM, &hwm, sizeof hwm);
+}
+
+static size_t s_max_bytes(ta_rt_t *rt) {
+    const ta_rt_config_t *c = ta_rt_config(rt);
+    return c->max_msg_bytes > c->max_bulk_bytes ? c->max_msg_bytes : c->max_bulk_bytes;
+}
+
+int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, ta_link_t **out, ta_error_t *err) {
+    static unsigned serial;
+    *out = NULL;
+    ta_link_t *l = ta_calloc(1, sizeof *l);
+    if (!l) return ta_error_set(err, TACT_ENOMEM, "out of memory");
+    l->rt = rt;
+    snprintf(l->where, sizeof l->where, "%s", where);
+    if (server_key) snprintf(l->key, sizeof l->key, "%s", server_key);
+    snprintf(l->endpoint, sizeof l->endpoint, "inproc://tact-link-%p-%u", (void *)rt, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+    l->mailbox = zmq_socket(ta_rt_zmq(rt), ZMQ_PULL);
+    if (!l->mailbox || zmq_bind(l->mailbox, l->endpoint) != 0) {
+        int e = errno;
+        ta_link_close(&l);
+        return ta_error_set(err, TACT_ETRANSPORT, "worker %s: no mailbox for its link: %s", where, zmq_strerror(e));
+    }
+    ta_link_sockopts(l->mailbox, s_max_bytes(rt));
+    *out = l;
+    return TACT_OK;
+}
+
+const char *ta_link_endpoint(const ta_link_t *l) { return l->endpoint; }
+const char *ta_link_where(const ta_link_t *l) { return l->where; }
+
+/* Sends one frame; more: ZMQ_SNDMORE or 0. */
+static int s_send(void *sock, const void *data, size_t len, int more) { return zmq_send(sock, data, len, more) < 0 ? -1 : 0; }
+
+
+/* The worker is gone (or broke the protocol): its executors are lost. */
+static void s_lose(ta_link_t *l, const char *why) {
+    if (l->lost) return;
+    l->lost = 1;
+    for (int i = 0; i < l->nexecutors; i++) ta_rt_lose(l->rt, l->executors[i], "worker %s lost: %s", l->where, why);
+}
+
+/* A monitor's event: its number, and its value (a ZAP status, an errno). */
+static int s_event(void *mon, uint16_t *event, uint32_t *value) {
+    zmq_msg_t f;
+    zmq_msg_init(&f);
+    if (zmq_msg_recv(&f, mon, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&f);
+        return -1;
+    }
+    int ok = zmq_msg_size(&f) >= 6;
+    if (ok) {
+        memcpy(event, zmq_msg_data(&f), 2);
+        memcpy(value, (uint8_t *)zmq_msg_data(&f) + 2, 4);
+    }
+    zmq_msg_close(&f);
+    ta_zmq_drain(mon);
+    return ok ? 0 : -1;
+}
+
+static void *s_run(void *arg);
+
+int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *executors, int n, const uint32_t *compilers, int ncompilers,
+                  uint32_t ports, ta_device_info_t *infos, int timeout_ms, ta_error_t *err) {
+    if (n < 1 || ports > TA_LINK_MAX_PORTS) return ta_error_set(err, TACT_EINVAL, "worker %s: %d devices, %" PRIu32 " ports", l->where, n, ports);
+    if (!(l->executors = ta_malloc(sizeof *l->executors * (size_t)n)) || !(l->pushes = ta_calloc((size_t)ports + 1, sizeof *l->pushes)) ||
+        !(l->told = ta_calloc((size_t)ports + 1, 1)))
+        return ta_error_set(err, TACT_ENOMEM, "out of memory");
+    memcpy(l->executors, executors, sizeof *executors * (size_t)n);
+    l->nexecutors = n;
+    l->ports = ports;
+    void *zmq = ta_rt_zmq(l->rt);
+    l->dealer = zmq_socket(zmq, ZMQ_DEALER);
+    if (!l->dealer) return ta_error_set(err, TACT_ETRANSPORT, "worker %s: zmq_socket: %s", l->where, zmq_strerror(errno));
+    ta_link_sockopts(l->dealer, s_max_bytes(l->rt));
+    int timeout = ta_rt_config(l->rt)->timeout_ms;
+    zmq_setsockopt(l->dealer, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
+    /* A worker that went away is not reconnected to: a new one at the same
+     * address knows nothing of this client's buffers. */
+    int never = -1;
+    zmq_setsockopt(l->dealer, ZMQ_RECONNECT_IVL, &never, sizeof never);
+    if (l->key[0]) {
+        char pub[TA_KEY_Z85 + 1], sec[TA_KEY_Z85 + 1];
+        int rc = ta_keys_own(pub, sec, 1, err);
+        if (rc != TACT_OK) return ta_error_set(err, rc, "worker %s: this user's key: %s", l->where, err->text);
+        int bad = zmq_setsockopt(l->dealer, ZMQ_CURVE_SERVERKEY, l->key, 40) != 0 || zmq_setsockopt(l->dealer, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
+                  zmq_setsockopt(l->dealer, ZMQ_CURVE_SECRETKEY, sec, 40) != 0;
+        memset(sec, 0, sizeof sec);
+        if (bad) return ta_error_set(err, TACT_ETRANSPORT, "worker %s: CURVE client: %s", l->where, zmq_strerror(errno));
+    }
+    /* The connection's fate (refused, its keys refused) is watched until
+     * WELCOME, so a refusal is named rather than waited out. */
+    char mon_ep[96];
+    snprintf(mon_ep, sizeof mon_ep, "inproc://tact-link-mon-%p", (void *)l);
+    void *mon = NULL;
+    if (zmq_socket_monitor(l->dealer, mon_ep, ZMQ_EVENT_ALL) == 0 && (mon = zmq_socket(zmq, ZMQ_PAIR)) && zmq_connect(mon, mon_ep) != 0) {
+        zmq_close(mon);
+        mon = NULL;
+    }
+    if (zmq_connect(l->dealer, l->where) != 0) {
+        if (mon) zmq_close(mon);
+        return ta_error_set(err, TACT_ETRANSPORT, "worker %s: connect: %s", l->where, zmq_strerror(errno));
+    }
+    /* HELLO: the devices, the ids they are to have, the ids of the rest. */
+    char names[1024] = "";
+    for (int i = 0; i < n; i++) {
+        size_t used = strlen(names);
+        snprintf(names + used, sizeof names - used, "%s%s", i ? "," : "", devices[i]);
+    }
+    uint64_t ex[64], co[TA_MAX_COMPILERS];
+    if (n > 64 || ncompilers > TA_MAX_COMPILERS) {
+        if (mon) zmq_close(mon);
+        return ta_error_set(err, TACT_EINVAL, "worker %s: too many devices", l->where);
+    }
+    for (int i = 0; i < n; i++) ex[i] = executors[i];
+    for (int i = 0; i < ncompilers; i++) co[i] = compilers[i];
+    ta_msg_t h;
+    ta_msg_init(&h, TA_MSG_HELLO);
+    h.seq = 1;
+    h.as.hello.devices = ta_bytes_str(names);
+    h.as.hello.executors = ta_u64s(ex, (size_t)n);
+    h.as.hello.compilers = ta_u64s(co, (size_t)ncompilers);
+    h.as.hello.ports = ports;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    int rc = ta_msg_encode(&h, &sb);
+    if (rc == TACT_OK && (s_send(l->dealer, "H", 1, ZMQ_SNDMORE) != 0 || s_send(l->dealer, sb.data, sb.size, 0) != 0))
+        rc = ta_error_set(err, TACT_ETRANSPORT, "worker %s: send HELLO: %s", l->where, zmq_strerror(errno));
+    msgpack_sbuffer_destroy(&sb);
+    int64_t deadline = s_now_ms() + timeout_ms;
+    int connected = 0, refused = 0, auth = 0, handshake = 0;
+    zmq_msg_t kind, env;
+    zmq_msg_init(&kind);
+    zmq_msg_init(&env);
+    while (rc == TACT_OK) {
+        int64_t left = deadline - s_now_ms();
+        if (left <= 0) {
+            rc = ta_error_set(err, auth || (refused && !connected) ? TACT_ETRANSPORT : TACT_ETIMEDOUT, "worker %s: %s within %d ms", l->where,
+                              auth        ? "refused this client's key (add the public key `tact keygen --show` prints to the worker's authorized_keys)"
+                              : handshake ? "the CURVE handshake failed (is the worker's key in the URI its own?)"
+                              : connected ? "no answer to HELLO (the worker's key in the URI may be wrong, or this client's key is not admitted)"
+                              : refused   ? "nothing listens there (connection refused)"
+                                          : "no connection",
+                              timeout_ms);
+            break;
+        }
+        zmq_pollitem_t items[2] = {{l->dealer, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, mon ? 2 : 1, (long)(left < 100 ? left : 100)) < 0 && errno != EINTR) {
+            rc = ta_error_set(err, TACT_ETRANSPORT, "worker %s: poll: %s", l->where, zmq_strerror(errno));
+            break;
+        }
+        uint16_t ev;
+        uint32_t val;
+        while (mon && s_event(mon, &ev, &val) == 0) {
+            if (ev == ZMQ_EVENT_CONNECTED) connected = 1;
+            if (ev == ZMQ_EVENT_CONNECT_RETRIED || ev == ZMQ_EVENT_CLOSED) refused = 1;
+#ifdef ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+            if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) auth = 1;
+            if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL || ev == ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL) handshake = 1;
+#endif
+        }
+        /* Refusals are final: the link never reconnects. */
+        if (auth || (refused && !connected)) deadline = s_now_ms();
+        if (!(items[0].revents & ZMQ_POLLIN)) continue;
+        if (zmq_msg_recv(&kind, l->dealer, ZMQ_DONTWAIT) < 0) continue;
+        int more = zmq_msg_more(&kind);
+        const char *k = zmq_msg_data(&kind);
+        if (zmq_msg_size(&kind) != 1 || !more || (k[0] != 'W' && k[0] != 'B')) {
+            ta_zmq_drain(l->dealer);
+            continue; /* nothing else may come before WELCOME */
+        }
+        if (zmq_msg_recv(&env, l->dealer, ZMQ_DONTWAIT) < 0) continue;
+        ta_zmq_drain(l->dealer);
+        if (k[0] == 'B') {
+            char text[300];
+            ta_printable(zmq_msg_data(&env), zmq_msg_size(&env), text, sizeof text);
+            rc = ta_error_set(err, TACT_EDEVICE, "worker %s refused: %s", l->where, text);
+            break;
+        }
+        ta_msg_t w;
+        ta_msg_init(&w, TA_MSG_READY);
+        uint64_t bulk_len;
+        rc = ta_msg_decode(&w, zmq_msg_data(&env), zmq_msg_size(&env), ta_rt_config(l->rt)->max_msg_bytes, &bulk_len, err);
+        if (rc == TACT_OK && w.type != TA_MSG_WELCOME) rc = ta_error_set(err, TACT_EPROTO, "a %s", ta_msg_type_name(w.type));
+        if (rc != TACT_OK) {
+            rc = ta_error_set(err, TACT_EPROTO, "worker %s: a bad WELCOME: %s", l->where, err->text);
+            break;
+        }
+        if (w.as.welcome.status != 0) {
+            ta_bytes_t t = w.as.welcome.text;
+            char text[300];
+            ta_printable(t.ptr, t.len, text, sizeof text);
+            int code = w.as.welcome.status < 0 && w.as.welcome.status > -100 ? (int)w.as.welcome.status : TACT_EDEVICE;
+            rc = ta_error_set(err, code, "worker %s: %s", l->where, text);
+            break;
+        }
+        if (w.as.welcome.devices.n != (uint32_t)n) {
+            rc = ta_error_set(err, TACT_EPROTO, "worker %s: WELCOME has %u devices for %d asked", l->where, w.as.welcome.devices.n, n);
+            break;
+        }
+        ta_recs_it_t it;
+        ta_device_rec_t rec;
+        ta_recs_begin(&it, &w.as.welcome.devices);
+        for (int i = 0; rc == TACT_OK && i < n; i++) {
+            char uri[TA_URI_MAX + 1];
+            if (!ta_recs_next(&it, &rec)) rc = ta_error_set(err, TACT_EPROTO, "worker %s: a DEVICE record does not decode", l->where);
+            else rc = ta_device_info_of_rec(&rec, &infos[i], uri, err);
+            if (rc == TACT_OK && strcmp(uri, devices[i]) != 0)
+                rc = ta_error_set(err, TACT_EPROTO, "worker %s: described %s for %s", l->where, uri, devices[i]);
+        }
+        break;
+    }
+    zmq_msg_close(&kind);
+    zmq_msg_close(&env);
+    if (rc != TACT_OK) {
+        zmq_socket_monitor(l->dealer, NULL, 0);
+        if (mon) zmq_close(mon);
+        return rc;
+    }
+    l->monitor = mon;
+    if (pthread_create(&l->thread, NULL, s_run, l) != 0) return ta_error_set(err, TACT_ENOMEM, "worker %s: cannot start its link's thread", l->where);
+    l->running = 1;
+    return TACT_OK;
+}
+
+/* A message from the worker: one of its executors' to a port of this
+ * client, checked before it is passed on.  Returns 0, or -1 with why. */
+static int s_from_worker(ta_link_t *l, zmq_msg_t *env, char *why, size_t len) {
+    ta_msg_t m;
+    ta_msg_init(&m, TA_MSG_READY);
+    uint64_t bulk_len;
+    ta_error_t e;
+    const ta_rt_config_t *c = ta_rt_config(l->rt);
+    int rc = ta_msg_decode(&m, zmq_msg_data(env), zmq_msg_size(env), c->max_msg_bytes, &bulk_len, &e);
+    if (rc != TACT_OK) return snprintf(why, len, "a malformed message: %s", e.text), -1;
+    int mine = 0;
+    for (int i = 0; i < l->nexecutors; i++) mine |= m.sender == l->executors[i];
+    if (!mine) return snprintf(why, len, "a message as port %" PRIu32 ", not one of its executors", m.sender), -1;
+    /* To a port of this client, or to another worker's executor (a copy
+     * between devices of two workers goes through here). */
+    int own = 0;
+    for (int i = 0; i < l->nexecutors; i++) own |= m.dest == l->executors[i];
+    if (m.dest == 0 || m.dest > l->ports || own) return snprintf(why, len, "a message for port %" PRIu32 ", not one of this client's", m.dest), -1;
+    int more = zmq_msg_more(env);
+    if ((bulk_len != 0) != (more != 0)) return snprintf(why, len, "a bulk frame that does not match its envelope"), -1;
+    if (bulk_len > c->max_bulk_bytes) return snprintf(why, len, "a bulk of %" PRIu64 " bytes", bulk_len), -1;
+    void **push = &l->pushes[m.dest];
+    if (!*push && ta_rt_connect(l->rt, m.dest, push, &e) != TACT_OK) return snprintf(why, len, "%s", e.text), -1;
+    if (zmq_msg_send(env, *push, more ? ZMQ_SNDMORE : 0) < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
+    if (more) {
+        zmq_msg_t bulk;
+        zmq_msg_init(&bulk);
+        if (zmq_msg_recv(&bulk, l->dealer, ZMQ_DONTWAIT) < 0 || zmq_msg_size(&bulk) != bulk_len || zmq_msg_more(&bulk)) {
+            /* The envelope went out alone: the port rejects it whole. */
+            zmq_msg_close(&bulk);
+            zmq_send(*push, "", 0, 0);
+            return snprintf(why, len, "a bulk frame missing or of the wrong size"), -1;
+        }
+        int s = zmq_msg_send(&bulk, *push, 0);
+        if (s < 0) zmq_msg_close(&bulk);
+        if (s < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
+    }
+    return 0;
+}
+
+static void *s_run(void *arg) {
+    ta_link_t *l = arg;
+    int64_t last_rx = s_now_ms(), last_tx = 0;
+    zmq_msg_t a, b;
+    while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
+        zmq_pollitem_t items[3] = {{l->dealer, 0, ZMQ_POLLIN, 0}, {l->mailbox, 0, ZMQ_POLLIN, 0}, {l->monitor, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, l->monitor ? 3 : 2, 50) < 0 && errno != EINTR) break;
+        uint16_t ev;
+        uint32_t val;
+        while (l->monitor && (items[2].revents & ZMQ_POLLIN) && s_event(l->monitor, &ev, &val) == 0)
+            if (ev == ZMQ_EVENT_DISCONNECTED) s_lose(l, "the connection closed (the worker stopped, or its process died)");
+        for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); i++) {
+            zmq_msg_init(&a);
+            if (zmq_msg_recv(&a, l->dealer, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&a);
+                break;
+            }
+            last_rx = s_now_ms();
+            char why[256] = "";
+            const char *k = zmq_msg_data(&a);
+            int more = zmq_msg_more(&a);
+            char kind = zmq_msg_size(&a) == 1 ? k[0] : '?';
+            zmq_msg_close(&a);
+            if (kind == 'P' && !more) continue;
+            if (kind == 'M' && more && !l->lost) {
+                zmq_msg_init(&b);
+                if (zmq_msg_recv(&b, l->dealer, ZMQ_DONTWAIT) >= 0 && s_from_worker(l, &b, why, sizeof why) == 0) {
+                    zmq_msg_close(&b);
+                    continue;
+                }
+                zmq_msg_close(&b);
+                if (!why[0]) snprintf(why, sizeof why, "a message cut short");
+            } else if (kind == 'B') {
+                zmq_msg_init(&b);
+                char text[200] = "it closed the session";
+                if (more && zmq_msg_recv(&b, l->dealer, ZMQ_DONTWAIT) >= 0) ta_printable(zmq_msg_data(&b), zmq_msg_size(&b), text, sizeof text);
+                zmq_msg_close(&b);
+                snprintf(why, sizeof why, "the worker ended the session: %s", text);
+            } else if (!l->lost) {
+                snprintf(why, sizeof why, "a frame of unknown kind");
+            }
+            ta_zmq_drain(l->dealer);
+            if (why[0]) {
+                s_lose(l, why);
+                s_send(l->dealer, "B", 1, ZMQ_DONTWAIT);
+            }
+        }
+        for (int i = 0; i < 256 && (items[1].revents & ZMQ_POLLIN); i++) {
+            zmq_msg_init(&a);
+            if (zmq_msg_recv(&a, l->mailbox, ZMQ_DONTWAIT) < 0) {
+                zmq_msg_close(&a);
+                break;
+            }
+            int more = zmq_msg_more(&a);
+            zmq_msg_init(&b);
+            if (more && zmq_msg_recv(&b, l->mailbox, ZMQ_DONTWAIT) < 0) more = 0;
+            ta_zmq_drain(l->mailbox);
+            int ok = !l->lost && s_send(l->dealer, "M", 1, ZMQ_SNDMORE) == 0 && zmq_msg_send(&a, l->dealer, more ? ZMQ_SNDMORE : 0) >= 0 &&
+                     (!more || zmq_msg_send(&b, l->dealer, 0) >= 0);
+            if (!ok && !l->lost) {
+                char why[200];
+                snprintf(why, sizeof why, "cannot send to it: %s", zmq_strerror(errno));
+                s_lose(l, why);
+            }
+            zmq_msg_close(&a);
+            zmq_msg_close(&b);
+            last_tx = s_now_ms();
+        }
+        int64_t now = s_now_ms();
+        if (now - last_tx >= TA_LINK_BEAT_MS && !l->lost) {
+            s_send(l->dealer, "P", 1, ZMQ_DONTWAIT);
+            last_tx = now;
+        }
+        /* Another worker lost: this one's executors may be waiting for it
+         * (a copy between devices); they are told, and fail at once. */
+        for (uint32_t id = 1; !l->lost && id <= l->ports; id++) {
+            char text[200];
+            if (l->told[id] || !ta_rt_lost(l->rt, id, text, sizeof text)) continue;
+            uint8_t be[4] = {(uint8_t)(id >> 24), (uint8_t)(id >> 16), (uint8_t)(id >> 8), (uint8_t)id};
+            l->told[id] = 1;
+            s_send(l->dealer, "L", 1, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            s_send(l->dealer, be, 4, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+            s_send(l->dealer, text, strlen(text), ZMQ_DONTWAIT);
+        }
+        if (!l->lost && now - last_rx > TA_LINK_LOST_MS) {
+            char why[200];
+            snprintf(why, sizeof why, "no heartbeat for %d ms (the worker died or hung, or the network is down)", TA_LINK_LOST_MS);
+            s_lose(l, why);
+        }
+    }
+    return NULL;
+}
+
+void ta_link_close(ta_link_t **pl) {
+    ta_link_t *l = *pl;
+    if (!l) return;
+    *pl = NULL;
+    if (l->running) {
+        __atomic_store_n(&l->stop, 1, __ATOMIC_RELEASE);
+        pthread_join(l->thread, NULL);
+    }
+    if (l->dealer) {
+        if (l->monitor) zmq_socket_monitor(l->dealer, NULL, 0);
+        int linger = 200; /* the bye has a moment to leave */
+        zmq_setsockopt(l->dealer, ZMQ_LINGER, &linger, sizeof linger);
+        if (l->running && !l->lost) s_send(l->dealer, "B", 1, ZMQ_DONTWAIT);
+        zmq_close(l->dealer);
+    }
+    for (uint32_t i = 0; l->pushes && i <= l->ports; i++)
+        if (l->pushes[i]) zmq_close(l->pushes[i]);
+    if (l->monitor) zmq_close(l->monitor);
+    ta_free(l->told);
+    if (l->mailbox) zmq_close(l->mailbox);
+    ta_free(l->pushes);
+    ta_free(l->executors);
+    ta_free(l);
+}

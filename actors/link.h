@@ -1,0 +1,59 @@
+/* link.h - a client's connection to a tact worker: the worker's executors as routes of the client's runtime (docs/workers.md). */
+#ifndef TACT_LINK_H
+#define TACT_LINK_H
+
+#include <stdint.h>
+
+#include "device.h"
+#include "runtime.h"
+
+/*
+ * The wire between a client (a DEALER) and a worker (a ROUTER), one
+ * connection per client and worker, CURVE on tcp.  Each ZeroMQ message is
+ * a kind frame, one byte, and what the kind says:
+ *   'H' env        client -> worker: HELLO, the first message
+ *   'W' env        worker -> client: WELCOME, its answer
+ *   'M' env [bulk] a pipeline message passed on unchanged, both ways
+ *   'P'            a heartbeat, both ways, every TA_LINK_BEAT_MS
+ *   'B' text       bye: the other end closes (a worker says why it refuses)
+ *   'L' id text    client -> worker: port id (4 bytes, big-endian; another
+ *                  worker's executor) is lost, for text: waits for it end
+ * An end that hears nothing for TA_LINK_LOST_MS takes the other for gone:
+ * a client loses the worker's executors (ta_rt_lose, naming the worker),
+ * a worker ends the session and frees everything the client had there.
+ */
+enum { TA_LINK_BEAT_MS = 200, TA_LINK_LOST_MS = 1500, TA_LINK_MAX_PORTS = 4096 };
+
+typedef struct ta_link ta_link_t;
+
+/*
+ * A link to the worker at where ("tcp://HOST:PORT", with the worker's
+ * public key server_key, or "ipc://PATH" with NULL), on runtime rt: binds
+ * the mailbox that the worker's executors' routes point at
+ * (ta_link_endpoint).  Nothing is connected until ta_link_hello.
+ */
+int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, ta_link_t **out, ta_error_t *err);
+const char *ta_link_endpoint(const ta_link_t *l);
+const char *ta_link_where(const ta_link_t *l);
+
+/*
+ * Connects and asks the worker to host the n devices named (its local
+ * names, "CPU", "CL:0") as executors with the port ids given (routes of
+ * this runtime), beside compilers with the ids given, in a pipeline whose
+ * ports go up to ports.  Waits at most timeout_ms for WELCOME, fills
+ * infos[0..n) from its DEVICE records, then passes messages both ways in a
+ * thread of its own until closed or lost.  Returns TACT_OK, or an error
+ * naming the worker (refused keys, no answer, the worker's refusal).
+ */
+int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *executors, int n, const uint32_t *compilers, int ncompilers,
+                  uint32_t ports, ta_device_info_t *infos, int timeout_ms, ta_error_t *err);
+
+/* Says bye to the worker (its session and buffers go), stops the thread and
+ * frees the link; *l is set to NULL.  Safe with *l == NULL. */
+void ta_link_close(ta_link_t **l);
+
+/* Socket options both ends of a link use: no linger, the message size
+ * limit, high water marks. */
+void ta_link_sockopts(void *sock, size_t max_bytes);
+
+#endif
