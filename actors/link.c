@@ -1,7 +1,15 @@
 /* link.c - a client's connection to a tact worker: HELLO, then messages passed both ways, heartbeats, and the loss of a worker. */
+#define _GNU_SOURCE /* pipe2 */
 #include "link.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +25,7 @@
 struct ta_link {
     ta_rt_t *rt;
     char where[TA_URI_MAX + 1];
+    char name[TA_URI_MAX + 64]; /* how errors name it: "worker WHERE", or an isolated device's */
     char key[TA_KEY_Z85 + 1]; /* the worker's public key; empty on ipc */
     char endpoint[96];        /* the mailbox the executors' routes point at */
     void *mailbox;            /* PULL, bound at endpoint */
@@ -51,13 +60,15 @@ static size_t s_max_bytes(ta_rt_t *rt) {
     return c->max_msg_bytes > c->max_bulk_bytes ? c->max_msg_bytes : c->max_bulk_bytes;
 }
 
-int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, ta_link_t **out, ta_error_t *err) {
+int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, const char *name, ta_link_t **out, ta_error_t *err) {
     static unsigned serial;
     *out = NULL;
     ta_link_t *l = ta_calloc(1, sizeof *l);
     if (!l) return ta_error_set(err, TACT_ENOMEM, "out of memory");
     l->rt = rt;
     snprintf(l->where, sizeof l->where, "%s", where);
+    if (name) snprintf(l->name, sizeof l->name, "%s", name);
+    else snprintf(l->name, sizeof l->name, "worker %s", where);
     if (server_key) snprintf(l->key, sizeof l->key, "%s", server_key);
     snprintf(l->endpoint, sizeof l->endpoint, "inproc://tact-link-%p-%u", (void *)rt, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
     l->mailbox = zmq_socket(ta_rt_zmq(rt), ZMQ_PULL);
@@ -82,7 +93,7 @@ static int s_send(void *sock, const void *data, size_t len, int more) { return z
 static void s_lose(ta_link_t *l, const char *why) {
     if (l->lost) return;
     l->lost = 1;
-    for (int i = 0; i < l->nexecutors; i++) ta_rt_lose(l->rt, l->executors[i], "worker %s lost: %s", l->where, why);
+    for (int i = 0; i < l->nexecutors; i++) ta_rt_lose(l->rt, l->executors[i], "%s lost: %s", l->name, why);
 }
 
 /* A monitor's event: its number, and its value (a ZAP status, an errno). */
@@ -107,7 +118,7 @@ static void *s_run(void *arg);
 
 int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *executors, int n, const uint32_t *compilers, int ncompilers,
                   uint32_t ports, ta_device_info_t *infos, int timeout_ms, ta_error_t *err) {
-    if (n < 1 || ports > TA_LINK_MAX_PORTS) return ta_error_set(err, TACT_EINVAL, "worker %s: %d devices, %" PRIu32 " ports", l->where, n, ports);
+    if (n < 1 || ports > TA_LINK_MAX_PORTS) return ta_error_set(err, TACT_EINVAL, "%s: %d devices, %" PRIu32 " ports", l->name, n, ports);
     if (!(l->executors = ta_malloc(sizeof *l->executors * (size_t)n)) || !(l->pushes = ta_calloc((size_t)ports + 1, sizeof *l->pushes)) ||
         !(l->told = ta_calloc((size_t)ports + 1, 1)))
         return ta_error_set(err, TACT_ENOMEM, "out of memory");
@@ -116,7 +127,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     l->ports = ports;
     void *zmq = ta_rt_zmq(l->rt);
     l->dealer = zmq_socket(zmq, ZMQ_DEALER);
-    if (!l->dealer) return ta_error_set(err, TACT_ETRANSPORT, "worker %s: zmq_socket: %s", l->where, zmq_strerror(errno));
+    if (!l->dealer) return ta_error_set(err, TACT_ETRANSPORT, "%s: zmq_socket: %s", l->name, zmq_strerror(errno));
     ta_link_sockopts(l->dealer, s_max_bytes(l->rt));
     int timeout = ta_rt_config(l->rt)->timeout_ms;
     zmq_setsockopt(l->dealer, ZMQ_SNDTIMEO, &timeout, sizeof timeout);
@@ -127,11 +138,11 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     if (l->key[0]) {
         char pub[TA_KEY_Z85 + 1], sec[TA_KEY_Z85 + 1];
         int rc = ta_keys_own(pub, sec, 1, err);
-        if (rc != TACT_OK) return ta_error_set(err, rc, "worker %s: this user's key: %s", l->where, err->text);
+        if (rc != TACT_OK) return ta_error_set(err, rc, "%s: this user's key: %s", l->name, err->text);
         int bad = zmq_setsockopt(l->dealer, ZMQ_CURVE_SERVERKEY, l->key, 40) != 0 || zmq_setsockopt(l->dealer, ZMQ_CURVE_PUBLICKEY, pub, 40) != 0 ||
                   zmq_setsockopt(l->dealer, ZMQ_CURVE_SECRETKEY, sec, 40) != 0;
         memset(sec, 0, sizeof sec);
-        if (bad) return ta_error_set(err, TACT_ETRANSPORT, "worker %s: CURVE client: %s", l->where, zmq_strerror(errno));
+        if (bad) return ta_error_set(err, TACT_ETRANSPORT, "%s: CURVE client: %s", l->name, zmq_strerror(errno));
     }
     /* The connection's fate (refused, its keys refused) is watched until
      * WELCOME, so a refusal is named rather than waited out. */
@@ -144,7 +155,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     }
     if (zmq_connect(l->dealer, l->where) != 0) {
         if (mon) zmq_close(mon);
-        return ta_error_set(err, TACT_ETRANSPORT, "worker %s: connect: %s", l->where, zmq_strerror(errno));
+        return ta_error_set(err, TACT_ETRANSPORT, "%s: connect: %s", l->name, zmq_strerror(errno));
     }
     /* HELLO: the devices, the ids they are to have, the ids of the rest. */
     char names[1024] = "";
@@ -155,7 +166,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     uint64_t ex[64], co[TA_MAX_COMPILERS];
     if (n > 64 || ncompilers > TA_MAX_COMPILERS) {
         if (mon) zmq_close(mon);
-        return ta_error_set(err, TACT_EINVAL, "worker %s: too many devices", l->where);
+        return ta_error_set(err, TACT_EINVAL, "%s: too many devices", l->name);
     }
     for (int i = 0; i < n; i++) ex[i] = executors[i];
     for (int i = 0; i < ncompilers; i++) co[i] = compilers[i];
@@ -170,7 +181,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     msgpack_sbuffer_init(&sb);
     int rc = ta_msg_encode(&h, &sb);
     if (rc == TACT_OK && (s_send(l->dealer, "H", 1, ZMQ_SNDMORE) != 0 || s_send(l->dealer, sb.data, sb.size, 0) != 0))
-        rc = ta_error_set(err, TACT_ETRANSPORT, "worker %s: send HELLO: %s", l->where, zmq_strerror(errno));
+        rc = ta_error_set(err, TACT_ETRANSPORT, "%s: send HELLO: %s", l->name, zmq_strerror(errno));
     msgpack_sbuffer_destroy(&sb);
     int64_t deadline = s_now_ms() + timeout_ms;
     int connected = 0, refused = 0, auth = 0, handshake = 0;
@@ -180,7 +191,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
     while (rc == TACT_OK) {
         int64_t left = deadline - s_now_ms();
         if (left <= 0) {
-            rc = ta_error_set(err, auth || (refused && !connected) ? TACT_ETRANSPORT : TACT_ETIMEDOUT, "worker %s: %s within %d ms", l->where,
+            rc = ta_error_set(err, auth || (refused && !connected) ? TACT_ETRANSPORT : TACT_ETIMEDOUT, "%s: %s within %d ms", l->name,
                               auth        ? "refused this client's key (add the public key `tact keygen --show` prints to the worker's authorized_keys)"
                               : handshake ? "the CURVE handshake failed (is the worker's key in the URI its own?)"
                               : connected ? "no answer to HELLO (the worker's key in the URI may be wrong, or this client's key is not admitted)"
@@ -191,7 +202,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
         }
         zmq_pollitem_t items[2] = {{l->dealer, 0, ZMQ_POLLIN, 0}, {mon, 0, ZMQ_POLLIN, 0}};
         if (zmq_poll(items, mon ? 2 : 1, (long)(left < 100 ? left : 100)) < 0 && errno != EINTR) {
-            rc = ta_error_set(err, TACT_ETRANSPORT, "worker %s: poll: %s", l->where, zmq_strerror(errno));
+            rc = ta_error_set(err, TACT_ETRANSPORT, "%s: poll: %s", l->name, zmq_strerror(errno));
             break;
         }
         uint16_t ev;
@@ -219,7 +230,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
         if (k[0] == 'B') {
             char text[300];
             ta_printable(zmq_msg_data(&env), zmq_msg_size(&env), text, sizeof text);
-            rc = ta_error_set(err, TACT_EDEVICE, "worker %s refused: %s", l->where, text);
+            rc = ta_error_set(err, TACT_EDEVICE, "%s refused: %s", l->name, text);
             break;
         }
         ta_msg_t w;
@@ -228,7 +239,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
         rc = ta_msg_decode(&w, zmq_msg_data(&env), zmq_msg_size(&env), ta_rt_config(l->rt)->max_msg_bytes, &bulk_len, err);
         if (rc == TACT_OK && w.type != TA_MSG_WELCOME) rc = ta_error_set(err, TACT_EPROTO, "a %s", ta_msg_type_name(w.type));
         if (rc != TACT_OK) {
-            rc = ta_error_set(err, TACT_EPROTO, "worker %s: a bad WELCOME: %s", l->where, err->text);
+            rc = ta_error_set(err, TACT_EPROTO, "%s: a bad WELCOME: %s", l->name, err->text);
             break;
         }
         if (w.as.welcome.status != 0) {
@@ -236,11 +247,11 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
             char text[300];
             ta_printable(t.ptr, t.len, text, sizeof text);
             int code = w.as.welcome.status < 0 && w.as.welcome.status > -100 ? (int)w.as.welcome.status : TACT_EDEVICE;
-            rc = ta_error_set(err, code, "worker %s: %s", l->where, text);
+            rc = ta_error_set(err, code, "%s: %s", l->name, text);
             break;
         }
         if (w.as.welcome.devices.n != (uint32_t)n) {
-            rc = ta_error_set(err, TACT_EPROTO, "worker %s: WELCOME has %u devices for %d asked", l->where, w.as.welcome.devices.n, n);
+            rc = ta_error_set(err, TACT_EPROTO, "%s: WELCOME has %u devices for %d asked", l->name, w.as.welcome.devices.n, n);
             break;
         }
         ta_recs_it_t it;
@@ -248,10 +259,10 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
         ta_recs_begin(&it, &w.as.welcome.devices);
         for (int i = 0; rc == TACT_OK && i < n; i++) {
             char uri[TA_URI_MAX + 1];
-            if (!ta_recs_next(&it, &rec)) rc = ta_error_set(err, TACT_EPROTO, "worker %s: a DEVICE record does not decode", l->where);
+            if (!ta_recs_next(&it, &rec)) rc = ta_error_set(err, TACT_EPROTO, "%s: a DEVICE record does not decode", l->name);
             else rc = ta_device_info_of_rec(&rec, &infos[i], uri, err);
             if (rc == TACT_OK && strcmp(uri, devices[i]) != 0)
-                rc = ta_error_set(err, TACT_EPROTO, "worker %s: described %s for %s", l->where, uri, devices[i]);
+                rc = ta_error_set(err, TACT_EPROTO, "%s: described %s for %s", l->name, uri, devices[i]);
         }
         break;
     }
@@ -263,7 +274,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
         return rc;
     }
     l->monitor = mon;
-    if (pthread_create(&l->thread, NULL, s_run, l) != 0) return ta_error_set(err, TACT_ENOMEM, "worker %s: cannot start its link's thread", l->where);
+    if (pthread_create(&l->thread, NULL, s_run, l) != 0) return ta_error_set(err, TACT_ENOMEM, "%s: cannot start its link's thread", l->name);
     l->running = 1;
     return TACT_OK;
 }
@@ -424,4 +435,80 @@ void ta_link_close(ta_link_t **pl) {
     ta_free(l->pushes);
     ta_free(l->executors);
     ta_free(l);
+}
+
+/* ------------------------------------------------------- worker processes */
+
+extern char **environ;
+
+const char *ta_worker_command(void) {
+    const char *env = getenv("TACT_WORKER");
+    if (env && *env) return access(env, X_OK) == 0 ? env : NULL;
+#ifdef TACT_INSTALL_BIN
+    if (access(TACT_INSTALL_BIN, X_OK) == 0) return TACT_INSTALL_BIN;
+#endif
+#ifdef TACT_BUILD_BIN
+    if (access(TACT_BUILD_BIN, X_OK) == 0) return TACT_BUILD_BIN;
+#endif
+    return NULL;
+}
+
+int ta_worker_spawn(const char *bin, const char *listen, const char *devices, int threads, int timeout_ms, int *pid, char *uri,
+                    size_t len, ta_error_t *err) {
+    *pid = 0;
+    if (!bin && !(bin = ta_worker_command()))
+        return ta_error_set(err, TACT_EDEVICE, "no tact command to run a worker with (set TACT_WORKER to its path)");
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return ta_error_set(err, TACT_EIO, "worker: pipe: %s", strerror(errno));
+    char nthreads[16];
+    snprintf(nthreads, sizeof nthreads, "%d", threads);
+    char *argv[] = {(char *)bin, "worker", "--listen", (char *)listen, "--devices", (char *)devices, "--print-uri", "--quiet", "--threads", nthreads, NULL};
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+    pid_t child;
+    int rc = posix_spawn(&child, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(fds[1]);
+    if (rc != 0) {
+        close(fds[0]);
+        return ta_error_set(err, TACT_EDEVICE, "worker: cannot run %s: %s", bin, strerror(rc));
+    }
+    /* Its first line, within the time given. */
+    size_t got = 0;
+    int64_t deadline = s_now_ms() + timeout_ms;
+    int done = 0;
+    while (!done && got + 1 < len) {
+        int64_t left = deadline - s_now_ms();
+        struct pollfd p = {fds[0], POLLIN, 0};
+        if (left <= 0 || poll(&p, 1, (int)left) <= 0) break;
+        ssize_t n = read(fds[0], uri + got, len - 1 - got);
+        if (n <= 0) break;
+        got += (size_t)n;
+        uri[got] = '\0';
+        done = memchr(uri, '\n', got) != NULL;
+    }
+    close(fds[0]);
+    uri[got] = '\0';
+    if (!done) {
+        ta_worker_stop(child, 1000);
+        return ta_error_set(err, TACT_EDEVICE, "worker %s for %s: %s", bin, devices, got ? "its URI line is too long" : "printed no URI (see its messages above)");
+    }
+    uri[strcspn(uri, "\n")] = '\0';
+    *pid = child;
+    return TACT_OK;
+}
+
+void ta_worker_stop(int pid, int timeout_ms) {
+    if (pid <= 0) return;
+    kill(pid, SIGTERM);
+    for (int64_t end = s_now_ms() + timeout_ms;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid || (r < 0 && errno != EINTR)) return;
+        if (s_now_ms() >= end) break;
+        usleep(10000);
+    }
+    kill(pid, SIGKILL);
+    while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {}
 }

@@ -30,9 +30,10 @@ typedef struct ta_link ta_link_t;
  * A link to the worker at where ("tcp://HOST:PORT", with the worker's
  * public key server_key, or "ipc://PATH" with NULL), on runtime rt: binds
  * the mailbox that the worker's executors' routes point at
- * (ta_link_endpoint).  Nothing is connected until ta_link_hello.
+ * (ta_link_endpoint).  Errors name it name, or "worker WHERE" when name is
+ * NULL.  Nothing is connected until ta_link_hello.
  */
-int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, ta_link_t **out, ta_error_t *err);
+int ta_link_new(ta_rt_t *rt, const char *where, const char *server_key, const char *name, ta_link_t **out, ta_error_t *err);
 const char *ta_link_endpoint(const ta_link_t *l);
 const char *ta_link_where(const ta_link_t *l);
 
@@ -51,6 +52,25 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
 /* Says bye to the worker (its session and buffers go), stops the thread and
  * frees the link; *l is set to NULL.  Safe with *l == NULL. */
 void ta_link_close(ta_link_t **l);
+
+/*
+ * Starts `BIN worker --listen LISTEN --devices DEVICES --print-uri
+ * [--threads N]` (bin NULL: the tact command, ta_worker_command) in a
+ * process of its own (its standard error the caller's), and reads the
+ * URIs it prints (within timeout_ms) into uri.  Returns TACT_OK and *pid,
+ * or an error naming what failed (the worker's exit, no line in time).
+ */
+int ta_worker_spawn(const char *bin, const char *listen, const char *devices, int threads, int timeout_ms, int *pid, char *uri,
+                    size_t len, ta_error_t *err);
+
+/* The tact command a library process starts workers with: $TACT_WORKER,
+ * else the one installed beside the library, else the build tree's.  NULL
+ * when none is there. */
+const char *ta_worker_command(void);
+
+/* Stops a worker process started by ta_worker_spawn: SIGTERM, then
+ * SIGKILL if it has not ended within timeout_ms; reaps it. */
+void ta_worker_stop(int pid, int timeout_ms);
 
 /* Socket options both ends of a link use: no linger, the message size
  * limit, high water marks. */

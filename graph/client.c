@@ -4,7 +4,9 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,6 +49,8 @@ struct ti_ctx {
      * and its name there. */
     ta_link_t **links;
     int nlinks;
+    int *isolated; /* by link: the pid of the worker process the context started for it (0: none) */
+    char iso_dir[64]; /* their sockets' private folder */
     int *device_link;
     char (*device_local)[TA_URI_MAX + 1];
     int timeout_ms;
@@ -383,25 +387,69 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
         if (ta_actor_stop(&ctx->executors[i], &err) != TACT_OK && first && !first->code) *first = err;
     if (ta_actor_stop(&ctx->autograd, &err) != TACT_OK && first && !first->code) *first = err;
     for (int i = 0; i < ctx->nlinks; i++) ta_link_close(&ctx->links[i]);
+    /* The worker processes started for isolated devices, and their folder. */
+    for (int i = 0; ctx->isolated && i < ctx->wiring.ndevices; i++)
+        if (ctx->isolated[i]) ta_worker_stop(ctx->isolated[i], 2000), ctx->isolated[i] = 0;
+    if (ctx->iso_dir[0]) {
+        for (int i = 0; i < ctx->wiring.ndevices; i++) {
+            char path[128];
+            snprintf(path, sizeof path, "%s/%d.sock", ctx->iso_dir, i);
+            unlink(path);
+        }
+        rmdir(ctx->iso_dir);
+        ctx->iso_dir[0] = '\0';
+    }
 }
 
 /* The workers of the context's devices: one link per worker address, each
  * with the key its URIs carry or known_workers gives (a tcp worker without
  * one is refused).  raw: the list as given (the keys are there). */
-static int s_links(ti_ctx_t *ctx, const char *raw, ta_error_t *err) {
+static int s_links(ti_ctx_t *ctx, const char *raw, const char *isolate, ta_error_t *err) {
     ta_pipeline_t *w = &ctx->wiring;
-    char **names;
-    int n = ta_device_split(raw, strlen(raw), &names, err);
+    char **names, **iso = NULL;
+    int n = ta_device_split(raw, strlen(raw), &names, err), niso = 0;
     if (n < 0) return err->code;
     int rc = TACT_OK;
-    if (n != w->ndevices || !(ctx->links = ta_calloc((size_t)n, sizeof *ctx->links)) ||
-        !(ctx->device_link = ta_malloc(sizeof *ctx->device_link * (size_t)n)) || !(ctx->device_local = ta_calloc((size_t)n, sizeof *ctx->device_local)))
+    if (isolate && *isolate && (niso = ta_device_list_parse(isolate, &iso, err)) < 0) rc = ta_error_set(err, err->code, "isolate '%s': %s", isolate, err->text);
+    if (rc == TACT_OK && (n != w->ndevices || !(ctx->links = ta_calloc((size_t)n, sizeof *ctx->links)) ||
+                          !(ctx->isolated = ta_calloc((size_t)n, sizeof *ctx->isolated)) ||
+                          !(ctx->device_link = ta_malloc(sizeof *ctx->device_link * (size_t)n)) ||
+                          !(ctx->device_local = ta_calloc((size_t)n, sizeof *ctx->device_local))))
         rc = ta_error_set(err, TACT_ENOMEM, "out of memory");
     for (int i = 0; rc == TACT_OK && i < n; i++) {
         char where[TA_URI_MAX + 1], key[TA_KEY_Z85 + 1];
         ctx->device_link[i] = -1;
-        if (!ta_device_remote(names[i], where, ctx->device_local[i], key)) continue;
-        int l = 0;
+        int l = ctx->nlinks;
+        if (!ta_device_remote(names[i], where, ctx->device_local[i], key)) {
+            /* A device of this machine in a worker process of its own. */
+            int mine = 0;
+            for (int k = 0; k < niso; k++) mine |= strcmp(iso[k], w->device[i].uri) == 0;
+            if (!mine) continue;
+            if (!ctx->iso_dir[0]) {
+                snprintf(ctx->iso_dir, sizeof ctx->iso_dir, "/tmp/tact-iso-%ld-XXXXXX", (long)getpid());
+                if (!mkdtemp(ctx->iso_dir)) {
+                    rc = ta_error_set(err, TACT_EIO, "isolate: no private folder in /tmp: %s", strerror(errno));
+                    ctx->iso_dir[0] = '\0';
+                    break;
+                }
+            }
+            char listen[128], uri[1024], name[TA_URI_MAX + 64];
+            snprintf(listen, sizeof listen, "ipc://%s/%d.sock", ctx->iso_dir, i);
+            snprintf(ctx->device_local[i], sizeof ctx->device_local[i], "%s", w->device[i].uri);
+            rc = ta_worker_spawn(NULL, listen, w->device[i].uri, ctx->local.cpu_threads, ctx->timeout_ms < 30000 ? ctx->timeout_ms : 30000,
+                                 &ctx->isolated[l], uri, sizeof uri, err);
+            if (rc != TACT_OK) {
+                rc = ta_error_set(err, rc, "isolate %s: %s", w->device[i].uri, err->text);
+                break;
+            }
+            snprintf(name, sizeof name, "isolated device %s (worker process %d)", w->device[i].uri, ctx->isolated[l]);
+            ctx->device_link[i] = l;
+            rc = ta_link_new(ctx->rt, listen, NULL, name, &ctx->links[l], err);
+            if (rc == TACT_OK) ctx->nlinks++;
+            else ta_worker_stop(ctx->isolated[l], 1000), ctx->isolated[l] = 0;
+            continue;
+        }
+        l = 0;
         while (l < ctx->nlinks && strcmp(ta_link_where(ctx->links[l]), where) != 0) l++;
         ctx->device_link[i] = l;
         if (l < ctx->nlinks) continue;
@@ -411,10 +459,11 @@ static int s_links(ti_ctx_t *ctx, const char *raw, ta_error_t *err) {
                               "device %s: a tcp worker's URI needs its public key (?key=..., as tact worker --print-uri prints it) unless "
                               "known_workers lists %s",
                               w->device[i].uri, where);
-        if (rc == TACT_OK) rc = ta_link_new(ctx->rt, where, tcp ? key : NULL, &ctx->links[l], err);
+        if (rc == TACT_OK) rc = ta_link_new(ctx->rt, where, tcp ? key : NULL, NULL, &ctx->links[l], err);
         if (rc == TACT_OK) ctx->nlinks++;
     }
     ta_free(names);
+    ta_free(iso);
     return rc;
 }
 
@@ -606,7 +655,8 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, local, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
         w->compiler[i] = ta_actor_id(ctx->compilers[i]);
     }
-    if ((rc = s_links(ctx, devices, &err)) != TACT_OK) goto fail;
+    const char *isolate = o.isolate ? o.isolate : getenv("TACT_ISOLATE");
+    if ((rc = s_links(ctx, devices, isolate, &err)) != TACT_OK) goto fail;
     for (int i = 0; i < w->ndevices; i++) {
         /* A worker's executor: an id like the others, its mailbox the link's. */
         int l = ctx->device_link[i];
@@ -652,6 +702,7 @@ fail:
     ta_free(ctx->executors);
     ta_free(ctx->device_stats);
     ta_free(ctx->links);
+    ta_free(ctx->isolated);
     ta_free(ctx->device_link);
     ta_free(ctx->device_local);
     ta_pipeline_fini(&ctx->wiring);
@@ -691,6 +742,7 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     ta_free(ctx->executors);
     ta_free(ctx->device_stats);
     ta_free(ctx->links);
+    ta_free(ctx->isolated);
     ta_free(ctx->device_link);
     ta_free(ctx->device_local);
     ta_pipeline_fini(&ctx->wiring);

@@ -68,6 +68,7 @@ typedef struct {
 } s_worker_t;
 
 static volatile sig_atomic_t s_stop;
+static int s_quiet; /* --quiet: no line per session (a context's own workers) */
 static void s_on_signal(int sig) {
     (void)sig;
     s_stop = 1;
@@ -114,7 +115,7 @@ static void s_bye(s_worker_t *wk, const uint8_t *rid, size_t rid_len, const char
 static void s_session_end(s_worker_t *wk, s_session_t *s, const char *why) {
     if (why) {
         s_bye(wk, s->rid, s->rid_len, why);
-        fprintf(stderr, "tact worker: a session ended: %s\n", why);
+        if (!s_quiet) fprintf(stderr, "tact worker: a session ended: %s\n", why);
     }
     ta_error_t err;
     for (int i = 0; i < s->nexecutors + s->ncompilers; i++)
@@ -235,7 +236,7 @@ static void s_hello(s_worker_t *wk, s_session_t *s, zmq_msg_t *env) {
     ta_free(list);
     ta_msg_release(&h);
     if (rc != TACT_OK) {
-        fprintf(stderr, "tact worker: refused a client: %s\n", err.text);
+        if (!s_quiet) fprintf(stderr, "tact worker: refused a client: %s\n", err.text);
         s_session_end(wk, s, NULL);
     } else {
         wk->served++;
@@ -414,6 +415,7 @@ void h_worker_usage(FILE *f) {
             "  --print-uri   print the device URIs a client passes, comma-separated, as the first line\n"
             "  --threads     threads of each CPU device (default: one per core)\n"
             "  --timeout-ms  how long a session's stages wait without a sign of life (default 60000)\n"
+            "  --quiet       no line per session on standard error (errors still)\n"
             "  Serves until killed (SIGINT/SIGTERM end it cleanly).\n");
 }
 
@@ -426,6 +428,7 @@ int h_worker(int argc, char **argv) {
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--print-uri")) print_uri = 1;
+        else if (!strcmp(a, "--quiet")) s_quiet = 1;
         else if (!strcmp(a, "--listen") && i + 1 < argc) listen = argv[++i];
         else if (!strcmp(a, "--devices") && i + 1 < argc) devices = argv[++i];
         else if (!strcmp(a, "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
@@ -522,7 +525,7 @@ int h_worker(int argc, char **argv) {
         printf("\n");
         fflush(stdout);
     }
-    if (!rc) fprintf(stderr, "tact worker: serving %d device(s) at %s\n", wk.ndevices, wk.endpoint);
+    if (!rc && !s_quiet) fprintf(stderr, "tact worker: serving %d device(s) at %s\n", wk.ndevices, wk.endpoint);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = s_on_signal;
@@ -557,7 +560,7 @@ int h_worker(int argc, char **argv) {
         for (size_t i = 0; i < wk.nsessions; i++) {
             s_session_t *s = wk.sessions[i];
             if (!s->ended && now - s->last_rx > TA_LINK_LOST_MS + 500) {
-                fprintf(stderr, "tact worker: a client went silent for %d ms; its session ends\n", TA_LINK_LOST_MS + 500);
+                if (!s_quiet) fprintf(stderr, "tact worker: a client went silent for %d ms; its session ends\n", TA_LINK_LOST_MS + 500);
                 s_session_end(&wk, s, NULL);
             }
             if (!s->ended && beat) {

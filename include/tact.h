@@ -209,6 +209,15 @@ typedef struct tact_options {
      * to INT_MAX milliseconds.  Compiles are also limited to
      * TACT_COMPILE_LIMIT_S seconds (1 to 86400; 300). */
     int timeout_ms;
+    /* Devices of this machine (of devices) to run in a worker process of
+     * their own, started by the context and stopped with it, as a comma
+     * list ("CL", "CL:0,CL:1"): a driver that aborts or crashes there
+     * takes its process down, not the program's, and is an error naming
+     * the device (docs/workers.md, Isolation).  The tact command runs the
+     * worker: $TACT_WORKER, else the installed one, else the build tree's.
+     * NULL: $TACT_ISOLATE, else none.  Entries not among devices are
+     * ignored; logs and results are those of the devices in-process. */
+    const char *isolate;
 } tact_options;
 
 /* Fills o with the defaults above (all zero: a zero-filled struct is the

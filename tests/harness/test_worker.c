@@ -362,7 +362,7 @@ Test(worker, a_thousand_sessions_leak_nothing, .timeout = 300) {
         if (i == 50) s_usage(a.pid, &fds0, &th0, &rss0); /* after the first sessions warmed everything up */
         ta_link_t *l;
         ta_error_t err;
-        cr_assert_eq(ta_link_new(rt, where, key, &l, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_link_new(rt, where, key, NULL, &l, &err), TACT_OK, "%s", err.text);
         const char *dev[1] = {"CPU"};
         uint32_t ex[1] = {3}, co[2] = {1, 2};
         ta_device_info_t info;
@@ -381,4 +381,46 @@ Test(worker, a_thousand_sessions_leak_nothing, .timeout = 300) {
     cr_assert_eq(ta_rt_destroy(&rt, NULL), TACT_OK);
     s_stop(&a);
     s_done();
+}
+
+/* TACT_ISOLATE: the OpenCL device in a worker process the context starts;
+ * killed (as a driver's abort would end it), its work is an error naming
+ * the isolated device, and the CPU goes on. */
+Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) {
+    tact_device_info d[8];
+    int n = tact_devices(d, 8), cl = 0;
+    for (int i = 0; i < n && i < 8; i++) cl |= strncmp(d[i].name, "CL", 2) == 0;
+    if (!cl) cr_skip_test("no OpenCL device");
+    setenv("TACT_WORKER", TACT_BIN, 1);
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = "CPU,CL";
+    o.isolate = "CL";
+    o.cpu_threads = 1;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    int64_t len = 4;
+    float v[4] = {1, 2, 3, 4}, out[4];
+    tact_tensor *x = tact_to(tact_from_data(ctx, TACT_FLOAT32, 1, &len, v), "CL");
+    cr_assert_eq(tact_read(tact_add(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[3], 8.0f);
+    /* The worker process this context started for CL:0. */
+    char cmd[200], pid[32] = "";
+    snprintf(cmd, sizeof cmd, "pgrep -f 'worker --listen ipc:///tmp/tact-iso-%ld-'", (long)getpid());
+    FILE *p = popen(cmd, "r");
+    cr_assert(p && fgets(pid, sizeof pid, p), "no worker process for the isolated device");
+    pclose(p);
+    cr_assert_eq(kill(atoi(pid), SIGKILL), 0);
+    double t0 = s_now();
+    tact_tensor *y = tact_mul(x, x);
+    cr_assert_neq(tact_read(y, out, sizeof out), TACT_OK);
+    cr_assert(strstr(tact_ctx_error(ctx), "isolated device CL:0"), "%s", tact_ctx_error(ctx));
+    cr_assert_lt(s_now() - t0, 2.0);
+    tact_tensor *z = tact_from_data(ctx, TACT_FLOAT32, 1, &len, v);
+    cr_assert_eq(tact_read(tact_mul(z, z), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[2], 9.0f);
+    tact_ctx_close(&ctx);
+    /* Its folder went with the context. */
+    snprintf(cmd, sizeof cmd, "ls -d /tmp/tact-iso-%ld-* 2>/dev/null", (long)getpid());
+    cr_assert_neq(system(cmd), 0, "the isolated devices' folder is left behind");
 }
