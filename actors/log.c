@@ -858,13 +858,58 @@ static int s_same(const ta_log_record_t *a, const ta_log_record_t *b) {
            (!a->bulk_len || memcmp(a->bulk, b->bulk, a->bulk_len) == 0);
 }
 
-int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len) {
+/* A CONFIG's envelope with its devices' URIs left out (where a device
+ * runs, not what it is), into sb; -1 if it does not decode. */
+static int s_config_placeless(const ta_log_record_t *r, msgpack_sbuffer *sb) {
+    ta_msg_t m;
+    ta_error_t e;
+    if (ta_log_record_msg(r, &m, &e) != TACT_OK || m.type != TA_MSG_CONFIG) return -1;
+    size_t n = m.as.config.devices.n;
+    ta_device_rec_t *d = ta_calloc(n ? n : 1, sizeof *d);
+    int rc = d ? 0 : -1;
+    ta_recs_it_t it;
+    ta_recs_begin(&it, &m.as.config.devices);
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        if (!ta_recs_next(&it, &d[i])) rc = -1;
+        d[i].uri = (ta_bytes_t){0};
+    }
+    if (rc == 0) {
+        m.as.config.devices = ta_recs(TA_REC_DEVICE, d, n);
+        rc = ta_msg_encode(&m, sb) == TACT_OK ? 0 : -1;
+    }
+    ta_free(d);
+    ta_msg_release(&m);
+    return rc;
+}
+
+static int s_same_placeless(const ta_log_record_t *a, const ta_log_record_t *b) {
+    if (a->dir != b->dir) return 0;
+    msgpack_sbuffer x, y;
+    msgpack_sbuffer_init(&x);
+    msgpack_sbuffer_init(&y);
+    int same = s_config_placeless(a, &x) == 0 && s_config_placeless(b, &y) == 0 && x.size == y.size && memcmp(x.data, y.data, x.size) == 0;
+    msgpack_sbuffer_destroy(&x);
+    msgpack_sbuffer_destroy(&y);
+    return same;
+}
+
+/* The stages that run where the client is, whichever devices are workers'. */
+static int s_placeless_stage(const char *name) {
+    return strcmp(name, "executor") != 0 && strcmp(name, "compiler") != 0;
+}
+
+static int s_compare(const ta_log_t *a, const ta_log_t *b, int places, char *where, size_t len) {
     /* The stage to blame is one whose output differs while everything it
      * processed before matched; failing that, the first difference. */
     const char *kind = NULL;
     char first[512] = "", culprit[512] = "";
-    for (size_t i = 0; i < a->nstreams || i < b->nstreams; i++) {
-        const ta_log_stream_info_t *sa = i < a->nstreams ? &a->streams[i] : NULL, *sb = i < b->nstreams ? &b->streams[i] : NULL;
+    for (size_t i = 0, j = 0; i < a->nstreams || j < b->nstreams; i++, j++) {
+        /* Comparing stages only: the executors and compilers (in a worker
+         * in one run, here in the other) are passed over. */
+        while (places && i < a->nstreams && !s_placeless_stage(a->streams[i].name)) i++;
+        while (places && j < b->nstreams && !s_placeless_stage(b->streams[j].name)) j++;
+        if (i >= a->nstreams && j >= b->nstreams) break;
+        const ta_log_stream_info_t *sa = i < a->nstreams ? &a->streams[i] : NULL, *sb = j < b->nstreams ? &b->streams[j] : NULL;
         if (!sa || !sb || sa->id != sb->id || strcmp(sa->name, sb->name) != 0) {
             if (!first[0]) snprintf(first, sizeof first, "the logs have different ports (%s vs %s)", sa ? sa->name : "none", sb ? sb->name : "none");
             break;
@@ -872,7 +917,7 @@ int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len
         size_t n = sa->nrecords > sb->nrecords ? sa->nrecords : sb->nrecords;
         for (size_t k = 0; k < n; k++) {
             const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
-            if (x && y && s_same(x, y)) continue;
+            if (x && y && (s_same(x, y) || (places && s_same_placeless(x, y)))) continue;
             char d[512];
             s_describe(sa, k, x, y, d, sizeof d);
             if (!first[0]) snprintf(first, sizeof first, "%s", d);
@@ -885,3 +930,7 @@ int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len
     if (where) snprintf(where, len, "%s", kind);
     return 0;
 }
+
+int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len) { return s_compare(a, b, 0, where, len); }
+
+int ta_log_compare_stages(const ta_log_t *a, const ta_log_t *b, char *where, size_t len) { return s_compare(a, b, 1, where, len); }

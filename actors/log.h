@@ -154,5 +154,10 @@ int ta_log_record_msg(const ta_log_record_t *r, ta_msg_t *m, ta_error_t *err);
  * processed before matched (the stage that changed), named with the record,
  * its message type and the first differing field. */
 int ta_log_compare(const ta_log_t *a, const ta_log_t *b, char *where, size_t len);
+/* The same for two runs whose devices were in other places (workers in one,
+ * this process in the other: docs/workers.md): only the stages that run
+ * with the client (client, graph, scheduler, planner, gradient engine) are
+ * compared, and a CONFIG's devices without their URIs. */
+int ta_log_compare_stages(const ta_log_t *a, const ta_log_t *b, char *where, size_t len);
 
 #endif

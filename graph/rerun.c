@@ -27,6 +27,21 @@ static int s_devices(const char *list, char *out, size_t size, ta_error_t *err) 
     return TACT_OK;
 }
 
+/* The kind of each device of two lists ("CPU" of tcp://h:1/CPU:1 and of
+ * CPU:2) is the same, as many devices in each. */
+static int s_same_kinds(const char *a, const char *b) {
+    char **x = NULL, **y = NULL;
+    ta_error_t e;
+    int n = ta_device_split(a, strlen(a), &x, &e), m = ta_device_split(b, strlen(b), &y, &e), same = n > 0 && n == m;
+    for (int i = 0; same && i < n; i++) {
+        const char *p = strrchr(x[i], '/') ? strrchr(x[i], '/') + 1 : x[i], *q = strrchr(y[i], '/') ? strrchr(y[i], '/') + 1 : y[i];
+        same = strcspn(p, ":") == strcspn(q, ":") && strncmp(p, q, strcspn(p, ":")) == 0;
+    }
+    ta_free(x);
+    ta_free(y);
+    return same;
+}
+
 /* Does what the recorded client did, record by record: each message it
  * sent is sent again (requests with a fresh correlation id, which comes out
  * as recorded), and where it received a message the driver waits for the
@@ -94,10 +109,21 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
             fprintf(notes, "note: the recording ran with cpu_threads %d and timeout_ms %d; results and logs do not depend on either\n",
                     rec->cpu_threads, rec->timeout_ms);
     }
-    if (rc == TACT_OK && rec->devices[0] && strcmp(rec->devices, mine) != 0)
-        rc = ta_error_set(&err, TACT_EINVAL,
-                          "replay: recorded on devices '%s'; it would run on '%s' (--devices, else TACT_DEVICE, else CPU): use --devices %s",
-                          rec->devices, mine, rec->devices);
+    /* The same devices, or the same kinds in other places (a worker's
+     * devices for this process's, or the reverse): then the stages that
+     * run with the client are compared (docs/workers.md). */
+    int places = 0;
+    if (rc == TACT_OK && rec->devices[0] && strcmp(rec->devices, mine) != 0) {
+        places = s_same_kinds(rec->devices, mine);
+        if (!places)
+            rc = ta_error_set(&err, TACT_EINVAL,
+                              "replay: recorded on devices '%s'; it would run on '%s' (--devices, else TACT_DEVICE, else CPU): use --devices %s, or "
+                              "as many devices of the same kinds elsewhere",
+                              rec->devices, mine, rec->devices);
+        else if (notes)
+            fprintf(notes, "note: the devices are the recording's in other places: the stages that run with the client are compared, "
+                           "executors and compilers are not\n");
+    }
     char cc_note[700] = "";
     if (rc == TACT_OK && rec->cc[0] && strcmp(rec->cc, cc) != 0)
         snprintf(cc_note, sizeof cc_note, " (recorded with the kernel compiler '%s', replayed with '%s' from TACT_CC)", rec->cc, cc);
@@ -130,7 +156,7 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
         char where[512];
         size_t records = 0;
         for (size_t i = 0; i < want->nstreams; i++) records += want->streams[i].nrecords;
-        if (ta_log_compare(want, got, where, sizeof where)) {
+        if (places ? ta_log_compare_stages(want, got, where, sizeof where) : ta_log_compare(want, got, where, sizeof where)) {
             snprintf(verdict, len, "replay matches the recording: %zu ports, %zu records%s", want->nstreams, records, cc_note);
         } else {
             rc = TACT_EMISMATCH;

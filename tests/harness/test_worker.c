@@ -424,3 +424,171 @@ Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) 
     snprintf(cmd, sizeof cmd, "ls -d /tmp/tact-iso-%ld-* 2>/dev/null", (long)getpid());
     cr_assert_neq(system(cmd), 0, "the isolated devices' folder is left behind");
 }
+
+/* A run recorded over two workers replays in-process on two devices of
+ * the same kind, and a run recorded in-process replays over the workers:
+ * the stages that run with the client match (docs/workers.md). */
+Test(worker, logs_replay_between_workers_and_this_process, .timeout = 300) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
+        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    s_key_dir();
+    s_worker_t a, b;
+    s_start(&a, "--devices CPU");
+    s_start(&b, "--devices CPU");
+    char out[8192], cmd[3000];
+    snprintf(cmd, sizeof cmd, "train --model mlp --steps 5 --threads 1 --devices '%s,%s' --log %s/R.tlog", a.uri, b.uri, s_keys);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "train --model mlp --steps 5 --threads 1 --devices CPU,CPU:1 --log %s/L.tlog", s_keys);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    snprintf(cmd, sizeof cmd, "replay --devices CPU,CPU:1 %s/R.tlog", s_keys);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "replay matches the recording") && strstr(out, "other places"), "%s", out);
+    snprintf(cmd, sizeof cmd, "replay --devices '%s,%s' %s/L.tlog", a.uri, b.uri, s_keys);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "replay matches the recording"), "%s", out);
+    /* Not as many devices, or of another kind: refused, saying what the log needs. */
+    snprintf(cmd, sizeof cmd, "replay --devices CPU %s/R.tlog", s_keys);
+    cr_assert_neq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "recorded on devices 'tcp://127.0.0.1:"), "%s", out);
+    s_stop(&a);
+    s_stop(&b);
+    s_done();
+}
+
+/* One message to the worker: frames as given (the kind first). */
+static void s_frames(void *dealer, int n, const void *const *data, const size_t *len) {
+    for (int i = 0; i < n; i++) zmq_send(dealer, data[i], len[i], i + 1 < n ? ZMQ_SNDMORE : 0);
+}
+
+/* The kind of the worker's next message other than a heartbeat (0: none
+ * within 2 s). */
+static char s_answer(void *dealer) {
+    for (double end = s_now() + 2; s_now() < end;) {
+        zmq_pollitem_t it = {dealer, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 100) <= 0) continue;
+        char k = 0;
+        zmq_recv(dealer, &k, 1, 0);
+        int more = 0;
+        size_t ml = sizeof more;
+        while (zmq_getsockopt(dealer, ZMQ_RCVMORE, &more, &ml) == 0 && more) {
+            char junk[256];
+            zmq_recv(dealer, junk, sizeof junk, 0);
+        }
+        if (k != 'P') return k;
+    }
+    return 0;
+}
+
+/* An authenticated client that breaks the protocol: a HELLO that does not
+ * decode, messages before HELLO, a message as the worker's own executor,
+ * frames of no known kind, seeded random frames; each costs that client
+ * its session (an answer says why), and the worker serves the next one. */
+Test(worker, a_hostile_client_costs_its_session_not_the_worker) {
+    s_key_dir();
+    s_worker_t a;
+    s_start(&a, "--devices CPU");
+    char where[64], pub[41], sec[41];
+    snprintf(where, sizeof where, "%.*s", (int)(strstr(a.uri, "/CPU") - a.uri), a.uri);
+    cr_assert_eq(ta_keys_own(pub, sec, 1, NULL), TACT_OK);
+    void *zmq = zmq_ctx_new();
+    uint64_t rng = tu_seed();
+    for (int round = 0; round < 60; round++) {
+        void *d = zmq_socket(zmq, ZMQ_DEALER);
+        int linger = 0;
+        zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+        zmq_setsockopt(d, ZMQ_CURVE_SERVERKEY, strstr(a.uri, "?key=") + 5, 40);
+        zmq_setsockopt(d, ZMQ_CURVE_PUBLICKEY, pub, 40);
+        zmq_setsockopt(d, ZMQ_CURVE_SECRETKEY, sec, 40);
+        cr_assert_eq(zmq_connect(d, where), 0);
+        uint8_t junk[512];
+        for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)tu_rand(&rng);
+        size_t jl = 1 + tu_rand(&rng) % sizeof junk;
+        if (round == 0) { /* a HELLO that does not decode: refused in a WELCOME */
+            s_frames(d, 2, (const void *[]){"H", junk}, (size_t[]){1, jl});
+            cr_assert_eq(s_answer(d), 'W', "seed %llu", (unsigned long long)tu_seed());
+        } else if (round == 1) { /* work before HELLO */
+            s_frames(d, 2, (const void *[]){"M", junk}, (size_t[]){1, jl});
+            cr_assert_eq(s_answer(d), 'B');
+        } else if (round == 2 || round == 3) {
+            /* A proper HELLO, then a message as port 3 (its executor here),
+             * or a frame of no known kind. */
+            ta_msg_t h;
+            ta_msg_init(&h, TA_MSG_HELLO);
+            uint64_t ex = 3, co[2] = {1, 2};
+            h.as.hello.devices = ta_bytes_str("CPU");
+            h.as.hello.executors = ta_u64s(&ex, 1);
+            h.as.hello.compilers = ta_u64s(co, 2);
+            h.as.hello.ports = 4;
+            msgpack_sbuffer sb;
+            msgpack_sbuffer_init(&sb);
+            cr_assert_eq(ta_msg_encode(&h, &sb), TACT_OK);
+            s_frames(d, 2, (const void *[]){"H", sb.data}, (size_t[]){1, sb.size});
+            cr_assert_eq(s_answer(d), 'W');
+            if (round == 2) {
+                ta_msg_t m;
+                ta_msg_init(&m, TA_MSG_FREE);
+                m.sender = 3;
+                m.dest = 3;
+                m.seq = 1;
+                cr_assert_eq(ta_msg_encode(&m, &sb), TACT_OK);
+                s_frames(d, 2, (const void *[]){"M", sb.data}, (size_t[]){1, sb.size});
+            } else {
+                s_frames(d, 2, (const void *[]){"Z", junk}, (size_t[]){1, jl});
+            }
+            cr_assert_eq(s_answer(d), 'B');
+            msgpack_sbuffer_destroy(&sb);
+        } else { /* random frames of random kinds */
+            char kind = "HMPBLZ"[tu_rand(&rng) % 6];
+            int nf = 1 + (int)(tu_rand(&rng) % 3);
+            const void *fr[3] = {&kind, junk, junk + 1};
+            size_t fl[3] = {1, jl, jl - 1};
+            s_frames(d, nf, fr, fl);
+            usleep(2000);
+        }
+        zmq_close(d);
+    }
+    zmq_ctx_term(zmq);
+    memset(sec, 0, sizeof sec);
+    cr_assert_eq(kill(a.pid, 0), 0, "the worker died (seed %llu)", (unsigned long long)tu_seed());
+    tact_ctx *ctx = s_open(a.uri, 10000);
+    int64_t n = 2;
+    float v[2] = {5, 6}, out[2];
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, &n, v);
+    cr_assert_eq(tact_read(tact_add(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[1], 12.0f);
+    tact_ctx_close(&ctx);
+    s_stop(&a);
+    s_done();
+}
+
+/* A client killed in the middle of work: the worker notices its silence
+ * and ends its session (its executors stop, its buffers go). */
+Test(worker, a_dead_client_s_session_ends) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
+        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    s_key_dir();
+    s_worker_t a;
+    s_start(&a, "--devices CPU");
+    pid_t c = fork();
+    cr_assert_geq(c, 0);
+    if (c == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl(TACT_BIN, "tact", "train", "--model", "mlp", "--steps", "100000", "--threads", "1", "--devices", a.uri, (char *)NULL);
+        _exit(127);
+    }
+    sleep(2);
+    kill(c, SIGKILL);
+    waitpid(c, NULL, 0);
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "grep -q 'went silent' %s", a.err);
+    int ended = 0;
+    for (int i = 0; i < 40 && !ended; i++) {
+        usleep(100000);
+        ended = system(cmd) == 0;
+    }
+    cr_assert(ended, "the worker did not end the dead client's session within 4 s");
+    s_stop(&a);
+    s_done();
+}
