@@ -35,6 +35,7 @@ struct ta_link {
     uint32_t ports;
     void **pushes; /* by port id, to the client's own mailboxes, connected on first use */
     void *monitor; /* the connection's events: a closed connection is a worker gone */
+    ta_link_rx_t rx; /* a large bulk arriving in pieces */
     uint8_t *told; /* by port id: the worker was told that port is lost */
     pthread_t thread;
     int running, stop, lost;
@@ -281,7 +282,7 @@ int ta_link_hello(ta_link_t *l, const char *const *devices, const uint32_t *exec
 
 /* A message from the worker: one of its executors' to a port of this
  * client, checked before it is passed on.  Returns 0, or -1 with why. */
-static int s_from_worker(ta_link_t *l, zmq_msg_t *env, char *why, size_t len) {
+static int s_from_worker(ta_link_t *l, zmq_msg_t *env, zmq_msg_t *bulk, char *why, size_t len) {
     ta_msg_t m;
     ta_msg_init(&m, TA_MSG_READY);
     uint64_t bulk_len;
@@ -297,25 +298,11 @@ static int s_from_worker(ta_link_t *l, zmq_msg_t *env, char *why, size_t len) {
     int own = 0;
     for (int i = 0; i < l->nexecutors; i++) own |= m.dest == l->executors[i];
     if (m.dest == 0 || m.dest > l->ports || own) return snprintf(why, len, "a message for port %" PRIu32 ", not one of this client's", m.dest), -1;
-    int more = zmq_msg_more(env);
-    if ((bulk_len != 0) != (more != 0)) return snprintf(why, len, "a bulk frame that does not match its envelope"), -1;
-    if (bulk_len > c->max_bulk_bytes) return snprintf(why, len, "a bulk of %" PRIu64 " bytes", bulk_len), -1;
+    if (bulk_len != zmq_msg_size(bulk)) return snprintf(why, len, "a bulk of %zu bytes, its envelope says %" PRIu64, zmq_msg_size(bulk), bulk_len), -1;
     void **push = &l->pushes[m.dest];
     if (!*push && ta_rt_connect(l->rt, m.dest, push, &e) != TACT_OK) return snprintf(why, len, "%s", e.text), -1;
-    if (zmq_msg_send(env, *push, more ? ZMQ_SNDMORE : 0) < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
-    if (more) {
-        zmq_msg_t bulk;
-        zmq_msg_init(&bulk);
-        if (zmq_msg_recv(&bulk, l->dealer, ZMQ_DONTWAIT) < 0 || zmq_msg_size(&bulk) != bulk_len || zmq_msg_more(&bulk)) {
-            /* The envelope went out alone: the port rejects it whole. */
-            zmq_msg_close(&bulk);
-            zmq_send(*push, "", 0, 0);
-            return snprintf(why, len, "a bulk frame missing or of the wrong size"), -1;
-        }
-        int s = zmq_msg_send(&bulk, *push, 0);
-        if (s < 0) zmq_msg_close(&bulk);
-        if (s < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
-    }
+    if (zmq_msg_send(env, *push, bulk_len ? ZMQ_SNDMORE : 0) < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
+    if (bulk_len && zmq_msg_send(bulk, *push, 0) < 0) return snprintf(why, len, "pass on: %s", zmq_strerror(errno)), -1;
     return 0;
 }
 
@@ -343,14 +330,13 @@ static void *s_run(void *arg) {
             char kind = zmq_msg_size(&a) == 1 ? k[0] : '?';
             zmq_msg_close(&a);
             if (kind == 'P' && !more) continue;
-            if (kind == 'M' && more && !l->lost) {
-                zmq_msg_init(&b);
-                if (zmq_msg_recv(&b, l->dealer, ZMQ_DONTWAIT) >= 0 && s_from_worker(l, &b, why, sizeof why) == 0) {
-                    zmq_msg_close(&b);
-                    continue;
-                }
-                zmq_msg_close(&b);
-                if (!why[0]) snprintf(why, sizeof why, "a message cut short");
+            if ((kind == 'M' || kind == 'N' || kind == 'C') && !l->lost) {
+                zmq_msg_t env, bulk;
+                int got = ta_link_take(&l->rx, l->dealer, kind, more, ta_rt_config(l->rt)->max_bulk_bytes, &env, &bulk, why, sizeof why);
+                if (got == 1 && s_from_worker(l, &env, &bulk, why, sizeof why) != 0) got = -1;
+                zmq_msg_close(&env);
+                zmq_msg_close(&bulk);
+                if (got >= 0) continue;
             } else if (kind == 'B') {
                 zmq_msg_init(&b);
                 char text[200] = "it closed the session";
@@ -376,8 +362,7 @@ static void *s_run(void *arg) {
             zmq_msg_init(&b);
             if (more && zmq_msg_recv(&b, l->mailbox, ZMQ_DONTWAIT) < 0) more = 0;
             ta_zmq_drain(l->mailbox);
-            int ok = !l->lost && s_send(l->dealer, "M", 1, ZMQ_SNDMORE) == 0 && zmq_msg_send(&a, l->dealer, more ? ZMQ_SNDMORE : 0) >= 0 &&
-                     (!more || zmq_msg_send(&b, l->dealer, 0) >= 0);
+            int ok = !l->lost && ta_link_put(l->dealer, NULL, 0, &a, more ? &b : NULL) == 0;
             if (!ok && !l->lost) {
                 char why[200];
                 snprintf(why, sizeof why, "cannot send to it: %s", zmq_strerror(errno));
@@ -430,11 +415,117 @@ void ta_link_close(ta_link_t **pl) {
     for (uint32_t i = 0; l->pushes && i <= l->ports; i++)
         if (l->pushes[i]) zmq_close(l->pushes[i]);
     if (l->monitor) zmq_close(l->monitor);
+    ta_link_rx_fini(&l->rx);
     ta_free(l->told);
     if (l->mailbox) zmq_close(l->mailbox);
     ta_free(l->pushes);
     ta_free(l->executors);
     ta_free(l);
+}
+
+
+/* ------------------------------------------------------------- the wire */
+
+/* A large bulk's frame, shared by the pieces that point into it. */
+typedef struct {
+    zmq_msg_t frame;
+    int refs;
+} s_shared_t;
+
+static void s_piece_free(void *data, void *hint) {
+    (void)data;
+    s_shared_t *sh = hint;
+    if (__atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        zmq_msg_close(&sh->frame);
+        ta_free(sh);
+    }
+}
+
+int ta_link_put(void *sock, const void *rid, size_t rid_len, zmq_msg_t *env, zmq_msg_t *bulk) {
+    size_t n = bulk ? zmq_msg_size(bulk) : 0;
+    int big = n > TA_LINK_CHUNK, ok = 1;
+    if (rid) ok = zmq_send(sock, rid, rid_len, ZMQ_SNDMORE) >= 0;
+    ok = ok && zmq_send(sock, big ? "N" : "M", 1, ZMQ_SNDMORE) >= 0;
+    ok = ok && zmq_msg_send(env, sock, n || big ? ZMQ_SNDMORE : 0) >= 0;
+    if (!big) {
+        if (ok && n) ok = zmq_msg_send(bulk, sock, 0) >= 0;
+        return ok ? 0 : -1; /* what was not sent, the caller closes */
+    }
+    uint8_t le[8];
+    for (int i = 0; i < 8; i++) le[i] = (uint8_t)((uint64_t)n >> (8 * i));
+    ok = ok && zmq_send(sock, le, 8, 0) >= 0;
+    s_shared_t *sh = ok ? ta_malloc(sizeof *sh) : NULL;
+    if (!sh) return -1;
+    zmq_msg_init(&sh->frame);
+    zmq_msg_move(&sh->frame, bulk);
+    sh->refs = 1; /* this function's, dropped at the end */
+    const uint8_t *data = zmq_msg_data(&sh->frame);
+    for (size_t at = 0; ok && at < n; at += TA_LINK_CHUNK) {
+        size_t len = n - at < TA_LINK_CHUNK ? n - at : TA_LINK_CHUNK;
+        zmq_msg_t piece;
+        __atomic_add_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL);
+        if (zmq_msg_init_data(&piece, (void *)(data + at), len, s_piece_free, sh) != 0) {
+            __atomic_sub_fetch(&sh->refs, 1, __ATOMIC_ACQ_REL);
+            ok = 0;
+            break;
+        }
+        ok = (!rid || zmq_send(sock, rid, rid_len, ZMQ_SNDMORE) >= 0) && zmq_send(sock, "C", 1, ZMQ_SNDMORE) >= 0 && zmq_msg_send(&piece, sock, 0) >= 0;
+        if (!ok) zmq_msg_close(&piece);
+    }
+    s_piece_free(NULL, sh);
+    return ok ? 0 : -1;
+}
+
+static void s_buf_free(void *data, void *hint) {
+    (void)hint;
+    ta_free(data);
+}
+
+void ta_link_rx_fini(ta_link_rx_t *rx) {
+    if (rx->active) zmq_msg_close(&rx->env);
+    ta_free(rx->buf);
+    memset(rx, 0, sizeof *rx);
+}
+
+int ta_link_take(ta_link_rx_t *rx, void *sock, char kind, int more, size_t max_bulk, zmq_msg_t *env, zmq_msg_t *bulk, char *why, size_t len) {
+    zmq_msg_init(env);
+    zmq_msg_init(bulk);
+    if (kind == 'C') {
+        zmq_msg_t piece;
+        zmq_msg_init(&piece);
+        int ok = rx->active && more && zmq_msg_recv(&piece, sock, ZMQ_DONTWAIT) >= 0 && !zmq_msg_more(&piece) &&
+                 zmq_msg_size(&piece) <= rx->len - rx->got;
+        if (ok) memcpy(rx->buf + rx->got, zmq_msg_data(&piece), zmq_msg_size(&piece)), rx->got += zmq_msg_size(&piece);
+        zmq_msg_close(&piece);
+        if (!ok) return snprintf(why, len, "a piece of a bulk nobody announced, or too long"), -1;
+        if (rx->got < rx->len) return 0;
+        zmq_msg_move(env, &rx->env);
+        zmq_msg_close(bulk);
+        zmq_msg_init_data(bulk, rx->buf, rx->len, s_buf_free, NULL); /* cannot fail: no allocation */
+        rx->buf = NULL;
+        rx->active = 0;
+        return 1;
+    }
+    if (rx->active) return snprintf(why, len, "a message in the middle of a bulk's pieces"), -1;
+    if (!more || zmq_msg_recv(env, sock, ZMQ_DONTWAIT) < 0) return snprintf(why, len, "a message cut short"), -1;
+    if (kind == 'M') {
+        if (zmq_msg_more(env) && (zmq_msg_recv(bulk, sock, ZMQ_DONTWAIT) < 0 || zmq_msg_more(bulk) || zmq_msg_size(bulk) == 0))
+            return snprintf(why, len, "a bulk frame missing or followed by more"), -1;
+        return 1;
+    }
+    /* 'N': the bulk's length, then its pieces. */
+    uint8_t le[8];
+    uint64_t n = 0;
+    if (!zmq_msg_more(env) || zmq_recv(sock, le, sizeof le, ZMQ_DONTWAIT) != 8) return snprintf(why, len, "a bulk's length missing"), -1;
+    for (int i = 0; i < 8; i++) n |= (uint64_t)le[i] << (8 * i);
+    if (n <= TA_LINK_CHUNK || n > max_bulk) return snprintf(why, len, "a bulk of %" PRIu64 " bytes in pieces", n), -1;
+    if (!(rx->buf = ta_malloc((size_t)n))) return snprintf(why, len, "out of memory for a bulk of %" PRIu64 " bytes", n), -1;
+    zmq_msg_init(&rx->env);
+    zmq_msg_move(&rx->env, env);
+    rx->len = (size_t)n;
+    rx->got = 0;
+    rx->active = 1;
+    return 0;
 }
 
 /* ------------------------------------------------------- worker processes */

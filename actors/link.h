@@ -4,6 +4,8 @@
 
 #include <stdint.h>
 
+#include <zmq.h>
+
 #include "device.h"
 #include "runtime.h"
 
@@ -14,6 +16,10 @@
  *   'H' env        client -> worker: HELLO, the first message
  *   'W' env        worker -> client: WELCOME, its answer
  *   'M' env [bulk] a pipeline message passed on unchanged, both ways
+ *   'N' env len    the same with a bulk over TA_LINK_CHUNK bytes (len, 8
+ *                  bytes little-endian), which follows in 'C' messages
+ *   'C' bytes      the next piece of that bulk: the other end sees bytes
+ *                  arrive (and heartbeats count) while a large one travels
  *   'P'            a heartbeat, both ways, every TA_LINK_BEAT_MS
  *   'B' text       bye: the other end closes (a worker says why it refuses)
  *   'L' id text    client -> worker: port id (4 bytes, big-endian; another
@@ -22,7 +28,28 @@
  * a client loses the worker's executors (ta_rt_lose, naming the worker),
  * a worker ends the session and frees everything the client had there.
  */
-enum { TA_LINK_BEAT_MS = 200, TA_LINK_LOST_MS = 1500, TA_LINK_MAX_PORTS = 4096 };
+enum { TA_LINK_BEAT_MS = 200, TA_LINK_LOST_MS = 1500, TA_LINK_MAX_PORTS = 4096, TA_LINK_CHUNK = 1 << 20 };
+
+/* Sends a pipeline message on a link's socket: [rid] 'M' env [bulk], or
+ * 'N' and 'C' pieces for a large bulk (rid: a ROUTER's peer, or NULL).
+ * env and bulk (bulk may be NULL) are sent without copying; the caller
+ * closes them after (what went out is empty by then).  Returns 0, or -1
+ * (errno says why). */
+int ta_link_put(void *sock, const void *rid, size_t rid_len, zmq_msg_t *env, zmq_msg_t *bulk);
+
+/* The receiving half: after a kind frame 'M', 'N' or 'C' was read from
+ * sock, takes what follows.  Returns 1 with a whole message in *env and
+ * *bulk (the caller closes both; bulk of size 0: none), 0 when a piece was
+ * kept for a message still coming, or -1 with why (a malformed message, a
+ * bulk over max_bulk bytes, a piece nobody announced). */
+typedef struct ta_link_rx {
+    zmq_msg_t env;
+    uint8_t *buf;
+    size_t len, got;
+    int active;
+} ta_link_rx_t;
+int ta_link_take(ta_link_rx_t *rx, void *sock, char kind, int more, size_t max_bulk, zmq_msg_t *env, zmq_msg_t *bulk, char *why, size_t len);
+void ta_link_rx_fini(ta_link_rx_t *rx);
 
 typedef struct ta_link ta_link_t;
 

@@ -46,7 +46,8 @@ struct ta_rt {
     int failed;        /* ta_rt_fail's code, read without the lock by waits */
     char failure[256];
     size_t open_ports; /* ports not yet destroyed, actors' included */
-    int any_lost;      /* some entry is lost (read without the lock) */
+    int any_lost;      /* losses so far (read without the lock) */
+    char last_lost[200]; /* the latest loss's text */
     /* CURVE on tcp (see runtime.h). */
     int curve;
     char public_key[41], secret_key[41];
@@ -446,7 +447,8 @@ void ta_rt_lose(ta_rt_t *rt, uint32_t id, const char *fmt, ...) {
         vsnprintf(rt->entries[id].lost_text, sizeof rt->entries[id].lost_text, fmt, ap);
         va_end(ap);
         __atomic_store_n(&rt->entries[id].lost, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&rt->any_lost, 1, __ATOMIC_RELEASE);
+        snprintf(rt->last_lost, sizeof rt->last_lost, "%s", rt->entries[id].lost_text);
+        __atomic_add_fetch(&rt->any_lost, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&rt->lock);
 }
@@ -915,9 +917,13 @@ int ta_port_send_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_error_t 
 static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, uint32_t watch, ta_msg_t *reply, int timeout_ms, int extend, ta_error_t *err);
 
 int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
+    return ta_port_request_watching(p, dest, dest, req, reply, timeout_ms, err);
+}
+
+int ta_port_request_watching(ta_port_t *p, uint32_t dest, uint32_t watch, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err) {
     int rc = ta_port_send_request(p, dest, req, err);
     if (rc != TACT_OK) return rc;
-    rc = s_port_wait(p, req->corr, 0, dest, reply, timeout_ms, 1, err);
+    rc = s_port_wait(p, req->corr, 0, watch, reply, timeout_ms, 1, err);
     if (rc == TACT_ETIMEDOUT)
         ta_error_set(err, rc, "port %s: no reply to %s from port %" PRIu32 " within %d ms", p->name, ta_msg_type_name(req->type),
                      dest, timeout_ms < 0 ? p->rt->cfg.timeout_ms : timeout_ms);
@@ -970,12 +976,19 @@ static int s_port_wait(ta_port_t *p, uint64_t corr, uint32_t from, uint32_t watc
         goto got;
     }
     int64_t deadline = s_now_ms() + timeout_ms;
+    int losses = __atomic_load_n(&p->rt->any_lost, __ATOMIC_ACQUIRE);
     for (;;) {
         /* In slices, so a pipeline that broke for good is noticed at once. */
         char why[256];
         int failed = ta_rt_failure(p->rt, why, sizeof why);
         if (failed) return ta_error_set(err, failed, "the pipeline failed: %s", why);
-        if (watch && ta_rt_lost(p->rt, watch, why, sizeof why)) return ta_error_set(err, TACT_ETRANSPORT, "%s", why);
+        if (watch && watch != TA_WATCH_LOSSES && ta_rt_lost(p->rt, watch, why, sizeof why)) return ta_error_set(err, TACT_ETRANSPORT, "%s", why);
+        if (watch == TA_WATCH_LOSSES && __atomic_load_n(&p->rt->any_lost, __ATOMIC_ACQUIRE) != losses) {
+            pthread_mutex_lock(&p->rt->lock);
+            snprintf(why, sizeof why, "%s", p->rt->last_lost);
+            pthread_mutex_unlock(&p->rt->lock);
+            return ta_error_set(err, TACT_ETRANSPORT, "%s", why);
+        }
         int64_t left = deadline - s_now_ms();
         if (left < 0) left = 0;
         rc = s_wait(p, (int)(left < 100 ? left : 100), err);

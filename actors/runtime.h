@@ -182,6 +182,12 @@ int ta_port_recv(ta_port_t *p, ta_msg_t *m, int timeout_ms, ta_error_t *err);
 int ta_port_request(ta_port_t *p, uint32_t dest, ta_msg_t *req, ta_msg_t *reply, int timeout_ms,
                     ta_error_t *err);
 
+/* ta_port_request whose wait ends, with the loss's text, when port watch
+ * is lost, or with TA_WATCH_LOSSES when any port is lost while it waits
+ * (a request whose answer may come from any device: a READ). */
+#define TA_WATCH_LOSSES UINT32_MAX
+int ta_port_request_watching(ta_port_t *p, uint32_t dest, uint32_t watch, ta_msg_t *req, ta_msg_t *reply, int timeout_ms, ta_error_t *err);
+
 /* A fresh correlation id of this port: the port id in the high bits, so
  * ids are unique within the runtime.  ta_port_send_request uses it. */
 uint64_t ta_port_new_corr(ta_port_t *p);

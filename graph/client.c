@@ -1181,7 +1181,10 @@ static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
     int rc = ti_wait(ctx);
     if (rc != TACT_OK) return rc;
     rc = s_flush(ctx, &err);
-    if (rc == TACT_OK) rc = ta_port_request(ctx->port, ctx->wiring.graph, req, reply, ctx->timeout_ms, &err);
+    /* A READ is answered by the device that has the tensor: a worker lost
+     * meanwhile ends the wait. */
+    uint32_t watch = req->type == TA_MSG_READ ? TA_WATCH_LOSSES : ctx->wiring.graph;
+    if (rc == TACT_OK) rc = ta_port_request_watching(ctx->port, ctx->wiring.graph, watch, req, reply, ctx->timeout_ms, &err);
     if (rc == TACT_OK) ctx->unsynced = 0; /* answered: the graph took everything before it */
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;

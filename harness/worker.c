@@ -47,8 +47,24 @@ typedef struct {
     void *mailbox;   /* PULL: what the session's actors send the client */
     void **pushes;   /* by id, to the executors' mailboxes */
     int64_t last_rx;
-    int ended;
+    /* Its life: started and ended in threads of their own (starting
+     * actors, stopping them after a long kernel), so the thread passing
+     * messages never waits for one session while the others need it. */
+    int state;          /* S_STARTING, S_READY, S_ENDING */
+    int busy;           /* a start or end thread runs (atomic done flag below) */
+    int done;           /* set by that thread when it finished */
+    pthread_t thread;
+    uint8_t *hello;     /* HELLO's envelope, for the start thread */
+    size_t hello_len;
+    char endpoint[96];  /* the session mailbox's */
+    msgpack_sbuffer welcome; /* WELCOME, made by the start thread */
+    int hello_rc;
+    char refused[256];
+    int end_after_start; /* the client said bye (or broke the protocol) while it started */
+    ta_link_rx_t rx;     /* a large bulk arriving in pieces */
 } s_session_t;
+
+enum { S_STARTING, S_READY, S_ENDING };
 
 typedef struct {
     void *zmq, *router;
@@ -103,7 +119,6 @@ static void *s_zap_run(void *arg) {
 
 /* ------------------------------------------------------------ sessions */
 
-static void s_send_rid(s_worker_t *wk, const s_session_t *s, int more) { zmq_send(wk->router, s->rid, s->rid_len, ZMQ_SNDMORE | (more ? 0 : 0)); }
 
 /* Sends [rid, kind, text] (a bye, a refusal). */
 static void s_bye(s_worker_t *wk, const uint8_t *rid, size_t rid_len, const char *text) {
@@ -112,22 +127,43 @@ static void s_bye(s_worker_t *wk, const uint8_t *rid, size_t rid_len, const char
     zmq_send(wk->router, text, strlen(text), ZMQ_DONTWAIT);
 }
 
-static void s_session_end(s_worker_t *wk, s_session_t *s, const char *why) {
-    if (why) {
-        s_bye(wk, s->rid, s->rid_len, why);
-        if (!s_quiet) fprintf(stderr, "tact worker: a session ended: %s\n", why);
-    }
+/* What a session holds, released: its actors stopped (their buffers
+ * freed), its runtime destroyed.  In the end thread. */
+static void *s_teardown(void *arg) {
+    s_session_t *s = arg;
     ta_error_t err;
-    for (int i = 0; i < s->nexecutors + s->ncompilers; i++)
-        if (s->actors && ta_actor_stop(&s->actors[i], &err) != TACT_OK) fprintf(stderr, "tact worker: %s\n", err.text);
+    for (int i = 0; s->actors && i < s->nexecutors + s->ncompilers; i++)
+        if (ta_actor_stop(&s->actors[i], &err) != TACT_OK) fprintf(stderr, "tact worker: %s\n", err.text);
     ta_port_destroy(&s->port);
     for (uint32_t i = 0; s->pushes && i <= s->ports; i++)
         if (s->pushes[i]) zmq_close(s->pushes[i]);
     if (s->mailbox) zmq_close(s->mailbox);
-    if (ta_rt_destroy(&s->rt, &err) != TACT_OK) fprintf(stderr, "tact worker: a session's end: %s\n", err.text);
+    s->mailbox = NULL;
+    if (s->rt && ta_rt_destroy(&s->rt, &err) != TACT_OK) fprintf(stderr, "tact worker: a session's end: %s\n", err.text);
     ta_free(s->pushes);
     ta_free(s->actors);
-    s->ended = 1;
+    s->pushes = NULL;
+    s->actors = NULL;
+    __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Ends a session: a bye saying why (if why), nothing more passed to or
+ * from it, and its release in a thread of its own (s_reap frees it). */
+static void s_session_end(s_worker_t *wk, s_session_t *s, const char *why) {
+    if (s->state == S_ENDING) return;
+    if (why) {
+        s_bye(wk, s->rid, s->rid_len, why);
+        if (!s_quiet) fprintf(stderr, "tact worker: a session ended: %s\n", why);
+    }
+    if (s->state == S_STARTING) { /* ended once started */
+        s->end_after_start = 1;
+        return;
+    }
+    s->state = S_ENDING;
+    s->done = 0;
+    s->busy = pthread_create(&s->thread, NULL, s_teardown, s) == 0;
+    if (!s->busy) s_teardown(s);
 }
 
 static int s_has(const uint32_t *ids, int n, uint64_t id) {
@@ -136,16 +172,21 @@ static int s_has(const uint32_t *ids, int n, uint64_t id) {
     return 0;
 }
 
-/* HELLO: checks what the client asks, starts the session and answers
- * WELCOME (with the status and text of a refusal). */
-static void s_hello(s_worker_t *wk, s_session_t *s, zmq_msg_t *env) {
+/* The worker a start thread reads (what never changes once it serves). */
+static const s_worker_t *s_wk;
+
+/* HELLO: checks what the client asks, starts the session and makes its
+ * WELCOME (with the status and text of a refusal).  In the start thread. */
+static void *s_start(void *arg) {
+    s_session_t *s = arg;
+    const s_worker_t *wk = s_wk;
     ta_msg_t h;
     ta_msg_init(&h, TA_MSG_READY);
     uint64_t bulk_len;
     ta_error_t err = {TACT_EINVAL, ""};
     char names[64][TA_URI_MAX + 1];
     ta_device_info_t infos[64];
-    int rc = ta_msg_decode(&h, zmq_msg_data(env), zmq_msg_size(env), 1 << 16, &bulk_len, &err);
+    int rc = ta_msg_decode(&h, s->hello, s->hello_len, 1 << 16, &bulk_len, &err);
     if (rc == TACT_OK && (h.type != TA_MSG_HELLO || bulk_len)) rc = ta_error_set(&err, TACT_EPROTO, "the first message is not a HELLO");
     const ta_hello_msg_t *m = &h.as.hello;
     if (rc == TACT_OK && (m->ports < 2 || m->ports > TA_LINK_MAX_PORTS || m->executors.n < 1 || m->executors.n > 64 || m->compilers.n < 1 ||
@@ -188,8 +229,7 @@ static void s_hello(s_worker_t *wk, s_session_t *s, zmq_msg_t *env) {
     ta_rt_config_default(&cfg);
     cfg.timeout_ms = wk->timeout_ms;
     if (rc == TACT_OK) rc = ta_rt_new(&s->rt, &cfg, &err);
-    char ep[96];
-    snprintf(ep, sizeof ep, "inproc://tact-worker-session-%u", ++wk->serial);
+    const char *ep = s->endpoint;
     if (rc == TACT_OK && (!(s->mailbox = zmq_socket(ta_rt_zmq(s->rt), ZMQ_PULL)) || zmq_bind(s->mailbox, ep) != 0))
         rc = ta_error_set(&err, TACT_ETRANSPORT, "session mailbox: %s", zmq_strerror(errno));
     if (rc == TACT_OK) ta_link_sockopts(s->mailbox, (size_t)1 << 30);
@@ -203,7 +243,7 @@ static void s_hello(s_worker_t *wk, s_session_t *s, zmq_msg_t *env) {
         uint32_t got = 0;
         if (ex >= 0 || co >= 0) {
             ta_actor_t **a = &s->actors[ex >= 0 ? ex : s->nexecutors + co];
-            rc = ta_actor_start(s->rt, ex >= 0 ? &ta_executor_ops : &ta_compiler_ops, &wk->local, NULL, a, &err);
+            rc = ta_actor_start(s->rt, ex >= 0 ? &ta_executor_ops : &ta_compiler_ops, (void *)&wk->local, NULL, a, &err);
             if (rc == TACT_OK) got = ta_actor_id(*a);
             if (rc == TACT_OK) s->nactors++;
         } else if (!(got = ta_rt_route(s->rt, "client", ep))) {
@@ -225,22 +265,45 @@ static void s_hello(s_worker_t *wk, s_session_t *s, zmq_msg_t *env) {
         w.as.welcome.status = rc;
         w.as.welcome.text = ta_bytes_str(err.text);
     }
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    if (ta_msg_encode(&w, &sb) == TACT_OK) {
-        zmq_send(wk->router, s->rid, s->rid_len, ZMQ_SNDMORE);
-        zmq_send(wk->router, "W", 1, ZMQ_SNDMORE);
-        zmq_send(wk->router, sb.data, sb.size, 0);
-    }
-    msgpack_sbuffer_destroy(&sb);
+    msgpack_sbuffer_init(&s->welcome);
+    if (ta_msg_encode(&w, &s->welcome) != TACT_OK && rc == TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
     ta_free(list);
     ta_msg_release(&h);
-    if (rc != TACT_OK) {
-        if (!s_quiet) fprintf(stderr, "tact worker: refused a client: %s\n", err.text);
+    s->hello_rc = rc;
+    snprintf(s->refused, sizeof s->refused, "%s", rc == TACT_OK ? "" : err.text);
+    __atomic_store_n(&s->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* A start or end thread that finished: a started session gets its WELCOME
+ * (or, refused, its end); an ended one is freed (returns 1). */
+static int s_reap(s_worker_t *wk, s_session_t *s) {
+    if (s->busy) {
+        if (!__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) return 0;
+        pthread_join(s->thread, NULL);
+        s->busy = 0;
+    }
+    if (s->state == S_ENDING) {
+        ta_free(s->hello);
+        ta_link_rx_fini(&s->rx);
+        ta_free(s);
+        return 1;
+    }
+    if (s->state != S_STARTING || !__atomic_load_n(&s->done, __ATOMIC_ACQUIRE)) return 0;
+    zmq_send(wk->router, s->rid, s->rid_len, ZMQ_SNDMORE);
+    zmq_send(wk->router, "W", 1, ZMQ_SNDMORE);
+    zmq_send(wk->router, s->welcome.data, s->welcome.size, 0);
+    msgpack_sbuffer_destroy(&s->welcome);
+    s->state = S_READY;
+    s->last_rx = s_now_ms();
+    if (s->hello_rc != TACT_OK) {
+        if (!s_quiet) fprintf(stderr, "tact worker: refused a client: %s\n", s->refused);
         s_session_end(wk, s, NULL);
     } else {
         wk->served++;
+        if (s->end_after_start) s_session_end(wk, s, NULL);
     }
+    return 0;
 }
 
 /* The compilers get the client's CONFIG with this worker's compiler in it,
@@ -266,18 +329,18 @@ static int s_configure_compilers(s_worker_t *wk, s_session_t *s, const ta_msg_t 
 
 /* A message of the client's for one of its executors, checked and passed
  * on (CONFIG with this worker's compiler in place of the client's). */
-static int s_to_session(s_worker_t *wk, s_session_t *s, zmq_msg_t *env, char *why, size_t len) {
+static int s_to_session(s_worker_t *wk, s_session_t *s, zmq_msg_t *env, zmq_msg_t *bulk, char *why, size_t len) {
     ta_msg_t m;
     ta_msg_init(&m, TA_MSG_READY);
     uint64_t bulk_len;
     ta_error_t err;
     if (ta_msg_decode(&m, zmq_msg_data(env), zmq_msg_size(env), (size_t)16 << 20, &bulk_len, &err) != TACT_OK)
         return snprintf(why, len, "a malformed message: %s", err.text), -1;
-    int more = zmq_msg_more(env), rc = 0;
+    int rc = 0;
     if (!s_has(s->executors, s->nexecutors, m.dest)) rc = snprintf(why, len, "a message for port %" PRIu32 ", not one of its executors here", m.dest);
     else if (m.sender == 0 || m.sender > s->ports || s_has(s->executors, s->nexecutors, m.sender) || s_has(s->compilers, s->ncompilers, m.sender))
         rc = snprintf(why, len, "a message as port %" PRIu32 ", not one of the client's", m.sender);
-    else if ((bulk_len != 0) != (more != 0)) rc = snprintf(why, len, "a bulk frame that does not match its envelope");
+    else if (bulk_len != zmq_msg_size(bulk)) rc = snprintf(why, len, "a bulk of %zu bytes, its envelope says %" PRIu64, zmq_msg_size(bulk), bulk_len);
     if (rc) {
         ta_msg_release(&m);
         return -1;
@@ -293,25 +356,12 @@ static int s_to_session(s_worker_t *wk, s_session_t *s, zmq_msg_t *env, char *wh
     ta_msg_release(&m);
     void **push = &s->pushes[dest];
     if (!rc && !*push && ta_rt_connect(s->rt, dest, push, &err) != TACT_OK) rc = snprintf(why, len, "%s", err.text);
-    if (!rc) {
-        int sent = sb.size ? zmq_send(*push, sb.data, sb.size, more ? ZMQ_SNDMORE : 0) : zmq_msg_send(env, *push, more ? ZMQ_SNDMORE : 0);
-        if (sent < 0) rc = snprintf(why, len, "pass on: %s", zmq_strerror(errno));
-    }
+    int more = bulk_len ? ZMQ_SNDMORE : 0;
+    if (!rc && (sb.size ? zmq_send(*push, sb.data, sb.size, more) : zmq_msg_send(env, *push, more)) < 0) rc = snprintf(why, len, "pass on: %s", zmq_strerror(errno));
+    if (!rc && bulk_len && zmq_msg_send(bulk, *push, 0) < 0) rc = snprintf(why, len, "pass on: %s", zmq_strerror(errno));
     msgpack_sbuffer_destroy(&sb);
-    if (!rc && more) {
-        zmq_msg_t bulk;
-        zmq_msg_init(&bulk);
-        if (zmq_msg_recv(&bulk, wk->router, ZMQ_DONTWAIT) < 0 || zmq_msg_size(&bulk) != bulk_len || zmq_msg_more(&bulk)) {
-            zmq_send(*push, "", 0, 0); /* the envelope went alone: the executor's port rejects it */
-            rc = snprintf(why, len, "a bulk frame missing or of the wrong size");
-        } else if (zmq_msg_send(&bulk, *push, 0) < 0) {
-            rc = snprintf(why, len, "pass on: %s", zmq_strerror(errno));
-        }
-        zmq_msg_close(&bulk);
-    }
     return rc ? -1 : 0;
 }
-
 
 static s_session_t *s_find(s_worker_t *wk, const void *rid, size_t len) {
     for (size_t i = 0; i < wk->nsessions; i++)
@@ -346,11 +396,27 @@ static void s_from_client(s_worker_t *wk) {
         memcpy(s->rid, zmq_msg_data(&rid), zmq_msg_size(&rid));
         s->rid_len = zmq_msg_size(&rid);
         s->last_rx = s_now_ms();
+        s->state = S_STARTING;
+        snprintf(s->endpoint, sizeof s->endpoint, "inproc://tact-worker-session-%u", ++wk->serial);
+        s->hello_len = zmq_msg_size(&body);
+        if (!(s->hello = ta_malloc(s->hello_len ? s->hello_len : 1))) {
+            ta_free(s);
+            s_bye(wk, zmq_msg_data(&rid), zmq_msg_size(&rid), "the worker is out of memory");
+            goto drain;
+        }
+        memcpy(s->hello, zmq_msg_data(&body), s->hello_len);
         wk->sessions[wk->nsessions++] = s;
-        s_hello(wk, s, &body);
+        s->busy = pthread_create(&s->thread, NULL, s_start, s) == 0;
+        if (!s->busy) s_start(s);
         goto drain;
     }
+    if (s->state == S_ENDING) goto drain; /* its last messages: nobody takes them */
     if (k == 'P' && !more) goto out;
+    if (s->state == S_STARTING && k != 'B') {
+        /* Nothing but a bye may come before WELCOME. */
+        s->end_after_start = 1;
+        goto drain;
+    }
     if (k == 'B') {
         s_session_end(wk, s, NULL);
         goto drain;
@@ -369,8 +435,13 @@ static void s_from_client(s_worker_t *wk) {
             goto drain;
         }
         snprintf(why, sizeof why, "a loss of port %" PRIu32 ", not another worker's", id);
-    } else if (k == 'M' && more && zmq_msg_recv(&body, wk->router, ZMQ_DONTWAIT) >= 0) {
-        if (s_to_session(wk, s, &body, why, sizeof why) == 0) goto out;
+    } else if (k == 'M' || k == 'N' || k == 'C') {
+        zmq_msg_t env, bulk;
+        int got = ta_link_take(&s->rx, wk->router, k, more, (size_t)1 << 30, &env, &bulk, why, sizeof why);
+        if (got == 1 && s_to_session(wk, s, &env, &bulk, why, sizeof why) != 0) got = -1;
+        zmq_msg_close(&env);
+        zmq_msg_close(&bulk);
+        if (got >= 0) goto out;
     } else {
         snprintf(why, sizeof why, "a frame of unknown kind");
     }
@@ -396,10 +467,7 @@ static void s_to_client(s_worker_t *wk, s_session_t *s) {
         zmq_msg_init(&b);
         if (more && zmq_msg_recv(&b, s->mailbox, ZMQ_DONTWAIT) < 0) more = 0;
         ta_zmq_drain(s->mailbox);
-        s_send_rid(wk, s, 1);
-        zmq_send(wk->router, "M", 1, ZMQ_SNDMORE);
-        zmq_msg_send(&a, wk->router, more ? ZMQ_SNDMORE : 0);
-        if (more) zmq_msg_send(&b, wk->router, 0);
+        ta_link_put(wk->router, s->rid, s->rid_len, &a, more ? &b : NULL);
         zmq_msg_close(&a);
         zmq_msg_close(&b);
     }
@@ -533,19 +601,25 @@ int h_worker(int argc, char **argv) {
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
     int64_t last_beat = 0;
+    s_wk = &wk;
     zmq_pollitem_t *items = NULL;
-    size_t items_cap = 0;
+    s_session_t **polled = NULL; /* the session of each mailbox polled */
+    size_t items_cap = 0, polled_cap = 0;
     while (!rc && !s_stop) {
         /* The ROUTER and every session's mailbox (as many as there are clients). */
-        if (ta_grow((void **)&items, &items_cap, wk.nsessions + 1, sizeof *items) != TACT_OK) {
+        size_t pcap = polled_cap;
+        if (ta_grow((void **)&items, &items_cap, wk.nsessions + 1, sizeof *items) != TACT_OK ||
+            ta_grow((void **)&polled, &pcap, wk.nsessions + 1, sizeof *polled) != TACT_OK) {
             fprintf(stderr, "tact worker: out of memory\n");
             rc = 1;
             break;
         }
+        polled_cap = pcap;
         int np = 1;
         items[0] = (zmq_pollitem_t){wk.router, 0, ZMQ_POLLIN, 0};
-        for (size_t i = 0; i < wk.nsessions; i++) items[np++] = (zmq_pollitem_t){wk.sessions[i]->mailbox, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(items, np, 50) < 0 && errno != EINTR) break;
+        for (size_t i = 0; i < wk.nsessions; i++) /* only a ready session's mailbox is this thread's */
+            if (wk.sessions[i]->state == S_READY) polled[np - 1] = wk.sessions[i], items[np++] = (zmq_pollitem_t){wk.sessions[i]->mailbox, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(items, np, 20) < 0 && errno != EINTR) break;
         for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); i++) {
             int ev = 0;
             size_t el = sizeof ev;
@@ -553,33 +627,42 @@ int h_worker(int argc, char **argv) {
             s_from_client(&wk);
         }
         for (int i = 1; i < np; i++)
-            if (items[i].revents & ZMQ_POLLIN && !wk.sessions[i - 1]->ended) s_to_client(&wk, wk.sessions[i - 1]);
+            if (items[i].revents & ZMQ_POLLIN && polled[i - 1]->state == S_READY) s_to_client(&wk, polled[i - 1]);
         int64_t now = s_now_ms();
         int beat = now - last_beat >= TA_LINK_BEAT_MS;
         if (beat) last_beat = now;
         for (size_t i = 0; i < wk.nsessions; i++) {
             s_session_t *s = wk.sessions[i];
-            if (!s->ended && now - s->last_rx > TA_LINK_LOST_MS + 500) {
+            if (s_reap(&wk, s)) {
+                wk.sessions[i] = wk.sessions[--wk.nsessions];
+                i--;
+                continue;
+            }
+            if (s->state == S_READY && now - s->last_rx > TA_LINK_LOST_MS + 500) {
                 if (!s_quiet) fprintf(stderr, "tact worker: a client went silent for %d ms; its session ends\n", TA_LINK_LOST_MS + 500);
                 s_session_end(&wk, s, NULL);
             }
-            if (!s->ended && beat) {
+            if (s->state == S_READY && beat) {
                 zmq_send(wk.router, s->rid, s->rid_len, ZMQ_SNDMORE | ZMQ_DONTWAIT);
                 zmq_send(wk.router, "P", 1, ZMQ_DONTWAIT);
             }
-            if (s->ended) {
-                ta_free(s);
+        }
+    }
+    /* Stopping: every session ends (those starting once started), then all are reaped. */
+    while (wk.nsessions) {
+        for (size_t i = 0; i < wk.nsessions; i++) {
+            s_session_t *s = wk.sessions[i];
+            if (s->state == S_READY) s_session_end(&wk, s, "the worker is stopping");
+            if (s_reap(&wk, s)) {
                 wk.sessions[i] = wk.sessions[--wk.nsessions];
                 i--;
             }
         }
-    }
-    for (size_t i = 0; i < wk.nsessions; i++) {
-        if (!wk.sessions[i]->ended) s_session_end(&wk, wk.sessions[i], "the worker is stopping");
-        ta_free(wk.sessions[i]);
+        usleep(5000);
     }
     ta_free(wk.sessions);
     ta_free(items);
+    ta_free(polled);
     if (wk.router) zmq_close(wk.router);
     if (wk.zap_running) {
         __atomic_store_n(&wk.zap_running, 0, __ATOMIC_RELEASE);

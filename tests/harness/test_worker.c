@@ -592,3 +592,27 @@ Test(worker, a_dead_client_s_session_ends) {
     s_stop(&a);
     s_done();
 }
+
+/* A tensor whose upload takes longer than the heartbeat timeout (384 MB
+ * over CURVE, about 0.25 GB/s here): it travels in pieces, so neither end
+ * takes the other for lost, and it arrives whole. */
+Test(worker, a_large_upload_is_not_a_lost_worker, .timeout = 300) {
+    s_key_dir();
+    s_worker_t a;
+    s_start(&a, "--devices CPU");
+    tact_ctx *ctx = s_open(a.uri, 60000);
+    int64_t n = 96 << 20;
+    float *v = malloc((size_t)n * sizeof *v);
+    cr_assert(v);
+    for (int64_t i = 0; i < n; i++) v[i] = (float)(i % 3);
+    double t0 = s_now(), sum = 0;
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, &n, v);
+    cr_assert_eq(tact_item(tact_sum_all(tact_cast(x, TACT_FLOAT64)), &sum), TACT_OK, "%s", tact_ctx_error(ctx));
+    double want = (double)(n / 3) * 3; /* 0 + 1 + 2 per three */
+    cr_assert_eq(sum, want, "sum %.0f, want %.0f", sum, want);
+    cr_log_info("384 MB to the worker and its sum back in %.2f s", s_now() - t0);
+    free(v);
+    tact_ctx_close(&ctx);
+    s_stop(&a);
+    s_done();
+}
