@@ -616,3 +616,50 @@ Test(worker, a_large_upload_is_not_a_lost_worker, .timeout = 300) {
     s_stop(&a);
     s_done();
 }
+
+/* kill -9 of a worker in the middle of `tact train` over two workers: the
+ * training stops with an error naming that worker within 2 s. */
+Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_seconds, .timeout = 300) {
+    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
+        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    s_key_dir();
+    s_worker_t a, b;
+    s_start(&a, "--devices CPU");
+    s_start(&b, "--devices CPU");
+    char out[64], devs[2200], where[64];
+    snprintf(devs, sizeof devs, "%s,%s", a.uri, b.uri);
+    snprintf(where, sizeof where, "%.*s", (int)(strstr(b.uri, "/CPU") - b.uri), b.uri);
+    snprintf(out, sizeof out, "%s/train.out", s_keys);
+    pid_t c = fork();
+    cr_assert_geq(c, 0);
+    if (c == 0) {
+        int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(TACT_BIN, "tact", "train", "--model", "mlp", "--steps", "100000", "--threads", "1", "--devices", devs, (char *)NULL);
+        _exit(127);
+    }
+    /* Training, not loading: wait for the first steps. */
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "grep -q 'step' %s", out);
+    for (int i = 0; i < 300 && system(cmd) != 0; i++) usleep(100000);
+    usleep(500000);
+    kill(b.pid, SIGKILL);
+    waitpid(b.pid, NULL, 0);
+    b.pid = 0;
+    double t0 = s_now();
+    int st = 0, done = 0;
+    while (!done && s_now() - t0 < 10) {
+        done = waitpid(c, &st, WNOHANG) == c;
+        if (!done) usleep(20000);
+    }
+    double dt = s_now() - t0;
+    if (!done) kill(c, SIGKILL), waitpid(c, NULL, 0);
+    cr_assert(done, "tact train still ran 10 s after its worker was killed");
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status %#x", st);
+    cr_assert_lt(dt, 2.0, "tact train ended %.2f s after its worker was killed", dt);
+    snprintf(cmd, sizeof cmd, "grep -q '%s lost' %s", where, out);
+    cr_assert_eq(system(cmd), 0, "the error does not name %s (see %s)", where, out);
+    s_stop(&a);
+    s_done();
+}
