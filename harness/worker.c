@@ -80,6 +80,7 @@ typedef struct {
     int curve;
     pthread_t zap;
     int zap_running;
+    int zap_bound; /* the handler's bind: 1 done, -1 failed, 0 not yet */
     uint64_t served, refused;
 } s_worker_t;
 
@@ -110,7 +111,12 @@ static void *s_zap_run(void *arg) {
     void *rep = zmq_socket(wk->zmq, ZMQ_REP);
     int timeout = 200;
     zmq_setsockopt(rep, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
-    if (!rep || zmq_bind(rep, "inproc://zeromq.zap.01") != 0) return NULL;
+    if (!rep || zmq_bind(rep, "inproc://zeromq.zap.01") != 0) {
+        if (rep) zmq_close(rep);
+        __atomic_store_n(&wk->zap_bound, -1, __ATOMIC_RELEASE);
+        return NULL;
+    }
+    __atomic_store_n(&wk->zap_bound, 1, __ATOMIC_RELEASE);
     while (!s_stop && __atomic_load_n(&wk->zap_running, __ATOMIC_ACQUIRE))
         if (ta_zap_answer(rep, s_admit, NULL) == 0) __atomic_add_fetch(&wk->refused, 1, __ATOMIC_RELAXED);
     zmq_close(rep);
@@ -571,8 +577,10 @@ int h_worker(int argc, char **argv) {
         int one = 1;
         wk.zap_running = 1;
         if (pthread_create(&wk.zap, NULL, s_zap_run, &wk) != 0) wk.zap_running = 0;
-        usleep(20000);
-        if (!wk.zap_running || zmq_setsockopt(wk.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
+        /* Nothing is bound until the handler is in place. */
+        for (int i = 0; wk.zap_running && i < 5000 && !__atomic_load_n(&wk.zap_bound, __ATOMIC_ACQUIRE); i++) usleep(1000);
+        if (wk.zap_running && __atomic_load_n(&wk.zap_bound, __ATOMIC_ACQUIRE) != 1) fprintf(stderr, "tact worker: the ZAP handler could not bind\n");
+        if (!wk.zap_running || __atomic_load_n(&wk.zap_bound, __ATOMIC_ACQUIRE) != 1 || zmq_setsockopt(wk.router, ZMQ_CURVE_SERVER, &one, sizeof one) != 0 ||
             zmq_setsockopt(wk.router, ZMQ_CURVE_SECRETKEY, sec, 40) != 0 || zmq_setsockopt(wk.router, ZMQ_ZAP_DOMAIN, "tact", 4) != 0)
             rc = 1;
         zmq_setsockopt(wk.router, 93, &one, sizeof one); /* ZMQ_ZAP_ENFORCE_DOMAIN where built in */
