@@ -33,6 +33,13 @@ typedef void (*ta_replay_filter_fn)(ta_msg_t *m, void *ud);
 int ta_replay_actor_filtered(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_filter_fn filter, void *ud,
                              ta_replay_report_t *rep, ta_error_t *err);
 
+/* Re-drives port id's recorded inbox (each message through filter, if
+ * not NULL) and gives every message the actor sends to sent instead of
+ * comparing it: a stage replayed for what it makes (the compilers'
+ * programs for an executor's replay).  *in_count: messages fed. */
+int ta_replay_actor_run(const ta_log_t *log, uint32_t id, const ta_actor_ops_t *ops, void *arg, ta_replay_filter_fn filter, void *fud,
+                        ta_capture_fn sent, void *sud, uint64_t *in_count, ta_error_t *err);
+
 /*
  * An actor without a thread or sockets, for driving a stage directly (stage
  * tests, fuzzing): built from ops/arg under port id, its sends go to

@@ -7,6 +7,7 @@
 
 #include "device.h"
 #include "harness.h"
+#include "mem.h"
 #include "pipeline.h"
 #include "replay.h"
 #include "rerun.h"
@@ -53,10 +54,11 @@ static void s_replay_usage(FILE *f) {
                "60000 ms) and kernel compiler (TACT_CC) are yours; the recorded ones are shown, and a log\n"
                "recorded on other devices is refused with the list to pass.  --log keeps the replay's own\n"
                "log at OUT (tact log diff FILE OUT compares them).\n"
-               "--stage re-drives one stage of today's build (graph, scheduler, planner, compiler or autograd)\n"
+               "--stage re-drives one stage of today's build (graph, scheduler, planner, compiler, executor or autograd)\n"
                "from its recorded inbox and compares what it sends with the recording: exit 0 when it matches,\n"
                "1 with the first divergent message.  A compiler builds with your TACT_CC, never the recorded\n"
-               "command; executors replay only whole: their inboxes hold compiled programs, never run.\n");
+               "command; an executor runs programs today's compilers rebuild from the recorded jobs (with\n"
+               "your TACT_CC), never the compiled objects the log holds.\n");
 }
 
 /* The stages `replay --stage` re-drives: pure functions of their inbox. */
@@ -75,16 +77,82 @@ static void s_user_cc(ta_msg_t *m, void *ud) {
     if (m->type == TA_MSG_CONFIG) m->as.config.cc = ta_bytes_str(ud);
 }
 
+/* The programs an executor's replay runs: rebuilt by today's compilers
+ * from the recorded jobs (never the recorded objects), each kept as its
+ * encoded PROGRAM by the compiler's port, corr and kernel index. */
+typedef struct {
+    uint32_t compiler;
+    uint64_t corr, index;
+    uint8_t *env, *bulk;
+    size_t env_len, bulk_len;
+} s_fresh_t;
+
+typedef struct {
+    s_fresh_t *v;
+    size_t n, cap;
+    uint32_t compiler; /* the compiler being replayed */
+    uint64_t rebuilt, missing;
+} s_fresh_set_t;
+
+static int s_keep_program(void *ud, const ta_msg_t *m) {
+    s_fresh_set_t *f = ud;
+    if (m->type != TA_MSG_PROGRAM) return TACT_OK;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    s_fresh_t e = {f->compiler, m->corr, m->as.program.index, NULL, NULL, 0, 0};
+    int rc = ta_msg_encode(m, &sb);
+    if (rc == TACT_OK && ta_grow((void **)&f->v, &f->cap, f->n + 1, sizeof *f->v) == TACT_OK && (e.env = ta_malloc(sb.size)) &&
+        (!m->bulk.len || (e.bulk = ta_malloc(m->bulk.len)))) {
+        memcpy(e.env, sb.data, sb.size);
+        e.env_len = sb.size;
+        if (m->bulk.len) memcpy(e.bulk, m->bulk.ptr, m->bulk.len);
+        e.bulk_len = m->bulk.len;
+        f->v[f->n++] = e;
+    } else {
+        ta_free(e.env);
+        rc = TACT_ENOMEM;
+    }
+    msgpack_sbuffer_destroy(&sb);
+    return rc;
+}
+
+/* An executor's inbox message as the replay feeds it: a PROGRAM gets
+ * today's build of the same job in place of the recorded one (the
+ * recorded object is never loaded); without one, it is a failed build. */
+static void s_fresh_program(ta_msg_t *m, void *ud) {
+    s_fresh_set_t *f = ud;
+    if (m->type != TA_MSG_PROGRAM) return;
+    for (size_t i = f->n; i-- > 0;) {
+        s_fresh_t *e = &f->v[i];
+        if (e->compiler != m->sender || e->corr != m->corr || e->index != m->as.program.index) continue;
+        ta_msg_t fresh;
+        uint64_t bulk_len;
+        if (ta_msg_decode(&fresh, e->env, e->env_len, 0, &bulk_len, NULL) != TACT_OK) break;
+        m->as.program = fresh.as.program;
+        m->bulk = (ta_bytes_t){e->bulk, e->bulk_len};
+        f->rebuilt++;
+        return;
+    }
+    f->missing++;
+    m->as.program.status = TACT_ECOMPILE;
+    m->as.program.text = ta_bytes_str("replay: no program rebuilt for this job");
+    m->as.program.digest = (ta_bytes_t){0};
+    m->bulk = (ta_bytes_t){0};
+}
+
+static void s_fresh_free(s_fresh_set_t *f) {
+    for (size_t i = 0; i < f->n; i++) ta_free(f->v[i].env), ta_free(f->v[i].bulk);
+    ta_free(f->v);
+}
+
 /* `tact replay --stage NAME FILE`: each stream of that name re-driven. */
 static int s_replay_stage(const char *name, const char *file) {
     const ta_actor_ops_t *ops = NULL;
     for (size_t i = 0; i < sizeof s_stages / sizeof *s_stages; i++)
         if (!strcmp(s_stages[i].name, name)) ops = s_stages[i].ops;
+    if (!strcmp(name, "executor")) ops = &ta_executor_ops;
     if (!ops) {
-        if (!strcmp(name, "executor"))
-            fprintf(stderr, "tact replay: the executor replays only with the whole run (tact replay FILE): its inbox holds compiled programs, which "
-                            "a replay never runs\n");
-        else fprintf(stderr, "tact replay: --stage takes graph, scheduler, planner, compiler or autograd, not '%s'\n", name);
+        fprintf(stderr, "tact replay: --stage takes graph, scheduler, planner, compiler, executor or autograd, not '%s'\n", name);
         return 2;
     }
     ta_log_t *log;
@@ -96,15 +164,26 @@ static int s_replay_stage(const char *name, const char *file) {
     int found = 0, differ = 0;
     const char *user_cc = getenv("TACT_CC");
     if (!user_cc || !*user_cc) user_cc = "cc";
-    if (ops == &ta_compiler_ops && log->run.cc[0] && strcmp(log->run.cc, user_cc) != 0)
+    if ((ops == &ta_compiler_ops || ops == &ta_executor_ops) && log->run.cc[0] && strcmp(log->run.cc, user_cc) != 0)
         printf("note: recorded with the kernel compiler '%s', replayed with '%s' (TACT_CC): programs will differ\n", log->run.cc, user_cc);
+    /* An executor runs programs: today's compilers rebuild them first,
+     * from the jobs they were recorded taking. */
+    s_fresh_set_t fresh = {0};
+    for (size_t i = 0; ops == &ta_executor_ops && i < log->nstreams; i++) {
+        if (strcmp(log->streams[i].name, "compiler") != 0) continue;
+        fresh.compiler = log->streams[i].id;
+        if (ta_replay_actor_run(log, fresh.compiler, &ta_compiler_ops, NULL, s_user_cc, (void *)user_cc, s_keep_program, &fresh, NULL, &err) != TACT_OK)
+            printf("compiler (port %" PRIu32 "): %s\n", fresh.compiler, err.text);
+    }
+    if (ops == &ta_executor_ops) printf("programs rebuilt by today's compilers from the recorded jobs: %zu\n", fresh.n);
     for (size_t i = 0; i < log->nstreams; i++) {
         const ta_log_stream_info_t *st = &log->streams[i];
         if (strcmp(st->name, name) != 0) continue;
         found = 1;
         ta_replay_report_t rep;
         memset(&rep, 0, sizeof rep);
-        int rc = ta_replay_actor_filtered(log, st->id, ops, NULL, ops == &ta_compiler_ops ? s_user_cc : NULL, (void *)user_cc, &rep, &err);
+        int rc = ops == &ta_executor_ops ? ta_replay_actor_filtered(log, st->id, ops, NULL, s_fresh_program, &fresh, &rep, &err)
+                                         : ta_replay_actor_filtered(log, st->id, ops, NULL, ops == &ta_compiler_ops ? s_user_cc : NULL, (void *)user_cc, &rep, &err);
         if (rc == TACT_OK) {
             printf("stage %s (port %" PRIu32 "): %" PRIu64 " messages in, %" PRIu64 " out, as recorded\n", name, st->id, rep.in_count, rep.out_count);
         } else if (rc == TACT_EMISMATCH) {
@@ -117,6 +196,8 @@ static int s_replay_stage(const char *name, const char *file) {
             printf("stage %s (port %" PRIu32 "): %s\n", name, st->id, err.text);
         }
     }
+    if (ops == &ta_executor_ops && fresh.missing) printf("PROGRAMs without a rebuilt program (fed as failed builds): %" PRIu64 "\n", fresh.missing);
+    s_fresh_free(&fresh);
     ta_log_free(&log);
     if (!found) {
         fprintf(stderr, "tact replay: %s has no %s stream\n", file, name);
