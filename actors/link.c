@@ -352,25 +352,15 @@ static void *s_run(void *arg) {
                 s_send(l->dealer, "B", 1, ZMQ_DONTWAIT);
             }
         }
-        for (int i = 0; i < 256 && (items[1].revents & ZMQ_POLLIN); i++) {
-            zmq_msg_init(&a);
-            if (zmq_msg_recv(&a, l->mailbox, ZMQ_DONTWAIT) < 0) {
-                zmq_msg_close(&a);
-                break;
-            }
-            int more = zmq_msg_more(&a);
-            zmq_msg_init(&b);
-            if (more && zmq_msg_recv(&b, l->mailbox, ZMQ_DONTWAIT) < 0) more = 0;
-            ta_zmq_drain(l->mailbox);
-            int ok = !l->lost && ta_link_put(l->dealer, NULL, 0, &a, more ? &b : NULL) == 0;
-            if (!ok && !l->lost) {
+        if (items[1].revents & ZMQ_POLLIN) {
+            /* What this client's stages send the worker's executors (dropped once it is lost). */
+            int n = ta_link_pass(l->mailbox, l->lost ? NULL : l->dealer, NULL, 0);
+            if (n < 0) {
                 char why[200];
                 snprintf(why, sizeof why, "cannot send to it: %s", zmq_strerror(errno));
                 s_lose(l, why);
             }
-            zmq_msg_close(&a);
-            zmq_msg_close(&b);
-            last_tx = s_now_ms();
+            if (n) last_tx = s_now_ms();
         }
         int64_t now = s_now_ms();
         if (now - last_tx >= TA_LINK_BEAT_MS && !l->lost) {
@@ -474,6 +464,26 @@ int ta_link_put(void *sock, const void *rid, size_t rid_len, zmq_msg_t *env, zmq
     }
     s_piece_free(NULL, sh);
     return ok ? 0 : -1;
+}
+
+int ta_link_pass(void *mailbox, void *sock, const void *rid, size_t rid_len) {
+    int n = 0;
+    for (; n < 256; n++) {
+        zmq_msg_t env, bulk;
+        zmq_msg_init(&env);
+        zmq_msg_init(&bulk);
+        int got = zmq_msg_recv(&env, mailbox, ZMQ_DONTWAIT) >= 0, more = got && zmq_msg_more(&env);
+        if (more && zmq_msg_recv(&bulk, mailbox, ZMQ_DONTWAIT) < 0) more = 0;
+        if (got) ta_zmq_drain(mailbox);
+        int failed = got && sock && ta_link_put(sock, rid, rid_len, &env, more ? &bulk : NULL) != 0;
+        int e = errno;
+        zmq_msg_close(&env);
+        zmq_msg_close(&bulk);
+        errno = e;
+        if (failed) return -1;
+        if (!got) break;
+    }
+    return n;
 }
 
 static void s_buf_free(void *data, void *hint) {

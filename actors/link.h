@@ -37,6 +37,11 @@ enum { TA_LINK_BEAT_MS = 200, TA_LINK_LOST_MS = 1500, TA_LINK_MAX_PORTS = 4096, 
  * (errno says why). */
 int ta_link_put(void *sock, const void *rid, size_t rid_len, zmq_msg_t *env, zmq_msg_t *bulk);
 
+/* Passes what waits in a mailbox (a PULL of pipeline messages, at most
+ * 256 of them) on to sock with ta_link_put; sock NULL drops them.
+ * Returns how many, or -1 when a send failed (errno says why). */
+int ta_link_pass(void *mailbox, void *sock, const void *rid, size_t rid_len);
+
 /* The receiving half: after a kind frame 'M', 'N' or 'C' was read from
  * sock, takes what follows.  Returns 1 with a whole message in *env and
  * *bulk (the caller closes both; bulk of size 0: none), 0 when a piece was

@@ -37,7 +37,6 @@ typedef struct {
     size_t rid_len;
     ta_rt_t *rt;
     ta_actor_t **actors; /* the executors, then the compilers */
-    int nactors;
     uint32_t executors[64];
     int nexecutors;
     uint32_t compilers[TA_MAX_COMPILERS];
@@ -77,11 +76,9 @@ typedef struct {
     s_session_t **sessions;
     size_t nsessions, cap;
     unsigned serial;
-    int curve;
     pthread_t zap;
     int zap_running;
     int zap_bound; /* the handler's bind: 1 done, -1 failed, 0 not yet */
-    uint64_t served, refused;
 } s_worker_t;
 
 static volatile sig_atomic_t s_stop;
@@ -118,7 +115,7 @@ static void *s_zap_run(void *arg) {
     }
     __atomic_store_n(&wk->zap_bound, 1, __ATOMIC_RELEASE);
     while (!s_stop && __atomic_load_n(&wk->zap_running, __ATOMIC_ACQUIRE))
-        if (ta_zap_answer(rep, s_admit, NULL) == 0) __atomic_add_fetch(&wk->refused, 1, __ATOMIC_RELAXED);
+        ta_zap_answer(rep, s_admit, NULL);
     zmq_close(rep);
     return NULL;
 }
@@ -251,7 +248,6 @@ static void *s_start(void *arg) {
             ta_actor_t **a = &s->actors[ex >= 0 ? ex : s->nexecutors + co];
             rc = ta_actor_start(s->rt, ex >= 0 ? &ta_executor_ops : &ta_compiler_ops, (void *)&wk->local, NULL, a, &err);
             if (rc == TACT_OK) got = ta_actor_id(*a);
-            if (rc == TACT_OK) s->nactors++;
         } else if (!(got = ta_rt_route(s->rt, "client", ep))) {
             rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
         }
@@ -305,9 +301,8 @@ static int s_reap(s_worker_t *wk, s_session_t *s) {
     if (s->hello_rc != TACT_OK) {
         if (!s_quiet) fprintf(stderr, "tact worker: refused a client: %s\n", s->refused);
         s_session_end(wk, s, NULL);
-    } else {
-        wk->served++;
-        if (s->end_after_start) s_session_end(wk, s, NULL);
+    } else if (s->end_after_start) {
+        s_session_end(wk, s, NULL);
     }
     return 0;
 }
@@ -460,25 +455,6 @@ out:
     zmq_msg_close(&body);
 }
 
-/* What a session's actors send the client: [rid, 'M', env, bulk?]. */
-static void s_to_client(s_worker_t *wk, s_session_t *s) {
-    for (int i = 0; i < 256; i++) {
-        zmq_msg_t a, b;
-        zmq_msg_init(&a);
-        if (zmq_msg_recv(&a, s->mailbox, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(&a);
-            return;
-        }
-        int more = zmq_msg_more(&a);
-        zmq_msg_init(&b);
-        if (more && zmq_msg_recv(&b, s->mailbox, ZMQ_DONTWAIT) < 0) more = 0;
-        ta_zmq_drain(s->mailbox);
-        ta_link_put(wk->router, s->rid, s->rid_len, &a, more ? &b : NULL);
-        zmq_msg_close(&a);
-        zmq_msg_close(&b);
-    }
-}
-
 void h_worker_usage(FILE *f) {
     fprintf(f,
             "usage: tact worker --listen tcp://HOST:PORT|ipc://PATH [--devices LIST] [--print-uri] [--threads N] [--timeout-ms N]\n"
@@ -584,7 +560,6 @@ int h_worker(int argc, char **argv) {
             zmq_setsockopt(wk.router, ZMQ_CURVE_SECRETKEY, sec, 40) != 0 || zmq_setsockopt(wk.router, ZMQ_ZAP_DOMAIN, "tact", 4) != 0)
             rc = 1;
         zmq_setsockopt(wk.router, 93, &one, sizeof one); /* ZMQ_ZAP_ENFORCE_DOMAIN where built in */
-        wk.curve = 1;
     }
     memset(sec, 0, sizeof sec);
     mode_t old = umask(077); /* an ipc socket only this user can reach */
@@ -635,7 +610,7 @@ int h_worker(int argc, char **argv) {
             s_from_client(&wk);
         }
         for (int i = 1; i < np; i++)
-            if (items[i].revents & ZMQ_POLLIN && polled[i - 1]->state == S_READY) s_to_client(&wk, polled[i - 1]);
+            if (items[i].revents & ZMQ_POLLIN && polled[i - 1]->state == S_READY) ta_link_pass(polled[i - 1]->mailbox, wk.router, polled[i - 1]->rid, polled[i - 1]->rid_len);
         int64_t now = s_now_ms();
         int beat = now - last_beat >= TA_LINK_BEAT_MS;
         if (beat) last_beat = now;
