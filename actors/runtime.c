@@ -25,7 +25,7 @@ typedef struct {
     char name[64];
     char endpoint[256]; /* empty until the port bound its mailbox */
     int route;          /* a port of another process, reached through a link (ta_rt_route) */
-    int lost;           /* that process is gone (ta_rt_lose): lost_text says why */
+    int lost;           /* that process is gone (ta_rt_lose): the loss's number, from 1; lost_text says why */
     char lost_text[200];
 } s_entry_t;
 
@@ -46,7 +46,7 @@ struct ta_rt {
     int failed;        /* ta_rt_fail's code, read without the lock by waits */
     char failure[256];
     size_t open_ports; /* ports not yet destroyed, actors' included */
-    int any_lost;      /* losses so far (read without the lock) */
+    int any_lost;      /* how many ports were lost so far (read without the lock) */
     char last_lost[200]; /* the latest loss's text */
     /* CURVE on tcp (see runtime.h). */
     int curve;
@@ -446,17 +446,19 @@ void ta_rt_lose(ta_rt_t *rt, uint32_t id, const char *fmt, ...) {
         va_start(ap, fmt);
         vsnprintf(rt->entries[id].lost_text, sizeof rt->entries[id].lost_text, fmt, ap);
         va_end(ap);
-        __atomic_store_n(&rt->entries[id].lost, 1, __ATOMIC_RELEASE);
+        /* Losses are numbered in the order they happen (from 1). */
+        __atomic_store_n(&rt->entries[id].lost, __atomic_add_fetch(&rt->any_lost, 1, __ATOMIC_RELEASE), __ATOMIC_RELEASE);
         snprintf(rt->last_lost, sizeof rt->last_lost, "%s", rt->entries[id].lost_text);
-        __atomic_add_fetch(&rt->any_lost, 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&rt->lock);
 }
 
+int ta_rt_losses(ta_rt_t *rt) { return rt ? __atomic_load_n(&rt->any_lost, __ATOMIC_ACQUIRE) : 0; }
+
 int ta_rt_lost(ta_rt_t *rt, uint32_t id, char *buf, size_t len) {
     if (!rt || !__atomic_load_n(&rt->any_lost, __ATOMIC_ACQUIRE)) return 0;
     pthread_mutex_lock(&rt->lock);
-    int lost = id < rt->nentries && rt->entries[id].lost;
+    int lost = id < rt->nentries ? rt->entries[id].lost : 0;
     if (lost && buf && len) snprintf(buf, len, "%s", rt->entries[id].lost_text);
     pthread_mutex_unlock(&rt->lock);
     return lost;

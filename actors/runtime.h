@@ -94,10 +94,13 @@ int ta_rt_is_route(ta_rt_t *rt, uint32_t id);
 /* A route whose process is gone (a worker died or stopped answering):
  * from now on sends to id fail at once with text, and so do the waits for
  * a message from id (ta_port_wait_from, ta_port_request to it, an actor's
- * await of it), within 100 ms of the loss.  ta_rt_lost returns 1 with the
- * text in buf once id is lost, else 0. */
+ * await of it), within 100 ms of the loss.  Losses are numbered from 1 in
+ * the order they happen: ta_rt_lost returns id's number with the text in
+ * buf once it is lost, else 0; ta_rt_losses how many there were so far
+ * (a loss numbered at most that came before). */
 void ta_rt_lose(ta_rt_t *rt, uint32_t id, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 int ta_rt_lost(ta_rt_t *rt, uint32_t id, char *buf, size_t len);
+int ta_rt_losses(ta_rt_t *rt);
 
 /* A PUSH socket connected to port id's mailbox as the runtime's ports
  * connect (CURVE with the runtime's key over tcp), for a link that passes

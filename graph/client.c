@@ -64,7 +64,7 @@ struct ti_ctx {
     int unsynced; /* a message went to the graph after the last request (a realize, a read): close waits for it */
     struct s_inflight {
         uint64_t corr, realize, assigns;
-        uint64_t lost_before; /* the devices (bit d % 64) lost when it was sent */
+        int losses; /* the workers lost when it was sent (ta_rt_losses): those take no part */
     } *inflight; /* realizes started, not yet waited for */
     size_t ninflight, inflight_cap;
     uint64_t realizes;  /* realizes started so far: each is numbered */
@@ -1122,7 +1122,8 @@ static int s_wait(ti_ctx_t *ctx, int closing) {
             /* A worker lost before this realize went out has no part in it
              * (the graph sends it nothing; a realize that needed it failed
              * where it waited for it, or at its start). */
-            if (ta_rt_lost(ctx->rt, w->device[d].executor, NULL, 0) && ctx->inflight[i].lost_before & (1ull << (d & 63))) continue;
+            int lost = ta_rt_lost(ctx->rt, w->device[d].executor, NULL, 0);
+            if (lost && lost <= ctx->inflight[i].losses) continue;
             ta_msg_t reply;
             ta_error_t e = {0, ""};
             ta_msg_init(&reply, TA_MSG_READY);
@@ -1268,15 +1269,14 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
             if (tc_multi_real(tensors[i], j)) ids[nids++] = tc_multi_part(tensors[i], j)->id;
     }
     /* A target on a lost worker cannot be computed: said now, naming it. */
-    uint64_t lost = 0;
     for (int d = 0; d < ctx->wiring.ndevices; d++) {
         char why[200];
         if (!ta_rt_lost(ctx->rt, ctx->wiring.device[d].executor, why, sizeof why)) continue;
-        lost |= 1ull << (d & 63);
         for (int i = 0; rc == TACT_OK && i < n; i++)
             if (tensors[i]->multi ? tc_multi_part(tensors[i], d) != NULL : tensors[i]->device == d)
                 rc = ta_error_set(&err, TACT_ETRANSPORT, "realize: tensor %d is on %s: %s", i, ctx->wiring.device[d].uri, why);
     }
+    int losses = ta_rt_losses(ctx->rt);
     if (rc == TACT_OK) rc = s_flush(ctx, &err);
     if (rc == TACT_OK) {
         /* Realizes are numbered; each REALIZE also tells the graph which of
@@ -1290,7 +1290,7 @@ int ti_realize_async(ti_ctx_t *ctx, int n, ti_tensor_t *const *tensors) {
         rc = ta_port_send_request(ctx->port, ctx->wiring.graph, &req, &err);
         if (rc == TACT_OK) ctx->unsynced = 0; /* its answer comes after everything before it */
         if (rc == TACT_OK) {
-            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns, lost};
+            ctx->inflight[ctx->ninflight++] = (struct s_inflight){req.corr, ++ctx->realizes, ctx->assigns, losses};
             ctx->nfailed = 0;
         }
     }
