@@ -12,10 +12,14 @@
 int ta_error_set(ta_error_t *e, int code, const char *fmt, ...) {
     if (e) {
         e->code = code;
+        /* Formatted aside first: an argument may be e->text itself (a
+         * cause wrapped in context, "worker W: %s", err->text). */
+        char text[sizeof e->text];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(e->text, sizeof e->text, fmt, ap);
+        vsnprintf(text, sizeof text, fmt, ap);
         va_end(ap);
+        memcpy(e->text, text, sizeof text);
     }
     return code;
 }

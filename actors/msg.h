@@ -19,7 +19,8 @@ typedef struct ta_error {
     char text[256];
 } ta_error_t;
 
-/* Sets e->code and formats e->text (e may be NULL); returns code. */
+/* Sets e->code and formats e->text (e may be NULL; an argument may be
+ * e->text itself, to wrap a cause in context); returns code. */
 int ta_error_set(ta_error_t *e, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
