@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
@@ -41,8 +42,10 @@ static void s_key_dir(void) {
 
 typedef struct {
     pid_t pid;
-    char uri[1024]; /* what --print-uri printed */
-    char err[128];  /* its standard error, checked when it stops */
+    char uri[1024];  /* what --print-uri printed */
+    char where[64];  /* its address, tcp://127.0.0.1:PORT, as errors name it */
+    const char *key; /* its public key, in uri */
+    char err[128];   /* its standard error, checked when it stops */
 } s_worker_t;
 
 /* Starts `tact worker --listen tcp://127.0.0.1:0 --print-uri ARGS` and
@@ -70,7 +73,11 @@ static void s_start(s_worker_t *w, const char *args) {
     w->uri[strcspn(w->uri, "\n")] = '\0';
     fclose(f);
     cr_assert(strncmp(w->uri, "tcp://127.0.0.1:", 16) == 0 && strstr(w->uri, "/CPU?key="), "%s", w->uri);
+    snprintf(w->where, sizeof w->where, "%.*s", (int)(strstr(w->uri, "/CPU") - w->uri), w->uri);
+    w->key = strstr(w->uri, "?key=") + 5;
 }
+
+static int s_have_dataset(void) { return access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) == 0; }
 
 /* Stops a worker (SIGTERM: it ends cleanly) and checks what it said: no
  * sanitizer report (its leak check runs as it exits). */
@@ -123,8 +130,7 @@ static tact_ctx *s_open(const char *devices, int timeout_ms) {
 /* The training job over two workers writes the same weights, byte for
  * byte, as over two devices of this process. */
 Test(worker, training_over_two_workers_is_bitwise_the_local_run) {
-    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
-        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a, b;
     s_start(&a, "--devices CPU");
@@ -167,9 +173,9 @@ Test(worker, a_killed_worker_is_an_error_naming_it_within_two_seconds) {
     s_worker_t a, b;
     s_start(&a, "--devices CPU");
     s_start(&b, "--devices CPU");
-    char devs[2200], where[64];
+    char devs[2200];
     snprintf(devs, sizeof devs, "%s,%s", a.uri, b.uri);
-    snprintf(where, sizeof where, "%.*s", (int)(strstr(b.uri, "/CPU") - b.uri), b.uri);
+    const char *where = b.where;
     tact_ctx *ctx = s_open(devs, 60000);
     double got = 0, want = 0;
     for (int i = 0; i < 1 << 16; i++) want += (double)((i % 7) * (i % 7));
@@ -259,8 +265,8 @@ Test(worker, clients_without_the_keys_are_refused_and_the_worker_goes_on) {
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
-    char where[64], devs[2200];
-    snprintf(where, sizeof where, "%.*s", (int)(strstr(a.uri, "/CPU") - a.uri), a.uri);
+    char devs[2200];
+    const char *where = a.where;
     int port = atoi(where + strlen("tcp://127.0.0.1:"));
     tact_options o;
     tact_options_default(&o);
@@ -303,7 +309,7 @@ Test(worker, clients_without_the_keys_are_refused_and_the_worker_goes_on) {
     snprintf(path, sizeof path, "%s/known_workers", s_keys);
     f = fopen(path, "w");
     cr_assert(f);
-    fprintf(f, "%s %s\n", where, strstr(a.uri, "?key=") + 5);
+    fprintf(f, "%s %s\n", where, a.key);
     fclose(f);
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
     tact_ctx_close(&ctx);
@@ -352,9 +358,8 @@ Test(worker, a_thousand_sessions_leak_nothing, .timeout = 300) {
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
-    char where[64];
-    snprintf(where, sizeof where, "%.*s", (int)(strstr(a.uri, "/CPU") - a.uri), a.uri);
-    const char *key = strstr(a.uri, "?key=") + 5;
+    const char *where = a.where;
+    const char *key = a.key;
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 10000, NULL);
     int fds0 = 0, th0 = 0, fds1 = 0, th1 = 0;
     long rss0 = 0, rss1 = 0;
@@ -420,6 +425,18 @@ Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) 
     cr_assert_eq(tact_read(tact_mul(z, z), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
     cr_assert_eq(out[2], 9.0f);
     tact_ctx_close(&ctx);
+    /* The same through the environment, as a user of a program sets it. */
+    o.isolate = NULL;
+    setenv("TACT_ISOLATE", "CL", 1);
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    unsetenv("TACT_ISOLATE");
+    p = popen(cmd, "r");
+    cr_assert(p && fgets(pid, sizeof pid, p), "TACT_ISOLATE=CL started no worker process");
+    pclose(p);
+    x = tact_to(tact_from_data(ctx, TACT_FLOAT32, 1, &len, v), "CL");
+    cr_assert_eq(tact_read(tact_add(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[0], 2.0f);
+    tact_ctx_close(&ctx);
     /* Its folder went with the context. */
     snprintf(cmd, sizeof cmd, "ls -d /tmp/tact-iso-%ld-* 2>/dev/null", (long)getpid());
     cr_assert_neq(system(cmd), 0, "the isolated devices' folder is left behind");
@@ -429,8 +446,7 @@ Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) 
  * the same kind, and a run recorded in-process replays over the workers:
  * the stages that run with the client match (docs/workers.md). */
 Test(worker, logs_replay_between_workers_and_this_process, .timeout = 300) {
-    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
-        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a, b;
     s_start(&a, "--devices CPU");
@@ -487,8 +503,8 @@ Test(worker, a_hostile_client_costs_its_session_not_the_worker) {
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
-    char where[64], pub[41], sec[41];
-    snprintf(where, sizeof where, "%.*s", (int)(strstr(a.uri, "/CPU") - a.uri), a.uri);
+    char pub[41], sec[41];
+    const char *where = a.where;
     cr_assert_eq(ta_keys_own(pub, sec, 1, NULL), TACT_OK);
     void *zmq = zmq_ctx_new();
     uint64_t rng = tu_seed();
@@ -496,7 +512,7 @@ Test(worker, a_hostile_client_costs_its_session_not_the_worker) {
         void *d = zmq_socket(zmq, ZMQ_DEALER);
         int linger = 0;
         zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
-        zmq_setsockopt(d, ZMQ_CURVE_SERVERKEY, strstr(a.uri, "?key=") + 5, 40);
+        zmq_setsockopt(d, ZMQ_CURVE_SERVERKEY, a.key, 40);
         zmq_setsockopt(d, ZMQ_CURVE_PUBLICKEY, pub, 40);
         zmq_setsockopt(d, ZMQ_CURVE_SECRETKEY, sec, 40);
         cr_assert_eq(zmq_connect(d, where), 0);
@@ -564,8 +580,7 @@ Test(worker, a_hostile_client_costs_its_session_not_the_worker) {
 /* A client killed in the middle of work: the worker notices its silence
  * and ends its session (its executors stop, its buffers go). */
 Test(worker, a_dead_client_s_session_ends) {
-    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
-        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
@@ -620,15 +635,14 @@ Test(worker, a_large_upload_is_not_a_lost_worker, .timeout = 300) {
 /* kill -9 of a worker in the middle of `tact train` over two workers: the
  * training stops with an error naming that worker within 2 s. */
 Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_seconds, .timeout = 300) {
-    if (access("/usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz", R_OK) != 0)
-        cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
+    if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a, b;
     s_start(&a, "--devices CPU");
     s_start(&b, "--devices CPU");
-    char out[64], devs[2200], where[64];
+    char out[64], devs[2200];
     snprintf(devs, sizeof devs, "%s,%s", a.uri, b.uri);
-    snprintf(where, sizeof where, "%.*s", (int)(strstr(b.uri, "/CPU") - b.uri), b.uri);
+    const char *where = b.where;
     snprintf(out, sizeof out, "%s/train.out", s_keys);
     pid_t c = fork();
     cr_assert_geq(c, 0);
@@ -661,5 +675,63 @@ Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_
     snprintf(cmd, sizeof cmd, "grep -q '%s lost' %s", where, out);
     cr_assert_eq(system(cmd), 0, "the error does not name %s (see %s)", where, out);
     s_stop(&a);
+    s_done();
+}
+
+/* The entry points a user takes: TACT_DEVICE naming a worker's device
+ * for a context opened with the defaults, which is where new tensors are;
+ * tact_device gives its URI without the key. */
+Test(worker, tact_device_names_a_worker_for_a_default_context) {
+    s_key_dir();
+    s_worker_t a;
+    s_start(&a, "--devices CPU");
+    setenv("TACT_DEVICE", a.uri, 1);
+    tact_ctx *ctx = NULL;
+    int rc = tact_ctx_open(&ctx, NULL);
+    unsetenv("TACT_DEVICE");
+    cr_assert_eq(rc, TACT_OK, "%s", tact_last_open_error());
+    int64_t n = 3;
+    float v[3] = {1, 2, 3}, out[3];
+    tact_tensor *x = tact_from_data(ctx, TACT_FLOAT32, 1, &n, v);
+    char want[80];
+    snprintf(want, sizeof want, "%s/CPU", a.where);
+    cr_assert_str_eq(tact_device(x), want);
+    cr_assert_eq(tact_read(tact_mul(x, x), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(out[2], 9.0f);
+    tact_device_stats st;
+    cr_assert_eq(tact_ctx_device_stats(ctx, a.uri, &st), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_geq(st.kernels, 1, "the worker's device ran no kernel");
+    tact_ctx_close(&ctx);
+    s_stop(&a);
+    s_done();
+}
+
+/* `tact keygen`: a new key pair (its public half printed), never
+ * replaced by accident; --show prints the same; --force replaces it; a
+ * key file others can read is refused, by the command and by a client. */
+Test(worker, keygen_makes_shows_and_guards_the_key) {
+    s_key_dir();
+    char out[4096], cmd[300], pub[64], path[200];
+    cr_assert_eq(s_tact(out, sizeof out, "keygen"), 0, "%s", out);
+    char *line = strrchr(out, '\n');
+    cr_assert(line && line - out >= 40);
+    snprintf(pub, sizeof pub, "%.40s", line - 40);
+    cr_assert(ta_keys_valid(pub, 40), "keygen printed no key: %s", out);
+    snprintf(path, sizeof path, "%s/key", s_keys);
+    struct stat st;
+    cr_assert_eq(stat(path, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600, "the key file has mode %03o", (unsigned)(st.st_mode & 0777));
+    cr_assert_eq(s_tact(out, sizeof out, "keygen"), 1, "%s", out);
+    cr_assert(strstr(out, "exists already"), "%s", out);
+    cr_assert_eq(s_tact(out, sizeof out, "keygen --show"), 0, "%s", out);
+    cr_assert(strstr(out, pub), "--show printed %s, not %s", out, pub);
+    cr_assert_eq(s_tact(out, sizeof out, "keygen --force"), 0, "%s", out);
+    cr_assert(!strstr(out, pub), "--force kept the old key: %s", out);
+    cr_assert_eq(chmod(path, 0644), 0);
+    cr_assert_eq(s_tact(out, sizeof out, "keygen --show"), 1, "%s", out);
+    cr_assert(strstr(out, "readable by others") && strstr(out, "chmod 600"), "%s", out);
+    snprintf(cmd, sizeof cmd, "train --steps 1 --devices 'tcp://127.0.0.1:1/CPU?key=%s'", pub);
+    cr_assert_neq(s_tact(out, sizeof out, cmd), 0, "%s", out);
+    cr_assert(strstr(out, "readable by others"), "a client used a key file others can read: %s", out);
     s_done();
 }
