@@ -35,7 +35,8 @@ typedef enum ta_log_dir { TA_LOG_IN = 0, TA_LOG_OUT = 1 } ta_log_dir_t;
     XX(STR, cc, 511, 0)                       \
     XX(STR, flags, 255, 0)                    \
     XX(STR, quick_flags, 255, 0)              \
-    XX(INT, schedule_cache, 0, 1)
+    XX(INT, schedule_cache, 0, 1)             \
+    XX(INT, strict, 0, 1)
 
 #define TA_RUN_FIELD_STR(name, a) char name[(a) + 1];
 #define TA_RUN_FIELD_INT(name, a) int name;

@@ -11,7 +11,7 @@
 #include "tact.h"
 
 /* Version of the envelope layout; a peer speaking another version is refused. */
-#define TA_PROTOCOL_VERSION 14
+#define TA_PROTOCOL_VERSION 15
 
 /* An error with its detail text, filled by functions that can say more than a code. */
 typedef struct ta_error {
@@ -296,7 +296,7 @@ char *ta_rec_json(ta_rec_type_t type, const void *rec, char *buf, size_t len);
 #define TA_FIELDS_DATA(F, M) F(M, BIN, data)
 #define TA_FIELDS_CONFIG(F, M)                                                                     \
     F(M, U64, client) F(M, U64, graph) F(M, U64, scheduler) F(M, U64, planner) F(M, U64S, executors) \
-    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, DEVICES, devices)
+    F(M, U64S, compilers) F(M, I64, schedule_cache) F(M, STR, cc) F(M, U64, autograd) F(M, DEVICES, devices) F(M, I64, strict)
 #define TA_FIELDS_OP_BATCH(F, M) F(M, U64S, released) F(M, NODES, ops)
 #define TA_FIELDS_REALIZE(F, M) F(M, U64, realize) F(M, U64S, ids) F(M, U64, settled) F(M, U64S, failed)
 #define TA_FIELDS_DONE(F, M) F(M, U64, kernels) F(M, U64, planned_peak) F(M, U64, unplanned) F(M, U64, device_bytes) F(M, U64S, returned)

@@ -41,6 +41,7 @@ int ta_pipeline_to_msg(const ta_pipeline_t *w, ta_msg_t *m, ta_pipeline_msg_t *s
     c->compilers = ta_u64s(store->compilers, (size_t)w->ncompilers);
     c->schedule_cache = w->schedule_cache;
     c->cc = ta_bytes_str(w->cc);
+    c->strict = w->strict;
     return TACT_OK;
 }
 
@@ -119,7 +120,7 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
     ta_u64s_it_t it;
     if (s_port(c->client, &n.client) || s_port(c->graph, &n.graph) || s_port(c->scheduler, &n.scheduler) ||
         s_port(c->planner, &n.planner) || s_port(c->autograd, &n.autograd) || c->compilers.n < 1 ||
-        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc)
+        c->compilers.n > TA_MAX_COMPILERS || c->cc.len >= sizeof n.cc || c->strict < 0 || c->strict > 1)
         return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG out of range", ta_actor_name(self));
     ta_error_t err;
     int rc = s_devices(c, &n, &err);
@@ -134,6 +135,7 @@ int ta_pipeline_configure(ta_actor_t *self, const ta_msg_t *m, ta_pipeline_t *w,
             return ta_actor_fail(self, TACT_EPROTO, "%s: CONFIG names compiler port 0", ta_actor_name(self));
         }
     n.schedule_cache = c->schedule_cache != 0;
+    n.strict = (int)c->strict;
     if (c->cc.len) memcpy(n.cc, c->cc.ptr, c->cc.len);
     n.self_device = role == TA_ROLE_EXECUTOR ? ta_pipeline_device_of(&n, ta_actor_id(self)) : -1;
     if (role == TA_ROLE_EXECUTOR && n.self_device < 0) {

@@ -46,6 +46,7 @@ typedef struct ta_pipeline {
     int ncompilers;
     int schedule_cache; /* reuse schedules of identical subgraphs (TACT_SCHEDULE_CACHE=0: off) */
     char cc[512];       /* the kernel compiler command (TACT_CC when the context opened): objects depend on it */
+    int strict;         /* strict determinism (tact_options.strict): tact's own log2 and sin, float64 ones refused */
     int self_device;    /* an executor's own index; -1 in other stages */
 } ta_pipeline_t;
 

@@ -643,6 +643,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
     /* What to build: the device's target (its DEVICE record). */
     const ta_device_info_t *info = &s->w.device[device].info;
     s->target = ta_target_of(info->language, info->vector_bytes, info->fma, info->max_group, (int64_t)info->local_memory, info->flags);
+    s->target.exact_math = s->w.strict;
     if (!s->target.printer)
         return ta_actor_fail(self, TACT_ECOMPILE, "compiler: no printer for %s's language '%s' (this build speaks C, OpenCL C and CUDA)",
                              s->w.device[device].uri, info->language);

@@ -8,12 +8,12 @@
 #include "tact.h"
 
 ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory, const char *flags) {
-    ta_target_t t = {ta_printer_find(language), vector_bytes, fma != 0, max_group > 0 ? max_group : 1, local_memory, flags};
+    ta_target_t t = {ta_printer_find(language), vector_bytes, fma != 0, max_group > 0 ? max_group : 1, local_memory, flags, 0};
     return t;
 }
 
 ta_target_t ta_target_host(void) {
-    ta_target_t t = {&ta_printer_c, 0, 0, 1, 0, NULL};
+    ta_target_t t = {&ta_printer_c, 0, 0, 1, 0, NULL, 0};
 #if defined(__x86_64__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f")) t.vector_bytes = 64;
@@ -27,12 +27,12 @@ ta_target_t ta_target_host(void) {
 /* ------------------------------------------------------- index expressions */
 
 ta_target_t ta_target_cl(void) {
-    ta_target_t t = {&ta_printer_cl, 32, 1, 4096, 512 * 1024, NULL};
+    ta_target_t t = {&ta_printer_cl, 32, 1, 4096, 512 * 1024, NULL, 0};
     return t;
 }
 
 ta_target_t ta_target_cuda(void) {
-    ta_target_t t = {&ta_printer_cuda, 4, 1, 1024, 48 * 1024, "-arch=sm_90 --fmad=false"};
+    ta_target_t t = {&ta_printer_cuda, 4, 1, 1024, 48 * 1024, "-arch=sm_90 --fmad=false", 0};
     return t;
 }
 

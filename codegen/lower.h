@@ -55,7 +55,8 @@ typedef struct {
  * multiply-add is worth using for accumulations; the largest work group
  * and its local memory in bytes (a reduce shared by a group needs 64
  * items and their 256 bytes); the compiler's flags for it (CUDA:
- * "-arch=sm_90 ...", which its printer's build reads; NULL: none). */
+ * "-arch=sm_90 ...", which its printer's build reads; NULL: none); and
+ * whether the math must be tact's own (strict mode, CONFIG.strict). */
 struct ta_printer;
 typedef struct ta_target {
     const struct ta_printer *printer;
@@ -64,6 +65,7 @@ typedef struct ta_target {
     int64_t max_group;
     int64_t local_memory;
     const char *flags;
+    int exact_math; /* strict determinism: float32 log2 and sin by tact's own routines, float64 ones refused */
 } ta_target_t;
 
 /* How a LOAD or STORE reads along the VECTOR axis. */

@@ -90,6 +90,7 @@ static void s_vectors(ta_out_t *o, int w) {
           "  return (tact_vf)(((tact_vi)r & ~nan) | ((tact_vi)q & nan));\n"
           "}\n"
           "TACT_VMAP(tact_vlog2, log2f) TACT_VMAP(tact_vsin, sinf) TACT_VMAP(tact_vsqrt, sqrtf) TACT_VMAP(tact_vtrunc, truncf)\n"
+          "TACT_VMAP(tact_vxlog2, tact_xlog2f) TACT_VMAP(tact_vxsin, tact_xsinf)\n"
           "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { tact_vf r; for (int l = 0; l < TACT_W; l++) r[l] = fmodf(x[l], y[l]); return r; }\n"
           "/* The lanes of a reduce's partials, added (or maxed) in a fixed tree. */\n"
           "static inline float tact_vsum(tact_vf a) {\n"

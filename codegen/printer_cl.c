@@ -49,6 +49,8 @@ static void s_vectors(ta_out_t *o, int w) {
           "/* Lane by lane, as the scalar code: a vector built-in may round otherwise. */\n"
           "static inline tact_vf tact_vlog2(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = log2(TACT_LANE(x, l)); return r; }\n"
           "static inline tact_vf tact_vsin(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = sin(TACT_LANE(x, l)); return r; }\n"
+          "static inline tact_vf tact_vxlog2(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = tact_xlog2f(TACT_LANE(x, l)); return r; }\n"
+          "static inline tact_vf tact_vxsin(tact_vf x) { tact_vf r; for (int l = 0; l < TACT_W; l++) TACT_LANE(r, l) = tact_xsinf(TACT_LANE(x, l)); return r; }\n"
           "static inline tact_vf tact_vsqrt(tact_vf x) { return sqrt(x); }\n"
           "static inline tact_vf tact_vtrunc(tact_vf x) { return trunc(x); }\n"
           "static inline tact_vf tact_vfmod(tact_vf x, tact_vf y) { return fmod(x, y); }\n"

@@ -180,8 +180,8 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     int f64 = sd == TACT_FLOAT64, bits = (int)ta_dtype_size(d) * 8;
     switch (n->op) {
     case TA_OP_EXP2: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "exp2" : "tact_exp2f", x); s_round(e, d, tmp); break;
-    case TA_OP_LOG2: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "log2" : "log2f", x); s_round(e, d, tmp); break;
-    case TA_OP_SIN: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "sin" : "sinf", x); s_round(e, d, tmp); break;
+    case TA_OP_LOG2: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "log2" : c->l->target.exact_math ? "tact_xlog2f" : "log2f", x); s_round(e, d, tmp); break;
+    case TA_OP_SIN: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "sin" : c->l->target.exact_math ? "tact_xsinf" : "sinf", x); s_round(e, d, tmp); break;
     case TA_OP_SQRT: snprintf(tmp, sizeof tmp, "%s(%s)", f64 ? "sqrt" : "sqrtf", x); s_round(e, d, tmp); break;
     case TA_OP_RECIP: snprintf(tmp, sizeof tmp, "%s/%s", f64 ? "1.0" : "1.0f", x); s_round(e, d, tmp); break;
     case TA_OP_NEG:
@@ -258,8 +258,8 @@ static int s_valu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_MULACC: s_put(e, "(%s*%s+%s)", x.p, y.p, z.p); break;
     case TA_OP_MAX: s_put(e, "tact_vmax(%s,%s)", x.p, y.p); break;
     case TA_OP_EXP2: s_put(e, "tact_vexp2(%s)", x.p); break;
-    case TA_OP_LOG2: s_put(e, "tact_vlog2(%s)", x.p); break;
-    case TA_OP_SIN: s_put(e, "tact_vsin(%s)", x.p); break;
+    case TA_OP_LOG2: s_put(e, c->l->target.exact_math ? "tact_vxlog2(%s)" : "tact_vlog2(%s)", x.p); break;
+    case TA_OP_SIN: s_put(e, c->l->target.exact_math ? "tact_vxsin(%s)" : "tact_vsin(%s)", x.p); break;
     case TA_OP_SQRT: s_put(e, "tact_vsqrt(%s)", x.p); break;
     case TA_OP_CAST: s_put(e, "%s", x.p); break; /* float32 to float32 */
     case TA_OP_IDIV: s_put(e, "tact_vtrunc(%s/%s)", x.p, y.p); break;
@@ -687,6 +687,14 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     int rc = ta_ast_check(a, err);
     if (rc != TACT_OK) return rc;
     ta_ast_name(a, name, name_len);
+    /* Strict mode: float64's would be the platform's math library's
+     * (the client refuses them at the op; autograd's ops end here). */
+    for (int i = 0; t->exact_math && i < a->nnodes; i++) {
+        const ta_ast_node_t *n = &a->nodes[i];
+        if ((n->op == TA_OP_LOG2 || n->op == TA_OP_SIN || n->op == TA_OP_EXP2) && a->nodes[n->src[0]].dtype == TACT_FLOAT64)
+            return ta_error_set(err, TACT_EDTYPE, "kernel %s: strict mode: %s of float64 comes from the platform's math library, whose bits change with its version",
+                                name, ta_op_name(n->op));
+    }
     s_ctx_t *cp = ta_calloc(1, sizeof *cp); /* the name tables are large for a stack */
     ta_lir_t *l = ta_malloc(sizeof *l);
     if (!cp || !l) {

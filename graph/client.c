@@ -506,6 +506,7 @@ static int s_run_header(const tact_options *o, const ta_pipeline_t *w, int timeo
     snprintf(h.flags, sizeof h.flags, "%s", ta_cc_flags(TA_CC_FULL));
     snprintf(h.quick_flags, sizeof h.quick_flags, "%s", ta_cc_flags(TA_CC_QUICK));
     h.schedule_cache = w->schedule_cache;
+    h.strict = w->strict;
     return ta_log_header_pack(&h, sb);
 }
 
@@ -566,12 +567,28 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     const char *bad = o.compile_workers < 0 || o.compile_workers > TA_MAX_COMPILERS ? "compile_workers"
                       : o.cpu_threads < 0 || o.cpu_threads > ta_cpu_threads_max() ? "cpu_threads"
                       : o.timeout_ms < 0                                          ? "timeout_ms"
+                      : o.strict < -1 || o.strict > 1                             ? "strict"
                                                                                   : NULL;
     if (bad) {
         snprintf(s_open_error, sizeof s_open_error,
-                 "option %s out of range (compile_workers 0..%d, cpu_threads 0..%d on this machine, timeout_ms 0..%d): compile_workers %d, "
-                 "cpu_threads %d, timeout_ms %d",
-                 bad, TA_MAX_COMPILERS, ta_cpu_threads_max(), INT_MAX, o.compile_workers, o.cpu_threads, o.timeout_ms);
+                 "option %s out of range (compile_workers 0..%d, cpu_threads 0..%d on this machine, timeout_ms 0..%d, strict -1..1): "
+                 "compile_workers %d, cpu_threads %d, timeout_ms %d, strict %d",
+                 bad, TA_MAX_COMPILERS, ta_cpu_threads_max(), INT_MAX, o.compile_workers, o.cpu_threads, o.timeout_ms, o.strict);
+        return TACT_EINVAL;
+    }
+    /* Strict determinism: the option, else TACT_STRICT. */
+    const char *strict_env = getenv("TACT_STRICT");
+    if (!o.strict && strict_env && *strict_env && strcmp(strict_env, "0") != 0 && strcmp(strict_env, "1") != 0) {
+        snprintf(s_open_error, sizeof s_open_error, "TACT_STRICT is '%.64s'; it must be 1 (strict determinism) or 0 (off)", strict_env);
+        return TACT_EINVAL;
+    }
+    int strict = o.strict > 0 || (!o.strict && strict_env && strcmp(strict_env, "1") == 0);
+    const char *relaxing = strict ? ta_strict_relaxing_flag(cc) : NULL;
+    if (relaxing) {
+        snprintf(s_open_error, sizeof s_open_error,
+                 "strict mode: the kernel compiler '%.400s' (TACT_CC) relaxes floating point (%s), so kernels' results would be the compiler's "
+                 "choice: drop the flag, or leave strict mode",
+                 cc, relaxing);
         return TACT_EINVAL;
     }
     /* The compiler and cache folder are kept with the context; names that
@@ -628,6 +645,7 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
      * realize would take for a dead stage. */
     if ((rc = ta_cc_probe(cc, local->compile_limit_s, &err)) != TACT_OK) goto fail;
     w->schedule_cache = schedule_cache;
+    w->strict = strict;
     w->ncompilers = o.compile_workers ? o.compile_workers : 2;
     snprintf(w->cc, sizeof w->cc, "%s", cc);
     w->self_device = -1;
@@ -670,6 +688,14 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
     w->autograd = ta_actor_id(ctx->autograd);
     if ((rc = s_hello(ctx, &err)) != TACT_OK) goto fail;
+    /* Every device, this process's and the workers' (their WELCOME). */
+    for (int i = 0; strict && i < w->ndevices; i++) {
+        char why[200];
+        if (ta_device_strict_why(&w->device[i].info, why, sizeof why)) {
+            rc = ta_error_set(&err, TACT_EINVAL, "strict mode: device %s: %s; leave it out, or leave strict mode", w->device[i].uri, why);
+            goto fail;
+        }
+    }
     /* Every stage learns the wiring from CONFIG (and its upstream from it)
      * before any work is sent: each is a request, answered in turn. */
     int nstages = 4 + w->ncompilers + w->ndevices;

@@ -54,6 +54,13 @@ static ti_tensor_t *s_float_unary(ti_tensor_t *x, ta_op_t op) {
     if (!x) return ti_null_arg();
     if (x->status) return x;
     x = ti_cast(tc_solid(x), ta_dtype_upper_float(tc_solid(x)->dtype));
+    /* Strict mode computes float32's with tact's own routines; float64's
+     * would be the platform's (libm, the OpenCL driver, CUDA's libdevice). */
+    if (!x->status && x->dtype == TACT_FLOAT64 && tc_wiring(x->ctx)->strict && (op == TA_OP_LOG2 || op == TA_OP_SIN || op == TA_OP_EXP2))
+        return tc_error(x->ctx, TACT_EDTYPE,
+                        "strict mode: %s of float64 (in log, exp, sin, cos, tan and what builds on them) comes from the platform's math "
+                        "library, whose bits change with its version: compute it in float32, or leave strict mode",
+                        ta_op_name(op));
     return tc_unary(x, op, x->dtype);
 }
 

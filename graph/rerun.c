@@ -140,6 +140,7 @@ int ta_rerun(const char *log_path, const ta_rerun_options_t *user, FILE *notes, 
     if (rc == TACT_OK) {
         o.transport = "inproc";
         o.log_path = keep ? keep : tmp;
+        o.strict = rec->strict ? 1 : -1; /* the recording's: it changes the kernels */
         tact_ctx *ctx = NULL;
         rc = ta_ctx_open_as(&ctx, &o, cc, rec->schedule_cache);
         if (rc != TACT_OK) {

@@ -31,10 +31,12 @@ typedef struct {
     int n;
     uint32_t port[64];
     ta_device_info_t info[64];
+    int strict; /* CONFIG.strict: kernels with tact's own log2 and sin */
 } s_devices_t;
 
 static void s_learn_devices(const ta_msg_t *m, s_devices_t *d) {
     if (m->type != TA_MSG_CONFIG || d->n) return;
+    d->strict = m->as.config.strict == 1;
     ta_u64s_it_t it;
     uint64_t port;
     ta_u64s_begin(&it, &m->as.config.executors);
@@ -110,8 +112,9 @@ static void s_learn_log_devices(const ta_log_t *log, s_devices_t *d) {
 /* A kernel's code for a device, from its opening comment (the vector
  * helpers before it are the same for every kernel of a width), or NULL
  * with why in err.  *name gets the kernel's name; ta_free the result. */
-static char *s_source(const ta_ast_t *a, const ta_device_info_t *dev, char *name, size_t name_len, ta_error_t *err) {
+static char *s_source(const ta_ast_t *a, const ta_device_info_t *dev, int strict, char *name, size_t name_len, ta_error_t *err) {
     ta_target_t t = ta_target_of(dev->language, dev->vector_bytes, dev->fma, dev->max_group, (int64_t)dev->local_memory, dev->flags);
+    t.exact_math = strict;
     if (!t.printer) {
         ta_error_set(err, TACT_EINVAL, "no printer for %s's language '%s'", dev->name, dev->language);
         return NULL;
@@ -128,7 +131,7 @@ static char *s_source(const ta_ast_t *a, const ta_device_info_t *dev, char *name
 
 /* A kernel AST (an MP field) decoded: its nodes a line each, and with
  * source its code for the device whose executor asked for it. */
-static void s_print_ast(ta_bytes_t bytes, const ta_device_info_t *dev, int source, const char *indent) {
+static void s_print_ast(ta_bytes_t bytes, const ta_device_info_t *dev, int strict, int source, const char *indent) {
     static ta_ast_t a;
     ta_mpr_t r;
     ta_mpr_init(&r, bytes.ptr, bytes.len);
@@ -154,7 +157,7 @@ static void s_print_ast(ta_bytes_t bytes, const ta_device_info_t *dev, int sourc
         printf("%s(no device known for this kernel: the log has no CONFIG naming its executor)\n", indent);
         return;
     }
-    char *src = s_source(&a, dev, name, sizeof name, &err);
+    char *src = s_source(&a, dev, strict, name, sizeof name, &err);
     if (!src) {
         printf("%s(no source: %s)\n", indent, err.text);
         return;
@@ -174,11 +177,11 @@ static void s_print_asts(const ta_msg_t *m, const s_devices_t *d, int source) {
     if (m->type == TA_MSG_COMPILE) {
         ta_job_rec_t rec;
         ta_recs_begin(&it, &m->as.compile.jobs);
-        while (ta_recs_next(&it, &rec)) s_print_ast(rec.ast, dev, source, "           ");
+        while (ta_recs_next(&it, &rec)) s_print_ast(rec.ast, dev, d->strict, source, "           ");
     } else if (m->type == TA_MSG_KERNELS) {
         ta_kernel_rec_t rec;
         ta_recs_begin(&it, &m->as.kernels.kernels);
-        while (ta_recs_next(&it, &rec)) s_print_ast(rec.ast, NULL, 0, "           ");
+        while (ta_recs_next(&it, &rec)) s_print_ast(rec.ast, NULL, 0, 0, "           ");
     }
 }
 
@@ -251,7 +254,7 @@ static void s_diff_kernel(const ta_msg_t *a, const ta_msg_t *b, unsigned idx, co
         ta_error_t err = {0, ""};
         char name[64] = "?";
         if (found) ta_mpr_init(&r, job.ast.ptr, job.ast.len);
-        char *src = found && dev && ta_ast_unpack(&ast, &r, &err) == TACT_OK ? s_source(&ast, dev, name, sizeof name, &err) : NULL;
+        char *src = found && dev && ta_ast_unpack(&ast, &r, &err) == TACT_OK ? s_source(&ast, dev, d[side]->strict, name, sizeof name, &err) : NULL;
         printf("  kernel %c: %s\n", "AB"[side], found ? name : "(none)");
         snprintf(path[side], sizeof path[side], "/tmp/tact-diff-%c-XXXXXX", "AB"[side]);
         int fd = src ? mkstemp(path[side]) : -1;

@@ -218,6 +218,16 @@ typedef struct tact_options {
      * NULL: $TACT_ISOLATE, else none.  Entries not among devices are
      * ignored; logs and results are those of the devices in-process. */
     const char *isolate;
+    /* Strict determinism (docs/replay.md, Strict mode): 1 holds the run
+     * to bits that tact's own code fixes, whatever the machine's math
+     * library or drivers: float32 log2 and sin are computed by tact's own
+     * routines on every device (the same bits on CPU, OpenCL and CUDA),
+     * and what cannot be held to that is refused, naming it: float64
+     * log2, sin and exp2 (the platform's), a kernel compiler whose flags
+     * relax floating point (TACT_CC="cc -ffast-math"), a device that does
+     * not round division and square root correctly.  0: $TACT_STRICT
+     * ("1" on, "0" or unset off); -1: off whatever the environment says. */
+    int strict;
 } tact_options;
 
 /* Fills o with the defaults above (all zero: a zero-filled struct is the

@@ -257,4 +257,15 @@ void ta_device_rec_of(const ta_device_info_t *info, const char *uri, ta_device_r
  * when it has not exactly one TARGET or a string does not fit. */
 int ta_device_info_of_rec(const ta_device_rec_t *rec, ta_device_info_t *info, char *uri, ta_error_t *err);
 
+/* Strict determinism (tact_options.strict): the first of the words of a
+ * compiler command or its flags that lets the compiler relax floating
+ * point ("-ffast-math", "-cl-mad-enable", "--use_fast_math"; "-mrecip"
+ * for "-mrecip=all"), or NULL. */
+const char *ta_strict_relaxing_flag(const char *words);
+/* Why a described device cannot keep strict determinism, into why (""
+ * when it can): its compiler or flags relax floating point, or, for
+ * OpenCL, its driver does not round float32 division and square root
+ * correctly.  Returns 1 when it cannot, else 0. */
+int ta_device_strict_why(const ta_device_info_t *info, char *why, size_t len);
+
 #endif

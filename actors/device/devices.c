@@ -316,3 +316,44 @@ int ta_device_info_of_rec(const ta_device_rec_t *rec, ta_device_info_t *info, ch
     info->local_memory = t.local_memory;
     return TACT_OK;
 }
+
+const char *ta_strict_relaxing_flag(const char *words) {
+    /* The options of gcc and clang, OpenCL C and NVRTC that let results
+     * depend on the compiler's choices rather than IEEE-754's rounding. */
+    static const char *const relaxing[] = {
+        "-ffast-math", "-Ofast", "-funsafe-math-optimizations", "-fassociative-math", "-freciprocal-math", "-ffinite-math-only",
+        "-fno-signed-zeros", "-fapprox-func", "-ffp-model=fast", "-ffp-model=aggressive", "-mrecip", "-cl-fast-relaxed-math",
+        "-cl-mad-enable", "-cl-unsafe-math-optimizations", "-cl-finite-math-only", "-cl-no-signed-zeros", "-use_fast_math",
+        "--use_fast_math", "-fmad=true", "--fmad=true", "-ftz=true", "--ftz=true", "-prec-div=false", "--prec-div=false",
+        "-prec-sqrt=false", "--prec-sqrt=false"};
+    for (const char *p = words ? words : ""; *p;) {
+        while (*p == ' ' || *p == '\t') p++;
+        size_t n = strcspn(p, " \t");
+        for (size_t i = 0; n && i < sizeof relaxing / sizeof *relaxing; i++) {
+            size_t k = strlen(relaxing[i]);
+            /* "-mrecip" also as "-mrecip=all" */
+            if ((n == k || (relaxing[i][1] == 'm' && n > k && p[k] == '=')) && strncmp(p, relaxing[i], k) == 0) return relaxing[i];
+        }
+        p += n;
+    }
+    return NULL;
+}
+
+int ta_device_strict_why(const ta_device_info_t *info, char *why, size_t len) {
+    const char *flag = ta_strict_relaxing_flag(info->compiler);
+    if (!flag) flag = ta_strict_relaxing_flag(info->flags);
+    if (flag) {
+        snprintf(why, len, "its kernel compiler '%s%s%s' relaxes floating point (%s), so its results are the compiler's choice", info->compiler,
+                 info->flags[0] ? " " : "", info->flags, flag);
+        return 1;
+    }
+    if (strcmp(info->language, "OpenCL C") == 0 && !strstr(info->flags, "-cl-fp32-correctly-rounded-divide-sqrt")) {
+        snprintf(why, len,
+                 "its OpenCL driver (%s) does not round float32 division and square root correctly (no CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT), "
+                 "so their bits are the driver's",
+                 info->driver[0] ? info->driver : "unnamed");
+        return 1;
+    }
+    if (len) why[0] = '\0';
+    return 0;
+}

@@ -363,7 +363,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     cr_assert_eq(n, 6, "%d kernels", n);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL}, none = {&ta_printer_c, 0, 0, 1, 0, NULL};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL, 0}, none = {&ta_printer_c, 0, 0, 1, 0, NULL, 0};
     int found[6] = {0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
@@ -393,7 +393,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
              * a masked last one; 4 lanes without padding. */
             cr_assert(l.width == 8 && vdim == 1 && ups == 8 && l.pad >= 0 && l.pad_dim == 1 && l.pad_full == 4 && l.axes[l.pad].size == 5,
                       "width %d dim %d upcasts %lld pad %d", l.width, vdim, (long long)ups, l.pad);
-            ta_target_t avx = {&ta_printer_c, 16, 1, 1, 0, NULL};
+            ta_target_t avx = {&ta_printer_c, 16, 1, 1, 0, NULL, 0};
             cr_assert_eq(ta_lower(k, &avx, &l, &err), TACT_OK);
             cr_assert(l.width == 4 && l.pad < 0, "width %d pad %d", l.width, l.pad);
             found[1] = 1;
@@ -445,7 +445,7 @@ Test(codegen_lower, stacked_windows_are_unrolled_along_the_stack) {
     cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL, 0};
     cr_assert_eq(ta_lower(&asts[0], &avx512, &l, &err), TACT_OK, "%s", err.text);
     int up = -1;
     for (int a = 0; a < l.naxes; a++)
@@ -527,7 +527,7 @@ Test(codegen_lower, a_tile_of_more_accumulators_than_lanes_folds_in_the_tree) {
     tact_ctx_close(&ctx);
     static ta_ast_t asts[2];
     cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-    ta_target_t narrow = {&ta_printer_c, 4 * W, 1, 1, 0, NULL};
+    ta_target_t narrow = {&ta_printer_c, 4 * W, 1, 1, 0, NULL, 0};
     char *src, name[64];
     int64_t align;
     int width;
@@ -609,7 +609,7 @@ Test(codegen_lower, comparisons_wheres_and_halved_reads_on_vectors_against_loops
     cr_assert_geq(n, 1);
     static ta_lir_t l;
     ta_error_t err;
-    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL};
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL, 0};
     for (int k = 0; k < n; k++) {
         cr_assert_eq(ta_lower(&asts[k], &avx512, &l, &err), TACT_OK, "%s", err.text);
         cr_assert_gt(l.width, 1, "kernel %d has no vector", k);
@@ -674,7 +674,7 @@ Test(codegen_lower, a_new_target_is_one_printer_table) {
     fake.language = "C (a test's: 16-byte vectors, no shuffles)";
     fake.half_loads = 0;
     fake.sum_tree = 0;
-    ta_target_t t = {&fake, 16, 1, 1, 0, NULL};
+    ta_target_t t = {&fake, 16, 1, 1, 0, NULL, 0};
     char *dir = tu_tmpfile("fake_target_cache");
     unlink(dir);
     for (int k = 0; k < 2; k++) {

@@ -109,7 +109,8 @@ static char *s_program(char **srcs, int n) {
 }
 
 /* Every kernel the op suite made (the ASTs its compilers dumped into
- * TACT_TEST_AST_DIR, else a few made here), rendered by the CUDA printer,
+ * TACT_TEST_AST_DIR, else a few made here), rendered by the CUDA printer
+ * (every other one in strict mode),
  * compiled to PTX by NVRTC for compute_80 and compute_90 and assembled by
  * ptxas for sm_80 and sm_90, 48 kernels a program (a failing program is
  * compiled kernel by kernel, to name the kernel). */
@@ -143,10 +144,15 @@ Test(cuda, op_suite_kernels_to_ptx, .timeout = 900) {
             ta_error_t err = {0, ""};
             cr_assert_eq(ta_ast_unpack(a, &r, &err), TACT_OK, "%s: %s", names[f]->d_name, err.text);
             free(bytes);
+            /* Every other kernel as strict mode renders it (tact's own
+             * log2 and sin; one of float64's that mode refuses as is). */
             ta_target_t t = ta_target_cuda();
+            t.exact_math = f & 1;
             char name[64];
             int64_t align;
             char *src;
+            if (t.exact_math && ta_render_c_for(a, &t, &src, name, sizeof name, &align, NULL, &err) == TACT_OK) ta_free(src);
+            else t.exact_math = 0;
             cr_assert_eq(ta_render_c_for(a, &t, &src, name, sizeof name, &align, NULL, &err), TACT_OK, "%s: %s", names[f]->d_name, err.text);
             /* Its own name in the batch: " void NAME(" becomes " void kI(". */
             char old[96];

@@ -677,3 +677,39 @@ Test(device, events_order_work_and_peer_copies_go_without_the_host_where_they_ca
     s_events_and_peers(&ta_cpu_device, 0);
     for (int i = 0; i < ta_cl_device.count(); i++) s_events_and_peers(&ta_cl_device, i);
 }
+
+/* Strict mode's check of a device (ta_device_strict_why): an OpenCL
+ * driver without correctly rounded float32 division and square root, and
+ * a compiler or flags that relax floating point, are refused with why;
+ * this machine's devices as they describe themselves pass. */
+Test(device, strict_mode_refuses_inexact_devices_and_relaxing_compilers) {
+    ta_device_info_t cl;
+    memset(&cl, 0, sizeof cl);
+    snprintf(cl.name, sizeof cl.name, "CL:1");
+    snprintf(cl.language, sizeof cl.language, "OpenCL C");
+    snprintf(cl.driver, sizeof cl.driver, "Some GPU driver 1.0");
+    snprintf(cl.compiler, sizeof cl.compiler, "OpenCL C (Some GPU driver 1.0)");
+    snprintf(cl.flags, sizeof cl.flags, "-cl-std=CL1.2");
+    char why[300];
+    cr_expect_eq(ta_device_strict_why(&cl, why, sizeof why), 1);
+    cr_expect(strstr(why, "Some GPU driver 1.0") && strstr(why, "division and square root"), "%s", why);
+    snprintf(cl.flags, sizeof cl.flags, "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt");
+    cr_expect_eq(ta_device_strict_why(&cl, why, sizeof why), 0, "%s", why);
+    snprintf(cl.flags, sizeof cl.flags, "-cl-std=CL1.2 -cl-fp32-correctly-rounded-divide-sqrt -cl-mad-enable");
+    cr_expect_eq(ta_device_strict_why(&cl, why, sizeof why), 1);
+    cr_expect(strstr(why, "(-cl-mad-enable)"), "%s", why);
+    ta_device_info_t cpu;
+    memset(&cpu, 0, sizeof cpu);
+    snprintf(cpu.language, sizeof cpu.language, "C");
+    snprintf(cpu.compiler, sizeof cpu.compiler, "gcc-12 -Ofast");
+    cr_expect_eq(ta_device_strict_why(&cpu, why, sizeof why), 1);
+    cr_expect(strstr(why, "'gcc-12 -Ofast'") && strstr(why, "(-Ofast)"), "%s", why);
+    /* A word that only starts like a relaxing one is not one. */
+    cr_expect_eq(ta_strict_relaxing_flag("cc -ffast-mathematics -Ofastest -mrecipe"), NULL);
+    cr_expect_str_eq(ta_strict_relaxing_flag("clang\t-mrecip=all"), "-mrecip");
+    cr_expect_str_eq(ta_strict_relaxing_flag("nvrtc --use_fast_math"), "--use_fast_math");
+    ta_device_info_t present[8];
+    int n = ta_device_list(present, 8);
+    for (int i = 0; i < n && i < 8; i++)
+        cr_expect_eq(ta_device_strict_why(&present[i], why, sizeof why), 0, "%s: %s", present[i].name, why);
+}

@@ -128,6 +128,39 @@ Test(graph_rerun, recorded_programs_replay_exactly) {
     s_replays(s_async, "inproc", 8);
 }
 
+/* log and sin in strict mode (tact's own routines in the kernels). */
+static void s_strict_math(tact_ctx *ctx) {
+    float x[32], out[32];
+    for (int i = 0; i < 32; i++) x[i] = (float)i * 0.75f + 0.125f;
+    tact_tensor *a = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){32}, x);
+    cr_assert_eq(tact_read(tact_add(tact_log(a), tact_sin(a)), out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+}
+
+/* A strict run's header says so, and its replay runs strict too: its
+ * kernels are the recording's (a replay that is not strict builds other
+ * programs and diverges at the compilers). */
+Test(graph_rerun, a_strict_run_replays_strict) {
+    char *path = tu_tmpfile("rerun"), verdict[1024];
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    o.strict = 1;
+    tact_ctx *ctx = NULL;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    s_strict_math(ctx);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    ta_log_t *log = NULL;
+    ta_error_t err;
+    cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
+    cr_expect_eq(log->run.strict, 1);
+    ta_log_free(&log);
+    int rc = ta_rerun(path, NULL, NULL, verdict, sizeof verdict);
+    cr_expect_eq(rc, TACT_OK, "%s (%s)", verdict, tact_status_name(rc));
+    cr_expect(strstr(verdict, "replay matches the recording"), "%s", verdict);
+    unlink(path);
+    free(path);
+}
+
 /* The bytes of a file (free() them). */
 static uint8_t *s_slurp(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
