@@ -277,7 +277,10 @@ static void s_diff_kernel(const ta_msg_t *a, const ta_msg_t *b, unsigned idx, co
         if (path[side][0]) unlink(path[side]);
 }
 
-static void s_diff_stream(const ta_log_stream_info_t *sa, const ta_log_stream_info_t *sb, size_t k, const s_devices_t *da, const s_devices_t *db) {
+/* Returns 1 when the two records are CONFIGs (settings, which differ
+ * between two runs on purpose: the comparison goes on past them). */
+static int s_diff_stream(const ta_log_stream_info_t *sa, const ta_log_stream_info_t *sb, size_t k, const s_devices_t *da, const s_devices_t *db,
+                         const char *what) {
     const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
     ta_msg_t a, b;
     char la[512], lb[512], field[128] = "envelope";
@@ -288,7 +291,7 @@ static void s_diff_stream(const ta_log_stream_info_t *sa, const ta_log_stream_in
     else if (x->dir != y->dir) snprintf(field, sizeof field, "direction");
     else if (ok_a && ok_b && ta_msg_equal(&a, &b, field, sizeof field)) snprintf(field, sizeof field, "bulk");
     const ta_log_record_t *r = x ? x : y;
-    printf("first difference: %s (port %" PRIu32 "), record %zu (%s %s, seq %" PRIu64 "): %s\n", sa->name, sa->id, k, r->dir == TA_LOG_IN ? "in" : "out",
+    printf("%s: %s (port %" PRIu32 "), record %zu (%s %s, seq %" PRIu64 "): %s\n", what, sa->name, sa->id, k, r->dir == TA_LOG_IN ? "in" : "out",
            ta_msg_type_name(ok_a ? a.type : b.type), ok_a ? a.seq : b.seq, field);
     printf("  A: %s\n  B: %s\n", ok_a ? ta_msg_format(&a, la, sizeof la) : "(none)", ok_b ? ta_msg_format(&b, lb, sizeof lb) : "(none)");
     /* "payload.ops[3].op": record 3 of ops, both sides. */
@@ -300,6 +303,9 @@ static void s_diff_stream(const ta_log_stream_info_t *sa, const ta_log_stream_in
         printf("  A %s[%u]: %s\n  B %s[%u]: %s\n", list, idx, fa ? fa : "(none)", list, idx, fb ? fb : "(none)");
         if (a.type == TA_MSG_COMPILE && b.type == TA_MSG_COMPILE && strcmp(list, "jobs") == 0) s_diff_kernel(&a, &b, idx, da, db);
     }
+    int settings = ok_a && ok_b && a.type == TA_MSG_CONFIG && b.type == TA_MSG_CONFIG && x->dir == y->dir;
+    if (settings) printf("  (settings: the comparison goes on past them)\n");
+    return settings;
 }
 
 /* `tact log diff A B`: exit 0 when the runs match port by port (times and
@@ -344,13 +350,19 @@ static int s_diff(const char *fa, const char *fb) {
             continue;
         }
         size_t n = sa->nrecords > sb->nrecords ? sa->nrecords : sb->nrecords;
+        int past_settings = 0;
         for (size_t k = 0; k < n; k++) {
             const ta_log_record_t *x = k < sa->nrecords ? &sa->records[k] : NULL, *y = k < sb->nrecords ? &sb->records[k] : NULL;
             if (x && y && x->dir == y->dir && x->env_len == y->env_len && x->bulk_len == y->bulk_len && memcmp(x->env, y->env, x->env_len) == 0 &&
                 (!x->bulk_len || memcmp(x->bulk, y->bulk, x->bulk_len) == 0))
                 continue;
-            s_diff_stream(sa, sb, k, da, db);
             differ = 1;
+            /* A setting (CONFIG) differs on purpose: say so, and find what
+             * differs after it. */
+            if (s_diff_stream(sa, sb, k, da, db, past_settings ? "first difference after the settings" : "first difference")) {
+                past_settings = 1;
+                continue;
+            }
             break;
         }
     }
@@ -383,7 +395,8 @@ static int s_usage(void) {
                     "  -v        every record of every payload, ops and dtypes by name, kernels' nodes\n"
                     "  --source  with -v: each kernel's generated source, for the device that asked for it\n"
                     "  --json    one JSON object a line: {\"port\",\"stream\",\"k\",\"ms\",\"dir\",\"msg\":{...}}\n"
-                    "  diff      exit 0 when two runs match port by port, else 1 with each port's first difference\n");
+                    "  diff      exit 0 when two runs match port by port, else 1 with each port's first difference\n"
+                    "            (and, past a difference of settings, the first difference after them)\n");
     return 2;
 }
 

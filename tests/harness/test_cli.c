@@ -303,7 +303,8 @@ Test(harness_cli, replay_stage_redrives_one_stage) {
 /* `tact log diff`: two runs of one program match (exit 0); a 3-step and a
  * 4-step run differ (exit 1) at the fourth step, each port that differs
  * named on a "first difference:" line; a scheduler changed by a test
- * switch is named with its message and field. */
+ * switch is named with its message and field, also past a difference of
+ * settings. */
 Test(harness_cli, log_diff_names_the_first_difference) {
     char *a = tu_tmpfile("diffa.tlog"), *b = tu_tmpfile("diffb.tlog"), *c = tu_tmpfile("diffc.tlog"), *d = tu_tmpfile("diffd.tlog");
     char out[16384], cmd[1200];
@@ -325,6 +326,20 @@ Test(harness_cli, log_diff_names_the_first_difference) {
     cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
     cr_assert(strstr(out, "first difference: scheduler (port 3), record ") && strstr(out, "(out KERNELS, seq 1): payload.kernels[0].fused"), "%s", out);
     cr_assert(!strstr(out, "first difference: client") && !strstr(out, "first difference: graph"), "stages before the scheduler differ: %s", out);
+    /* A setting that differs (CONFIG, record 0 of every stage) does not
+     * hide what differs after it. */
+    setenv("TACT_TEST_PERTURB", "scheduler", 1);
+    setenv("TACT_SCHEDULE_CACHE", "0", 1);
+    s_record_steps(d, 3);
+    unsetenv("TACT_TEST_PERTURB");
+    unsetenv("TACT_SCHEDULE_CACHE");
+    snprintf(cmd, sizeof cmd, "log diff %s %s", a, d);
+    cr_assert_eq(s_tact(out, sizeof out, cmd), 1, "%s", out);
+    cr_assert(strstr(out, "first difference: scheduler (port 3), record 0 (in CONFIG, seq ") && strstr(out, "payload.schedule_cache") &&
+                  strstr(out, "(settings: the comparison goes on past them)") &&
+                  strstr(out, "first difference after the settings: scheduler (port 3), record ") &&
+                  strstr(out, "(out KERNELS, seq 1): payload.kernels[0].fused"),
+              "%s", out);
     snprintf(cmd, sizeof cmd, "log diff %s", a);
     cr_assert_eq(s_tact(out, sizeof out, cmd), 2, "%s", out);
     char *paths[] = {a, b, c, d};
