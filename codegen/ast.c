@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lower.h"
 #include "mpread.h"
 
 void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_mask) {
@@ -64,7 +65,7 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err) {
             S_BAD("node %d: only a CONST of value 0 may be an argument", i);
         nargs += n->arg;
         ta_op_class_t c = ta_op_class(n->op);
-        if (c == TA_OPC_MOVEMENT || (c == TA_OPC_META && n->op != TA_OP_CONST))
+        if (c == TA_OPC_MOVEMENT || (c == TA_OPC_META && n->op != TA_OP_CONST && n->op != TA_OP_IOTA))
             S_BAD("node %d: %s cannot appear in a kernel", i, ta_op_name(n->op));
         if (!ta_dtype_valid(n->dtype)) S_BAD("node %d: dtype %d", i, n->dtype);
         int arity = n->op == TA_OP_CONST ? 0 : ta_op_arity(n->op);
@@ -75,9 +76,12 @@ int ta_ast_check(const ta_ast_t *a, ta_error_t *err) {
             if (n->buf < 0 || n->buf >= a->nbufs) S_BAD("node %d: buffer %d", i, n->buf);
             if (a->buf_dtype[n->buf] != n->dtype) S_BAD("node %d: dtype differs from its buffer's", i);
         }
-        if ((n->op == TA_OP_LOAD || n->op == TA_OP_STORE || (n->op == TA_OP_CONST && n->view >= 0)) &&
+        if ((n->op == TA_OP_LOAD || n->op == TA_OP_STORE || n->op == TA_OP_IOTA || (n->op == TA_OP_CONST && n->view >= 0)) &&
             (n->view < 0 || n->view >= a->nviews))
             S_BAD("node %d: view %d", i, n->view);
+        /* An IOTA's value is the position its view reads: an int32. */
+        if (n->op == TA_OP_IOTA && (n->dtype != TACT_INT32 || !ta_vstack_valid(&a->views[n->view]) || ta_vstack_buffer_size(&a->views[n->view]) > INT32_MAX))
+            S_BAD("node %d: IOTA must be int32 over at most 2^31-1 positions", i);
         /* A kernel never touches memory outside its buffers. */
         if ((n->op == TA_OP_LOAD || n->op == TA_OP_STORE) &&
             (!ta_vstack_valid(&a->views[n->view]) || ta_vstack_buffer_size(&a->views[n->view]) > a->buf_size[n->buf]))
@@ -121,8 +125,10 @@ uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v) {
 
 uint64_t ta_ast_work(const ta_ast_t *a) {
     uint64_t work = 1;
+    int pin[TA_MAX_DIMS];
+    ta_ast_gathers(a, pin);
     for (int d = 0; d < a->ndim; d++) {
-        uint64_t dim = a->shape[d] > 0 ? (uint64_t)a->shape[d] : 0;
+        uint64_t dim = a->shape[d] > 0 ? (uint64_t)(pin[d] >= 0 ? 1 : a->shape[d]) : 0; /* a gathered dim takes one index */
         work = dim && work > UINT64_MAX / dim ? UINT64_MAX : work * dim;
     }
     return work;
@@ -130,12 +136,14 @@ uint64_t ta_ast_work(const ta_ast_t *a) {
 
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {
     size_t at = (size_t)snprintf(buf, len, "%s", a->reduce_mask ? "r" : "E");
-    int any = 0;
+    int any = 0, pin[TA_MAX_DIMS];
+    ta_ast_gathers(a, pin);
     for (int pass = 0; pass < (a->reduce_mask ? 2 : 1); pass++)
         for (int k = 0; k < a->ndim; k++) {
             int reduced = a->reduce_mask >> k & 1;
             if (reduced != pass || (a->shape[k] == 1 && a->ndim > 1)) continue;
-            if (at < len) at += (size_t)snprintf(buf + at, len - at, "_%" PRId64, a->shape[k]);
+            /* A gathered dim is "g" and its size: r_128_784_g60000. */
+            if (at < len) at += (size_t)snprintf(buf + at, len - at, "_%s%" PRId64, pin[k] >= 0 ? "g" : "", a->shape[k]);
             any = 1;
         }
     if (!any && at < len) snprintf(buf + at, len - at, "_1");

@@ -149,6 +149,97 @@ static void s_mark_pre(const ta_ast_t *a, int *pre, int root) {
     }
 }
 
+/* ---------------------------------------------------------------- gathers */
+
+/* The dim whose index node n's value is (an IOTA read along one dim from
+ * 0, unmasked, maybe widened by a CAST to another int), or -1. */
+static int s_iota_dim(const ta_ast_t *a, int n, ta_sym_arena_t *ar, const ta_sym_t *const *idx) {
+    const ta_ast_node_t *x = &a->nodes[n];
+    if (x->op == TA_OP_CAST && (x->dtype == TACT_INT32 || x->dtype == TACT_INT64) && a->nodes[x->src[0]].op == TA_OP_IOTA) x = &a->nodes[x->src[0]];
+    if (x->op != TA_OP_IOTA || x->view < 0 || x->view >= a->nviews) return -1;
+    const ta_sym_t *pos, *valid, *zero[TA_MAX_DIMS];
+    int64_t v, k;
+    if (ta_vstack_expr(&a->views[x->view], ar, idx, &pos, &valid) != 0 || !ta_sym_is_const(valid, &v) || v == 0) return -1;
+    uint64_t slots = ta_sym_slots(pos);
+    if (!slots || (slots & (slots - 1)) || slots >> 62) return -1;
+    int r = __builtin_ctzll(slots);
+    if (r >= a->ndim || !ta_sym_linear(pos, r, &k) || k != 1) return -1;
+    for (int d = 0; d < a->ndim; d++) zero[d] = d == r ? ta_sym_const(ar, 0) : idx[d];
+    if (ta_vstack_expr(&a->views[x->view], ar, zero, &pos, &valid) != 0 || !ta_sym_is_const(pos, &v) || v != 0) return -1;
+    return r;
+}
+
+/* Whether node n's value depends on a dim of mask (through the views of
+ * the LOADs, IOTAs and masked CONSTs under it). */
+static int s_depends(const ta_ast_t *a, int n, uint32_t mask, ta_sym_arena_t *ar, const ta_sym_t *const *idx) {
+    int stack[TA_AST_MAX_NODES], top = 0;
+    uint8_t seen[TA_AST_MAX_NODES] = {0};
+    stack[top++] = n;
+    while (top) {
+        const ta_ast_node_t *x = &a->nodes[stack[--top]];
+        if (x->view >= 0 && x->view < a->nviews && (x->op == TA_OP_LOAD || x->op == TA_OP_IOTA || x->op == TA_OP_CONST)) {
+            const ta_sym_t *pos, *valid;
+            if (ta_vstack_expr(&a->views[x->view], ar, idx, &pos, &valid) != 0 || ((ta_sym_slots(pos) | ta_sym_slots(valid)) & mask)) return 1;
+        }
+        if (ta_op_class(x->op) == TA_OPC_REDUCE) return 1;
+        for (int s = 0; s < x->nsrc; s++)
+            if (!seen[x->src[s]]) seen[x->src[s]] = 1, stack[top++] = x->src[s];
+    }
+    return 0;
+}
+
+int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]) {
+    for (int k = 0; k < TA_MAX_DIMS; k++) pin[k] = -1;
+    int red = -1;
+    for (int i = 0; i < a->nnodes; i++)
+        if (ta_op_class(a->nodes[i].op) == TA_OPC_REDUCE) red = i;
+    int iota = 0;
+    for (int i = 0; i < a->nnodes; i++) iota |= a->nodes[i].op == TA_OP_IOTA;
+    if (red < 0 || a->nodes[red].op != TA_OP_SUM || !iota) return 0;
+    ta_sym_arena_t *ar = ta_sym_arena_new();
+    if (!ar) return 0;
+    const ta_sym_t *idx[TA_MAX_DIMS];
+    for (int k = 0; k < a->ndim; k++) idx[k] = ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+    /* The nodes that zero the reduce's source where they are 0 (false):
+     * through MULs and ANDs (either side), CASTs, and the condition of a
+     * WHERE whose other value is 0. */
+    int stack[TA_AST_MAX_NODES], top = 0, found = 0;
+    uint8_t seen[TA_AST_MAX_NODES] = {0};
+    stack[top++] = a->nodes[red].src[0];
+    while (top) {
+        int i = stack[--top];
+        const ta_ast_node_t *x = &a->nodes[i];
+        int push[2] = {-1, -1};
+        if (x->op == TA_OP_MUL || x->op == TA_OP_AND) push[0] = x->src[0], push[1] = x->src[1];
+        else if (x->op == TA_OP_CAST) push[0] = x->src[0];
+        else if (x->op == TA_OP_WHERE) {
+            const ta_ast_node_t *y = &a->nodes[x->src[2]];
+            if (y->op == TA_OP_CONST && !y->arg && ta_value_bits(y->dtype, y->value) == 0) push[0] = x->src[0];
+        }
+        for (int p = 0; p < 2; p++)
+            if (push[p] >= 0 && !seen[push[p]]) seen[push[p]] = 1, stack[top++] = push[p];
+        /* An equality: CMPNE(CMPNE(A, B), true) or a bool NEG of CMPNE(A, B). */
+        int ne = -1;
+        if (x->dtype == TACT_BOOL && x->op == TA_OP_NEG) ne = x->src[0];
+        if (x->dtype == TACT_BOOL && x->op == TA_OP_CMPNE) {
+            const ta_ast_node_t *t = &a->nodes[x->src[1]];
+            if (t->op == TA_OP_CONST && t->dtype == TACT_BOOL && !t->arg && t->value.b) ne = x->src[0];
+        }
+        if (ne < 0 || a->nodes[ne].op != TA_OP_CMPNE) continue;
+        for (int side = 0; side < 2; side++) {
+            int r = s_iota_dim(a, a->nodes[ne].src[side], ar, idx), other = a->nodes[ne].src[!side];
+            if (r < 0 || !(a->reduce_mask >> r & 1) || pin[r] >= 0 || !ta_dtype_is_int(a->nodes[other].dtype) ||
+                s_depends(a, other, a->reduce_mask, ar, idx))
+                continue;
+            pin[r] = other;
+            found++;
+            break;
+        }
+    }
+    ta_sym_arena_destroy(&ar);
+    return found;
+}
+
 static void s_axis(ta_lir_t *l, ta_axis_kind_t kind, int dim, int reduce, int64_t size, int64_t mult) {
     ta_axis_t *ax = &l->axes[l->naxes++];
     ax->kind = kind;
@@ -156,6 +247,7 @@ static void s_axis(ta_lir_t *l, ta_axis_kind_t kind, int dim, int reduce, int64_
     ax->reduce = reduce;
     ax->size = size;
     ax->mult = mult;
+    ax->pin = -1;
     int nth = 0;
     for (int b = 0; b < l->naxes - 1; b++) nth += l->axes[b].kind == kind;
     static const char *names[] = {"gidx", "lidx", "ridx", "u", "vl"};
@@ -174,6 +266,9 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         if (ta_op_class(a->nodes[i].op) == TA_OPC_REDUCE) l->reduce = i;
     int pre[TA_AST_MAX_NODES] = {0};
     if (l->reduce >= 0) s_mark_pre(a, pre, a->nodes[l->reduce].src[0]);
+    /* A gather takes one index per output: no tiles of outputs (each would
+     * take its own), no work groups. */
+    int pins[TA_MAX_DIMS], gather = ta_ast_gathers(a, pins) > 0;
 
     int64_t out[TA_MAX_DIMS], ostride[TA_MAX_DIMS], numel = 1;
     int empty = 0, masked = 0, all_f32 = 1;
@@ -249,7 +344,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1, extra[k] = 1;
         up_dim[0] = up_dim[1] = -1, up_size[0] = up_size[1] = 1;
         if (vdim >= 0) vfactor[vdim] = width;
-        if (l->reduce >= 0 && !empty && vdim < 0) {
+        if (l->reduce >= 0 && !empty && vdim < 0 && !gather) {
             /* A reduce without a vector (a padded convolution and its
              * gradients: masked, or gathers): scalar tiles of up to two
              * output dims, chosen so the loads inside the reduce serve the
@@ -425,7 +520,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
     l->post_level = l->naxes - 1;
     for (int k = 0; k < a->ndim; k++)
-        if (a->reduce_mask >> k & 1) s_axis(l, TA_AXIS_REDUCE, k, 1, (k == kblock ? kb : a->shape[k]) / vfactor[k], vfactor[k]);
+        if (a->reduce_mask >> k & 1) {
+            s_axis(l, TA_AXIS_REDUCE, k, 1, (k == kblock ? kb : a->shape[k]) / vfactor[k], vfactor[k]);
+            if (k != kblock && vfactor[k] == 1 && vdim < 0) l->axes[l->naxes - 1].pin = pins[k];
+        }
     l->nloops = l->naxes - 1;
     for (int u = 0; u < 2; u++) {
         if (up_dim[u] < 0) continue;
@@ -452,7 +550,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         const ta_ast_node_t *n = &a->nodes[i];
         ta_lir_node_t *ln = &l->nodes[i];
         uint64_t slots = 0;
-        if (n->op == TA_OP_LOAD || n->op == TA_OP_STORE || (n->op == TA_OP_CONST && n->view >= 0)) {
+        if (n->op == TA_OP_LOAD || n->op == TA_OP_STORE || n->op == TA_OP_IOTA || (n->op == TA_OP_CONST && n->view >= 0)) {
             const ta_sym_t *pos, *valid;
             if (ta_vstack_expr(&a->views[n->view], ar, pre[i] ? full : outi, &pos, &valid) != 0) {
                 rc = ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
@@ -464,7 +562,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             ln->padded = 0;
             for (int x = 0; x < l->naxes && l->pad >= 0; x++)
                 if (l->axes[x].dim == l->pad_dim && !l->axes[x].reduce && (slots >> x & 1)) ln->padded = 1;
-            if (l->vector >= 0 && n->op != TA_OP_CONST) {
+            if (l->vector >= 0 && n->op != TA_OP_CONST && n->op != TA_OP_IOTA) {
                 int64_t k;
                 int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
                 ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
@@ -519,7 +617,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
      * device idle.  The choice depends on the reduce's length, never on
      * how many outputs there are (batch invariance, DESIGN.md section 2);
      * the device reads the group's size from the kernel. */
-    l->group = t->printer->groups && t->max_group >= 64 && t->local_memory >= 64 * 4 && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 &&
+    l->group = !gather && t->printer->groups && t->max_group >= 64 && t->local_memory >= 64 * 4 && l->reduce >= 0 && l->vector < 0 && l->nupcast == 0 &&
                        l->post_level == 0 && l->align == 1 && l->nloops == 1 && l->axes[1].kind == TA_AXIS_REDUCE && !l->axes[1].outer &&
                        l->axes[1].size >= 1024 && a->nodes[l->reduce].dtype == TACT_FLOAT32 &&
                        (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX)

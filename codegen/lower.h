@@ -46,6 +46,8 @@ typedef struct {
     int64_t mult; /* its step in the flat output index, or in its reduced dim's index */
     int outer;    /* a REDUCE axis around the output loops (a block of the reduce): the
                    * accumulators live in the output between its iterations */
+    int pin;      /* a REDUCE axis of a gather: the AST node whose value is the one index
+                   * the loop takes (when in range; none otherwise); -1 for a whole loop */
     char name[12];
 } ta_axis_t;
 
@@ -152,5 +154,18 @@ int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_bas
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane);
 /* The number of upcast lanes (product of the UPCAST sizes). */
 int ta_lir_nlanes(const ta_lir_t *l);
+
+/*
+ * Gathers: a SUM over dim r whose source is 0 wherever r's index differs
+ * from a value X that does not depend on any reduced dim (a one-hot pick:
+ * X == IOTA along r, multiplied in, or a WHERE choosing 0 otherwise) takes
+ * only r = X, when 0 <= X < size, and nothing else: a load instead of a
+ * loop (getitem with tensor indices, gather, embedding, one_hot picks).
+ * The same bits as the whole loop, but where a row it skips holds a NaN
+ * or an infinity (which 0 times would have spread; docs/api.md).  Fills
+ * pin[k] with X's node for each gathered dim k, -1 for the others, and
+ * returns how many dims are gathered.
+ */
+int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]);
 
 #endif

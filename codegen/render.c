@@ -375,6 +375,15 @@ static int s_node(s_ctx_t *c, int i) {
         ta_free(lit.p);
         return 0;
     }
+    case TA_OP_IOTA: { /* the position its view reads (0 where masked) */
+        if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+        snprintf(name, 16, "alu%d", c->nalu++);
+        s_indent(c);
+        if (never) s_put(o, "int32_t %s = 0;\n", name);
+        else if (always) s_put(o, "int32_t %s = (int32_t)(%s);\n", name, pos);
+        else s_put(o, "int32_t %s = (%s) ? (int32_t)(%s) : 0;\n", name, valid, pos);
+        return 0;
+    }
     case TA_OP_LOAD: {
         snprintf(name, 16, "val%d", c->nval++);
         s_indent(c);
@@ -566,6 +575,12 @@ static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     if (c->l->flat && ax == &c->l->axes[1]) s_put(c->out, "{ /* %s: the work item's */\n", ax->name);
     else if (c->l->group && ax == &c->l->axes[1]) /* each item of the group takes every group-th element */
         s_put(c->out, "for (int64_t %s = tact_lid; %s < %" PRId64 "; %s += %d) {\n", ax->name, ax->name, ax->size, ax->name, c->l->group);
+    else if (ax->pin >= 0) { /* a gather: the one index its pin says, if in range (lowering) */
+        c->lane = 0;
+        const char *x = s_name(c, ax->pin);
+        s_put(c->out, "for (int64_t %s = (int64_t)%s; %s >= 0 && %s < %" PRId64 "; %s = %" PRId64 ") { /* gather */\n", ax->name, x, ax->name,
+              ax->name, ax->size, ax->name, ax->size);
+    }
     else s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", ax->name, ax->name, ax->size, ax->name);
     c->depth++;
 }

@@ -334,6 +334,8 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     ta_op_class_t cls = ta_op_class(n->op);
     if (n->op == TA_OP_CONST || n->op == TA_OP_EMPTY) arity = 0;
     if (n->nsrc != arity) return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (%s): %d sources", n->id, ta_op_name(n->op), n->nsrc);
+    if (n->op == TA_OP_IOTA && (n->dtype != TACT_INT32 || n->shape.ndim != 1 || n->shape.d[0] > INT32_MAX || n->nargs))
+        return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (IOTA): one dim of at most 2^31-1 int32 positions, no arguments", n->id);
     if (n->op == TA_OP_COPY && (src[0]->dtype != n->dtype || src[0]->device == n->device))
         return ta_error_set(err, TACT_EINVAL, "op %" PRIu64 " (COPY): a copy goes to another device, with its source's dtype", n->id);
     switch (cls) {
@@ -348,7 +350,7 @@ static int s_validate(g_state_t *g, g_node_t *n, ta_error_t *err) {
     case TA_OPC_MOVEMENT:
         rc = ta_shape_of_op(n->op, &src[0]->shape, n->nargs, n->args, &n->shape, &want, NULL);
         break;
-    default: /* CONST, EMPTY, CONTIGUOUS */
+    default: /* CONST, IOTA, EMPTY, CONTIGUOUS */
         want = n->nsrc ? src[0]->shape : n->shape;
         break;
     }

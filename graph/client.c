@@ -346,7 +346,7 @@ ti_tensor_t *tc_emit_flagged(ti_tensor_t *out, ta_op_t op, int nsrc, const ti_te
      * which fuse into whatever reads them; anything that gets a buffer of
      * its own (a reduce, a contiguous copy) is made on the first device. */
     ta_op_class_t cls = ta_op_class(op);
-    if (out->device < 0 && op != TA_OP_CONST && cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && cls != TA_OPC_MOVEMENT)
+    if (out->device < 0 && op != TA_OP_CONST && op != TA_OP_IOTA && cls != TA_OPC_UNARY && cls != TA_OPC_BINARY && cls != TA_OPC_TERNARY && cls != TA_OPC_MOVEMENT)
         out->device = 0;
     if (s_record(out->ctx, out, op, nsrc, srcs, nargs, args, grad) != TACT_OK) {
         out->status = TACT_ENOMEM;

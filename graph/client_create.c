@@ -82,6 +82,18 @@ static ti_tensor_t *s_arange(ti_ctx_t *ctx, ti_tensor_t *like, double start, dou
     double count = ceil((stop - start) / step);
     if (count > (double)(1ll << 40)) return tc_error(ctx, TACT_ESHAPE, "arange(%g, %g, %g): %g elements is too many", start, stop, step, count);
     int64_t n = count > 0 ? (int64_t)count : 0;
+    /* Integers computed where they are read, from IOTA (element i is i):
+     * no upload, and a compare with them that picks one row of a reduce
+     * becomes a load (lowering's gathers). */
+    double last = start + (double)(n ? n - 1 : 0) * step;
+    if ((dtype == TACT_INT32 || dtype == TACT_INT64) && start == floor(start) && step == floor(step) && fabs(start) < 2147483648.0 &&
+        fabs(last) < 2147483648.0) {
+        ta_shape_t s = {1, {n}};
+        ti_tensor_t *t = tc_emit(tc_new(ctx, TACT_INT32, &s), TA_OP_IOTA, 0, NULL, 0, NULL);
+        if (step != 1) t = ti_mul(t, ti_scalar_int(ctx, (int64_t)step));
+        if (start != 0) t = ti_add(t, ti_scalar_int(ctx, (int64_t)start));
+        return ti_cast(t, (tact_dtype)dtype);
+    }
     size_t es = ta_dtype_size((tact_dtype)dtype);
     uint8_t *buf = ta_malloc(n ? (size_t)n * es : 1);
     if (!buf) return tc_error(ctx, TACT_ENOMEM, "arange: out of memory for %" PRId64 " elements", n);

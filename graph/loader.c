@@ -8,30 +8,23 @@
 #include "tact.h"
 
 /*
- * The dataset's tensors are read to the host once, when the loader is
- * made; a batch is assembled there, row by row in the epoch's order, and
- * sent as a new tensor on the device its tensor was on.  (Gathering the
- * rows on the device instead waits for cheap gathers, kernels v3.)  The
- * epoch's order is a Fisher-Yates shuffle driven by xorshift64* keyed by
- * the seed and the epoch, so it depends on nothing but those.
+ * The dataset's tensors stay where they are: a batch is their rows in the
+ * epoch's order, gathered on their device by getitem with a tensor of the
+ * row numbers (a gather kernel: docs/codegen-ir.md), so only those numbers
+ * travel.  The epoch's order is a Fisher-Yates shuffle driven by
+ * xorshift64* keyed by the seed and the epoch, so it depends on nothing
+ * but those.
  */
 struct tact_loader {
     tact_ctx *ctx;
     tact_loader_options o;
     int n;
     int64_t rows;
-    struct s_column {
-        tact_dtype dtype;
-        int ndim;
-        int64_t shape[16];
-        size_t row_bytes;
-        uint8_t *host;
-        char device[300];
-    } *cols;
-    int64_t *order; /* this epoch's rows */
-    int64_t next;   /* the first row of the next batch in order */
-    uint64_t epoch; /* epochs begun */
-    uint8_t *scratch;
+    tact_tensor **tensors; /* the dataset's (handles: one whose scope ended is an error, not a crash) */
+    int64_t *order;        /* this epoch's rows */
+    int64_t next;          /* the first row of the next batch in order */
+    uint64_t epoch;        /* epochs begun */
+    int32_t *picks;        /* a batch's row numbers */
 };
 
 void tact_loader_options_default(tact_loader_options *o) {
@@ -78,6 +71,7 @@ int tact_loader_new(tact_loader **out, tact_ctx *ctx, int n, tact_tensor *const 
     if (o.batch == 0) o.batch = 32;
     char text[400];
     if (n < 1 || !tensors) return s_fail(ctx, TACT_EINVAL, "loader: no tensors");
+    if (n > 64) return s_fail(ctx, TACT_EINVAL, "loader: more than 64 tensors");
     if (o.batch < 1) {
         snprintf(text, sizeof text, "loader: a batch of %" PRId64 " rows", o.batch);
         return s_fail(ctx, TACT_EINVAL, text);
@@ -90,6 +84,7 @@ int tact_loader_new(tact_loader **out, tact_ctx *ctx, int n, tact_tensor *const 
                           : tact_ndim(t) < 1                            ? "it has no rows (0 dims)"
                           : tact_shard_axis(t) != -1                    ? "it is sharded (gather it with tact_to first)"
                           : rows >= 0 && tact_dim(t, 0) != rows         ? "its rows differ from the first tensor's"
+                          : tact_dim(t, 0) > INT32_MAX                  ? "it has more than 2^31-1 rows"
                                                                         : NULL;
         if (why) {
             snprintf(text, sizeof text, "loader: tensor %d: %s", i, why);
@@ -97,8 +92,16 @@ int tact_loader_new(tact_loader **out, tact_ctx *ctx, int n, tact_tensor *const 
         }
         rows = tact_dim(t, 0);
     }
+    /* Computed now, so a tensor that fails does here. */
+    int rc = tact_realize(ctx, n, (tact_tensor **)tensors);
+    if (rc != TACT_OK) {
+        snprintf(text, sizeof text, "loader: %s", tact_ctx_error(ctx));
+        return s_fail(ctx, rc, text);
+    }
     tact_loader *l = ta_calloc(1, sizeof *l);
-    if (!l || !(l->cols = ta_calloc((size_t)n, sizeof *l->cols)) || !(l->order = ta_malloc(sizeof *l->order * (size_t)(rows ? rows : 1)))) {
+    int64_t batch = o.batch < rows ? o.batch : rows;
+    if (!l || !(l->tensors = ta_malloc(sizeof *l->tensors * (size_t)n)) || !(l->order = ta_malloc(sizeof *l->order * (size_t)(rows ? rows : 1))) ||
+        !(l->picks = ta_malloc(sizeof *l->picks * (size_t)(batch ? batch : 1)))) {
         tact_loader_free(&l);
         return s_fail(ctx, TACT_ENOMEM, "loader: out of memory");
     }
@@ -106,28 +109,7 @@ int tact_loader_new(tact_loader **out, tact_ctx *ctx, int n, tact_tensor *const 
     l->o = o;
     l->n = n;
     l->rows = rows;
-    size_t widest = 1;
-    for (int i = 0; i < n; i++) {
-        struct s_column *c = &l->cols[i];
-        c->dtype = tact_dtype_of(tensors[i]);
-        c->ndim = tact_ndim(tensors[i]);
-        tact_shape(tensors[i], c->shape);
-        snprintf(c->device, sizeof c->device, "%s", tact_device(tensors[i]));
-        c->row_bytes = tact_element_size(c->dtype);
-        for (int k = 1; k < c->ndim; k++) c->row_bytes *= (size_t)c->shape[k];
-        size_t bytes = c->row_bytes * (size_t)rows;
-        int rc = (c->host = ta_malloc(bytes ? bytes : 1)) ? tact_read(tensors[i], c->host, bytes) : TACT_ENOMEM;
-        if (rc != TACT_OK) {
-            snprintf(text, sizeof text, "loader: tensor %d: %s", i, rc == TACT_ENOMEM ? "out of memory for its rows" : tact_ctx_error(ctx));
-            tact_loader_free(&l);
-            return s_fail(ctx, rc, text);
-        }
-        if (c->row_bytes * (size_t)o.batch > widest) widest = c->row_bytes * (size_t)o.batch;
-    }
-    if (!(l->scratch = ta_malloc(widest))) {
-        tact_loader_free(&l);
-        return s_fail(ctx, TACT_ENOMEM, "loader: out of memory");
-    }
+    memcpy(l->tensors, tensors, sizeof *l->tensors * (size_t)n);
     s_epoch(l);
     *out = l;
     return TACT_OK;
@@ -145,16 +127,28 @@ int tact_loader_next(tact_loader *l, tact_tensor **out) {
         s_epoch(l);
         return 0;
     }
+    for (int i = 0; i < l->n; i++)
+        if (tact_status_of(l->tensors[i]) != TACT_OK) {
+            char text[400];
+            snprintf(text, sizeof text, "loader: tensor %d: %s", i, tact_error_message(l->tensors[i]));
+            return s_fail(l->ctx, tact_status_of(l->tensors[i]), text);
+        }
+    for (int64_t r = 0; r < b; r++) l->picks[r] = (int32_t)l->order[l->next + r];
+    /* The row numbers once per device the tensors are on. */
+    tact_tensor *picks[64] = {NULL};
     for (int i = 0; i < l->n; i++) {
-        struct s_column *c = &l->cols[i];
-        for (int64_t r = 0; r < b; r++) memcpy(l->scratch + (size_t)r * c->row_bytes, c->host + (size_t)l->order[l->next + r] * c->row_bytes, c->row_bytes);
-        int64_t shape[16];
-        memcpy(shape, c->shape, sizeof shape);
-        shape[0] = b;
-        tact_tensor *t = tact_from_data(l->ctx, c->dtype, c->ndim, shape, l->scratch);
-        if (strcmp(c->device, tact_device(t)) != 0) t = tact_to(t, c->device);
-        out[i] = t;
-        if (tact_status_of(t) != TACT_OK) return tact_status_of(t);
+        tact_tensor *t = l->tensors[i], *p = NULL;
+        for (int j = 0; j < i && !p; j++)
+            if (picks[j] && strcmp(tact_device(l->tensors[j]), tact_device(t)) == 0) p = picks[j];
+        if (!p) p = tact_from_data(l->ctx, TACT_INT32, 1, &b, l->picks);
+        if (strcmp(tact_device(p), tact_device(t)) != 0) p = tact_to(p, tact_device(t));
+        picks[i] = p;
+        tact_index ix[1] = {TACT_TENSOR(p)};
+        out[i] = tact_getitem(t, 1, ix);
+        if (tact_status_of(out[i]) != TACT_OK) {
+            ta_ctx_set_error(l->ctx, tact_error_message(out[i]));
+            return tact_status_of(out[i]);
+        }
     }
     l->next += b;
     return 1;
@@ -164,9 +158,8 @@ void tact_loader_free(tact_loader **pl) {
     if (!pl || !*pl) return;
     tact_loader *l = *pl;
     *pl = NULL;
-    for (int i = 0; l->cols && i < l->n; i++) ta_free(l->cols[i].host);
-    ta_free(l->cols);
+    ta_free(l->tensors);
     ta_free(l->order);
-    ta_free(l->scratch);
+    ta_free(l->picks);
     ta_free(l);
 }

@@ -3,7 +3,11 @@
 #define TACT_OPS_H
 
 /* X(NAME, arity, class): class is one of UNARY, BINARY, TERNARY, REDUCE,
- * MOVEMENT, META, BUFFER (LOAD/STORE exist only inside kernel ASTs). */
+ * MOVEMENT, META, BUFFER (LOAD/STORE exist only inside kernel ASTs).
+ * IOTA is arange's positions, computed where they are read: a 1-D int32
+ * tensor whose element i is i (a constant, like CONST, but for its value;
+ * the lowering turns a reduce that picks one position of it into a load,
+ * a gather). */
 #define TA_OP_LIST(X)              \
     X(EXP2, 1, UNARY)              \
     X(LOG2, 1, UNARY)              \
@@ -42,7 +46,8 @@
     X(ASSIGN, 2, META)             \
     X(CUSTOM, 0, META)             \
     X(LOAD, 0, BUFFER)             \
-    X(STORE, 1, BUFFER)
+    X(STORE, 1, BUFFER)            \
+    X(IOTA, 0, META)
 
 typedef enum ta_op {
 #define TA_OP_ENUM_(NAME, arity, cls) TA_OP_##NAME,

@@ -229,11 +229,12 @@ __attribute__((noinline)) static void s_omp_softmax(void *p) {
     }
 }
 
-/* PyTorch, or NumPy, through harness/peer_softmax.py: seconds, and the
- * peer's name with its version; 0 when neither is installed.  Debian's
- * python3-torch is for /usr/bin/python3, which may not be the python3 on
- * PATH: the first interpreter that has PyTorch wins, NumPy otherwise. */
-static int s_python_softmax(int threads, double *secs, char *name, size_t len) {
+/* PyTorch, or NumPy, timing a kernel through harness/peer_kernels.py
+ * ("softmax", "gather"): seconds, and the peer's name with its version; 0 when
+ * neither is installed.  Debian's python3-torch is for /usr/bin/python3,
+ * which may not be the python3 on PATH: the first interpreter that has
+ * PyTorch wins, NumPy otherwise. */
+static int s_python_peer(const char *kernel, int threads, double *secs, char *name, size_t len) {
     static const char *const pythons[] = {"/usr/bin/python3", "python3"};
     char exe[1024], cmd[1400];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -243,7 +244,7 @@ static int s_python_softmax(int threads, double *secs, char *name, size_t len) {
     if (slash) *slash = 0;
     int found = 0;
     for (size_t i = 0; i < sizeof pythons / sizeof pythons[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s '%s/../harness/peer_softmax.py' %d 2>/dev/null", pythons[i], exe, threads);
+        snprintf(cmd, sizeof cmd, "%s '%s/../harness/peer_kernels.py' %s %d 2>/dev/null", pythons[i], exe, kernel, threads);
         FILE *f = popen(cmd, "r");
         if (!f) continue;
         char peer[200];
@@ -266,7 +267,7 @@ static int s_softmax_bench(int reps) {
     int ndims[1] = {2};
     double t = h_tact_best(NULL, 1, data, shapes, ndims, s_softmax, reps), p;
     char peer[200];
-    if (!s_python_softmax(s_threads(), &p, peer, sizeof peer)) {
+    if (!s_python_peer("softmax", s_threads(), &p, peer, sizeof peer)) {
         s_args_t args = {o, x, NULL, NULL, R, C, 0};
         p = s_best(reps, s_omp_softmax, &args);
         snprintf(peer, sizeof peer, "OpenMP C loop (neither PyTorch nor NumPy installed)");
@@ -274,6 +275,48 @@ static int s_softmax_bench(int reps) {
     double bytes = 8.0 * R * C; /* read once, written once */
     if (t > 0) h_line("kernels.softmax_4096", bytes / t * 1e-9, "GB/s", peer, bytes / p * 1e-9, p / t);
     free(x), free(o);
+    return t < 0;
+}
+
+/* Every row of a 60000x784 float32 table (Fashion-MNIST's size) in a
+ * shuffled order: getitem with a tensor index, a gather kernel (the
+ * lowering's), in GB/s of rows gathered, against PyTorch's index_select
+ * (peer_kernels.py gather). */
+static void s_gather_prep(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    in[1] = tact_cast(in[1], TACT_INT32);
+}
+
+static tact_tensor *s_gather(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    tact_index ix[1] = {TACT_TENSOR(in[1])};
+    return tact_getitem(in[0], 1, ix);
+}
+
+static int s_gather_bench(int reps) {
+    enum { R = 60000, C = 784 };
+    float *table = h_fill((size_t)R * C, 8), *order = malloc(R * sizeof *order);
+    if (!order) return 1;
+    for (int i = 0; i < R; i++) order[i] = (float)i;
+    unsigned long long st = 7;
+    for (int i = R - 1; i > 0; i--) { /* Fisher-Yates with a fixed seed */
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        int j = (int)((st >> 33) % (unsigned long long)(i + 1));
+        float t = order[i];
+        order[i] = order[j], order[j] = t;
+    }
+    float *data[2] = {table, order};
+    int64_t shapes[2][2] = {{R, C}, {R, 0}};
+    int ndims[2] = {2, 1};
+    tact_options o;
+    tact_options_default(&o);
+    double t = h_tact_best_with(&o, 2, data, shapes, ndims, s_gather_prep, s_gather, reps), p;
+    char peer[200];
+    int have = s_python_peer("gather", s_threads(), &p, peer, sizeof peer);
+    double bytes = 4.0 * R * C; /* the rows gathered */
+    if (t > 0) h_line("kernels.gather", bytes / t * 1e-9, "GB/s", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? bytes / p * 1e-9 : 0,
+                      have ? p / t : 0);
+    free(table), free(order);
     return t < 0;
 }
 
@@ -306,6 +349,7 @@ int h_bench_kernels(int quick) {
     bad |= s_reduce("kernels.colsum_4096", 4096, 4096, s_sum_cols, s_run_cols, reps);
     bad |= s_fma(reps);
     bad |= s_softmax_bench(quick ? 1 : 3);
+    bad |= s_gather_bench(quick ? 1 : 5);
     if (dl) dlclose(dl);
     return bad;
 }

@@ -943,8 +943,11 @@ int tact_params_load(tact_ctx *ctx, const char *path, const tact_params *p);
  * tact_loader_next gives the next batch of each (new tensors of the scope
  * open then, on the device the tensor was on), the rows in the epoch's
  * order: every row once per epoch, shuffled by the seed and the epoch
- * (the same for any thread count or device), or in order.  The tensors
- * are read to the host once when the loader is made.
+ * (the same for any thread count or device), or in order.  The rows are
+ * gathered on the tensors' devices (only the row numbers travel), so the
+ * tensors must outlive the loader: one whose scope ended makes
+ * tact_loader_next fail with TACT_EINVAL.  They are realized when the
+ * loader is made, and a batch holds their contents at tact_loader_next.
  */
 typedef struct tact_loader tact_loader;
 /* Zero-filled: batches of 32 rows in order, the last kept (the defaults

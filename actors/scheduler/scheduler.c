@@ -225,7 +225,7 @@ static int s_decode(s_graph_t *g, const ta_recs_t *nodes, ta_error_t *err) {
         d->bufref = (int)rec->bufref;
         S_NEED(d->is_view || d->has_buffer || s_shapes_follow(g, d));
         /* Sources and bases come first: one pass. */
-        d->konst = d->is_view ? g->nodes[d->base].konst : d->op == TA_OP_CONST;
+        d->konst = d->is_view ? g->nodes[d->base].konst : d->op == TA_OP_CONST || d->op == TA_OP_IOTA;
         if (!d->is_view && !d->has_buffer && d->nsrc && d->op != TA_OP_COPY) {
             d->konst = 1;
             for (int j = 0; j < d->nsrc; j++) d->konst &= g->nodes[d->src[j]].konst;
@@ -311,7 +311,7 @@ typedef struct {
 } s_kernel_t;
 
 static int s_forcible(const s_node_t *n) {
-    return !n->is_view && !n->has_buffer && !n->rp && n->op != TA_OP_CONST && n->op != TA_OP_EMPTY;
+    return !n->is_view && !n->has_buffer && !n->rp && n->op != TA_OP_CONST && n->op != TA_OP_IOTA && n->op != TA_OP_EMPTY;
 }
 
 /* Makes node a realize point: the build fails, and the worklist builds
@@ -439,9 +439,9 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
      * until they have a buffer: never realized for this.) */
     if (!load && n->op != TA_OP_CONST && !n->konst && space > ta_shape_numel(&n->shape) && i != k->root)
         return s_force(k, i); /* realize before expand */
-    if (load || n->op == TA_OP_CONST) {
+    if (load || n->op == TA_OP_CONST || n->op == TA_OP_IOTA) {
         int v = -1;
-        if (load || s_masked(st)) {
+        if (load || n->op == TA_OP_IOTA || s_masked(st)) {
             if ((v = s_view(k, st)) < 0) return -1;
         }
         for (int m = 0; m < k->nmemo; m++)
@@ -455,6 +455,8 @@ static int s_emit_at(s_kernel_t *k, int i, const ta_vstack_t *st, int pre) {
             int b = s_buf(k, i);
             if (b < 0) return -1;
             a.buf = (int16_t)b;
+        } else if (n->op == TA_OP_IOTA) {
+            a.op = TA_OP_IOTA; /* its value is the position its view reads */
         } else {
             /* A value that is not structural is a kernel argument: the AST
              * (and its program) stay the same when it changes. */
@@ -654,7 +656,7 @@ static int s_inline_cost(s_graph_t *g, int i, int cap, uint8_t *seen, int *stack
         int j = stack[--depth];
         s_node_t *x = &g->nodes[j];
         if (x->is_view) j = x->base, x = &g->nodes[j];
-        if (seen[j] || x->has_buffer || (x->rp && j != i) || x->op == TA_OP_CONST || x->op == TA_OP_EMPTY) continue;
+        if (seen[j] || x->has_buffer || (x->rp && j != i) || x->op == TA_OP_CONST || x->op == TA_OP_IOTA || x->op == TA_OP_EMPTY) continue;
         seen[j] = 1;
         cost++;
         for (int s = 0; s < x->nsrc; s++) stack[depth++] = x->src[s];

@@ -4,7 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "tact.h"
+#include "testutil.h"
 
 enum { ROWS = 103, FEAT = 5 };
 
@@ -148,4 +151,42 @@ Test(api_loader, bad_datasets_are_refused_naming_the_tensor) {
     cr_assert_eq(tact_loader_next(NULL, ts), TACT_EINVAL);
     tact_loader_free(NULL);
     tact_ctx_close(&ctx);
+}
+
+static void s_count_bytes(const ta_msg_t *m, void *ud) { *(size_t *)ud += m->bulk.len; }
+
+/* The rows are gathered where the tensors are: what the client sends per
+ * batch is its row numbers (32 int32), not its rows (32 rows of x and y,
+ * 768 bytes); a loader whose tensors' scope ended fails with TACT_EINVAL
+ * naming it instead of reading freed memory. */
+Test(api_loader, rows_are_gathered_on_the_device_and_tensors_must_outlive_it) {
+    char *path = tu_tmpfile("loader.tlog");
+    tact_options o;
+    tact_options_default(&o);
+    o.log_path = path;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    tact_scope_begin(ctx);
+    tact_tensor *ts[2];
+    s_data(ctx, &ts[0], &ts[1]);
+    tact_loader *l;
+    cr_assert_eq(tact_loader_new(&l, ctx, 2, ts, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *b[2];
+    cr_assert_eq(tact_loader_next(l, b), 1);
+    float x[32 * FEAT];
+    int32_t y[32];
+    cr_assert_eq(tact_read(b[1], y, sizeof y), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(b[0], x, sizeof x), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int r = 0; r < 32; r++) cr_expect_eq(x[r * FEAT + 3], (float)(y[r] * 10 + 3));
+    tact_scope_end(ctx);
+    int rc = tact_loader_next(l, b);
+    cr_expect_eq(rc, TACT_EINVAL, "a loader over released tensors: %d", rc);
+    cr_expect(strstr(tact_ctx_error(ctx), "scope"), "%s", tact_ctx_error(ctx));
+    tact_loader_free(&l);
+    cr_assert_eq(tact_ctx_close(&ctx), TACT_OK);
+    size_t sent = 0;
+    tu_log_sent(path, "client", TA_MSG_WRITE, s_count_bytes, &sent);
+    cr_expect_eq(sent, sizeof(float) * ROWS * FEAT + sizeof(int32_t) * ROWS + 32 * sizeof(int32_t), "the client wrote %zu bytes", sent);
+    unlink(path);
+    free(path);
 }

@@ -1,0 +1,56 @@
+"""The peers of `tact bench kernels` that are not C: `peer_kernels.py KERNEL
+THREADS` times one kernel with PyTorch when installed (with the given thread
+count), NumPy otherwise, and prints "<best seconds> <peer-and-version>", or
+nothing when neither is there.  NumPy runs on one thread whatever the
+count; the name says so.
+  softmax  the rows of a 4096x4096 float32 matrix
+  gather   every row of a 60000x784 float32 table in a shuffled order (an
+           epoch's shuffle): PyTorch's index_select, NumPy's take"""
+import sys
+import time
+
+kernel = sys.argv[1] if len(sys.argv) > 1 else "softmax"
+threads = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+R, C = 60000, 784
+
+
+def best(fn, reps=3):
+    fn()
+    t = 1e30
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        t = min(t, time.perf_counter() - t0)
+    return t
+
+
+try:
+    import torch
+
+    torch.set_num_threads(threads)
+    if kernel == "softmax":
+        x = torch.rand(4096, 4096) - 0.5
+        print(best(lambda: torch.softmax(x, dim=1)), f"PyTorch-{torch.__version__}")
+    else:
+        table = torch.rand(R, C) - 0.5
+        order = torch.randperm(R, generator=torch.Generator().manual_seed(7))
+        print(best(lambda: torch.index_select(table, 0, order)), f"PyTorch-{torch.__version__}-index_select")
+except ImportError:
+    try:
+        import numpy as np
+
+        rng = np.random.default_rng(7)
+        if kernel == "softmax":
+            x = (rng.random((4096, 4096), dtype=np.float32) - 0.5).astype(np.float32)
+
+            def softmax():
+                e = np.exp(x - x.max(axis=1, keepdims=True))
+                return e / e.sum(axis=1, keepdims=True)
+
+            print(best(softmax), f"NumPy-{np.__version__}(one-thread)")
+        else:
+            table = (rng.random((R, C), dtype=np.float32) - 0.5).astype(np.float32)
+            order = rng.permutation(R)
+            print(best(lambda: np.take(table, order, axis=0)), f"NumPy-{np.__version__}-take(one-thread)")
+    except ImportError:
+        pass
