@@ -317,7 +317,10 @@ static void *s_run(void *arg) {
         uint32_t val;
         while (l->monitor && (items[2].revents & ZMQ_POLLIN) && s_event(l->monitor, &ev, &val) == 0)
             if (ev == ZMQ_EVENT_DISCONNECTED) s_lose(l, "the connection closed (the worker stopped, or its process died)");
-        for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); i++) {
+        /* At most 256 frames and a quarter of a heartbeat's time, so the
+         * pieces of a large bulk never hold up the heartbeat below. */
+        int64_t until = s_now_ms() + TA_LINK_BEAT_MS / 4;
+        for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN) && (i == 0 || s_now_ms() < until); i++) {
             zmq_msg_init(&a);
             if (zmq_msg_recv(&a, l->dealer, ZMQ_DONTWAIT) < 0) {
                 zmq_msg_close(&a);

@@ -603,7 +603,11 @@ int h_worker(int argc, char **argv) {
         for (size_t i = 0; i < wk.nsessions; i++) /* only a ready session's mailbox is this thread's */
             if (wk.sessions[i]->state == S_READY) polled[np - 1] = wk.sessions[i], items[np++] = (zmq_pollitem_t){wk.sessions[i]->mailbox, 0, ZMQ_POLLIN, 0};
         if (zmq_poll(items, np, 20) < 0 && errno != EINTR) break;
-        for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN); i++) {
+        /* At most 256 frames, and at most a quarter of a heartbeat's time:
+         * the pieces of a large bulk (1 MB each, copied as they come) must
+         * not hold up the heartbeats below on a loaded machine. */
+        int64_t until = s_now_ms() + TA_LINK_BEAT_MS / 4;
+        for (int i = 0; i < 256 && (items[0].revents & ZMQ_POLLIN) && (i == 0 || s_now_ms() < until); i++) {
             int ev = 0;
             size_t el = sizeof ev;
             if (zmq_getsockopt(wk.router, ZMQ_EVENTS, &ev, &el) != 0 || !(ev & ZMQ_POLLIN)) break;
