@@ -6,7 +6,7 @@ FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 15
 PREFIX ?= /usr/local
 
-.PHONY: all deps cuda-tools build run test test-release test-asan test-fuzz bench install clean
+.PHONY: all deps cuda-tools peers build run test test-release test-asan test-fuzz bench install clean
 
 all: build
 
@@ -24,6 +24,10 @@ test: test-release test-fuzz test-asan
 
 cuda-tools:
 	@bash harness/cuda-tools.sh >/dev/null
+
+# The benchmarks' current peers (PyTorch from PyPI) in .tools/peers; optional.
+peers:
+	@bash harness/peers.sh >/dev/null
 
 test-release: build cuda-tools
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

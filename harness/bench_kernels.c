@@ -230,33 +230,17 @@ __attribute__((noinline)) static void s_omp_softmax(void *p) {
 }
 
 /* PyTorch, or NumPy, timing a kernel through harness/peer_kernels.py
- * ("softmax", "gather"): seconds, and the peer's name with its version; 0 when
- * neither is installed.  Debian's python3-torch is for /usr/bin/python3,
- * which may not be the python3 on PATH: the first interpreter that has
- * PyTorch wins, NumPy otherwise. */
+ * ("softmax", "gather"; h_peer_open picks the Python): seconds, and the
+ * peer's name with its version; 0 when neither is installed. */
 static int s_python_peer(const char *kernel, int threads, double *secs, char *name, size_t len) {
-    static const char *const pythons[] = {"/usr/bin/python3", "python3"};
-    char exe[1024], cmd[1400];
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = 0;
-    char *slash = strrchr(exe, '/');
-    if (slash) *slash = 0;
-    int found = 0;
-    for (size_t i = 0; i < sizeof pythons / sizeof pythons[0]; i++) {
-        snprintf(cmd, sizeof cmd, "%s '%s/../harness/peer_kernels.py' %s %d 2>/dev/null", pythons[i], exe, kernel, threads);
-        FILE *f = popen(cmd, "r");
-        if (!f) continue;
-        char peer[200];
-        double s;
-        int ok = fscanf(f, "%lf %199s", &s, peer) == 2;
-        pclose(f);
-        if (!ok || (found && strncmp(peer, "PyTorch", 7) != 0)) continue;
-        *secs = s, found = 1;
-        snprintf(name, len, "%s", peer);
-        if (strncmp(peer, "PyTorch", 7) == 0) break;
-    }
-    return found;
+    char args[64], why[200] = "", peer[200];
+    snprintf(args, sizeof args, "%s %d", kernel, threads);
+    FILE *f = h_peer_open("peer_kernels.py", args, why, sizeof why);
+    if (!f) return 0;
+    int ok = fscanf(f, "%lf %199s", secs, peer) == 2;
+    pclose(f);
+    if (ok) snprintf(name, len, "%s%s%s", peer, why[0] && strncmp(peer, "PyTorch", 7) == 0 ? " " : "", strncmp(peer, "PyTorch", 7) == 0 ? why : "");
+    return ok;
 }
 
 static int s_softmax_bench(int reps) {

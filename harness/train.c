@@ -530,23 +530,16 @@ int h_bench_train(int quick) {
     if (system(cmd) != 0) fprintf(stderr, "bench train: cannot remove %s\n", dir);
     double mlp = h_bench_step(0, NULL, steps * 4, threads, &unused);
     if (cnn < 0 || mlp < 0) return 1;
-    /* PyTorch through harness/peer_train.py (Debian's python3-torch is for /usr/bin/python3). */
-    char exe[1024], peer[200] = "";
+    /* PyTorch through harness/peer_train.py (h_peer_open picks the Python). */
+    char peer[400] = "", name[200], why[200] = "", args[64];
     double pm = 0, pc = 0, pf = 0;
-    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     int found = 0;
-    if (n > 0) {
-        exe[n] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-        static const char *const pythons[] = {"/usr/bin/python3", "python3"};
-        for (size_t i = 0; i < 2 && !found; i++) {
-            snprintf(cmd, sizeof cmd, "%s '%s/../harness/peer_train.py' %d %d 2>/dev/null", pythons[i], exe, threads, steps);
-            FILE *f = popen(cmd, "r");
-            if (!f) continue;
-            found = fscanf(f, "%lf %lf %lf %199s", &pm, &pc, &pf, peer) == 4;
-            pclose(f);
-        }
+    snprintf(args, sizeof args, "%d %d", threads, steps);
+    FILE *f = h_peer_open("peer_train.py", args, why, sizeof why);
+    if (f) {
+        found = fscanf(f, "%lf %lf %lf %199s", &pm, &pc, &pf, name) == 4;
+        pclose(f);
+        if (found) snprintf(peer, sizeof peer, "%s%s%s", name, why[0] ? " " : "", why);
     }
     if (!found) {
         snprintf(peer, sizeof peer, "none (PyTorch not installed)");
