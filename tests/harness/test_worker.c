@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -60,6 +61,7 @@ static void s_start(s_worker_t *w, const char *args) {
     w->pid = fork();
     cr_assert_geq(w->pid, 0);
     if (w->pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed test leaves no worker behind */
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
@@ -587,6 +589,7 @@ Test(worker, a_dead_client_s_session_ends) {
     pid_t c = fork();
     cr_assert_geq(c, 0);
     if (c == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
         dup2(null, 2);
@@ -647,6 +650,7 @@ Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_
     pid_t c = fork();
     cr_assert_geq(c, 0);
     if (c == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(fd, 1);
         dup2(fd, 2);
