@@ -54,6 +54,8 @@ static int64_t s_digit(const ta_lir_t *l, int lane, int u) {
     return 0;
 }
 
+int ta_lir_in_tail(const ta_lir_t *l, int lane) { return !l->tail_rows || s_digit(l, lane, l->tail_up) < l->tail_rows; }
+
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
     int out = 0;
     int64_t below = 1;
@@ -301,6 +303,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1;
+    int64_t tail = 0; /* rows in a short last row tile (0: none) */
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) inner = k;
     enum { S_MC = 64, S_KB = 256, S_CS = 1024, S_CB = 8 };
@@ -456,7 +459,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
          *   tiles, so each row is read as a run of CS contiguous floats (a
          *   stream the prefetcher follows) instead of 32 of them a page
          *   apart. */
-        kblock = -1, kb = 0;
+        kblock = -1, kb = 0, tail = 0;
         int nred = 0, rdim = -1;
         for (int k = 0; k < a->ndim; k++)
             if (a->reduce_mask >> k & 1) nred++, rdim = k;
@@ -464,9 +467,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                      a->nodes[a->nnodes - 1].src[0] == l->reduce && (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX);
         int64_t tile = stored ? factor[vdim] * vfactor[vdim] : 1;
         if (stored && up_dim[0] >= 0 && up_dim[1] == vdim && out[up_dim[0]] % S_MC == 0 && a->shape[rdim] % S_KB == 0 && a->shape[rdim] >= 2 * S_KB &&
-            a->shape[rdim] * out[vdim] * 4 > (1 << 20)) {
+            a->shape[rdim] * out[vdim] * 4 >= (1 << 20)) {
             kblock = rdim, kb = S_KB;
             extra[up_dim[0]] = S_MC / factor[up_dim[0]];
+            if (t->vector_bytes == 32 && t->printer->ranges && up_size[0] == 8 && up_size[1] == 2 && up_dim[0] < vdim) {
+                /* 16 vector registers (AVX2; the C target): 8 x 2 accumulators spill;
+                 * 6 x 2 leave room for B's 2 vectors and A's broadcast.
+                 * 64 rows are ten tiles of 6 and a last one of 4. */
+                up_size[0] = 6, factor[up_dim[0]] = 6;
+                extra[up_dim[0]] = (S_MC + 5) / 6, tail = S_MC % 6;
+            }
         } else if (stored && up_dim[0] < 0 && a->shape[rdim] % S_CB == 0 && a->shape[rdim] >= 2 * S_CB && out[vdim] > tile &&
                    a->shape[rdim] * out[vdim] * 4 > (1 << 20)) {
             int64_t cs = S_CS;
@@ -495,7 +505,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */
     }
     l->align = 1;
-    if (j >= 0) l->align = (whole_j ? out[j] : factor[j] * vfactor[j] * extra[j]) * ostride[j];
+    if (j >= 0) l->align = (whole_j ? out[j] : tail ? factor[j] * (extra[j] - 1) + tail : factor[j] * vfactor[j] * extra[j]) * ostride[j];
     if (numel == 0) l->align = 1;
     l->items = numel / l->align;
 
@@ -516,8 +526,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             s_axis(l, TA_AXIS_LOOP, k, 0, n, f * ostride[k]);
         }
     }
-    if (j >= 0 && extra[j] > 1) /* the tiles of dim j: a matmul's rows inside its column tiles, a column sum's columns */
+    if (j >= 0 && extra[j] > 1) { /* the tiles of dim j: a matmul's rows inside its column tiles, a column sum's columns */
         s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
+        if (tail) l->tail_axis = l->naxes - 1, l->tail_rows = tail, l->tail_up = 0;
+    }
     l->post_level = l->naxes - 1;
     for (int k = 0; k < a->ndim; k++)
         if (a->reduce_mask >> k & 1) {
@@ -544,6 +556,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     const ta_sym_t *full[TA_MAX_DIMS], *outi[TA_MAX_DIMS];
     int rc = ta_lir_index(l, ar, -1, 0, full, outi) == 0 ? TACT_OK : ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
     int users[TA_AST_MAX_NODES] = {0};
+    uint64_t dep[TA_AST_MAX_NODES] = {0}; /* the axes a LOAD's position or validity uses */
     for (int i = 0; i < a->nnodes; i++)
         for (int s = 0; s < a->nodes[i].nsrc; s++) users[a->nodes[i].src[s]]++;
     for (int i = 0; i < a->nnodes && rc == TACT_OK; i++) {
@@ -557,6 +570,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 break;
             }
             slots = ta_sym_slots(pos) | ta_sym_slots(valid);
+            dep[i] = slots;
             /* Through any axis over the padded dim: its loop, an upcast or
              * the vector.  (A loop of one tile has no index of its own.) */
             ln->padded = 0;
@@ -598,6 +612,23 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             if (l->vector >= 0 && l->axes[l->vector].reduce) ln->vector = 0;
         }
         if (ln->post && ln->level < l->post_level) ln->level = l->post_level;
+    }
+    /* Packing: a blocked matmul's row tiles (the LOOP at post_level, inside
+     * the column tiles) over the inner reduce (the last loop) on a target
+     * of 32-byte vectors and ranges of items (the CPU; measured on Zen 3,
+     * docs/codegen-ir.md): the contiguous vector loads of that reduce that
+     * do not depend on the row tile (B's panel) are packed once per
+     * column tile, before the row tiles. */
+    if (rc == TACT_OK && kblock >= 0 && up_dim[0] >= 0 && t->vector_bytes == 32 && t->printer->ranges && l->post_level >= 2 &&
+        l->nloops == l->post_level + 1 && l->axes[l->post_level].kind == TA_AXIS_LOOP) {
+        for (int i = 0; i < a->nnodes; i++) {
+            ta_lir_node_t *ln = &l->nodes[i];
+            if (a->nodes[i].op != TA_OP_LOAD || ln->access != TA_ACCESS_CONTIGUOUS || !ln->vector || ln->level != l->nloops ||
+                (dep[i] >> l->post_level & 1)) /* the pack is built outside the row tiles' loop */
+                continue;
+            ln->packed = 1;
+            l->pack_level = l->post_level - 1;
+        }
     }
     if (l->reduce >= 0 && rc == TACT_OK) {
         int s0 = a->nodes[l->reduce].src[0];

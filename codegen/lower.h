@@ -83,6 +83,7 @@ typedef struct {
     int fused;        /* a MUL whose only use is the reduce's SUM: one fused multiply-add */
     ta_access_t access;
     int padded;       /* a LOAD or STORE whose position depends on the padded dim */
+    int packed;       /* a vector LOAD of the inner reduce read from the pack built at pack_level */
 } ta_lir_node_t;
 
 typedef struct ta_lir {
@@ -113,6 +114,20 @@ typedef struct ta_lir {
      * output's reduce (0: none). */
     int flat;
     int group;
+    /* Packing (a blocked matmul on a target of 32-byte vectors): at loop
+     * level pack_level (0: none), before the row tiles' loop, each packed
+     * LOAD's vectors for the whole inner reduce block are copied into a
+     * contiguous array on the stack, and the row tiles read them from
+     * there.  B's rows a power of two apart fall in one set of the L1
+     * cache and evict each other; packed, the block stays in L1.  The
+     * same values in the same order: the bits do not change. */
+    int pack_level;
+    /* A short last tile (a blocked matmul on a 32-byte target: rows of 6,
+     * ten whole tiles and one of 4 rows in each 64): in the last
+     * iteration of LOOP axis tail_axis, only the lanes whose digit along
+     * the tail_up-th UPCAST axis is below tail_rows exist (0: none). */
+    int tail_axis, tail_up;
+    int64_t tail_rows;
     ta_lir_node_t nodes[TA_AST_MAX_NODES];
 } ta_lir_t;
 
@@ -154,6 +169,8 @@ int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_bas
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane);
 /* The number of upcast lanes (product of the UPCAST sizes). */
 int ta_lir_nlanes(const ta_lir_t *l);
+/* Whether lane exists in the short last tile of axis tail_axis. */
+int ta_lir_in_tail(const ta_lir_t *l, int lane);
 
 /*
  * Gathers: a SUM over dim r whose source is 0 wherever r's index differs

@@ -132,12 +132,17 @@ typedef struct {
     int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
     int lane;                    /* the lane being emitted */
     int masked;                  /* emitting the padded dim's last tile */
+    int tail;                    /* emitting the short last tile (only the lanes ta_lir_in_tail) */
     int nalu, nval, depth;
 } s_ctx_t;
 
 static void s_indent(s_ctx_t *c) {
     for (int i = 0; i < c->depth; i++) s_put(c->out, "  ");
 }
+
+/* Whether the current lane exists where the printer is (all but the
+ * rows past the end of a short last tile). */
+static int s_live(const s_ctx_t *c) { return !c->tail || ta_lir_in_tail(c->l, c->lane); }
 
 /* The name of node i's value in the current lane. */
 static const char *s_name(const s_ctx_t *c, int i) { return c->names[i][ta_lir_lane_of(c->l, i, c->lane)]; }
@@ -146,6 +151,20 @@ static const char *s_name(const s_ctx_t *c, int i) { return c->names[i][ta_lir_l
 static void s_vec_operand(s_ctx_t *c, s_str_t *e, int i) {
     if (c->l->nodes[i].vector) s_put(e, "%s", s_name(c, i));
     else s_put(e, "tact_vsplat(%s)", s_name(c, i));
+}
+
+/* A packed load's place among its distinct lanes (lowering's pack_level):
+ * the slot of lane's vector, and in *count how many a step of the inner
+ * reduce packs. */
+static int s_pack_slot(const ta_lir_t *l, int i, int lane, int *count) {
+    int own = ta_lir_lane_of(l, i, lane), slot = 0, n = ta_lir_nlanes(l);
+    *count = 0;
+    for (int u = 0; u < n; u++)
+        if (ta_lir_lane_of(l, i, u) == u) {
+            if (u < own) slot++;
+            (*count)++;
+        }
+    return slot;
 }
 
 /* Renders the position and validity of node n's view in the current lane
@@ -396,6 +415,12 @@ static int s_node(s_ctx_t *c, int i) {
             else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
             return 0;
         }
+        if (ln->packed) { /* from the pack (s_packs) */
+            int count, slot = s_pack_slot(c->l, i, c->lane, &count);
+            const ta_axis_t *k = &c->l->axes[c->l->nloops];
+            s_put(o, "tact_vf %s = pack%d[%s * %d + %d];\n", name, i, k->name, count, slot);
+            return 0;
+        }
         if (ln->access == TA_ACCESS_CONTIGUOUS) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             if (*cnt) s_put(o, "tact_vf %s = tact_vload_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
@@ -498,7 +523,7 @@ static int s_node(s_ctx_t *c, int i) {
 static int s_emit_node(s_ctx_t *c, int i) {
     int nl = ta_lir_nlanes(c->l), rc = 0;
     for (c->lane = 0; c->lane < nl && !rc; c->lane++)
-        if (ta_lir_lane_of(c->l, i, c->lane) == c->lane) rc = s_node(c, i);
+        if (ta_lir_lane_of(c->l, i, c->lane) == c->lane && s_live(c)) rc = s_node(c, i);
     return rc;
 }
 /* The reduce identity of dtype d. */
@@ -585,6 +610,38 @@ static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     c->depth++;
 }
 
+static void s_close(s_ctx_t *c);
+
+/* The packs (lowering's pack_level): each packed load's vectors for the
+ * whole inner reduce, its distinct lanes side by side, copied to an array
+ * on the stack before the row tiles read them. */
+static int s_packs(s_ctx_t *c) {
+    const ta_lir_t *l = c->l;
+    const ta_axis_t *k = &l->axes[l->nloops];
+    for (int i = 0; i < c->a->nnodes; i++) {
+        if (!l->nodes[i].packed) continue;
+        int count;
+        s_pack_slot(l, i, 0, &count);
+        s_indent(c);
+        s_put(c->out, "tact_vf pack%d[%" PRId64 "]; /* node %d's vectors, packed */\n", i, k->size * count, i);
+        s_indent(c);
+        s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", k->name, k->name, k->size, k->name);
+        c->depth++;
+        int nl = ta_lir_nlanes(l), slot = 0;
+        for (c->lane = 0; c->lane < nl; c->lane++) {
+            if (ta_lir_lane_of(l, i, c->lane) != c->lane) continue;
+            char pos[4096], valid[4096];
+            int always, never;
+            if (s_index(c, &c->a->nodes[i], c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
+            s_indent(c);
+            s_put(c->out, "pack%d[%s * %d + %d] = tact_vload(data%d+%s);\n", i, k->name, count, slot++, c->a->nodes[i].buf, pos);
+        }
+        c->lane = 0;
+        s_close(c);
+    }
+    return 0;
+}
+
 static void s_close(s_ctx_t *c) {
     c->depth--;
     s_indent(c);
@@ -604,7 +661,7 @@ static int s_reduce(s_ctx_t *c) {
     for (int x = 1; x <= l->post_level; x++)
         if (l->axes[x].outer) outer = &l->axes[x];
     for (c->lane = 0; c->lane < nl && !status; c->lane++) {
-        if (ta_lir_lane_of(l, l->reduce, c->lane) != c->lane) continue;
+        if (ta_lir_lane_of(l, l->reduce, c->lane) != c->lane || !s_live(c)) continue;
         s_str_t id = {0};
         if (vec) s_put(&id, "tact_vsplat(");
         s_identity(&id, r->op, r->dtype);
@@ -629,7 +686,7 @@ static int s_reduce(s_ctx_t *c) {
         status = s_emit_level(c, x, 0);
     }
     for (c->lane = 0; c->lane < nl && !status; c->lane++)
-        if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane) status = s_update(c, r);
+        if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane && s_live(c)) status = s_update(c, r);
     for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(c);
     if (l->group && !status) {
         /* The group's partial results meet in local memory and are
@@ -661,31 +718,35 @@ static int s_reduce(s_ctx_t *c) {
 }
 
 /* The loops from level x to post_level with what each computes, then the
- * reduce.  Inside the padded dim's loop the body comes twice: for the
- * whole tiles, and masked for the last one.  (Recursion over the IR's
+ * reduce.  Inside the padded dim's loop (or a short last tile's) the
+ * body comes twice: for the whole tiles, and for the last one.  (Recursion over the IR's
  * axes: at most TA_LIR_MAX_AXES deep.) */
 static int s_loops(s_ctx_t *c, int x) {
     const ta_lir_t *l = c->l;
     if (x > l->post_level) return l->reduce >= 0 ? s_reduce(c) : 0;
     s_open(c, &l->axes[x]);
     int status;
-    if (x == l->pad && !c->masked) {
+    /* The padded dim's loop, or the loop of a short last tile: its last
+     * iteration printed apart (masked lanes, or only the tail's rows). */
+    int *last = x == l->pad && !c->masked ? &c->masked : l->tail_rows && x == l->tail_axis ? &c->tail : NULL;
+    if (last) {
         s_indent(c);
-        s_put(c->out, "if (%s < %" PRId64 ") {\n", l->axes[x].name, l->pad_full);
+        s_put(c->out, "if (%s < %" PRId64 ") {\n", l->axes[x].name, last == &c->masked ? l->pad_full : l->axes[x].size - 1);
         c->depth++;
         status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
         c->depth--;
         s_indent(c);
-        s_put(c->out, "} else { /* the last tile, past the end of dim %d */\n", l->pad_dim);
+        if (last == &c->masked) s_put(c->out, "} else { /* the last tile, past the end of dim %d */\n", l->pad_dim);
+        else s_put(c->out, "} else { /* the last tile, %" PRId64 " rows */\n", l->tail_rows);
         c->depth++;
-        c->masked = 1;
+        *last = 1;
         if (!status) status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
-        c->masked = 0;
+        *last = 0;
         c->depth--;
         s_indent(c);
         s_put(c->out, "}\n");
     } else {
-        status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
+        status = s_emit_level(c, x, 0) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
     }
     s_close(c);
     return status;

@@ -182,17 +182,21 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
     free(x);
 }
 
-/* Matmuls of tiled and untiled shapes (one blocked over K, six with a
- * padded last tile: one vector, two, N below one vector, many tiles, the
- * only tile of a row of two vectors) against
- * a double loop within 1e-5 of the sum of magnitudes, with the same bits for
- * 1 and 8 threads. */
+/* Matmuls of tiled and untiled shapes (two blocked over K, packed on
+ * AVX2; six with a padded last tile: one vector, two, N below one vector,
+ * many tiles, the only tile of a row of two vectors) against a double
+ * loop within 1e-5 of the sum of magnitudes, with the same bits for 1 and
+ * 8 threads, with the tiles of each x86 target (SSE, AVX2, AVX-512:
+ * TACT_TEST_VECTOR_BYTES, whatever this machine has). */
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
-                                    {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}};
+                                    {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}, {64, 768, 384}};
+    static const char *targets[] = {"16", "32", "64"};
     uint64_t seed = tu_seed(), rng = seed;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+    for (size_t s = 0; s < 3 * sizeof shapes / sizeof shapes[0]; s++) {
+        const char *vb = targets[s % 3];
+        setenv("TACT_TEST_VECTOR_BYTES", vb, 1);
+        int m = shapes[s / 3][0], k = shapes[s / 3][1], n = shapes[s / 3][2];
         float *a = s_rand(&rng, (size_t)m * k, -1, 1), *b = s_rand(&rng, (size_t)k * n, -1, 1);
         float *o1 = malloc(sizeof *o1 * (size_t)m * n), *o8 = malloc(sizeof *o8 * (size_t)m * n);
         for (int pass = 0; pass < 2; pass++) {
@@ -203,16 +207,17 @@ Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
                          TACT_OK, "%s", tact_ctx_error(ctx));
             tact_ctx_close(&ctx);
         }
-        cr_assert(memcmp(o1, o8, sizeof *o1 * (size_t)m * n) == 0, "%dx%dx%d: 1 and 8 threads differ", m, k, n);
+        cr_assert(memcmp(o1, o8, sizeof *o1 * (size_t)m * n) == 0, "%dx%dx%d, %s-byte vectors: 1 and 8 threads differ", m, k, n, vb);
         for (int i = 0; i < m; i++)
             for (int j = 0; j < n; j++) {
                 double want = 0, mag = 0;
                 for (int q = 0; q < k; q++) want += (double)a[i * k + q] * b[q * n + j], mag += fabs((double)a[i * k + q] * b[q * n + j]);
-                cr_assert_leq(fabs(o1[i * n + j] - want), 1e-5 * mag + 1e-30, "seed %#llx: %dx%dx%d [%d,%d]: %.9g, not %.9g",
-                              (unsigned long long)seed, m, k, n, i, j, o1[i * n + j], want);
+                cr_assert_leq(fabs(o1[i * n + j] - want), 1e-5 * mag + 1e-30, "seed %#llx: %dx%dx%d, %s-byte vectors [%d,%d]: %.9g, not %.9g",
+                              (unsigned long long)seed, m, k, n, vb, i, j, o1[i * n + j], want);
             }
         free(a), free(b), free(o1), free(o8);
     }
+    unsetenv("TACT_TEST_VECTOR_BYTES");
 }
 
 /* Padded convolutions (masked reduces, scalar-tiled over two output dims,
@@ -342,7 +347,8 @@ static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
  * of 16 lanes on a 64-byte target (8 rows of one padded vector of 8 lanes
  * for N = 36, no vector without vector registers), a large one also
- * blocks of 256 of K around work items of 64 rows, a large column sum
+ * blocks of 256 of K around work items of 64 rows (on a 32-byte target
+ * with B's panel packed), a large column sum
  * blocks of 8 rows around runs of 128 columns, a row sum a vector
  * along the row with 4 rows side by side, an int32 kernel no vector. */
 Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
@@ -386,6 +392,23 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
                       "an outer reduce of 2 blocks of 256 (axis %d)", outer);
             cr_assert(l.width == 16 && ups == 16 && l.align == 64 * 640, "width %d upcasts %lld align %lld", l.width, (long long)ups,
                       (long long)l.align);
+            cr_assert(l.pack_level == 0 && l.tail_rows == 0, "no packing, 8-row tiles on a 64-byte target");
+            /* AVX2 (16 registers): the same blocks, tiles of 6 rows x 2
+             * vectors of 8 (12 accumulators), ten of them and a last one
+             * of 4 rows in each 64, and B's panel (the load that does not
+             * depend on the row tiles) packed inside the column tiles'
+             * loop, before the row tiles. */
+            ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
+            cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
+            int packed = 0;
+            ups = 1;
+            for (int x2 = 0; x2 < l.naxes; x2++)
+                if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
+            for (int i2 = 0; i2 < k->nnodes; i2++) packed += l.nodes[i2].packed;
+            cr_assert(l.width == 8 && ups == 12 && l.align == 64 * 640 && l.post_level == 3 && l.pack_level == 2 && l.axes[2].kind == TA_AXIS_LOOP &&
+                          l.axes[2].size == 640 / 16 && l.axes[3].size == 11 && l.tail_axis == 3 && l.tail_rows == 4 && packed == 1,
+                      "width %d upcasts %lld post_level %d pack_level %d tail %d/%lld packed %d", l.width, (long long)ups, l.post_level,
+                      l.pack_level, l.tail_axis, (long long)l.tail_rows, packed);
             found[4] = 1;
         } else if (k->ndim == 3) {
             /* 40x1100x36: 16 lanes would pad 36 to 48, 8 lanes to 40 (at
