@@ -303,7 +303,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1;
-    int64_t tail = 0; /* rows in a short last row tile (0: none) */
+    int64_t tail = 0, mc = 0; /* rows in a short last row tile (0: none), and in a work item of 6-row tiles (0: none) */
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) inner = k;
     enum { S_MC = 64, S_KB = 256, S_CS = 1024, S_CB = 8 };
@@ -466,17 +466,32 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         int stored = l->reduce >= 0 && nred == 1 && vdim >= 0 && !pad && !(a->reduce_mask >> vdim & 1) &&
                      a->nodes[a->nnodes - 1].src[0] == l->reduce && (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX);
         int64_t tile = stored ? factor[vdim] * vfactor[vdim] : 1;
-        if (stored && up_dim[0] >= 0 && up_dim[1] == vdim && out[up_dim[0]] % S_MC == 0 && a->shape[rdim] % S_KB == 0 && a->shape[rdim] >= 2 * S_KB &&
-            a->shape[rdim] * out[vdim] * 4 >= (1 << 20)) {
+        /* 16 vector registers (AVX2; the C target): a tile of 8 x 2
+         * accumulators spills, 6 x 2 leaves room for B's 2 vectors and A's
+         * broadcast.  Work items of mc rows (the largest multiple of 8
+         * from 24 to 64 that divides the rows, leaving 8 items or more
+         * where one does) in row tiles of 6, the
+         * last one short (64 rows: ten tiles of 6 and one of 4), and,
+         * where B is large, blocks of K of 128 to 256 (the fewest that
+         * divide K): a padded last column tile is allowed. */
+        mc = 0;
+        if (l->reduce >= 0 && nred == 1 && vdim >= 0 && !(a->reduce_mask >> vdim & 1) && a->nodes[a->nnodes - 1].src[0] == l->reduce &&
+            a->nodes[l->reduce].op == TA_OP_SUM && t->vector_bytes == 32 && t->printer->ranges && up_dim[0] >= 0 && up_dim[0] < vdim &&
+            up_dim[1] == vdim && up_size[0] == 8 && up_size[1] == 2)
+            for (int items = 8; items >= 1 && !mc; items -= 7) /* 8 items or more where that can be */
+                for (int64_t c2 = S_MC; c2 >= 24 && !mc; c2 -= 8)
+                    if (out[up_dim[0]] % c2 == 0 && out[up_dim[0]] / c2 >= items) mc = c2;
+        if (mc) {
+            up_size[0] = 6, factor[up_dim[0]] = 6;
+            extra[up_dim[0]] = (mc + 5) / 6, tail = mc % 6;
+            int64_t K = a->shape[rdim];
+            if (K >= 2 * S_KB && K * out[vdim] * 4 >= (1 << 20))
+                for (int64_t nb = (K + S_KB - 1) / S_KB; nb <= K / 128 && kblock < 0; nb++)
+                    if (K % nb == 0) kblock = rdim, kb = K / nb;
+        } else if (stored && up_dim[0] >= 0 && up_dim[1] == vdim && out[up_dim[0]] % S_MC == 0 && a->shape[rdim] % S_KB == 0 &&
+                   a->shape[rdim] >= 2 * S_KB && a->shape[rdim] * out[vdim] * 4 >= (1 << 20)) {
             kblock = rdim, kb = S_KB;
             extra[up_dim[0]] = S_MC / factor[up_dim[0]];
-            if (t->vector_bytes == 32 && t->printer->ranges && up_size[0] == 8 && up_size[1] == 2 && up_dim[0] < vdim) {
-                /* 16 vector registers (AVX2; the C target): 8 x 2 accumulators spill;
-                 * 6 x 2 leave room for B's 2 vectors and A's broadcast.
-                 * 64 rows are ten tiles of 6 and a last one of 4. */
-                up_size[0] = 6, factor[up_dim[0]] = 6;
-                extra[up_dim[0]] = (S_MC + 5) / 6, tail = S_MC % 6;
-            }
         } else if (stored && up_dim[0] < 0 && a->shape[rdim] % S_CB == 0 && a->shape[rdim] >= 2 * S_CB && out[vdim] > tile &&
                    a->shape[rdim] * out[vdim] * 4 > (1 << 20)) {
             int64_t cs = S_CS;
@@ -505,7 +520,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */
     }
     l->align = 1;
-    if (j >= 0) l->align = (whole_j ? out[j] : tail ? factor[j] * (extra[j] - 1) + tail : factor[j] * vfactor[j] * extra[j]) * ostride[j];
+    if (j >= 0) l->align = (whole_j ? out[j] : mc ? mc : factor[j] * vfactor[j] * extra[j]) * ostride[j];
     if (numel == 0) l->align = 1;
     l->items = numel / l->align;
 
@@ -613,13 +628,14 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         }
         if (ln->post && ln->level < l->post_level) ln->level = l->post_level;
     }
-    /* Packing: a blocked matmul's row tiles (the LOOP at post_level, inside
-     * the column tiles) over the inner reduce (the last loop) on a target
-     * of 32-byte vectors and ranges of items (the CPU; measured on Zen 3,
+    /* Packing: a blocked matmul's row tiles of 6 (the AVX2 path above: the
+     * LOOP at post_level, inside the column tiles) over the inner reduce
+     * block (the last loop; with a padded last column tile, the whole
+     * tiles: the last one reads B as it is) (measured on Zen 3,
      * docs/codegen-ir.md): the contiguous vector loads of that reduce that
      * do not depend on the row tile (B's panel) are packed once per
      * column tile, before the row tiles. */
-    if (rc == TACT_OK && kblock >= 0 && up_dim[0] >= 0 && t->vector_bytes == 32 && t->printer->ranges && l->post_level >= 2 &&
+    if (rc == TACT_OK && kblock >= 0 && mc && (l->pad < 0 || l->pad == l->post_level - 1) && l->post_level >= 2 &&
         l->nloops == l->post_level + 1 && l->axes[l->post_level].kind == TA_AXIS_LOOP) {
         for (int i = 0; i < a->nnodes; i++) {
             ta_lir_node_t *ln = &l->nodes[i];

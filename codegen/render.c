@@ -415,7 +415,7 @@ static int s_node(s_ctx_t *c, int i) {
             else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
             return 0;
         }
-        if (ln->packed) { /* from the pack (s_packs) */
+        if (ln->packed && !c->masked) { /* from the pack (s_packs; a padded dim's last tile has none) */
             int count, slot = s_pack_slot(c->l, i, c->lane, &count);
             const ta_axis_t *k = &c->l->axes[c->l->nloops];
             s_put(o, "tact_vf %s = pack%d[%s * %d + %d];\n", name, i, k->name, count, slot);
@@ -673,7 +673,11 @@ static int s_reduce(s_ctx_t *c) {
             char pos[4096], valid[4096];
             int always, never;
             status = s_index(c, st, 0, l->nodes[a->nnodes - 1].vector, pos, sizeof pos, valid, sizeof valid, &always, &never);
-            if (vec) s_put(c->out, "%s == 0 ? %s : tact_vload(data0+%s);\n", outer->name, id.p, pos);
+            char cnt[4100]; /* in a padded dim's last tile, only the lanes inside it */
+            int masked = c->masked && l->nodes[a->nnodes - 1].padded;
+            if (!status && masked) status = s_count(c, cnt, sizeof cnt);
+            if (vec && masked) s_put(c->out, "%s == 0 ? %s : tact_vload_n(data0+%s, %s);\n", outer->name, id.p, pos, cnt);
+            else if (vec) s_put(c->out, "%s == 0 ? %s : tact_vload(data0+%s);\n", outer->name, id.p, pos);
             else s_put(c->out, "%s == 0 ? %s : data0[%s];\n", outer->name, id.p, pos);
         } else {
             s_put(c->out, "%s;\n", id.p);
@@ -733,7 +737,7 @@ static int s_loops(s_ctx_t *c, int x) {
         s_indent(c);
         s_put(c->out, "if (%s < %" PRId64 ") {\n", l->axes[x].name, last == &c->masked ? l->pad_full : l->axes[x].size - 1);
         c->depth++;
-        status = s_emit_level(c, x, 0) || s_loops(c, x + 1);
+        status = s_emit_level(c, x, 0) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
         c->depth--;
         s_indent(c);
         if (last == &c->masked) s_put(c->out, "} else { /* the last tile, past the end of dim %d */\n", l->pad_dim);
