@@ -63,7 +63,7 @@ static int s_life(const char *log_path) {
     return rc != TACT_OK ? rc : done;
 }
 
-Test(actors_oom, every_allocation_failure_is_an_error_not_a_crash, .timeout = 300) {
+Test(actors_oom, every_allocation_failure_is_an_error_not_a_crash) {
     char *path = tu_tmpfile("oom");
     tact_set_allocator(s_alloc, NULL);
     long limit;

@@ -128,7 +128,7 @@ static s_seen_t *s_flood(uint64_t jitter_seed, size_t *n, int drop_eos_of_last) 
     return copy;
 }
 
-Test(actors_order, flood_from_four_threads_is_processed_identically_every_run, .timeout = 300) {
+Test(actors_order, flood_from_four_threads_is_processed_identically_every_run) {
     uint64_t seed = tu_seed();
     size_t n0;
     s_seen_t *first = s_flood(seed, &n0, 0);

@@ -78,7 +78,7 @@ static int s_same(const s_result_t *a, const s_result_t *b) {
  * once: 0.00452; the range allows other kernels' rounding, not a broken
  * gradient), and the weights are bitwise the same for a second run and
  * for 2 threads. */
-Test(train, mlp_300_steps_pinned_loss_and_identical_bits, .timeout = 300) {
+Test(train, mlp_300_steps_pinned_loss_and_identical_bits) {
     static s_result_t a, b, c;
     s_train(1, NULL, 300, &a);
     cr_expect(a.first_loss > 1.0 && a.first_loss < 2.5, "first loss %g", a.first_loss);
@@ -92,7 +92,7 @@ Test(train, mlp_300_steps_pinned_loss_and_identical_bits, .timeout = 300) {
 
 /* A recorded training run (backward and optimizer steps included) replays
  * from its log alone with every stage's messages matching. */
-Test(train, recorded_training_replays, .timeout = 300) {
+Test(train, recorded_training_replays) {
     char *path = tu_tmpfile("train");
     static s_result_t a;
     s_train(1, path, 20, &a);

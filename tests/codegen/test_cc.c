@@ -61,7 +61,7 @@ static void s_spit(const char *path, const uint8_t *b, size_t len) {
 /* Truncated and bit-flipped cached objects (100 seeded mutations) never
  * crash the host and never change a result: their digest does not match,
  * so they are rebuilt and replaced. */
-Test(codegen_cc, damaged_cached_objects_are_rebuilt_never_loaded, .timeout = 300) {
+Test(codegen_cc, damaged_cached_objects_are_rebuilt_never_loaded) {
     uint64_t seed = tu_seed(), rng = seed;
     char *dir = s_cache(), so[1100];
     s_run();

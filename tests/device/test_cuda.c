@@ -114,7 +114,7 @@ static char *s_program(char **srcs, int n) {
  * compiled to PTX by NVRTC for compute_80 and compute_90 and assembled by
  * ptxas for sm_80 and sm_90, 48 kernels a program (a failing program is
  * compiled kernel by kernel, to name the kernel). */
-Test(cuda, op_suite_kernels_to_ptx, .timeout = 900) {
+Test(cuda, op_suite_kernels_to_ptx) {
     s_use_nvrtc();
     char tmpdir[] = "/tmp/tact-cuda-XXXXXX";
     cr_assert(mkdtemp(tmpdir));

@@ -265,7 +265,7 @@ Test(graph_security, a_compiler_version_that_never_answers_fails_the_open) {
 /* Background builds (the full build behind a quick one) killed when their
  * context closes leave no temporary file of the compiler's anywhere: its
  * TMPDIR is its own private folder, removed with it. */
-Test(graph_security, killed_background_builds_leave_nothing_in_tmpdir, .timeout = 300) {
+Test(graph_security, killed_background_builds_leave_nothing_in_tmpdir) {
     s_slowcc_t c;
     s_slowcc(&c, 0);
     setenv("TACT_CC", "cc", 1); /* the real compiler, whose assembler writes ccXXXXXX.o into TMPDIR */
@@ -379,7 +379,7 @@ static void *s_failing_alloc(void *ud, void *ptr, size_t old, size_t size) {
     return realloc(ptr, size);
 }
 
-Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never_a_timeout, .timeout = 600) {
+Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never_a_timeout) {
     /* A small program (two inputs, a fused kernel, a sum, a read) with the
      * n-th allocation failing, for every n until it runs clean: each run
      * ends in ENOMEM naming the cause, or in the right values. */
@@ -424,7 +424,7 @@ Test(graph_security, an_allocation_failure_anywhere_in_a_realize_is_enomem_never
 /* The same for a backward (the client, the graph's walk and parts, the
  * gradient engine, the ops it answers): every allocation failing in turn
  * gives ENOMEM or the right gradient, never a crash, a hang or a leak. */
-Test(graph_security, an_allocation_failure_anywhere_in_a_backward_is_enomem, .timeout = 600) {
+Test(graph_security, an_allocation_failure_anywhere_in_a_backward_is_enomem) {
     tact_set_allocator(s_failing_alloc, NULL);
     int enomem = 0, clean = 0;
     long n;

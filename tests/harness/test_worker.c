@@ -356,7 +356,7 @@ static void s_usage(pid_t pid, int *fds, int *threads, long *rss_kib) {
 /* 1000 clients connect (HELLO: a session with an executor and two
  * compilers) and go (bye): the worker's files, threads and memory come
  * back to where they were. */
-Test(worker, a_thousand_sessions_leak_nothing, .timeout = 300) {
+Test(worker, a_thousand_sessions_leak_nothing) {
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
@@ -393,7 +393,7 @@ Test(worker, a_thousand_sessions_leak_nothing, .timeout = 300) {
 /* TACT_ISOLATE: the OpenCL device in a worker process the context starts;
  * killed (as a driver's abort would end it), its work is an error naming
  * the isolated device, and the CPU goes on. */
-Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) {
+Test(worker, an_isolated_device_whose_process_dies_is_an_error) {
     tact_device_info d[8];
     int n = tact_devices(d, 8), cl = 0;
     for (int i = 0; i < n && i < 8; i++) cl |= strncmp(d[i].name, "CL", 2) == 0;
@@ -447,7 +447,7 @@ Test(worker, an_isolated_device_whose_process_dies_is_an_error, .timeout = 300) 
 /* A run recorded over two workers replays in-process on two devices of
  * the same kind, and a run recorded in-process replays over the workers:
  * the stages that run with the client match (docs/workers.md). */
-Test(worker, logs_replay_between_workers_and_this_process, .timeout = 300) {
+Test(worker, logs_replay_between_workers_and_this_process) {
     if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a, b;
@@ -614,7 +614,7 @@ Test(worker, a_dead_client_s_session_ends) {
 /* A tensor whose upload takes longer than the heartbeat timeout (384 MB
  * over CURVE, about 0.25 GB/s here): it travels in pieces, so neither end
  * takes the other for lost, and it arrives whole. */
-Test(worker, a_large_upload_is_not_a_lost_worker, .timeout = 300) {
+Test(worker, a_large_upload_is_not_a_lost_worker) {
     s_key_dir();
     s_worker_t a;
     s_start(&a, "--devices CPU");
@@ -637,7 +637,7 @@ Test(worker, a_large_upload_is_not_a_lost_worker, .timeout = 300) {
 
 /* kill -9 of a worker in the middle of `tact train` over two workers: the
  * training stops with an error naming that worker within 2 s. */
-Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_seconds, .timeout = 300) {
+Test(worker, a_worker_killed_mid_training_stops_it_naming_the_worker_within_two_seconds) {
     if (!s_have_dataset()) cr_skip_test("dataset-fashion-mnist is not installed (make deps installs it)");
     s_key_dir();
     s_worker_t a, b;
