@@ -201,12 +201,12 @@ static int s_describe(int index, ta_device_info_t *info, ta_error_t *err) {
     else if (__builtin_cpu_supports("avx")) info->vector_bytes = 32;
     info->fma = __builtin_cpu_supports("fma") != 0;
     info->bf16 = __builtin_cpu_supports("avx512bf16") != 0;
-#endif
     /* A test switch: the vectors of another x86 target (16, 32 or 64
      * bytes), so tests pin the tile choices of AVX2 and AVX-512 on either
      * machine.  Kernels are still built for this processor: only slower. */
     const char *tv = getenv("TACT_TEST_VECTOR_BYTES");
     if (tv && (!strcmp(tv, "16") || !strcmp(tv, "32") || !strcmp(tv, "64"))) info->vector_bytes = atoi(tv);
+#endif
     snprintf(info->compiler, sizeof info->compiler, "%s", ta_cc_compiler());
     snprintf(info->flags, sizeof info->flags, "%s", ta_cc_flags(TA_CC_FULL));
     return TACT_OK;

@@ -182,18 +182,19 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
     free(x);
 }
 
-/* Matmuls of tiled and untiled shapes (three blocked over K, packed on
- * AVX2, one of them in blocks of 200 with a padded last column tile; on
- * AVX2 items of 40, 56 and 64 rows in tiles of 6 and a short one; six with
- * a padded last tile: one vector, two, N below one vector, many tiles, the
- * only tile of a row of two vectors) against a double
+/* Matmuls of tiled and untiled shapes (five blocked over K, packed on
+ * AVX2: two in blocks of 200 with a padded last column tile, 80 rows of
+ * them in two items; one with a single column tile, its pack inside the
+ * K blocks' loop; on AVX2 items of 40, 56 and 64 rows in tiles of 6 and a
+ * short one; six with a padded last tile: one vector, two, N below one
+ * vector, many tiles, the only tile of a row of two vectors) against a double
  * loop within 1e-5 of the sum of magnitudes, with the same bits for 1 and
  * 8 threads, with the tiles of each x86 target (SSE, AVX2, AVX-512:
  * TACT_TEST_VECTOR_BYTES, whatever this machine has). */
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
                                     {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}, {64, 768, 384},
-                                    {40, 600, 452}, {56, 100, 64}, {1000, 24, 40}};
+                                    {40, 600, 452}, {56, 100, 64}, {80, 600, 452}, {48, 16384, 16}};
     static const char *targets[] = {"16", "32", "64"};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < 3 * sizeof shapes / sizeof shapes[0]; s++) {
