@@ -54,7 +54,7 @@ static int64_t s_digit(const ta_lir_t *l, int lane, int u) {
     return 0;
 }
 
-int ta_lir_in_tail(const ta_lir_t *l, int lane) { return !l->tail_rows || s_digit(l, lane, l->tail_up) < l->tail_rows; }
+int ta_lir_in_tail(const ta_lir_t *l, int lane) { return !l->tail_rows || s_digit(l, lane, 0) < l->tail_rows; }
 
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
     int out = 0;
@@ -543,7 +543,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     }
     if (j >= 0 && extra[j] > 1) { /* the tiles of dim j: a matmul's rows inside its column tiles, a column sum's columns */
         s_axis(l, TA_AXIS_LOOP, j, 0, extra[j], factor[j] * vfactor[j] * ostride[j]);
-        if (tail) l->tail_axis = l->naxes - 1, l->tail_rows = tail, l->tail_up = 0;
+        if (tail) l->tail_axis = l->naxes - 1, l->tail_rows = tail;
     }
     l->post_level = l->naxes - 1;
     for (int k = 0; k < a->ndim; k++)

@@ -235,11 +235,11 @@ __attribute__((noinline)) static void s_omp_softmax(void *p) {
 static int s_python_peer(const char *kernel, int threads, double *secs, char *name, size_t len) {
     char args[64], why[200] = "", peer[200];
     snprintf(args, sizeof args, "%s %d", kernel, threads);
-    FILE *f = h_peer_open("peer_kernels.py", args, why, sizeof why);
+    FILE *f = h_peer_open("peer_kernels.py", "torch", args, why, sizeof why);
     if (!f) return 0;
     int ok = fscanf(f, "%lf %199s", secs, peer) == 2;
     pclose(f);
-    if (ok) snprintf(name, len, "%s%s%s", peer, why[0] && strncmp(peer, "PyTorch", 7) == 0 ? " " : "", strncmp(peer, "PyTorch", 7) == 0 ? why : "");
+    if (ok) snprintf(name, len, "%s%s%s", peer, why[0] ? " " : "", why);
     return ok;
 }
 

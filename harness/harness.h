@@ -14,12 +14,13 @@ int h_bench_pipeline(int quick);
 int h_bench_kernels(int quick);
 /* Prints one bench line: {"name","value","unit","peer","peer_value","ratio"}. */
 void h_line(const char *name, double value, const char *unit, const char *peer, double peer_value, double ratio);
-/* Runs harness/SCRIPT ARGS with the best Python there is for a peer, and
- * returns its output to read (pclose it), or NULL: the peers' venv
- * (.tools/peers, `make peers`: current PyTorch), else Debian's
- * /usr/bin/python3 (python3-torch 1.13: *why then says it is the
- * fallback, to append to the peer's name), else python3 on PATH. */
-FILE *h_peer_open(const char *script, const char *args, char *why, size_t why_len);
+/* Runs harness/SCRIPT ARGS with the best Python there is for a peer, the
+ * first that imports module, and returns its output to read (pclose it),
+ * or NULL: the peers' venv (.tools/peers, `make peers`: current PyTorch),
+ * else Debian's /usr/bin/python3, else python3 on PATH (tried anyway).
+ * *why (when not NULL) is empty, or, when the peer is Debian's
+ * python3-torch 1.13, says it is the fallback: to append to its name. */
+FILE *h_peer_open(const char *script, const char *module, const char *args, char *why, size_t why_len);
 int h_log(int argc, char **argv);
 /* `tact worker` and `tact keygen` (worker.c). */
 int h_worker(int argc, char **argv);

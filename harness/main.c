@@ -20,22 +20,26 @@ void h_line(const char *name, double value, const char *unit, const char *peer, 
     fflush(stdout);
 }
 
-FILE *h_peer_open(const char *script, const char *args, char *why, size_t why_len) {
+FILE *h_peer_open(const char *script, const char *module, const char *args, char *why, size_t why_len) {
     char exe[1024], cmd[3000];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (why) *why = '\0';
     if (n <= 0) return NULL;
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
     char venv[1100];
     snprintf(venv, sizeof venv, "%s/../.tools/peers/bin/python", exe);
+    /* The first that imports the module; the last is tried anyway (a
+     * script may fall back, as peer_kernels.py to NumPy). */
     const char *pythons[] = {venv, "/usr/bin/python3", "python3"};
     for (size_t i = 0; i < sizeof pythons / sizeof *pythons; i++) {
         if (i == 0 && access(venv, X_OK) != 0) continue;
-        snprintf(cmd, sizeof cmd, "'%s' -c 'import torch' 2>/dev/null", pythons[i]);
-        if (i < 2 && system(cmd) != 0) continue; /* no PyTorch there: the next */
+        snprintf(cmd, sizeof cmd, "'%s' -c 'import %s' 2>/dev/null", pythons[i], module);
+        if (i < 2 && system(cmd) != 0) continue;
         snprintf(cmd, sizeof cmd, "'%s' '%s/../harness/%s' %s 2>/dev/null", pythons[i], exe, script, args);
-        if (why) snprintf(why, why_len, "%s", i == 0 ? "" : "(Debian's python3-torch, the fallback: make peers installs current PyTorch)");
+        if (why && i == 1 && strcmp(module, "torch") == 0)
+            snprintf(why, why_len, "(Debian's python3-torch, the fallback: make peers installs current PyTorch)");
         return popen(cmd, "r");
     }
     return NULL;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make peers`: the benchmarks' current peers in a project-local venv,
 # .tools/peers (PyTorch and NumPy from PyPI),
-# which `tact bench` finds by itself (harness/bench.c, h_python); without it
+# which `tact bench` finds by itself (h_peer_open, harness/main.c); without it
 # the benches fall back to Debian's python3-torch 1.13 and say so.  Nothing
 # of the library needs it.  Does nothing when the venv is complete; prints
 # the venv's python.

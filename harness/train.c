@@ -535,7 +535,7 @@ int h_bench_train(int quick) {
     double pm = 0, pc = 0, pf = 0;
     int found = 0;
     snprintf(args, sizeof args, "%d %d", threads, steps);
-    FILE *f = h_peer_open("peer_train.py", args, why, sizeof why);
+    FILE *f = h_peer_open("peer_train.py", "torch", args, why, sizeof why);
     if (f) {
         found = fscanf(f, "%lf %lf %lf %199s", &pm, &pc, &pf, name) == 4;
         pclose(f);
