@@ -7,6 +7,8 @@
 #include "printer.h"
 #include "tact.h"
 
+static int s_is16(tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16; }
+
 ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory, const char *flags) {
     ta_target_t t = {ta_printer_find(language), vector_bytes, fma != 0, max_group > 0 ? max_group : 1, local_memory, flags, 0};
     return t;
@@ -284,14 +286,21 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         for (int w = 0; w < a->views[v].nviews; w++) masked |= a->views[v].views[w].has_mask;
     /* Vectors take float32 values, and on the C target the bools of
      * float32 comparisons that only choose a WHERE's value (the masks of a
-     * relu's or a max pool's gradient): lanes of -1 or 0. */
+     * relu's or a max pool's gradient): lanes of -1 or 0; and float16 or
+     * bfloat16 loads cast to float32 at once, and in kernels without a
+     * reduce their stores of float32 values cast to 16 bits (the casts
+     * around a matmul of halves), where the printer converts a vector as
+     * it loads or stores it. */
     for (int i = 0; i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
         int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && t->printer->bool_masks;
-        all_f32 &= n->dtype == TACT_FLOAT32 || cmp;
+        int cvt = t->printer->vector_halves, store16 = cvt && l->reduce < 0; /* (a reduce's K blocks read float32 partials back) */
+        int h16 = s_is16(n->dtype) && (n->op == TA_OP_LOAD ? cvt : (n->op == TA_OP_CAST || n->op == TA_OP_STORE) && store16);
+        all_f32 &= n->dtype == TACT_FLOAT32 || cmp || h16;
         for (int k = 0; k < n->nsrc; k++) {
             tact_dtype sd = a->nodes[n->src[k]].dtype;
-            all_f32 &= sd == TACT_FLOAT32 || (sd == TACT_BOOL && n->op == TA_OP_WHERE && k == 0);
+            all_f32 &= sd == TACT_FLOAT32 || (sd == TACT_BOOL && n->op == TA_OP_WHERE && k == 0) ||
+                       (s_is16(sd) && ((cvt && n->op == TA_OP_CAST && n->dtype == TACT_FLOAT32) || (store16 && n->op == TA_OP_STORE)));
         }
     }
     ta_sym_arena_t *ar = ta_sym_arena_new();
@@ -334,7 +343,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
                     /* A HALF load is cheap where the printer has it (a pair
                      * of lanes each), else a gather; neither may store. */
-                    if (acc == TA_ACCESS_HALF && !t->printer->half_loads) acc = TA_ACCESS_GATHER;
+                    if (acc == TA_ACCESS_HALF && (!t->printer->half_loads || s_is16(n->dtype))) acc = TA_ACCESS_GATHER;
                     if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER && acc != TA_ACCESS_HALF;
                     else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
                 }
@@ -597,7 +606,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
                 /* Pairs of lanes from an even first one (in a padded dim's
                  * last tile, only the lanes inside it), where the printer has them. */
-                if (!linear && unmasked && n->op == TA_OP_LOAD && t->printer->half_loads && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
+                if (!linear && unmasked && n->op == TA_OP_LOAD && n->dtype == TACT_FLOAT32 && t->printer->half_loads && l->width % 2 == 0 &&
+                    ta_sym_half(pos, l->vector))
                     ln->access = TA_ACCESS_HALF;
             }
         }

@@ -30,6 +30,7 @@ typedef struct ta_printer {
     /* Capabilities (lowering's choices). */
     int ranges;        /* a kernel computes a range [start, end) of work items on a thread of a pool; else one work item per grid point */
     int half_loads;    /* vector loads of W/2 floats, each into two lanes (TA_ACCESS_HALF) */
+    int vector_halves; /* vector loads of float16 and bfloat16 values into float32 lanes (tact_vloadh, tact_vloadbf) */
     int bool_masks;    /* vector comparisons as lane masks that choose a WHERE's value */
     int sum_tree;      /* a reduce's vector partials added across lanes by shuffles */
     int groups;        /* work groups sharing local memory, with barriers: a long reduce shared by a group */
@@ -78,8 +79,16 @@ const char *ta_render_reg_type(tact_dtype d);
 #define TA_PRINTER_HELPERS \
     "/* 16-bit floats: stored as bits, computed in float, rounded after every op.\n" \
     "   NaNs keep their bits both ways (arithmetic makes them quiet anyway), so\n" \
-    "   a bitcast through a float register is exact. */\n" \
+    "   a bitcast through a float register is exact.  Where a printer has the\n" \
+    "   machine's conversions (TACT_F16C: IEEE's, round to nearest even), they\n" \
+    "   convert all but NaNs: the same bits. */\n" \
+    "#ifndef TACT_F16C\n" \
+    "#define TACT_F16C 0\n" \
+    "static inline float tact_h2f_hw(uint16_t h) { (void)h; return 0; }\n" \
+    "static inline uint16_t tact_f2h_hw(float f) { (void)f; return 0; }\n" \
+    "#endif\n" \
     "static inline float tact_h2f(uint16_t h) {\n" \
+    "  if (TACT_F16C && (h & 0x7fff) <= 0x7c00) return tact_h2f_hw(h); /* not a NaN */\n" \
     "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n" \
     "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n" \
     "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n" \
@@ -88,6 +97,7 @@ const char *ta_render_reg_type(tact_dtype d);
     "  float f; memcpy(&f, &u, 4); return f;\n" \
     "}\n" \
     "static inline uint16_t tact_f2h(float f) {\n" \
+    "  if (TACT_F16C && f == f) return tact_f2h_hw(f);\n" \
     "  uint32_t u; memcpy(&u, &f, 4);\n" \
     "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n" \
     "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n" \

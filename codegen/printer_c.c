@@ -20,7 +20,14 @@ static const char s_prelude[] =
     "#define fmaf __builtin_fmaf\n#define fma __builtin_fma\n#define sqrtf __builtin_sqrtf\n#define sqrt __builtin_sqrt\n"
     "#define log2f __builtin_log2f\n#define log2 __builtin_log2\n#define sinf __builtin_sinf\n#define sin __builtin_sin\n"
     "#define exp2 __builtin_exp2\n#define truncf __builtin_truncf\n#define trunc __builtin_trunc\n"
-    "#define fmodf __builtin_fmodf\n#define fmod __builtin_fmod\n" TA_PRINTER_HELPERS;
+    "#define fmodf __builtin_fmodf\n#define fmod __builtin_fmod\n"
+    "#if defined(__F16C__) && defined(__GNUC__)\n" /* x86's float16 conversions */
+    "#define TACT_F16C 1\n"
+    "typedef short tact_v8hi __attribute__((vector_size(16)));\n"
+    "typedef float tact_v4sf __attribute__((vector_size(16)));\n"
+    "static inline float tact_h2f_hw(uint16_t h) { return __builtin_ia32_vcvtph2ps((tact_v8hi){(short)h})[0]; }\n"
+    "static inline uint16_t tact_f2h_hw(float f) { return (uint16_t)__builtin_ia32_vcvtps2ph((tact_v4sf){f}, 0)[0]; }\n"
+    "#endif\n" TA_PRINTER_HELPERS;
 
 /* Vector types and helpers for kernels with a VECTOR axis of w float32
  * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
@@ -61,6 +68,62 @@ static void s_vectors(ta_out_t *o, int w) {
           "%s"
           "static inline tact_vf tact_vload_half_n(const float *p, int64_t n) { tact_vf r = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) r[l] = p[l / 2]; return r; }\n"
           "static inline void tact_vstore_n(float *p, tact_vf x, int64_t n) { for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = x[l]; }\n"
+          "/* float16 and bfloat16 into float32 lanes, exactly, NaNs keeping their\n"
+          "   bits (as tact_h2f, tact_bf2f): integer lanes, no F16C needed. */\n"
+          "typedef uint16_t tact_v16u __attribute__((vector_size(%d), aligned(2)));\n"
+          "static inline tact_vf tact_vh2f(tact_vi x) {\n"
+          "  tact_vi e = x & 0x7c00, m = x & 0x3ff, z = e == 0, big = e == 0x7c00;\n"
+          "  tact_vi norm = ((x & 0x7fff) << 13) + 0x38000000, sub = (tact_vi)(__builtin_convertvector(m, tact_vf) * 5.9604644775390625e-8f);\n"
+          "  return (tact_vf)(((x & 0x8000) << 16) | (sub & z) | ((0x7f800000 | m << 13) & big) | (norm & ~(z | big)));\n"
+          "}\n"
+          "static inline tact_vf tact_vloadh(const uint16_t *p) {\n"
+          "  tact_v16u h = *(const tact_v16u *)p;\n"
+          "  tact_vi x = __builtin_convertvector(h, tact_vi);\n"
+          "#if TACT_F16C && (TACT_W == 8 || (TACT_W == 16 && defined(__AVX512F__)))\n"
+          "  /* The machine's conversion, which makes a signalling NaN quiet: that\n"
+          "     lane's quiet bit put back as it was. */\n"
+          "  typedef short tact_vhs __attribute__((vector_size(2 * TACT_W)));\n"
+          "#if TACT_W == 8\n"
+          "  tact_vf r = __builtin_ia32_vcvtph2ps256((tact_vhs)h);\n"
+          "#else\n"
+          "  tact_vf r = __builtin_ia32_vcvtph2ps512_mask((tact_vhs)h, tact_vsplat(0), (unsigned short)-1, 4);\n"
+          "#endif\n"
+          "  return (tact_vf)((tact_vi)r & ~((r != r) & ((~x & 0x200) << 13)));\n"
+          "#else\n"
+          "  return tact_vh2f(x);\n"
+          "#endif\n"
+          "}\n"
+          "static inline tact_vf tact_vloadbf(const uint16_t *p) { return (tact_vf)(__builtin_convertvector(*(const tact_v16u *)p, tact_vi) << 16); }\n"
+          "/* float32 lanes rounded to float16 or bfloat16 (to nearest even) and\n"
+          "   stored, NaNs as tact_f2h and tact_f2bf make them. */\n"
+          "typedef uint32_t tact_vu __attribute__((vector_size(%d)));\n"
+          "static inline tact_v16u tact_vf2h(tact_vf x) {\n"
+          "#if TACT_F16C && (TACT_W == 8 || (TACT_W == 16 && defined(__AVX512F__)))\n"
+          "  typedef short tact_vhs __attribute__((vector_size(2 * TACT_W)));\n"
+          "#if TACT_W == 8\n"
+          "  tact_v16u r = (tact_v16u)__builtin_ia32_vcvtps2ph256(x, 0);\n"
+          "#else\n"
+          "  tact_v16u r = (tact_v16u)__builtin_ia32_vcvtps2ph512_mask(x, 0, (tact_vhs){0}, (unsigned short)-1);\n"
+          "#endif\n"
+          "  tact_vu u = (tact_vu)x, m = (u >> 13) & 0x3ff;\n"
+          "  tact_v16u nan = __builtin_convertvector((tact_vu)(x != x), tact_v16u);\n"
+          "  tact_v16u q = __builtin_convertvector(((u >> 16) & 0x8000) | 0x7c00 | m | ((tact_vu)(m == 0) & 0x200), tact_v16u);\n"
+          "  return (r & ~nan) | (q & nan);\n"
+          "#else\n"
+          "  tact_v16u r; for (int l = 0; l < TACT_W; l++) r[l] = tact_f2h(x[l]); return r;\n"
+          "#endif\n"
+          "}\n"
+          "static inline tact_v16u tact_vf2bf(tact_vf x) {\n"
+          "  tact_vu u = (tact_vu)x, hi = u >> 16, nan = (tact_vu)((u & 0x7fffffffu) > 0x7f800000u);\n"
+          "  tact_vu r = ((u + 0x7fffu + (hi & 1)) >> 16 & ~nan) | ((hi | ((tact_vu)((hi & 0x7f) == 0) & 0x40)) & nan);\n"
+          "  return __builtin_convertvector(r, tact_v16u);\n"
+          "}\n"
+          "static inline void tact_vstoreh(uint16_t *p, tact_vf x) { *(tact_v16u *)p = tact_vf2h(x); }\n"
+          "static inline void tact_vstorebf(uint16_t *p, tact_vf x) { *(tact_v16u *)p = tact_vf2bf(x); }\n"
+          "static inline void tact_vstoreh_n(uint16_t *p, tact_vf x, int64_t n) { tact_v16u r = tact_vf2h(x); for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = r[l]; }\n"
+          "static inline void tact_vstorebf_n(uint16_t *p, tact_vf x, int64_t n) { tact_v16u r = tact_vf2bf(x); for (int l = 0; l < TACT_W; l++) if (l < n) p[l] = r[l]; }\n"
+          "static inline tact_vf tact_vloadh_n(const uint16_t *p, int64_t n) { tact_vi x = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) x[l] = p[l]; return tact_vh2f(x); }\n"
+          "static inline tact_vf tact_vloadbf_n(const uint16_t *p, int64_t n) { tact_vi x = {0}; for (int l = 0; l < TACT_W; l++) if (l < n) x[l] = p[l]; return (tact_vf)(x << 16); }\n"
           "/* max propagates NaN from either side, as tact_maxf. */\n"
           "static inline tact_vf tact_vmax(tact_vf a, tact_vf b) {\n"
           "  tact_vi m = (a != a) | (a > b); return (tact_vf)(((tact_vi)a & m) | ((tact_vi)b & ~m));\n"
@@ -104,7 +167,7 @@ static void s_vectors(ta_out_t *o, int w) {
           "  return h[0];\n"
           "}\n"
           "#endif\n",
-          4 * w, 4 * w, 4 * w, w, splat, half);
+          4 * w, 4 * w, 4 * w, w, splat, half, 2 * w, 4 * w);
 }
 
 /* device.h's CPU ABI: outputs [start, end) of the work items' outputs,
@@ -124,6 +187,7 @@ const ta_printer_t ta_printer_c = {
     .language = "C",
     .ranges = 1,
     .half_loads = 1,
+    .vector_halves = 1,
     .bool_masks = 1,
     .sum_tree = 1,
     .groups = 0,

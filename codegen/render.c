@@ -144,6 +144,17 @@ static void s_indent(s_ctx_t *c) {
  * rows past the end of a short last tile). */
 static int s_live(const s_ctx_t *c) { return !c->tail || ta_lir_in_tail(c->l, c->lane); }
 
+/* The vector load of a buffer of dtype d into float32 lanes (lowering
+ * vectorizes 16-bit loads only where the printer has vector_halves). */
+static const char *s_vload(tact_dtype d) { return d == TACT_FLOAT16 ? "tact_vloadh" : d == TACT_BFLOAT16 ? "tact_vloadbf" : "tact_vload"; }
+
+/* A scalar element of a buffer of dtype d as a float: buf[pos] converted. */
+static void s_elem(char *out, size_t len, tact_dtype d, int buf, const char *pos) {
+    if (d == TACT_FLOAT16) snprintf(out, len, "tact_h2f(data%d[%s])", buf, pos);
+    else if (d == TACT_BFLOAT16) snprintf(out, len, "tact_bf2f(data%d[%s])", buf, pos);
+    else snprintf(out, len, "data%d[%s]", buf, pos);
+}
+
 /* The name of node i's value in the current lane. */
 static const char *s_name(const s_ctx_t *c, int i) { return c->names[i][ta_lir_lane_of(c->l, i, c->lane)]; }
 
@@ -423,8 +434,8 @@ static int s_node(s_ctx_t *c, int i) {
         }
         if (ln->access == TA_ACCESS_CONTIGUOUS) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            if (*cnt) s_put(o, "tact_vf %s = tact_vload_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
-            else s_put(o, "tact_vf %s = tact_vload(data%d+%s);\n", name, n->buf, pos);
+            if (*cnt) s_put(o, "tact_vf %s = %s_n(data%d+%s, %s);\n", name, s_vload(d), n->buf, pos, cnt);
+            else s_put(o, "tact_vf %s = %s(data%d+%s);\n", name, s_vload(d), n->buf, pos);
             return 0;
         }
         if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
@@ -436,18 +447,16 @@ static int s_node(s_ctx_t *c, int i) {
             memcpy(valid, both, (size_t)len + 1);
             always = 0;
         }
+        char load[4200];
+        s_elem(load, sizeof load, d, n->buf, pos);
         if (ln->access == TA_ACCESS_GATHER) { /* lane by lane */
             s_put(o, "tact_vf %s;\n", name);
             s_indent(c);
             if (never) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = 0;\n", name);
-            else if (always) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = data%d[%s];\n", name, n->buf, pos);
-            else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = (%s) ? data%d[%s] : 0;\n", name, valid, n->buf, pos);
+            else if (always) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = %s;\n", name, load);
+            else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = (%s) ? %s : 0;\n", name, valid, load);
             return 0;
         }
-        char load[4200];
-        if (d == TACT_FLOAT16) snprintf(load, sizeof load, "tact_h2f(data%d[%s])", n->buf, pos);
-        else if (d == TACT_BFLOAT16) snprintf(load, sizeof load, "tact_bf2f(data%d[%s])", n->buf, pos);
-        else snprintf(load, sizeof load, "data%d[%s]", n->buf, pos);
         if (never) s_put(o, "%s %s = 0;\n", s_reg(d), name);
         else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), name, load);
         else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), name, valid, load);
@@ -473,8 +482,9 @@ static int s_node(s_ctx_t *c, int i) {
             char cnt[4100];
             int masked = c->masked && ln->padded;
             if (masked && s_count(c, cnt, sizeof cnt) != 0) return -1;
-            if (masked) s_put(o, "tact_vstore_n(data0+%s, ", pos);
-            else s_put(o, "tact_vstore(data0+%s, ", pos);
+            const char *st = d == TACT_FLOAT16 ? "tact_vstoreh" : d == TACT_BFLOAT16 ? "tact_vstorebf" : "tact_vstore";
+            if (masked) s_put(o, "%s_n(data0+%s, ", st, pos);
+            else s_put(o, "%s(data0+%s, ", st, pos);
             if (c->l->nodes[n->src[0]].vector) s_put(o, "%s", x);
             else s_put(o, "tact_vsplat(%s)", x);
             if (masked) s_put(o, ", %s);\n", cnt);
@@ -634,7 +644,7 @@ static int s_packs(s_ctx_t *c) {
             int always, never;
             if (s_index(c, &c->a->nodes[i], c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             s_indent(c);
-            s_put(c->out, "pack%d[%s * %d + %d] = tact_vload(data%d+%s);\n", i, k->name, count, slot++, c->a->nodes[i].buf, pos);
+            s_put(c->out, "pack%d[%s * %d + %d] = %s(data%d+%s);\n", i, k->name, count, slot++, s_vload(c->a->nodes[i].dtype), c->a->nodes[i].buf, pos);
         }
         c->lane = 0;
         s_close(c);

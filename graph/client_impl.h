@@ -94,6 +94,7 @@ ti_tensor_t *ti_mulacc(ti_tensor_t *a, ti_tensor_t *b, ti_tensor_t *c);
 ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
 ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim);
 ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b);
+ti_tensor_t *ti_widened(ti_tensor_t *x, tact_dtype d); /* a matmul's or conv's operand: 16-bit floats as float32 */
 ti_tensor_t *ti_reshape(ti_tensor_t *x, int ndim, const int64_t *shape);
 ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order);
 ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape);

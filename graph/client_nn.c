@@ -163,7 +163,10 @@ ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
  * plus the bias, as (bs, g * rc, *o).  The bias is added before the
  * reshape, in the reduce's own shape, so the scheduler fuses it into the
  * reduce's kernel; the same values as the reference's add after it. */
-static ti_tensor_t *s_conv_out(ti_tensor_t *r, ti_tensor_t *bias, int n, int64_t bs, int64_t g, int64_t rc, int nk, const int64_t *o) {
+/* The sums r of a convolution whose operands promote to d (16-bit floats
+ * were widened: ti_widened), plus bias, in the output's shape. */
+static ti_tensor_t *s_conv_out(ti_tensor_t *r, tact_dtype d, ti_tensor_t *bias, int n, int64_t bs, int64_t g, int64_t rc, int nk, const int64_t *o) {
+    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) r = ti_cast(r, d);
     if (bias) {
         int64_t bsh[TA_MAX_DIMS];
         for (int j = 0; j < n; j++) bsh[j] = 1;
@@ -217,7 +220,7 @@ static ti_tensor_t *s_every(ti_tensor_t *x, int j, int64_t start, int64_t count,
  * bits do not either (DESIGN.md §2, batch invariance). */
 enum { S_UNFOLD_MIN = 16, S_UNFOLD_PIECES = 27 };
 #define S_UNFOLD_SAMPLE_BYTES (4.0 * 1024 * 1024)
-static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, const tact_window *w) {
+static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, tact_dtype dt, ti_tensor_t *bias, const tact_window *w) {
     int nk = w->ndims;
     int64_t pad[6], xs[TA_MAX_DIMS], ws[TA_MAX_DIMS], o[3], s[3], kprod = 1;
     if (s_padding(w, pad) != 0) return NULL;
@@ -274,7 +277,7 @@ static ti_tensor_t *s_conv_unfolded(ti_tensor_t *x, ti_tensor_t *weight, ti_tens
     wr[n++] = cin * kprod;
     int axis = -1;
     ti_tensor_t *r = ti_sum(ti_mul(ti_expand(cols, m, e), ti_reshape(weight, n, wr)), 1, &axis, 1);
-    return s_conv_out(r, bias, n, bs, g, rc, nk, o);
+    return s_conv_out(r, dt, bias, n, bs, g, rc, nk, o);
 }
 
 /* x (bs, groups*cin, *i), weight (cout, cin, *k): the pool view (bs,
@@ -299,7 +302,9 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     if (g < 1 || g * cin != xs[1] || cout % g)
         return tc_fail(x, TACT_ESHAPE, "conv2d: input of %lld channels, weight (%lld, %lld, ...) and %lld groups do not match (groups x weight's in = input's, groups divide out)",
                       (long long)xs[1], (long long)cout, (long long)cin, (long long)g);
-    ti_tensor_t *unfolded = s_conv_unfolded(x, weight, bias, &ww);
+    tact_dtype dt = ta_dtype_promote(ti_dtype_of(x), ti_dtype_of(weight));
+    x = ti_widened(x, dt), weight = ti_widened(weight, dt);
+    ti_tensor_t *unfolded = s_conv_unfolded(x, weight, dt, bias, &ww);
     if (unfolded) return unfolded;
     ti_tensor_t *p = s_padded_pool(x, &ww, ww.kernel, 0, 0, "conv2d"); /* (bs, g*cin, *o, *k) */
     if (ti_status_of(p)) return p;
@@ -324,7 +329,7 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     int axes[4];
     for (int j = 0; j <= nk; j++) axes[j] = -1 - j;
     ti_tensor_t *r = ti_sum(ti_mul(v, ti_reshape(weight, n, wr)), nk + 1, axes, 1);
-    return s_conv_out(r, bias, n, bs, g, rc, nk, ps + 2);
+    return s_conv_out(r, dt, bias, n, bs, g, rc, nk, ps + 2);
 }
 
 /* x.dot(weight) (weight (in, out), as the reference: not PyTorch's (out, in)),

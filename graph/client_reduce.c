@@ -109,6 +109,8 @@ ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
         return tc_error(a->ctx, TACT_ESHAPE, "matmul of %s and %s: %" PRId64 " columns against %" PRId64 " rows", sa, sb,
                         a->shape.d[n1 - 1], b->shape.d[n2 - tail]);
     }
+    tact_dtype d = ta_dtype_promote(a->dtype, b->dtype);
+    a = ti_widened(a, d), b = ti_widened(b, d);
     /* As the reference: x (..., [1,] k) times w (..., [1,] k, m) moved to
      * (..., m, k), multiplied with broadcasting and summed over k. */
     int ones = n1 - 1 < n2 - 1 ? n1 - 1 : n2 - 1;
@@ -128,8 +130,17 @@ ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
     order[nw - tail] = nw - 1;
     ti_tensor_t *x = ti_reshape(a, nx, xs), *w = ti_permute(ti_reshape(b, nw, ws), order);
     int last = -1;
-    return ti_cast(ti_sum(ti_mul(x, w), 1, &last, 0), ta_dtype_promote(a->dtype, b->dtype));
+    return ti_cast(ti_sum(ti_mul(x, w), 1, &last, 0), d);
 }
+
+/* An operand of a matmul or a convolution whose result has dtype d.
+ * Float16 and bfloat16 are multiplied in float32, where each product is
+ * exact, summed in float32 and rounded once to their type at the end, as
+ * PyTorch and tensor cores do; the reference rounds each product to 16
+ * bits before its float32 sum (docs/api.md).  The operands are converted
+ * by kernels of their own (realized before the expand, in their own
+ * layout), so the matmul is float32's, at its rate. */
+ti_tensor_t *ti_widened(ti_tensor_t *x, tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(x, TACT_FLOAT32) : x; }
 
 
 

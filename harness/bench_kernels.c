@@ -304,6 +304,34 @@ static int s_gather_bench(int reps) {
     return t < 0;
 }
 
+/* A 1024^2 matmul of float16 or bfloat16 (tact_matmul: products in
+ * float32, summed in float32, rounded once), against PyTorch's matmul in
+ * that dtype on the CPU with as many threads (peer_kernels.py). */
+static tact_dtype s_low_dtype;
+static void s_low_prep(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    in[0] = tact_cast(in[0], s_low_dtype), in[1] = tact_cast(in[1], s_low_dtype);
+}
+
+static int s_low_matmul(tact_dtype d, const char *dname, int reps) {
+    enum { N = 1024 };
+    float *a = h_fill((size_t)N * N, 4), *b = h_fill((size_t)N * N, 5);
+    float *data[2] = {a, b};
+    int64_t shapes[2][2] = {{N, N}, {N, N}};
+    int ndims[2] = {2, 2};
+    tact_options o;
+    tact_options_default(&o);
+    s_low_dtype = d;
+    double t = h_tact_best_with(&o, 2, data, shapes, ndims, s_low_prep, h_matmul, reps), p, flops = 2.0 * N * N * N;
+    char kernel[32], peer[200], name[64];
+    snprintf(kernel, sizeof kernel, "matmul_%s", dname);
+    snprintf(name, sizeof name, "kernels.matmul_%s_1024", dname);
+    int have = s_python_peer(kernel, s_threads(), &p, peer, sizeof peer);
+    if (t > 0) h_line(name, flops / t * 1e-9, "GFLOPS", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? flops / p * 1e-9 : 0, have ? p / t : 0);
+    free(a), free(b);
+    return t < 0;
+}
+
 int h_bench_kernels(int quick) {
     int reps = quick ? 1 : 15, threads = s_threads(), bad = 0;
     omp_set_num_threads(threads);
@@ -334,6 +362,8 @@ int h_bench_kernels(int quick) {
     bad |= s_fma(reps);
     bad |= s_softmax_bench(quick ? 1 : 3);
     bad |= s_gather_bench(quick ? 1 : 5);
+    bad |= s_low_matmul(TACT_FLOAT16, "float16", quick ? 1 : 5);
+    bad |= s_low_matmul(TACT_BFLOAT16, "bfloat16", quick ? 1 : 5);
     if (dl) dlclose(dl);
     return bad;
 }

@@ -5,7 +5,9 @@ nothing when neither is there.  NumPy runs on one thread whatever the
 count; the name says so.
   softmax  the rows of a 4096x4096 float32 matrix
   gather   every row of a 60000x784 float32 table in a shuffled order (an
-           epoch's shuffle): PyTorch's index_select, NumPy's take"""
+           epoch's shuffle): PyTorch's index_select, NumPy's take
+  matmul_float16, matmul_bfloat16
+           1024x1024 times 1024x1024 in that dtype (NumPy: float16 only)"""
 import sys
 import time
 
@@ -31,6 +33,10 @@ try:
     if kernel == "softmax":
         x = torch.rand(4096, 4096) - 0.5
         print(best(lambda: torch.softmax(x, dim=1)), f"PyTorch-{torch.__version__}")
+    elif kernel.startswith("matmul_"):
+        dt = getattr(torch, kernel[len("matmul_"):])
+        a, b = (torch.rand(1024, 1024) - 0.5).to(dt), (torch.rand(1024, 1024) - 0.5).to(dt)
+        print(best(lambda: torch.matmul(a, b), 5), f"PyTorch-{torch.__version__}-matmul")
     else:
         table = torch.rand(R, C) - 0.5
         order = torch.randperm(R, generator=torch.Generator().manual_seed(7))
@@ -48,6 +54,12 @@ except ImportError:
                 return e / e.sum(axis=1, keepdims=True)
 
             print(best(softmax), f"NumPy-{np.__version__}(one-thread)")
+        elif kernel == "matmul_float16":
+            a = (rng.random((1024, 1024), dtype=np.float32) - 0.5).astype(np.float16)
+            b = (rng.random((1024, 1024), dtype=np.float32) - 0.5).astype(np.float16)
+            print(best(lambda: a @ b, 1), f"NumPy-{np.__version__}-float16(one-thread)")
+        elif kernel.startswith("matmul_"):
+            pass  # NumPy has no bfloat16
         else:
             table = (rng.random((R, C), dtype=np.float32) - 0.5).astype(np.float32)
             order = rng.permutation(R)

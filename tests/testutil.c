@@ -222,3 +222,12 @@ void tu_wiring(ta_pipeline_t *w, int ncompilers, int n, const uint32_t *executor
         w->device[i].executor = executors[i];
     }
 }
+
+int tu_have_device(const char *prefix) {
+    if (strcmp(prefix, "CPU") == 0) return 1;
+    tact_device_info d[16];
+    int n = tact_devices(d, 16);
+    for (int i = 0; i < n && i < 16; i++)
+        if (strncmp(d[i].name, prefix, strlen(prefix)) == 0) return 1;
+    return 0;
+}

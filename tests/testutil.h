@@ -54,6 +54,10 @@ void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, v
 struct ta_pipeline;
 void tu_wiring(struct ta_pipeline *w, int ncompilers, int n, const uint32_t *executors);
 
+/* Whether a device whose name starts with prefix ("CPU", "CL") is present
+ * (tact_devices); "CPU" always is. */
+int tu_have_device(const char *prefix);
+
 /* A fresh temporary file path (the file exists, empty); caller frees with free(). */
 char *tu_tmpfile(const char *tag);
 

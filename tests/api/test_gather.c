@@ -17,15 +17,6 @@
 
 static const char *s_devices[] = {"CPU", "CL"};
 
-static int s_have(const char *dev) {
-    if (strcmp(dev, "CPU") == 0) return 1;
-    tact_device_info d[16];
-    int n = tact_devices(d, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strncmp(d[i].name, dev, strlen(dev)) == 0) return 1;
-    return 0;
-}
-
 static tact_ctx *s_open(const char *dev, const char *log) {
     tact_options o;
     tact_options_default(&o);
@@ -46,7 +37,7 @@ Test(gather, getitem_with_tensor_indices_against_the_reference) {
     for (int i = 0; i < B * R * C; i++) x[i] = (float)(int64_t)(tu_rand(&st) % 2001) * 0.25f - 250.0f;
     int32_t idx[N] = {0, 5, R - 1, R, -1, -R, -R - 1, 2 * R, 17, -7};
     for (size_t d = 0; d < sizeof s_devices / sizeof *s_devices; d++) {
-        if (!s_have(s_devices[d])) continue;
+        if (!tu_have_device(s_devices[d])) continue;
         tact_ctx *ctx = s_open(s_devices[d], NULL);
         tact_tensor *t2 = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C}, x), *t3 = tact_from_data(ctx, TACT_FLOAT32, 3, (int64_t[]){B, R, C}, x);
         tact_tensor *ti = tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, idx);
@@ -94,7 +85,7 @@ Test(gather, gather_and_embedding_out_of_range_give_zero) {
     for (int i = 0; i < R * C; i++) x[i] = (float)i + 0.5f;
     int32_t index[R * K] = {0, 5, -1, 6, 3, 1, 1, 1, 1, 1, 5, 4, 3, 2, 1, -6, 0, 2, 7, 5};
     for (size_t d = 0; d < sizeof s_devices / sizeof *s_devices; d++) {
-        if (!s_have(s_devices[d])) continue;
+        if (!tu_have_device(s_devices[d])) continue;
         tact_ctx *ctx = s_open(s_devices[d], NULL);
         tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C}, x);
         tact_tensor *ti = tact_from_data(ctx, TACT_INT32, 2, (int64_t[]){R, K}, index);

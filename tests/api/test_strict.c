@@ -20,14 +20,6 @@ static tact_ctx *s_open(const char *devices, int strict) {
     return ctx;
 }
 
-static int s_have_cl(void) {
-    tact_device_info d[16];
-    int n = tact_devices(d, 16);
-    for (int i = 0; i < n && i < 16; i++)
-        if (strncmp(d[i].name, "CL", 2) == 0) return 1;
-    return 0;
-}
-
 enum { N = 1 << 18 };
 
 /* Inputs over every magnitude: seeded random bit patterns (both signs,
@@ -95,7 +87,7 @@ Test(api_strict, log2_and_sin_are_tacts_own_and_within_2_ulp) {
 /* Strict kernels on OpenCL compute the CPU's bits: log, exp, sin, cos,
  * tan, a softmax and a cross-entropy, float32, float16 and bfloat16. */
 Test(api_strict, the_same_bits_on_the_cpu_and_opencl) {
-    if (!s_have_cl()) {
+    if (!tu_have_device("CL")) {
         cr_skip_test("no OpenCL device");
         return;
     }
