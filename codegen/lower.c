@@ -475,24 +475,26 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         int stored = l->reduce >= 0 && nred == 1 && vdim >= 0 && !pad && !(a->reduce_mask >> vdim & 1) &&
                      a->nodes[a->nnodes - 1].src[0] == l->reduce && (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX);
         int64_t tile = stored ? factor[vdim] * vfactor[vdim] : 1;
-        /* 16 vector registers (AVX2; the C target): a tile of 8 x 2
-         * accumulators spills, 6 x 2 leaves room for B's 2 vectors and A's
-         * broadcast.  Work items of mc rows (the largest multiple of 8
-         * from 24 to 64 that divides the rows, leaving 8 items or more
-         * where one does) in row tiles of 6, the
-         * last one short (64 rows: ten tiles of 6 and one of 4), and,
+        /* Row tiles of tr rows x 2 vectors: with 16 vector registers
+         * (AVX2) 8 x 2 accumulators spill, 6 x 2 leaves room for B's 2
+         * vectors and A's broadcast; with 32 (AVX-512) 12 x 2 does (24 +
+         * 2 + 1).  Work items of mc rows (the largest multiple of 8 from
+         * 24 to 64 that divides the rows, leaving 8 items or more where
+         * one does) in row tiles of tr, the last one short (64 rows: ten
+         * tiles of 6 and one of 4, or five of 12 and one of 4), and,
          * where B is large, blocks of K of 128 to 256 (the fewest that
          * divide K): a padded last column tile is allowed. */
         mc = 0;
+        int tr = t->vector_bytes == 32 ? 6 : t->vector_bytes == 64 ? 12 : 0; /* rows of a tile */
         if (l->reduce >= 0 && nred == 1 && vdim >= 0 && !(a->reduce_mask >> vdim & 1) && a->nodes[a->nnodes - 1].src[0] == l->reduce &&
-            a->nodes[l->reduce].op == TA_OP_SUM && t->vector_bytes == 32 && t->printer->ranges && up_dim[0] >= 0 && up_dim[0] < vdim &&
+            a->nodes[l->reduce].op == TA_OP_SUM && tr && t->printer->ranges && up_dim[0] >= 0 && up_dim[0] < vdim &&
             up_dim[1] == vdim && up_size[0] == 8 && up_size[1] == 2)
             for (int items = 8; items >= 1 && !mc; items -= 7) /* 8 items or more where that can be */
                 for (int64_t c2 = S_MC; c2 >= 24 && !mc; c2 -= 8)
                     if (out[up_dim[0]] % c2 == 0 && out[up_dim[0]] / c2 >= items) mc = c2;
         if (mc) {
-            up_size[0] = 6, factor[up_dim[0]] = 6;
-            extra[up_dim[0]] = (mc + 5) / 6, tail = mc % 6;
+            up_size[0] = tr, factor[up_dim[0]] = tr;
+            extra[up_dim[0]] = (mc + tr - 1) / tr, tail = mc % tr;
             int64_t K = a->shape[rdim];
             if (K >= 2 * S_KB && K * out[vdim] * 4 >= (1 << 20))
                 for (int64_t nb = (K + S_KB - 1) / S_KB; nb <= K / 128 && kblock < 0; nb++)
@@ -638,7 +640,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         }
         if (ln->post && ln->level < l->post_level) ln->level = l->post_level;
     }
-    /* Packing: a blocked matmul's row tiles of 6 (the AVX2 path above: the
+    /* Packing: a blocked matmul's row tiles of tr (the path above: the
      * LOOP at post_level, inside the column tiles) over the inner reduce
      * block (the last loop; with a padded last column tile, the whole
      * tiles: the last one reads B as it is) (measured on Zen 3,

@@ -382,9 +382,9 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
         int64_t ups = 1;
         for (int x2 = 0; x2 < l.naxes; x2++)
             if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
-        if (k->ndim == 3 && k->shape[0] == 64) { /* 64x64x64 */
-            cr_assert(l.width == 16 && vdim == 1 && ups == 16 && l.align == 8 * 64, "width %d dim %d upcasts %lld align %lld", l.width, vdim,
-                      (long long)ups, (long long)l.align);
+        if (k->ndim == 3 && k->shape[0] == 64) { /* 64x64x64: one item of 64 rows, five tiles of 12 x 2 vectors and one of 4 rows */
+            cr_assert(l.width == 16 && vdim == 1 && ups == 24 && l.align == 64 * 64 && l.tail_rows == 4, "width %d dim %d upcasts %lld align %lld tail %lld",
+                      l.width, vdim, (long long)ups, (long long)l.align, (long long)l.tail_rows);
             cr_assert(l.nodes[k->nodes[k->nnodes - 2].src[0]].fused, "the product is a fused multiply-add");
             for (int x2 = 0; x2 < l.naxes; x2++) cr_assert(!l.axes[x2].outer, "64x64x64 is not blocked");
             found[0] = 1;
@@ -394,17 +394,23 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
                 if (l.axes[x2].outer) outer = x2;
             cr_assert(outer == 1 && l.axes[outer].kind == TA_AXIS_REDUCE && l.axes[outer].size == 2 && l.axes[outer].mult == 256,
                       "an outer reduce of 2 blocks of 256 (axis %d)", outer);
-            cr_assert(l.width == 16 && ups == 16 && l.align == 64 * 640, "width %d upcasts %lld align %lld", l.width, (long long)ups,
-                      (long long)l.align);
-            cr_assert(l.pack_level == 0 && l.tail_rows == 0, "no packing, 8-row tiles on a 64-byte target");
+            /* AVX-512 (32 registers): tiles of 12 rows x 2 vectors of 16
+             * (24 accumulators), five of them and a last one of 4 rows in
+             * each 64, and B's panel (the load that does not depend on the
+             * row tiles) packed inside the column tiles' loop, before the
+             * row tiles. */
+            int packed = 0;
+            for (int i2 = 0; i2 < k->nnodes; i2++) packed += l.nodes[i2].packed;
+            cr_assert(l.width == 16 && ups == 24 && l.align == 64 * 640 && l.post_level == 3 && l.pack_level == 2 && l.axes[2].size == 640 / 32 &&
+                          l.axes[3].size == 6 && l.tail_axis == 3 && l.tail_rows == 4 && packed == 1,
+                      "width %d upcasts %lld align %lld post_level %d pack_level %d tail %d/%lld packed %d", l.width, (long long)ups, (long long)l.align,
+                      l.post_level, l.pack_level, l.tail_axis, (long long)l.tail_rows, packed);
             /* AVX2 (16 registers): the same blocks, tiles of 6 rows x 2
              * vectors of 8 (12 accumulators), ten of them and a last one
-             * of 4 rows in each 64, and B's panel (the load that does not
-             * depend on the row tiles) packed inside the column tiles'
-             * loop, before the row tiles. */
+             * of 4 rows in each 64, B's panel packed. */
             ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
             cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
-            int packed = 0;
+            packed = 0;
             ups = 1;
             for (int x2 = 0; x2 < l.naxes; x2++)
                 if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
