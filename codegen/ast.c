@@ -8,6 +8,7 @@
 
 #include "lower.h"
 #include "mpread.h"
+#include "sym.h"
 
 void ta_ast_init(ta_ast_t *a, int ndim, const int64_t *shape, uint32_t reduce_mask) {
     a->nnodes = a->nviews = a->nbufs = a->nfused = a->nargs = 0;
@@ -132,6 +133,72 @@ uint64_t ta_ast_work(const ta_ast_t *a) {
         work = dim && work > UINT64_MAX / dim ? UINT64_MAX : work * dim;
     }
     return work;
+}
+
+/* Whether two shapes of n dims are equal. */
+static int s_same(int n, const int64_t *x, const int64_t *y) { return memcmp(x, y, (size_t)n * sizeof *x) == 0; }
+
+/* Whether view stack st over nd dims of shape sh reads dims d and d + 1
+ * (merged: d alone, run 0) as one run of stride k: its position is e +
+ * k * (x_d * sh[d + 1] + x_{d+1}) (or e + k * x_d) with e using neither,
+ * its validity neither.  *k is set from the unmerged stack, checked
+ * against the merged one.  0 also when out of memory. */
+static int s_one_run(const ta_vstack_t *st, int nd, const int64_t *sh, int d, int merged, int64_t *k) {
+    ta_sym_arena_t *ar = ta_sym_arena_new();
+    const ta_sym_t *idx[TA_MAX_DIMS], *pos = NULL, *valid = NULL;
+    for (int j = 0; ar && j < nd; j++) {
+        char name[8];
+        snprintf(name, sizeof name, "x%d", j);
+        idx[j] = ta_sym_var(ar, j, name, 0, sh[j] > 0 ? sh[j] - 1 : 0);
+    }
+    int64_t k0, k1 = 0;
+    int ok = ar && ta_vstack_expr(st, ar, idx, &pos, &valid) == 0 && !(ta_sym_slots(valid) >> d & (merged ? 1 : 3)) && ta_sym_linear(pos, d, &k0);
+    if (ok && merged) ok = k0 == *k;
+    else if (ok) ok = ta_sym_linear(pos, d + 1, &k1) && k0 == k1 * sh[d + 1], *k = k1;
+    ta_sym_arena_destroy(&ar);
+    return ok;
+}
+
+int ta_ast_merge_dims(ta_ast_t *a) {
+    int pin[TA_MAX_DIMS], merged = 0;
+    if (ta_ast_gathers(a, pin) > 0) return 0;
+    for (int i = 0; i < a->nnodes; i++)
+        if (a->nodes[i].op == TA_OP_IOTA) return 0;
+    static _Thread_local ta_vstack_t tmp[TA_AST_MAX_VIEWS];
+    for (int d = a->ndim - 2; d >= 0; d--) {
+        int reduced = a->reduce_mask >> d & 1;
+        if (reduced != (int)(a->reduce_mask >> (d + 1) & 1)) continue;
+        /* The full and output shapes, and both merged at d. */
+        int64_t full[TA_MAX_DIMS], out[TA_MAX_DIMS], mfull[TA_MAX_DIMS], mout[TA_MAX_DIMS];
+        for (int k = 0; k < a->ndim; k++) full[k] = a->shape[k], out[k] = a->reduce_mask >> k & 1 ? 1 : a->shape[k];
+        for (int k = 0, j = 0; k < a->ndim; k++) {
+            if (k == d + 1) continue;
+            mfull[j] = k == d ? full[d] * full[d + 1] : full[k];
+            mout[j++] = k == d ? out[d] * out[d + 1] : out[k];
+        }
+        int ok = 1;
+        for (int v = 0; v < a->nviews && ok; v++) {
+            const ta_vstack_t *st = &a->views[v];
+            const int64_t *sh = ta_vstack_shape(st);
+            const int64_t *to = ta_vstack_ndim(st) != a->ndim ? NULL : s_same(a->ndim, sh, full) ? mfull : s_same(a->ndim, sh, out) ? mout : NULL;
+            ta_vstack_copy(&tmp[v], st);
+            /* Merged into the last view, never through a view of its own,
+             * its position as simple as it was (a pool's view reads a dim
+             * of 28 as 14 pairs: merged with its neighbour, each would be
+             * a division). */
+            int64_t k = 0;
+            ok = to && s_one_run(st, a->ndim, sh, d, 0, &k) && ta_vstack_reshape(&tmp[v], a->ndim - 1, to) == 0 && tmp[v].nviews == st->nviews &&
+                 s_one_run(&tmp[v], a->ndim - 1, to, d, 1, &k);
+        }
+        if (!ok) continue;
+        for (int v = 0; v < a->nviews; v++) ta_vstack_copy(&a->views[v], &tmp[v]);
+        uint32_t low = a->reduce_mask & ((1u << (d + 1)) - 1), high = a->reduce_mask >> (d + 2);
+        a->reduce_mask = low | high << (d + 1);
+        for (int k = 0; k < a->ndim - 1; k++) a->shape[k] = mfull[k];
+        a->ndim--;
+        merged++;
+    }
+    return merged;
 }
 
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len) {

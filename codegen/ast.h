@@ -79,6 +79,16 @@ uint64_t ta_ast_arg_word(tact_dtype d, ta_value_t v);
 /* The kernel's name, as STYLE.md asks: "E_<output dims>" for elementwise,
  * "r_<output dims>_<reduced dims>" for reduce kernels (sizes joined by _). */
 void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
+/* Merges adjacent dims of the iteration space that every view reads as
+ * one run (as the reference merges a kernel's dims before it lowers):
+ * two output dims, or two reduced ones, where each view's last view takes
+ * the merged shape without a view of its own (stride[d] equal to
+ * stride[d+1] x shape[d+1], no mask cutting them).  Fewer, longer dims: a
+ * vector where a dim of 14 had none (14 x 14 is 196 = 4 x 49), fewer loops
+ * and divisions, the same positions.  Kernels with IOTA or gathers keep
+ * their dims (their patterns read dims one by one).  Returns how many
+ * merges it made.  The renderer merges a copy (the kernel keeps its name). */
+int ta_ast_merge_dims(ta_ast_t *a);
 /* The kernel's iterations: the product of its full shape (saturating). */
 uint64_t ta_ast_work(const ta_ast_t *a);
 

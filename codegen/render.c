@@ -787,12 +787,16 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     }
     s_ctx_t *cp = ta_calloc(1, sizeof *cp); /* the name tables are large for a stack */
     ta_lir_t *l = ta_malloc(sizeof *l);
-    if (!cp || !l) {
-        ta_free(cp), ta_free(l);
+    ta_ast_t *m = ta_malloc(sizeof *m); /* its dims merged */
+    if (!cp || !l || !m) {
+        ta_free(cp), ta_free(l), ta_free(m);
         return ta_error_set(err, TACT_ENOMEM, "render: out of memory");
     }
+    *m = *a;
+    ta_ast_merge_dims(m);
+    a = m;
     if ((rc = ta_lower(a, t, l, err)) != TACT_OK) {
-        ta_free(cp), ta_free(l);
+        ta_free(cp), ta_free(l), ta_free(m);
         return rc;
     }
     s_str_t o = {0};
@@ -847,6 +851,7 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
 #undef c
     ta_free(cp);
     ta_free(l);
+    ta_free(m);
     if (status || o.failed) {
         ta_free(o.p);
         return ta_error_set(err, TACT_ENOMEM, "render %s: an index expression too long, or out of memory", name);

@@ -450,6 +450,59 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     free(a);
 }
 
+/* Dims every view reads as one run are merged before lowering (ast.c's
+ * ta_ast_merge_dims): a batch norm's sum of squares over (8, 4, 14, 14)
+ * reduces (8, 4, 196), whose 196 takes vectors of 4 where 14 took none;
+ * a 2x nearest upsampling's rows and columns stay apart (merged, each
+ * position would be a division), its batch and channels merge.  Values
+ * against loops. */
+Test(codegen_lower, dims_read_as_one_run_are_merged) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { N = 8, C = 4, H = 14 };
+    float *x = s_rand(&rng, N * C * H * H, -1, 1), sq[C], up[N * C * 4 * H * H];
+    char *path = tu_tmpfile("merge");
+    tact_ctx *ctx = s_open(2, path);
+    tact_tensor *xt = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){N, C, H, H}, x);
+    int axes[3] = {0, 2, 3};
+    cr_assert_eq(tact_read(tact_sum(tact_mul(xt, xt), 3, axes, 0), sq, sizeof sq), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *six = tact_reshape(xt, 6, (int64_t[]){N, C, H, 1, H, 1});
+    tact_tensor *big = tact_reshape(tact_expand(six, 6, (int64_t[]){N, C, H, 2, H, 2}), 4, (int64_t[]){N, C, 2 * H, 2 * H});
+    cr_assert_eq(tact_read(tact_add(big, tact_scalar(ctx, 1)), up, sizeof up), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int c = 0; c < C; c++) {
+        double want = 0;
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < H * H; i++) want += (double)x[(n * C + c) * H * H + i] * x[(n * C + c) * H * H + i];
+        cr_assert_float_eq(sq[c], want, 1e-4 * want, "seed %llu: channel %d: %g, want %g", (unsigned long long)seed, c, sq[c], want);
+    }
+    for (int q = 0; q < N * C; q++)
+        for (int y = 0; y < 2 * H; y++)
+            for (int z = 0; z < 2 * H; z++)
+                cr_assert_eq(up[(q * 2 * H + y) * 2 * H + z], x[(q * H + y / 2) * H + z / 2] + 1.0f, "seed %llu: (%d, %d, %d)", (unsigned long long)seed, q, y, z);
+    static ta_ast_t asts[4];
+    cr_assert_eq(s_recorded_asts(path, asts, 4), 2);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx512 = {&ta_printer_c, 64, 1, 1, 0, NULL, 0};
+    for (int i = 0; i < 2; i++) {
+        ta_ast_t *k = &asts[i];
+        int n = ta_ast_merge_dims(k);
+        if (k->reduce_mask) {
+            cr_assert(n == 1 && k->ndim == 3 && k->shape[0] == N && k->shape[1] == C && k->shape[2] == H * H && k->reduce_mask == 5,
+                      "%d merges: %d dims (%lld, %lld, %lld), mask %#x", n, k->ndim, (long long)k->shape[0], (long long)k->shape[1], (long long)k->shape[2],
+                      k->reduce_mask);
+            cr_assert_eq(ta_lower(k, &avx512, &l, &err), TACT_OK, "%s", err.text);
+            cr_assert(l.vector >= 0 && l.axes[l.vector].dim == 2 && l.width == 4, "a vector of 4 over the 196 (width %d)", l.width);
+        } else {
+            cr_assert(n == 1 && k->ndim == 3 && k->shape[0] == N * C && k->shape[1] == 2 * H && k->shape[2] == 2 * H, "%d merges: %d dims (%lld, ...)",
+                      n, k->ndim, (long long)k->shape[0]);
+        }
+    }
+    unlink(path);
+    free(path);
+    free(x);
+}
+
 /* The windows of a padded image stacked along a new last dim (an unfold):
  * each load's mask picks its piece by that dim's index, so the lowering
  * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
