@@ -503,6 +503,43 @@ Test(codegen_lower, dims_read_as_one_run_are_merged) {
     free(x);
 }
 
+/* A matmul whose columns take one vector of 16 (144 = 9 x 16, not pairs
+ * of them): tiles of 16 rows on a 64-byte target (32 registers); on a
+ * 32-byte one 144 takes pairs of 8, in 6 x 2 tiles; values against a
+ * double loop. */
+Test(codegen_lower, one_vector_wide_matmuls_take_16_rows_with_32_registers) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { M = 32, K = 200, N = 144 };
+    float *a = s_rand(&rng, M * K, -1, 1), *b = s_rand(&rng, K * N, -1, 1), got[M * N];
+    char *path = tu_tmpfile("wide");
+    tact_ctx *ctx = s_open(2, path);
+    tact_tensor *r = tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, a), tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){K, N}, b));
+    cr_assert_eq(tact_read(r, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int q = 0; q < K; q++) want += (double)a[i * K + q] * b[q * N + j], mag += fabs((double)a[i * K + q] * b[q * N + j]);
+            cr_assert_float_eq(got[i * N + j], want, K * mag * 6e-8, "seed %llu: [%d][%d] = %g, want %g", (unsigned long long)seed, i, j, got[i * N + j], want);
+        }
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    for (int bytes = 32; bytes <= 64; bytes *= 2) {
+        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
+        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
+        int64_t ups = 1;
+        for (int x = 0; x < l.naxes; x++)
+            if (l.axes[x].kind == TA_AXIS_UPCAST) ups *= l.axes[x].size;
+        int want = bytes == 64 ? 16 : 12;
+        cr_assert(l.width == bytes / 4 && ups == want, "%d-byte target: width %d, %lld rows (want %d)", bytes, l.width, (long long)ups, want);
+    }
+    unlink(path);
+    free(path);
+    free(a), free(b);
+}
+
 /* The windows of a padded image stacked along a new last dim (an unfold):
  * each load's mask picks its piece by that dim's index, so the lowering
  * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
