@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lower.h"
+#include "mem.h"
 #include "mpread.h"
 #include "sym.h"
 
@@ -164,7 +165,8 @@ int ta_ast_merge_dims(ta_ast_t *a) {
     if (ta_ast_gathers(a, pin) > 0) return 0;
     for (int i = 0; i < a->nnodes; i++)
         if (a->nodes[i].op == TA_OP_IOTA) return 0;
-    static _Thread_local ta_vstack_t tmp[TA_AST_MAX_VIEWS];
+    ta_vstack_t *tmp = ta_malloc(TA_AST_MAX_VIEWS * sizeof *tmp); /* each view merged (none when out of memory) */
+    if (!tmp) return 0;
     for (int d = a->ndim - 2; d >= 0; d--) {
         int reduced = a->reduce_mask >> d & 1;
         if (reduced != (int)(a->reduce_mask >> (d + 1) & 1)) continue;
@@ -198,6 +200,7 @@ int ta_ast_merge_dims(ta_ast_t *a) {
         a->ndim--;
         merged++;
     }
+    ta_free(tmp);
     return merged;
 }
 

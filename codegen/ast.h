@@ -86,8 +86,9 @@ void ta_ast_name(const ta_ast_t *a, char *buf, size_t len);
  * stride[d+1] x shape[d+1], no mask cutting them).  Fewer, longer dims: a
  * vector where a dim of 14 had none (14 x 14 is 196 = 4 x 49), fewer loops
  * and divisions, the same positions.  Kernels with IOTA or gathers keep
- * their dims (their patterns read dims one by one).  Returns how many
- * merges it made.  The renderer merges a copy (the kernel keeps its name). */
+ * their dims (their patterns read dims one by one), and a size-1 dim is
+ * not merged into its neighbour (its stride is 0).  Returns how many
+ * merges it made (none when out of memory).  The renderer merges a copy (the kernel keeps its name). */
 int ta_ast_merge_dims(ta_ast_t *a);
 /* The kernel's iterations: the product of its full shape (saturating). */
 uint64_t ta_ast_work(const ta_ast_t *a);

@@ -299,8 +299,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         all_f32 &= n->dtype == TACT_FLOAT32 || cmp || h16;
         for (int k = 0; k < n->nsrc; k++) {
             tact_dtype sd = a->nodes[n->src[k]].dtype;
+            /* (a 16-bit value cast to float32 must be a load: a float32
+             * rounded to 16 bits and back keeps its rounding lane by lane) */
             all_f32 &= sd == TACT_FLOAT32 || (sd == TACT_BOOL && n->op == TA_OP_WHERE && k == 0) ||
-                       (s_is16(sd) && ((cvt && n->op == TA_OP_CAST && n->dtype == TACT_FLOAT32) || (store16 && n->op == TA_OP_STORE)));
+                       (s_is16(sd) && ((cvt && n->op == TA_OP_CAST && n->dtype == TACT_FLOAT32 && a->nodes[n->src[k]].op == TA_OP_LOAD) ||
+                                       (store16 && n->op == TA_OP_STORE)));
         }
     }
     ta_sym_arena_t *ar = ta_sym_arena_new();
@@ -312,7 +315,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1;
-    int64_t tail = 0, mc = 0; /* rows in a short last row tile (0: none), and in a work item of 6-row tiles (0: none) */
+    int64_t tail = 0, mc = 0; /* rows in a short last row tile (0: none), and in a work item of tr-row tiles (0: none) */
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) inner = k;
     enum { S_MC = 64, S_KB = 256, S_CS = 1024, S_CB = 8 };

@@ -1,5 +1,5 @@
 /* test_half.c - float16 and bfloat16: conversions to and from float32 bit for bit (every 16-bit pattern, NaNs
- * included, and float32s at every rounding boundary) on every vector width the CPU's kernels take, and matmuls and
+ * included, and float32s at every rounding boundary, one way and there and back) on every vector width the CPU's kernels take, and matmuls and
  * convolutions of halves (products in float32, one rounding at the end: docs/api.md) against double loops, the
  * same bits for 1 and 8 threads and on the CPU and OpenCL. */
 #include <math.h>
@@ -89,7 +89,8 @@ Test(half, conversions_are_exact_on_every_vector_width) {
     uint32_t *f32 = s_f32_patterns(&nf);
     uint32_t *got32 = malloc(N16 * sizeof *got32);
     uint16_t *got16 = malloc((nf > N16 ? nf : N16) * sizeof *got16);
-    cr_assert(got32 && got16);
+    uint32_t *back = malloc(nf * sizeof *back);
+    cr_assert(got32 && got16 && back);
     for (size_t w = 0; w < sizeof s_widths / sizeof *s_widths; w++) {
         setenv("TACT_TEST_VECTOR_BYTES", s_widths[w], 1);
         tact_ctx *ctx = s_open("CPU", 0);
@@ -124,11 +125,23 @@ Test(half, conversions_are_exact_on_every_vector_width) {
                     cr_expect_eq(got16[i], want, "vectors of %s bytes: float32 0x%08x to %s: 0x%04x, want 0x%04x", s_widths[w], f32[i], dn, got16[i], want);
                 }
             }
+            /* float32 to 16 bits and back, in one kernel (a tensor of its
+             * own: the one above has its 16-bit copy realized): the
+             * rounding kept. */
+            tact_tensor *f2 = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){(int64_t)nf}, f32);
+            cr_assert_eq(tact_read(tact_cast(tact_cast(f2, d), TACT_FLOAT32), back, nf * 4), TACT_OK, "%s", tact_ctx_error(ctx));
+            for (size_t i = 0; i < nf && bad < 5; i++) {
+                uint32_t want = s_want32(s_want16(f32[i], bf), bf);
+                if (back[i] != want) {
+                    bad++;
+                    cr_expect_eq(back[i], want, "vectors of %s bytes: float32 0x%08x to %s and back: 0x%08x, want 0x%08x", s_widths[w], f32[i], dn, back[i], want);
+                }
+            }
         }
         tact_ctx_close(&ctx);
     }
     unsetenv("TACT_TEST_VECTOR_BYTES");
-    free(f32), free(got32), free(got16);
+    free(f32), free(got32), free(got16), free(back);
 }
 
 /* Random 16-bit values in [-2, 2] (their float32 values in x). */
