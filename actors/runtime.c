@@ -31,6 +31,7 @@ typedef struct {
 
 struct ta_rt {
     ta_rt_config_t cfg;
+    int ending; /* ta_rt_ending: sends do not wait for room */
     char log_path[4096];
     char ipc_dir[1024]; /* ipc: the runtime's private folder of sockets (mode 0700), removed at destroy */
     int own_ipc_dir;
@@ -376,6 +377,8 @@ uint32_t ta_rt_reserve_id(ta_rt_t *rt, const char *name) {
 }
 
 void ta_rt_abandon(ta_rt_t *rt) { __atomic_add_fetch(&rt->abandoned, 1, __ATOMIC_SEQ_CST); }
+
+void ta_rt_ending(ta_rt_t *rt) { __atomic_store_n(&rt->ending, 1, __ATOMIC_SEQ_CST); }
 
 void ta_rt_report(ta_rt_t *rt, const char *fmt, ...) {
     if (!rt) return;
@@ -726,8 +729,8 @@ int ta_port_send(ta_port_t *p, uint32_t dest, ta_msg_t *m, ta_error_t *err) {
         return ta_error_set(err, TACT_ETOOBIG, "port %s: %s of %zu+%zu bytes exceeds the configured limits", p->name,
                             ta_msg_type_name(m->type), p->sb.size, m->bulk.len);
     }
-    int more = m->bulk.len ? ZMQ_SNDMORE : 0;
-    if (zmq_send(o->sock, p->sb.data, p->sb.size, more) < 0) goto fail;
+    int more = m->bulk.len ? ZMQ_SNDMORE : 0, now = __atomic_load_n(&p->rt->ending, __ATOMIC_SEQ_CST) ? ZMQ_DONTWAIT : 0;
+    if (zmq_send(o->sock, p->sb.data, p->sb.size, more | now) < 0) goto fail;
     /* Recorded now, while zero-copy bulk bytes still belong to the sender:
      * once handed over, an in-process receiver may free them. */
     if (p->log && m->type != TA_MSG_PROGRESS) { /* heartbeats depend on timing: never logged */

@@ -76,6 +76,11 @@ uint32_t ta_rt_reserve_id(ta_rt_t *rt, const char *name);
  * ta_rt_destroy then cannot wait for its sockets: it shuts the transport
  * down, leaves the runtime's memory to the stray thread and reports it. */
 void ta_rt_abandon(ta_rt_t *rt);
+/* A teardown begins: from now on a send that finds no room fails at once
+ * (TACT_ETIMEDOUT) instead of waiting out the timeout.  Actors stop one
+ * by one, and a send to one that has stopped (its mailbox closed) would
+ * otherwise hold its sender past the stop's own timeout. */
+void ta_rt_ending(ta_rt_t *rt);
 
 /* Copies the endpoint port id's mailbox is bound on ("tcp://127.0.0.1:4711")
  * into buf; returns 0, or -1 if no such port is bound. */

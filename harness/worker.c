@@ -135,6 +135,8 @@ static void s_bye(s_worker_t *wk, const uint8_t *rid, size_t rid_len, const char
 static void *s_teardown(void *arg) {
     s_session_t *s = arg;
     ta_error_t err;
+    /* A compiler may still be answering an executor that stops first. */
+    if (s->rt) ta_rt_ending(s->rt);
     for (int i = 0; s->actors && i < s->nexecutors + s->ncompilers; i++)
         if (ta_actor_stop(&s->actors[i], &err) != TACT_OK) fprintf(stderr, "tact worker: %s\n", err.text);
     ta_port_destroy(&s->port);
