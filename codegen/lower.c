@@ -7,8 +7,6 @@
 #include "printer.h"
 #include "tact.h"
 
-static int s_is16(tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16; }
-
 ta_target_t ta_target_of(const char *language, int vector_bytes, int fma, int64_t max_group, int64_t local_memory, const char *flags) {
     ta_target_t t = {ta_printer_find(language), vector_bytes, fma != 0, max_group > 0 ? max_group : 1, local_memory, flags, 0};
     return t;
@@ -291,18 +289,18 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
      * reduce their stores of float32 values cast to 16 bits (the casts
      * around a matmul of halves), where the printer converts a vector as
      * it loads or stores it. */
+    int cvt = t->printer->vector_halves, store16 = cvt && l->reduce < 0; /* (a reduce's K blocks read float32 partials back) */
     for (int i = 0; i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
         int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && t->printer->bool_masks;
-        int cvt = t->printer->vector_halves, store16 = cvt && l->reduce < 0; /* (a reduce's K blocks read float32 partials back) */
-        int h16 = s_is16(n->dtype) && (n->op == TA_OP_LOAD ? cvt : (n->op == TA_OP_CAST || n->op == TA_OP_STORE) && store16);
+        int h16 = ta_dtype_is_half(n->dtype) && (n->op == TA_OP_LOAD ? cvt : (n->op == TA_OP_CAST || n->op == TA_OP_STORE) && store16);
         all_f32 &= n->dtype == TACT_FLOAT32 || cmp || h16;
         for (int k = 0; k < n->nsrc; k++) {
             tact_dtype sd = a->nodes[n->src[k]].dtype;
             /* (a 16-bit value cast to float32 must be a load: a float32
              * rounded to 16 bits and back keeps its rounding lane by lane) */
             all_f32 &= sd == TACT_FLOAT32 || (sd == TACT_BOOL && n->op == TA_OP_WHERE && k == 0) ||
-                       (s_is16(sd) && ((cvt && n->op == TA_OP_CAST && n->dtype == TACT_FLOAT32 && a->nodes[n->src[k]].op == TA_OP_LOAD) ||
+                       (ta_dtype_is_half(sd) && ((cvt && n->op == TA_OP_CAST && n->dtype == TACT_FLOAT32 && a->nodes[n->src[k]].op == TA_OP_LOAD) ||
                                        (store16 && n->op == TA_OP_STORE)));
         }
     }
@@ -346,7 +344,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     ta_access_t acc = s_access_along(a, n, pre[i], d, ar);
                     /* A HALF load is cheap where the printer has it (a pair
                      * of lanes each), else a gather; neither may store. */
-                    if (acc == TA_ACCESS_HALF && (!t->printer->half_loads || s_is16(n->dtype))) acc = TA_ACCESS_GATHER;
+                    if (acc == TA_ACCESS_HALF && (!t->printer->half_loads || ta_dtype_is_half(n->dtype))) acc = TA_ACCESS_GATHER;
                     if (n->op == TA_OP_STORE) ok = acc != TA_ACCESS_GATHER && acc != TA_ACCESS_HALF;
                     else score += acc == TA_ACCESS_CONTIGUOUS ? 2 : acc == TA_ACCESS_GATHER ? -4 : 0;
                 }

@@ -122,8 +122,8 @@ typedef struct ta_lir {
      * cache and evict each other; packed, the block stays in L1.  The
      * same values in the same order: the bits do not change. */
     int pack_level;
-    /* A short last tile (a matmul on a 32-byte target: rows of 6, ten
-     * whole tiles and one of 4 rows in each 64): in the last iteration of
+    /* A short last tile (a blocked matmul's tiles of 6 or 12 rows: in 64
+     * rows, ten or five whole tiles and one of 4): in the last iteration of
      * LOOP axis tail_axis, only the lanes whose digit along the first
      * UPCAST axis (the rows) is below tail_rows exist (0: none). */
     int tail_axis;

@@ -82,13 +82,10 @@ const char *ta_render_reg_type(tact_dtype d);
     "   a bitcast through a float register is exact.  Where a printer has the\n" \
     "   machine's conversions (TACT_F16C: IEEE's, round to nearest even), they\n" \
     "   convert all but NaNs: the same bits. */\n" \
-    "#ifndef TACT_F16C\n" \
-    "#define TACT_F16C 0\n" \
-    "static inline float tact_h2f_hw(uint16_t h) { (void)h; return 0; }\n" \
-    "static inline uint16_t tact_f2h_hw(float f) { (void)f; return 0; }\n" \
-    "#endif\n" \
     "static inline float tact_h2f(uint16_t h) {\n" \
-    "  if (TACT_F16C && (h & 0x7fff) <= 0x7c00) return tact_h2f_hw(h); /* not a NaN */\n" \
+    "#ifdef TACT_F16C\n" \
+    "  if ((h & 0x7fff) <= 0x7c00) return tact_h2f_hw(h); /* not a NaN */\n" \
+    "#endif\n" \
     "  uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023, u;\n" \
     "  if (e == 31) u = s | 0x7f800000u | (m << 13);\n" \
     "  else if (e) u = s | ((e + 112) << 23) | (m << 13);\n" \
@@ -97,7 +94,9 @@ const char *ta_render_reg_type(tact_dtype d);
     "  float f; memcpy(&f, &u, 4); return f;\n" \
     "}\n" \
     "static inline uint16_t tact_f2h(float f) {\n" \
-    "  if (TACT_F16C && f == f) return tact_f2h_hw(f);\n" \
+    "#ifdef TACT_F16C\n" \
+    "  if (f == f) return tact_f2h_hw(f);\n" \
+    "#endif\n" \
     "  uint32_t u; memcpy(&u, &f, 4);\n" \
     "  uint32_t s = (u >> 16) & 0x8000, a = u & 0x7fffffffu;\n" \
     "  if (a > 0x7f800000u) { uint32_t m = (a >> 13) & 0x3ff; return (uint16_t)(s | 0x7c00 | (m ? m : 0x200)); }\n" \

@@ -78,13 +78,12 @@ static const char *s_reg(tact_dtype d) {
 
 /* The C type of an element in memory. */
 static const char *s_mem(tact_dtype d) {
-    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? "uint16_t" : s_reg(d);
+    return ta_dtype_is_half(d) ? "uint16_t" : s_reg(d);
 }
 
 const char *ta_render_mem_type(tact_dtype d) { return s_mem(d); }
 const char *ta_render_reg_type(tact_dtype d) { return s_reg(d); }
 
-static int s_is16(tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16; }
 static int s_signed(tact_dtype d) { return ta_dtype_is_int(d) && !ta_dtype_is_unsigned(d); }
 
 /* Wraps expr so the result has d's precision: 16-bit rounding, int width. */
@@ -98,7 +97,7 @@ static void s_round(s_str_t *s, tact_dtype d, const char *expr) {
 /* Renders a constant of dtype d as a C literal. */
 static void s_literal(s_str_t *s, tact_dtype d, ta_value_t v) {
     if (ta_dtype_is_float(d)) {
-        double x = s_is16(d) ? (double)(d == TACT_FLOAT16 ? ta_half_to_float(v.h) : ta_bf16_to_float(v.h)) : v.f;
+        double x = ta_dtype_is_half(d) ? (double)(d == TACT_FLOAT16 ? ta_half_to_float(v.h) : ta_bf16_to_float(v.h)) : v.f;
         const char *suf = d == TACT_FLOAT64 ? "" : "f";
         if (isnan(x)) s_put(s, "NAN");
         else if (isinf(x)) s_put(s, x > 0 ? "INFINITY" : "(-INFINITY)");
@@ -144,9 +143,11 @@ static void s_indent(s_ctx_t *c) {
  * rows past the end of a short last tile). */
 static int s_live(const s_ctx_t *c) { return !c->tail || ta_lir_in_tail(c->l, c->lane); }
 
-/* The vector load of a buffer of dtype d into float32 lanes (lowering
- * vectorizes 16-bit loads only where the printer has vector_halves). */
+/* The vector load and store of a buffer of dtype d, in float32 lanes
+ * (lowering vectorizes 16-bit ones only where the printer has
+ * vector_halves). */
 static const char *s_vload(tact_dtype d) { return d == TACT_FLOAT16 ? "tact_vloadh" : d == TACT_BFLOAT16 ? "tact_vloadbf" : "tact_vload"; }
+static const char *s_vstore(tact_dtype d) { return d == TACT_FLOAT16 ? "tact_vstoreh" : d == TACT_BFLOAT16 ? "tact_vstorebf" : "tact_vstore"; }
 
 /* A scalar element of a buffer of dtype d as a float: buf[pos] converted. */
 static void s_elem(char *out, size_t len, tact_dtype d, int buf, const char *pos) {
@@ -223,7 +224,7 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
         if (ta_dtype_is_bool(d)) s_put(e, "(%s!=0)", x);
         else if (ta_dtype_is_float(sd) && ta_dtype_is_int(d))
             s_put(e, "(%s)%s(%s)", s_reg(d), ta_dtype_is_unsigned(d) && bits == 64 ? "tact_f2u" : "tact_f2i", x);
-        else if (s_is16(d)) { snprintf(tmp, sizeof tmp, "(float)%s", x); s_round(e, d, tmp); }
+        else if (ta_dtype_is_half(d)) { snprintf(tmp, sizeof tmp, "(float)%s", x); s_round(e, d, tmp); }
         else s_put(e, "(%s)%s", s_reg(d), x);
         break;
     case TA_OP_ADD:
@@ -263,7 +264,7 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_MULACC:
         if (s_signed(d) || (ta_dtype_is_unsigned(d) && ta_dtype_size(d) < 4))
             s_put(e, "(%s)((uint64_t)%s*(uint64_t)%s+(uint64_t)%s)", s_reg(d), x, y, z);
-        else if (s_is16(d)) s_put(e, "%s(%s(%s*%s)+%s)", d == TACT_FLOAT16 ? "tact_rh" : "tact_rbf",
+        else if (ta_dtype_is_half(d)) s_put(e, "%s(%s(%s*%s)+%s)", d == TACT_FLOAT16 ? "tact_rh" : "tact_rbf",
                                   d == TACT_FLOAT16 ? "tact_rh" : "tact_rbf", x, y, z);
         else { snprintf(tmp, sizeof tmp, "%s*%s+%s", x, y, z); s_round(e, d, tmp); }
         break;
@@ -482,9 +483,7 @@ static int s_node(s_ctx_t *c, int i) {
             char cnt[4100];
             int masked = c->masked && ln->padded;
             if (masked && s_count(c, cnt, sizeof cnt) != 0) return -1;
-            const char *st = d == TACT_FLOAT16 ? "tact_vstoreh" : d == TACT_BFLOAT16 ? "tact_vstorebf" : "tact_vstore";
-            if (masked) s_put(o, "%s_n(data0+%s, ", st, pos);
-            else s_put(o, "%s(data0+%s, ", st, pos);
+            s_put(o, masked ? "%s_n(data0+%s, " : "%s(data0+%s, ", s_vstore(d), pos);
             if (c->l->nodes[n->src[0]].vector) s_put(o, "%s", x);
             else s_put(o, "tact_vsplat(%s)", x);
             if (masked) s_put(o, ", %s);\n", cnt);
@@ -506,7 +505,7 @@ static int s_node(s_ctx_t *c, int i) {
         if (sd == TACT_FLOAT16) s_put(o, "tact_f2h(%s)", x);
         else if (sd == TACT_BFLOAT16) s_put(o, "tact_f2bf(%s)", x);
         else s_put(o, "%s", x);
-        if (s_is16(d))
+        if (ta_dtype_is_half(d))
             s_put(o, "; uint16_t bits; memcpy(&bits, &tmp, 2); %s = %s(bits); }\n", name, d == TACT_FLOAT16 ? "tact_h2f" : "tact_bf2f");
         else s_put(o, "; memcpy(&%s, &tmp, sizeof tmp); }\n", name);
         return 0;

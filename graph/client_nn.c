@@ -166,7 +166,7 @@ ti_tensor_t *ti_max_pool2d(ti_tensor_t *x, const tact_window *opt) {
 /* The sums r of a convolution whose operands promote to d (16-bit floats
  * were widened: ti_widened), plus bias, in the output's shape. */
 static ti_tensor_t *s_conv_out(ti_tensor_t *r, tact_dtype d, ti_tensor_t *bias, int n, int64_t bs, int64_t g, int64_t rc, int nk, const int64_t *o) {
-    if (d == TACT_FLOAT16 || d == TACT_BFLOAT16) r = ti_cast(r, d);
+    if (ta_dtype_is_half(d)) r = ti_cast(r, d);
     if (bias) {
         int64_t bsh[TA_MAX_DIMS];
         for (int j = 0; j < n; j++) bsh[j] = 1;

@@ -87,7 +87,7 @@ ti_tensor_t *ti_sum(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
     if (x->status) return x;
     tact_dtype d = x->dtype, acc = ta_dtype_sum_acc(d);
     ti_tensor_t *r = s_reduce(ti_cast(x, acc), TA_OP_SUM, naxes, axes, keepdim, "sum");
-    return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(r, d) : r;
+    return ta_dtype_is_half(d) ? ti_cast(r, d) : r;
 }
 
 ti_tensor_t *ti_max(ti_tensor_t *x, int naxes, const int *axes, int keepdim) {
@@ -140,7 +140,7 @@ ti_tensor_t *ti_matmul(ti_tensor_t *a, ti_tensor_t *b) {
  * bits before its float32 sum (docs/api.md).  The operands are converted
  * by kernels of their own (realized before the expand, in their own
  * layout), so the matmul is float32's, at its rate. */
-ti_tensor_t *ti_widened(ti_tensor_t *x, tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16 ? ti_cast(x, TACT_FLOAT32) : x; }
+ti_tensor_t *ti_widened(ti_tensor_t *x, tact_dtype d) { return ta_dtype_is_half(d) ? ti_cast(x, TACT_FLOAT32) : x; }
 
 
 

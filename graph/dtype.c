@@ -93,8 +93,10 @@ int ta_dtype_parse(const char *name, tact_dtype *out) {
     return -1;
 }
 
-/* The four classifiers below answer false for an invalid dtype. */
+/* The five classifiers below answer false for an invalid dtype. */
 bool ta_dtype_is_bool(tact_dtype d) { return d == TACT_BOOL; }
+
+bool ta_dtype_is_half(tact_dtype d) { return d == TACT_FLOAT16 || d == TACT_BFLOAT16; }
 
 bool ta_dtype_is_float(tact_dtype d) {
     return d == TACT_FLOAT16 || d == TACT_BFLOAT16 || d == TACT_FLOAT32 || d == TACT_FLOAT64;

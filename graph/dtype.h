@@ -19,6 +19,7 @@ int ta_dtype_parse(const char *name, tact_dtype *out);
 
 bool ta_dtype_is_bool(tact_dtype d);
 bool ta_dtype_is_float(tact_dtype d);    /* float16, bfloat16, float32, float64 */
+bool ta_dtype_is_half(tact_dtype d);     /* float16, bfloat16: stored in 16 bits, computed in float32 */
 bool ta_dtype_is_int(tact_dtype d);      /* signed or unsigned integers, not bool */
 bool ta_dtype_is_unsigned(tact_dtype d); /* uint8..uint64 */
 

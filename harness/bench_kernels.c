@@ -307,10 +307,13 @@ static int s_gather_bench(int reps) {
 /* A 1024^2 matmul of float16 or bfloat16 (tact_matmul: products in
  * float32, summed in float32, rounded once), against PyTorch's matmul in
  * that dtype on the CPU with as many threads (peer_kernels.py). */
-static tact_dtype s_low_dtype;
-static void s_low_prep(tact_ctx *ctx, tact_tensor **in) {
+static void s_to_f16(tact_ctx *ctx, tact_tensor **in) {
     (void)ctx;
-    in[0] = tact_cast(in[0], s_low_dtype), in[1] = tact_cast(in[1], s_low_dtype);
+    in[0] = tact_cast(in[0], TACT_FLOAT16), in[1] = tact_cast(in[1], TACT_FLOAT16);
+}
+static void s_to_bf16(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    in[0] = tact_cast(in[0], TACT_BFLOAT16), in[1] = tact_cast(in[1], TACT_BFLOAT16);
 }
 
 static int s_low_matmul(tact_dtype d, const char *dname, int reps) {
@@ -321,8 +324,7 @@ static int s_low_matmul(tact_dtype d, const char *dname, int reps) {
     int ndims[2] = {2, 2};
     tact_options o;
     tact_options_default(&o);
-    s_low_dtype = d;
-    double t = h_tact_best_with(&o, 2, data, shapes, ndims, s_low_prep, h_matmul, reps), p, flops = 2.0 * N * N * N;
+    double t = h_tact_best_with(&o, 2, data, shapes, ndims, d == TACT_FLOAT16 ? s_to_f16 : s_to_bf16, h_matmul, reps), p, flops = 2.0 * N * N * N;
     char kernel[32], peer[200], name[64];
     snprintf(kernel, sizeof kernel, "matmul_%s", dname);
     snprintf(name, sizeof name, "kernels.matmul_%s_1024", dname);

@@ -342,6 +342,14 @@ static void s_take_asts(const ta_msg_t *m, void *ud) {
     }
 }
 
+/* The lanes of l's register tile: the product of its UPCAST axes. */
+static int64_t s_upcasts(const ta_lir_t *l) {
+    int64_t ups = 1;
+    for (int x = 0; x < l->naxes; x++)
+        if (l->axes[x].kind == TA_AXIS_UPCAST) ups *= l->axes[x].size;
+    return ups;
+}
+
 static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
     s_asts_t a = {asts, 0, max};
     tu_log_sent(log_path, "scheduler", TA_MSG_KERNELS, s_take_asts, &a);
@@ -379,9 +387,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
         const ta_ast_t *k = &asts[i];
         cr_assert_eq(ta_lower(k, &avx512, &l, &err), TACT_OK, "%s", err.text);
         int vdim = l.vector >= 0 ? l.axes[l.vector].dim : -1;
-        int64_t ups = 1;
-        for (int x2 = 0; x2 < l.naxes; x2++)
-            if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
+        int64_t ups = s_upcasts(&l);
         if (k->ndim == 3 && k->shape[0] == 64) { /* 64x64x64: one item of 64 rows, five tiles of 12 x 2 vectors and one of 4 rows */
             cr_assert(l.width == 16 && vdim == 1 && ups == 24 && l.align == 64 * 64 && l.tail_rows == 4, "width %d dim %d upcasts %lld align %lld tail %lld",
                       l.width, vdim, (long long)ups, (long long)l.align, (long long)l.tail_rows);
@@ -411,9 +417,7 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
             ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
             cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
             packed = 0;
-            ups = 1;
-            for (int x2 = 0; x2 < l.naxes; x2++)
-                if (l.axes[x2].kind == TA_AXIS_UPCAST) ups *= l.axes[x2].size;
+            ups = s_upcasts(&l);
             for (int i2 = 0; i2 < k->nnodes; i2++) packed += l.nodes[i2].packed;
             cr_assert(l.width == 8 && ups == 12 && l.align == 64 * 640 && l.post_level == 3 && l.pack_level == 2 && l.axes[2].kind == TA_AXIS_LOOP &&
                           l.axes[2].size == 640 / 16 && l.axes[3].size == 11 && l.tail_axis == 3 && l.tail_rows == 4 && packed == 1,
@@ -529,9 +533,7 @@ Test(codegen_lower, one_vector_wide_matmuls_take_16_rows_with_32_registers) {
     for (int bytes = 32; bytes <= 64; bytes *= 2) {
         ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
         cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
-        int64_t ups = 1;
-        for (int x = 0; x < l.naxes; x++)
-            if (l.axes[x].kind == TA_AXIS_UPCAST) ups *= l.axes[x].size;
+        int64_t ups = s_upcasts(&l);
         int want = bytes == 64 ? 16 : 12;
         cr_assert(l.width == bytes / 4 && ups == want, "%d-byte target: width %d, %lld rows (want %d)", bytes, l.width, (long long)ups, want);
     }
