@@ -33,6 +33,7 @@ typedef struct ta_printer {
     int vector_halves; /* vector loads of float16 and bfloat16 values into float32 lanes (tact_vloadh, tact_vloadbf) */
     int bool_masks;    /* vector comparisons as lane masks that choose a WHERE's value */
     int sum_tree;      /* a reduce's vector partials added across lanes by shuffles */
+    int bit_selects;   /* a scalar float WHERE picks its value's bits with an integer mask (tact_self, tact_seld), no branch */
     int groups;        /* work groups sharing local memory, with barriers: a long reduce shared by a group */
     int device_builds; /* the program is this source, which the device builds (else the system C compiler builds it here) */
     /* Builds a program (prelude and kernels) of this language here, into

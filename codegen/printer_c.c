@@ -27,7 +27,17 @@ static const char s_prelude[] =
     "typedef float tact_v4sf __attribute__((vector_size(16)));\n"
     "static inline float tact_h2f_hw(uint16_t h) { return __builtin_ia32_vcvtph2ps((tact_v8hi){(short)h})[0]; }\n"
     "static inline uint16_t tact_f2h_hw(float f) { return (uint16_t)__builtin_ia32_vcvtps2ph((tact_v4sf){f}, 0)[0]; }\n"
-    "#endif\n" TA_PRINTER_HELPERS;
+    "#endif\n"
+    /* A scalar WHERE of floats as an integer mask of its condition, not a
+     * branch: gcc branches on a float select, and a condition that follows
+     * the data (is this the window's max?) is guessed wrong half the time
+     * (the CNN's max-pool gradient: 3.9 ms, 1.2 ms with the masks). */
+    "static inline float tact_self(_Bool c, float x, float y) {\n"
+    "  uint32_t a, b, m = -(uint32_t)c; memcpy(&a, &x, 4); memcpy(&b, &y, 4); a = (a & m) | (b & ~m); memcpy(&x, &a, 4); return x;\n"
+    "}\n"
+    "static inline double tact_seld(_Bool c, double x, double y) {\n"
+    "  uint64_t a, b, m = -(uint64_t)c; memcpy(&a, &x, 8); memcpy(&b, &y, 8); a = (a & m) | (b & ~m); memcpy(&x, &a, 8); return x;\n"
+    "}\n" TA_PRINTER_HELPERS;
 
 /* Vector types and helpers for kernels with a VECTOR axis of w float32
  * lanes (GCC vector extensions; a scalar operand of + - * / is splat).
@@ -188,6 +198,7 @@ const ta_printer_t ta_printer_c = {
     .ranges = 1,
     .half_loads = 1,
     .vector_halves = 1,
+    .bit_selects = 1,
     .bool_masks = 1,
     .sum_tree = 1,
     .groups = 0,

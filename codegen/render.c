@@ -260,7 +260,10 @@ static void s_alu(s_ctx_t *c, s_str_t *e, const ta_ast_node_t *n) {
     case TA_OP_OR: s_put(e, "(%s)(%s|%s)", s_reg(d), x, y); break;
     case TA_OP_SHL: s_put(e, "(%s)((uint64_t)%s<<(%s&%d))", s_reg(d), x, y, bits - 1); break;
     case TA_OP_SHR: s_put(e, "(%s)(%s>>(%s&%d))", s_reg(d), x, y, bits - 1); break;
-    case TA_OP_WHERE: s_put(e, "(%s?%s:%s)", x, y, z); break;
+    case TA_OP_WHERE:
+        if (ta_dtype_is_float(d) && c->l->target.printer->bit_selects) s_put(e, "%s(%s,%s,%s)", d == TACT_FLOAT64 ? "tact_seld" : "tact_self", x, y, z);
+        else s_put(e, "(%s?%s:%s)", x, y, z);
+        break;
     case TA_OP_MULACC:
         if (s_signed(d) || (ta_dtype_is_unsigned(d) && ta_dtype_size(d) < 4))
             s_put(e, "(%s)((uint64_t)%s*(uint64_t)%s+(uint64_t)%s)", s_reg(d), x, y, z);

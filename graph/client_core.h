@@ -25,6 +25,7 @@ struct ti_tensor {
     char *message;
     int kept;
     int view; /* made by a movement op: not a buffer of its own, cannot be assigned to */
+    int swapped; /* its last two dims swapped from a tensor that is not a view (W^T): a matmul copies it first */
     /* Weakly typed scalars keep their value until they meet a tensor. */
     int weak;
     ta_scalar_kind_t kind;

@@ -44,12 +44,16 @@ ti_tensor_t *ti_permute(ti_tensor_t *x, const int *order) {
     if (x->shape.ndim && !order) return tc_error(x->ctx, TACT_EINVAL, "permute: order is NULL");
     if (ta_shape_permute(&x->shape, order, norm, &out, &err) != TACT_OK) return tc_error(x->ctx, err.code, "%s", err.text);
     int64_t args[TA_MAX_DIMS];
-    int identity = 1;
-    for (int k = 0; k < x->shape.ndim; k++) {
+    int identity = 1, nd = x->shape.ndim, swap = nd >= 2 && !x->view;
+    for (int k = 0; k < nd; k++) {
         args[k] = norm[k];
         identity &= norm[k] == k;
+        swap &= norm[k] == (k == nd - 1 ? nd - 2 : k == nd - 2 ? nd - 1 : k);
     }
-    return identity ? x : tc_movement(x, TA_OP_PERMUTE, &out, x->shape.ndim, args);
+    if (identity) return x;
+    ti_tensor_t *r = tc_movement(x, TA_OP_PERMUTE, &out, nd, args);
+    if (!r->status) r->swapped = swap;
+    return r;
 }
 
 ti_tensor_t *ti_expand(ti_tensor_t *x, int ndim, const int64_t *shape) {

@@ -298,3 +298,96 @@ Test(api_nn, the_short_forms_are_the_long_calls) {
     cr_assert_eq(s, 23.0, "hand-summed: %g", s);
     tact_ctx_close(&ctx);
 }
+
+/* A uniform double in [0, 1) from tu_rand. */
+static double s_unit(uint64_t *seed) { return (double)(tu_rand(seed) >> 11) / 9007199254740992.0; }
+
+/* x @ W^T (a linear layer's forward) with rows enough: W^T is copied to a
+ * buffer of its own first (2 kernels), so the matmul reads it along its
+ * columns; with few rows, or when x wants a gradient (whose kernel would
+ * then read the copy along the reduce), it is read as it is (1 kernel).
+ * Values against a double loop within 1e-5 relative either way. */
+Test(api_nn, linear_copies_w_transposed_where_that_pays) {
+    enum { M = 64, K = 100, N = 48 };
+    uint64_t seed = 11;
+    float x[M * K], w[N * K], out[M * N];
+    for (int i = 0; i < M * K; i++) x[i] = (float)(s_unit(&seed) * 2 - 1);
+    for (int i = 0; i < N * K; i++) w[i] = (float)(s_unit(&seed) * 2 - 1);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    const struct {
+        int rows, grad;
+        uint64_t kernels;
+    } cases[3] = {{M, 0, 2}, {16, 0, 1}, {M, 1, 1}};
+    for (int c = 0; c < 3; c++) {
+        int m = cases[c].rows;
+        tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){m, K}, x), *tw = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, K}, w);
+        if (cases[c].grad) tact_set_requires_grad(tx, 1);
+        tact_tensor *in[2] = {tx, tw};
+        cr_assert_eq(tact_realize(ctx, 2, in), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_linear(tx, tact_transpose(tw, 0, 1), NULL), out, sizeof(float) * (size_t)(m * N)), TACT_OK, "%s",
+                     tact_ctx_error(ctx));
+        tact_stats st;
+        tact_ctx_stats(ctx, &st);
+        cr_expect_eq(st.kernels, cases[c].kernels, "case %d: %llu kernels", c, (unsigned long long)st.kernels);
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < N; j++) {
+                double want = 0;
+                for (int k = 0; k < K; k++) want += (double)x[i * K + k] * w[j * K + k];
+                cr_assert(fabs(out[i * N + j] - want) <= 1e-5 * (1 + fabs(want)), "case %d seed 11: [%d][%d] %g, want %g", c, i, j,
+                          (double)out[i * N + j], want);
+            }
+    }
+    tact_ctx_close(&ctx);
+}
+
+/* where() picks the bits of one of its values, NaN payloads, -0 and
+ * infinities included, in scalar kernels (the condition from int32s: the
+ * C printer's integer masks) and vector ones (from float32s), float32 and
+ * float64. */
+Test(api_nn, where_picks_exact_bits) {
+    enum { N = 67 };
+    uint32_t xb[N], yb[N];
+    int32_t ci[N];
+    float cf[N];
+    uint64_t seed = 5;
+    const uint32_t special[6] = {0x7fc01234u, 0xffa00001u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x00000001u};
+    for (int i = 0; i < N; i++) {
+        xb[i] = i < 6 ? special[i] : (uint32_t)(s_unit(&seed) * 4294967295.0);
+        yb[i] = i >= 6 && i < 12 ? special[i - 6] : (uint32_t)(s_unit(&seed) * 4294967295.0);
+        ci[i] = (int32_t)(s_unit(&seed) * 4) - 2;
+        cf[i] = (float)ci[i];
+    }
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int vec = 0; vec < 2; vec++) {
+            double xd[N], yd[N];
+            for (int i = 0; i < N; i++) {
+                float a, b;
+                memcpy(&a, &xb[i], 4), memcpy(&b, &yb[i], 4);
+                xd[i] = a, yd[i] = b; /* float64: the float32 values widened (NaNs keep being NaNs) */
+            }
+            tact_dtype d = f64 ? TACT_FLOAT64 : TACT_FLOAT32;
+            tact_tensor *tx = tact_from_data(ctx, d, 1, (int64_t[]){N}, f64 ? (void *)xd : (void *)xb);
+            tact_tensor *ty = tact_from_data(ctx, d, 1, (int64_t[]){N}, f64 ? (void *)yd : (void *)yb);
+            tact_tensor *c = vec ? tact_lt(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){N}, cf), tact_scalar(ctx, 0))
+                                 : tact_lt(tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, ci), tact_scalar(ctx, 0));
+            uint64_t got[N];
+            cr_assert_eq(tact_read(tact_where(c, tx, ty), got, (f64 ? 8 : 4) * N), TACT_OK, "%s", tact_ctx_error(ctx));
+            for (int i = 0; i < N; i++) {
+                int take = ci[i] < 0;
+                if (f64) {
+                    uint64_t want;
+                    memcpy(&want, take ? &xd[i] : &yd[i], 8);
+                    cr_assert_eq(got[i], want, "float64 %s [%d]: %016llx, want %016llx", vec ? "vector" : "scalar", i, (unsigned long long)got[i],
+                                 (unsigned long long)want);
+                } else {
+                    uint32_t g, want = take ? xb[i] : yb[i];
+                    memcpy(&g, (char *)got + 4 * i, 4);
+                    cr_assert_eq(g, want, "float32 %s [%d]: %08x, want %08x", vec ? "vector" : "scalar", i, g, want);
+                }
+            }
+        }
+    tact_ctx_close(&ctx);
+}
