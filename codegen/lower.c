@@ -477,9 +477,9 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
          *   stream the prefetcher follows) instead of 32 of them a page
          *   apart. */
         kblock = -1, kb = 0, tail = 0;
-        int nred = 0, rdim = -1;
+        int nred = 0, rdim = -1, r0 = -1;
         for (int k = 0; k < a->ndim; k++)
-            if (a->reduce_mask >> k & 1) nred++, rdim = k;
+            if (a->reduce_mask >> k & 1) nred++, rdim = k, r0 = r0 < 0 ? k : r0;
         int stored = l->reduce >= 0 && nred == 1 && vdim >= 0 && !pad && !(a->reduce_mask >> vdim & 1) &&
                      a->nodes[a->nnodes - 1].src[0] == l->reduce && (a->nodes[l->reduce].op == TA_OP_SUM || a->nodes[l->reduce].op == TA_OP_RMAX);
         int64_t tile = stored ? factor[vdim] * vfactor[vdim] : 1;
@@ -491,16 +491,26 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
          * one does) in row tiles of tr, the last one short (64 rows: ten
          * tiles of 6 and one of 4, or five of 12 and one of 4), and,
          * where B is large, blocks of K of 128 to 256 (the fewest that
-         * divide K): a padded last column tile is allowed. */
+         * divide K): a padded last column tile is allowed.
+         * A sum over two dims (a convolution's weight gradient: over the
+         * batch, then the positions) takes the same tiles in items of 8
+         * to 64 rows leaving 2 items or more, the outer sum's steps as
+         * the blocks: each step's block of B (the positions x a column
+         * tile) serves all the item's row tiles from L1. */
         mc = 0;
         int tr = t->vector_bytes == 32 ? 6 : t->vector_bytes == 64 ? 12 : 0; /* rows of a tile */
-        if (l->reduce >= 0 && nred == 1 && vdim >= 0 && !(a->reduce_mask >> vdim & 1) && a->nodes[a->nnodes - 1].src[0] == l->reduce &&
+        int two = nred == 2 && a->shape[r0] > 1;
+        if (l->reduce >= 0 && (nred == 1 || two) && vdim >= 0 && !(a->reduce_mask >> vdim & 1) && a->nodes[a->nnodes - 1].src[0] == l->reduce &&
             a->nodes[l->reduce].op == TA_OP_SUM && tr && t->printer->ranges && up_dim[0] >= 0 && up_dim[0] < vdim &&
             up_dim[1] == vdim && up_size[0] == 8 && up_size[1] == 2)
-            for (int items = 8; items >= 1 && !mc; items -= 7) /* 8 items or more where that can be */
-                for (int64_t c2 = S_MC; c2 >= 24 && !mc; c2 -= 8)
+            for (int items = two ? 2 : 8; items >= 1 && !mc; items -= two ? 1 : 7) /* 8 items or more where that can be */
+                for (int64_t c2 = S_MC; c2 >= (two ? 8 : 24) && !mc; c2 -= 8)
                     if (out[up_dim[0]] % c2 == 0 && out[up_dim[0]] / c2 >= items) mc = c2;
-        if (mc) {
+        if (mc && two) {
+            up_size[0] = tr, factor[up_dim[0]] = tr;
+            extra[up_dim[0]] = (mc + tr - 1) / tr, tail = mc % tr;
+            kblock = r0, kb = 1;
+        } else if (mc) {
             up_size[0] = tr, factor[up_dim[0]] = tr;
             extra[up_dim[0]] = (mc + tr - 1) / tr, tail = mc % tr;
             int64_t K = a->shape[rdim];

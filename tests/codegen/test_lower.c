@@ -542,6 +542,62 @@ Test(codegen_lower, one_vector_wide_matmuls_take_16_rows_with_32_registers) {
     free(a), free(b);
 }
 
+/* A matmul summed over two dims, a convolution's weight gradient
+ * (out[o][j] = sum over b and p of A[b][o][p] B[b][p][j]): tiles of 6 rows
+ * (AVX2) or 12 (AVX-512) x 2 vectors in items of 16 rows, the outer sum's
+ * steps as blocks (an outer REDUCE of B steps) so each step's block of B
+ * serves the item's row tiles from L1.  Values against a double loop on
+ * 16-, 32- and 64-byte vectors, 1 and 8 threads bitwise equal. */
+Test(codegen_lower, a_sum_over_two_dims_is_blocked_by_its_outer_dim) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { B = 6, O = 32, P = 50, J = 64 };
+    float *a = s_rand(&rng, B * O * P, -1, 1), *b = s_rand(&rng, B * P * J, -1, 1), got[2][O * J];
+    static const char *targets[] = {"16", "32", "64"};
+    char *path = tu_tmpfile("two");
+    for (int t = 0; t < 3; t++) {
+        setenv("TACT_TEST_VECTOR_BYTES", targets[t], 1);
+        for (int pass = 0; pass < 2; pass++) {
+            tact_ctx *ctx = s_open(pass ? 8 : 1, t == 0 && pass == 0 ? path : NULL);
+            tact_tensor *ta = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){B, O, P, 1}, a);
+            tact_tensor *tb = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){B, 1, P, J}, b);
+            tact_tensor *r = tact_sum(tact_mul(ta, tb), 2, (int[]){0, 2}, 0);
+            cr_assert_eq(tact_read(r, got[pass], sizeof got[pass]), TACT_OK, "%s", tact_ctx_error(ctx));
+            tact_ctx_close(&ctx);
+        }
+        cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "%s-byte vectors: 1 and 8 threads differ", targets[t]);
+        for (int o = 0; o < O; o++)
+            for (int j = 0; j < J; j++) {
+                double want = 0, mag = 0;
+                for (int q = 0; q < B; q++)
+                    for (int p = 0; p < P; p++) {
+                        double v = (double)a[(q * O + o) * P + p] * b[(q * P + p) * J + j];
+                        want += v, mag += fabs(v);
+                    }
+                cr_assert_leq(fabs(got[0][o * J + j] - want), 1e-5 * mag + 1e-30, "seed %llu, %s-byte vectors: [%d][%d] = %g, want %g",
+                              (unsigned long long)seed, targets[t], o, j, got[0][o * J + j], want);
+            }
+    }
+    unsetenv("TACT_TEST_VECTOR_BYTES");
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    for (int bytes = 32; bytes <= 64; bytes *= 2) {
+        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
+        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
+        int outer = -1;
+        for (int x = 0; x < l.naxes; x++)
+            if (l.axes[x].outer) outer = x;
+        int rows = bytes == 64 ? 12 : 6;
+        cr_assert(outer >= 0 && l.axes[outer].size == B && l.align == 16 * J && s_upcasts(&l) == 2 * rows && l.tail_rows == 16 % rows,
+                  "%d-byte target: outer axis %d, align %lld, %lld lanes, tail %lld", bytes, outer, (long long)l.align, (long long)s_upcasts(&l),
+                  (long long)l.tail_rows);
+    }
+    unlink(path);
+    free(path);
+    free(a), free(b);
+}
+
 /* The windows of a padded image stacked along a new last dim (an unfold):
  * each load's mask picks its piece by that dim's index, so the lowering
  * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
