@@ -426,8 +426,11 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                  * when one load is the same along those rows and another
                  * along a second output dim (x @ W^T: both operands run
                  * along the reduce), a few of those too: a 4 x 4 tile loads
-                 * 8 vectors for 16 products instead of 5 for 4. */
-                for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r /= 2)
+                 * 8 vectors for 16 products instead of 5 for 4.  Rows of 4,
+                 * 3 or 2 (a 3 x 3 window's 3 offsets: each accumulator's
+                 * chain of fused multiply-adds waits on the one before, so
+                 * one alone runs at a fraction of the machine's rate). */
+                for (int r = 4; r >= 2 && inner >= 0 && up_dim[0] < 0; r--)
                     if (out[inner] % r == 0) up_dim[0] = inner, up_size[0] = r;
                 int bcast_inner = 0;
                 for (int i = 0; i < a->nnodes && up_dim[0] >= 0; i++)

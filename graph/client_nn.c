@@ -306,6 +306,17 @@ ti_tensor_t *ti_conv2d(ti_tensor_t *x, ti_tensor_t *weight, ti_tensor_t *bias, c
     x = ti_widened(x, dt), weight = ti_widened(weight, dt);
     ti_tensor_t *unfolded = s_conv_unfolded(x, weight, dt, bias, &ww);
     if (unfolded) return unfolded;
+    /* The padded input gets a buffer of its own (a copy of its size), so
+     * the convolution and its weight gradient read it without masks:
+     * masked kernels get no vectors (docs/codegen-ir.md). */
+    int64_t pad[6];
+    int padded = 0;
+    if (s_padding(&ww, pad) == 0)
+        for (int j = 0; j < 2 * nk; j++) padded |= pad[j] > 0;
+    if (padded) {
+        x = ti_contiguous(ti_pad2d(x, 2 * nk, pad, 0));
+        ww.npad = 0;
+    }
     ti_tensor_t *p = s_padded_pool(x, &ww, ww.kernel, 0, 0, "conv2d"); /* (bs, g*cin, *o, *k) */
     if (ti_status_of(p)) return p;
     int64_t ps[TA_MAX_DIMS], rc = cout / g, a[TA_MAX_DIMS], e[TA_MAX_DIMS], wr[TA_MAX_DIMS];

@@ -238,23 +238,43 @@ Test(codegen_lower, masked_tiles_of_convolutions_against_loops) {
         int oh = h + 2 * pd - 2, ow = w + 2 * pd - 2;
         size_t nx = (size_t)bn * ci * h * w, nw = (size_t)co * ci * 9, no = (size_t)bn * co * oh * ow;
         float *x = s_rand(&rng, nx, -1, 1), *wt = s_rand(&rng, nw, -1, 1);
-        float *out[2], *gx[2];
+        float *out[2], *gx[2], *gw[2];
         for (int pass = 0; pass < 2; pass++) {
-            out[pass] = malloc(sizeof(float) * no), gx[pass] = malloc(sizeof(float) * nx);
+            out[pass] = malloc(sizeof(float) * no), gx[pass] = malloc(sizeof(float) * nx), gw[pass] = malloc(sizeof(float) * nw);
             tact_ctx *ctx = s_open(pass ? 8 : 1, NULL);
             tact_window win;
             tact_window_default(&win);
             win.npad = 1, win.padding[0] = pd;
             tact_tensor *tx = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){bn, ci, h, w}, x), 1);
-            tact_tensor *tw = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){co, ci, 3, 3}, wt);
+            tact_tensor *tw = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){co, ci, 3, 3}, wt), 1);
             tact_tensor *y = tact_conv2d(tx, tw, NULL, &win);
             cr_assert_eq(tact_read(y, out[pass], sizeof(float) * no), TACT_OK, "%s", tact_ctx_error(ctx));
             cr_assert_eq(tact_backward(tact_sum(y, -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
             cr_assert_eq(tact_read(tact_grad(tx), gx[pass], sizeof(float) * nx), TACT_OK, "%s", tact_ctx_error(ctx));
+            cr_assert_eq(tact_read(tact_grad(tw), gw[pass], sizeof(float) * nw), TACT_OK, "%s", tact_ctx_error(ctx));
             tact_ctx_close(&ctx);
         }
-        cr_assert(memcmp(out[0], out[1], sizeof(float) * no) == 0 && memcmp(gx[0], gx[1], sizeof(float) * nx) == 0,
+        cr_assert(memcmp(out[0], out[1], sizeof(float) * no) == 0 && memcmp(gx[0], gx[1], sizeof(float) * nx) == 0 &&
+                      memcmp(gw[0], gw[1], sizeof(float) * nw) == 0,
                   "conv %zu: 1 and 8 threads differ", s);
+        /* d sum(y) / dw[o,c,u,v] = the sum of the inputs it touches. */
+        for (int o = 0; o < co; o++)
+            for (int c = 0; c < ci; c++)
+                for (int u = 0; u < 3; u++)
+                    for (int v = 0; v < 3; v++) {
+                        double want = 0, mag = 0;
+                        for (int b = 0; b < bn; b++)
+                            for (int i = 0; i < oh; i++)
+                                for (int j = 0; j < ow; j++) {
+                                    int yy = i + u - pd, xx = j + v - pd;
+                                    if (yy < 0 || yy >= h || xx < 0 || xx >= w) continue;
+                                    double p = x[((size_t)(b * ci + c) * h + yy) * w + xx];
+                                    want += p, mag += fabs(p);
+                                }
+                        float got = gw[0][(size_t)(o * ci + c) * 9 + u * 3 + v];
+                        cr_assert_leq(fabs(got - want), 1e-5 * mag + 1e-30, "seed %#llx: conv %zu weight grad [%d,%d,%d,%d]: %.9g, not %.9g",
+                                      (unsigned long long)seed, s, o, c, u, v, got, want);
+                    }
         for (int b = 0; b < bn; b++)
             for (int o = 0; o < co; o++)
                 for (int i = 0; i < oh; i++)
@@ -291,7 +311,7 @@ Test(codegen_lower, masked_tiles_of_convolutions_against_loops) {
                                       (unsigned long long)seed, s, b, c, yy, xx, got, want);
                     }
         free(x), free(wt);
-        for (int p = 0; p < 2; p++) free(out[p]), free(gx[p]);
+        for (int p = 0; p < 2; p++) free(out[p]), free(gx[p]), free(gw[p]);
     }
 }
 
@@ -452,6 +472,52 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
     unlink(path);
     free(path);
     free(a);
+}
+
+/* A padded convolution of one input channel (the pooling view, not
+ * columns) reads its padded input from a buffer of its own, so neither it
+ * nor its weight gradient has masks: the convolution takes vectors along
+ * the output's rows with rows of channels (x is the same along them), the
+ * weight gradient (a reduce along the vector) a tile of the window's 3
+ * column offsets (the output's gradient is the same along them) x 4
+ * channels (the input is).  Values: masked_tiles_of_convolutions_against_loops. */
+Test(codegen_lower, a_padded_convolution_reads_its_input_unmasked) {
+    char *path = tu_tmpfile("padconv");
+    tact_ctx *ctx = s_open(2, path);
+    float *z = calloc(4 * 8 * 16 * 16, sizeof *z);
+    tact_window win;
+    tact_window_default(&win);
+    win.npad = 1, win.padding[0] = 1;
+    tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 1, 16, 16}, z);
+    tact_tensor *tw = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){8, 1, 3, 3}, z), 1);
+    tact_tensor *y = tact_conv2d(tx, tw, NULL, &win), *r = tact_from_data(ctx, TACT_FLOAT32, 4, (int64_t[]){4, 8, 16, 16}, z);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(y, r), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *outs[2] = {y, tact_grad(tw)};
+    cr_assert_eq(tact_realize(ctx, 2, outs), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    static ta_ast_t asts[16];
+    int n = s_recorded_asts(path, asts, 16), conv = 0, wgrad = 0;
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
+    for (int i = 0; i < n; i++) {
+        const ta_ast_t *k = &asts[i];
+        if (!k->reduce_mask) continue;
+        cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
+        char name[64];
+        ta_ast_name(k, name, sizeof name);
+        if (!strcmp(name, "r_4_8_16_16_3_3")) { /* the convolution: (4, 8, 16, 16) over the window */
+            cr_assert(l.width == 8 && s_upcasts(&l) >= 4, "%s: width %d, %lld lanes", name, l.width, (long long)s_upcasts(&l));
+            conv = 1;
+        } else if (!strcmp(name, "r_8_3_3_4_16_16")) { /* the weight gradient: (8, 3, 3) over the batch and positions */
+            cr_assert(l.width == 8 && s_upcasts(&l) == 12, "%s: width %d, %lld lanes", name, l.width, (long long)s_upcasts(&l));
+            wgrad = 1;
+        }
+    }
+    cr_assert(conv && wgrad, "%d kernels: convolution %d, weight gradient %d", n, conv, wgrad);
+    unlink(path);
+    free(path);
+    free(z);
 }
 
 /* Dims every view reads as one run are merged before lowering (ast.c's
