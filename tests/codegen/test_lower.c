@@ -194,7 +194,7 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
                                     {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}, {64, 768, 384},
-                                    {40, 600, 452}, {56, 100, 64}, {80, 600, 452}, {48, 16384, 16}};
+                                    {40, 600, 452}, {56, 100, 64}, {80, 600, 452}, {48, 16384, 16}, {512, 64, 64}};
     static const char *targets[] = {"16", "32", "64"};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < 3 * sizeof shapes / sizeof shapes[0]; s++) {
@@ -662,6 +662,36 @@ Test(codegen_lower, a_sum_over_two_dims_is_blocked_by_its_outer_dim) {
     unlink(path);
     free(path);
     free(a), free(b);
+}
+
+/* Work items of a matmul's rows: 128 where that leaves 4 items and wastes
+ * at most 1/20 of the tiles' rows (512 rows: 4 items, B's panel packed 4
+ * times instead of 8), else 64 to 24 leaving 8 items (128 rows: 2 items
+ * of 64, 32 would waste 4 of every 36 rows on AVX2).  Values:
+ * matmuls_of_many_shapes_against_a_double_loop. */
+Test(codegen_lower, matmul_items_of_up_to_128_rows) {
+    static const int rows[2] = {512, 128}, want[2] = {128, 64};
+    for (int c = 0; c < 2; c++) {
+        char *path = tu_tmpfile("items");
+        float *z = calloc((size_t)rows[c] * 64, sizeof *z);
+        tact_ctx *ctx = s_open(1, path);
+        tact_tensor *r = tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){rows[c], 64}, z), tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){64, 64}, z));
+        cr_assert_eq(tact_realize(ctx, 1, &r), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_ctx_close(&ctx);
+        static ta_ast_t asts[2];
+        cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+        static ta_lir_t l;
+        ta_error_t err;
+        for (int bytes = 32; bytes <= 64; bytes *= 2) {
+            ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
+            cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
+            cr_assert(l.align == (int64_t)want[c] * 64, "%d rows, %d-byte target: items of %lld outputs, want %d rows", rows[c], bytes, (long long)l.align,
+                      want[c]);
+        }
+        unlink(path);
+        free(path);
+        free(z);
+    }
 }
 
 /* The windows of a padded image stacked along a new last dim (an unfold):
