@@ -71,7 +71,7 @@ int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
 /* The variable of axis a (its slot is a): UPCAST axes are a lane's digits
  * (or variables when lane < 0, for the analysis), the VECTOR axis 0 for a
  * base position. */
-static const ta_sym_t *s_var(const ta_lir_t *l, ta_sym_arena_t *ar, int a, int lane, int vector_base) {
+static const ta_sym_t *s_var(const ta_lir_t *l, ta_sym_arena_t *ar, int a, int lane, int vector_base, int whole) {
     const ta_axis_t *ax = &l->axes[a];
     if (ax->kind == TA_AXIS_UPCAST && lane >= 0) {
         int u = 0;
@@ -79,18 +79,18 @@ static const ta_sym_t *s_var(const ta_lir_t *l, ta_sym_arena_t *ar, int a, int l
         return ta_sym_const(ar, s_digit(l, lane, u));
     }
     if (ax->kind == TA_AXIS_VECTOR && vector_base) return ta_sym_const(ar, 0);
-    int64_t hi = ax->kind == TA_AXIS_GLOBAL ? l->items - 1 : ax->size - 1;
+    int64_t hi = ax->kind == TA_AXIS_GLOBAL ? l->items - 1 : whole && a == l->pad ? l->pad_full - 1 : ax->size - 1;
     return ta_sym_var(ar, a, ax->name, 0, hi > 0 ? hi : 0);
 }
 
-int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, const ta_sym_t **full_idx,
+int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, int whole, const ta_sym_t **full_idx,
                  const ta_sym_t **out_idx) {
     const ta_ast_t *a = l->ast;
     /* Each output dim's index: the work item's start (item * align, flat)
      * divided down to the dim, plus the output axes along it; each reduced
      * dim's the sum of its axes.  Axes step within their dim, so no sum
      * wraps into the next dim, not even a padded dim's last tile. */
-    const ta_sym_t *item = ta_sym_mulc(ar, s_var(l, ar, 0, lane, vector_base), l->align);
+    const ta_sym_t *item = ta_sym_mulc(ar, s_var(l, ar, 0, lane, vector_base, whole), l->align);
     int64_t ostride[TA_MAX_DIMS], stride = 1;
     for (int k = a->ndim - 1; k >= 0; k--) {
         ostride[k] = stride;
@@ -105,13 +105,27 @@ int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_bas
         const ta_axis_t *ax = &l->axes[x];
         if (ax->dim < 0 || (!ax->reduce && a->shape[ax->dim] <= 1)) continue;
         int64_t step = ax->reduce ? ax->mult : ax->mult / ostride[ax->dim];
-        full_idx[ax->dim] = ta_sym_add(ar, full_idx[ax->dim], ta_sym_mulc(ar, s_var(l, ar, x, lane, vector_base), step));
+        full_idx[ax->dim] = ta_sym_add(ar, full_idx[ax->dim], ta_sym_mulc(ar, s_var(l, ar, x, lane, vector_base, whole), step));
     }
     for (int k = 0; k < a->ndim; k++) {
         out_idx[k] = a->reduce_mask >> k & 1 ? ta_sym_const(ar, 0) : full_idx[k];
         if (!full_idx[k] || !out_idx[k]) return -1;
     }
     return 0;
+}
+
+/* How a load or store at pos (valid where valid) is read along the
+ * vector: contiguous, the same for every lane, pairs of lanes from an
+ * even first one (where the printer has them), or lane by lane. */
+static ta_access_t s_access(const ta_target_t *t, const ta_lir_t *l, const ta_ast_node_t *n, const ta_sym_t *pos, const ta_sym_t *valid) {
+    int64_t k;
+    int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
+    if (linear) return k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
+    /* Pairs of lanes from an even first one (in a padded dim's last tile,
+     * only the lanes inside it), where the printer has them. */
+    if (unmasked && n->op == TA_OP_LOAD && n->dtype == TACT_FLOAT32 && t->printer->half_loads && l->width % 2 == 0 && ta_sym_half(pos, l->vector))
+        return TA_ACCESS_HALF;
+    return TA_ACCESS_GATHER;
 }
 
 /* --------------------------------------------------------------- choices */
@@ -610,8 +624,18 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     }
 
     /* Every node: its level, the lanes and vector it varies along. */
-    const ta_sym_t *full[TA_MAX_DIMS], *outi[TA_MAX_DIMS];
-    int rc = ta_lir_index(l, ar, -1, 0, full, outi) == 0 ? TACT_OK : ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
+    /* With a padded vector dim, loads are read in its whole tiles as the
+     * index over those says (a row of 14 in tiles of 8: the first tile's
+     * lanes stay in the row, so a per-channel parameter read through
+     * (row * 14 + lane) / 196 is the same for all of them), and in its
+     * last tile as the index over all tiles says (lane by lane where a
+     * lane past the end could leave the row).  Everything else (levels,
+     * lanes, the padded dim's masks) follows the index over all tiles. */
+    const ta_sym_t *full[TA_MAX_DIMS], *outi[TA_MAX_DIMS], *fullw[TA_MAX_DIMS], *outiw[TA_MAX_DIMS];
+    int whole = l->pad >= 0 && l->pad_full >= 1;
+    int rc = ta_lir_index(l, ar, -1, 0, 0, full, outi) == 0 && (!whole || ta_lir_index(l, ar, -1, 0, 1, fullw, outiw) == 0)
+                 ? TACT_OK
+                 : ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
     int users[TA_AST_MAX_NODES] = {0};
     uint64_t dep[TA_AST_MAX_NODES] = {0}; /* the axes a LOAD's position or validity uses */
     for (int i = 0; i < a->nnodes; i++)
@@ -634,14 +658,14 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             for (int x = 0; x < l->naxes && l->pad >= 0; x++)
                 if (l->axes[x].dim == l->pad_dim && !l->axes[x].reduce && (slots >> x & 1)) ln->padded = 1;
             if (l->vector >= 0 && n->op != TA_OP_CONST && n->op != TA_OP_IOTA) {
-                int64_t k;
-                int unmasked = !(ta_sym_slots(valid) >> l->vector & 1), linear = unmasked && ta_sym_linear(pos, l->vector, &k);
-                ln->access = !linear ? TA_ACCESS_GATHER : k == 1 ? TA_ACCESS_CONTIGUOUS : k == 0 ? TA_ACCESS_BROADCAST : TA_ACCESS_GATHER;
-                /* Pairs of lanes from an even first one (in a padded dim's
-                 * last tile, only the lanes inside it), where the printer has them. */
-                if (!linear && unmasked && n->op == TA_OP_LOAD && n->dtype == TACT_FLOAT32 && t->printer->half_loads && l->width % 2 == 0 &&
-                    ta_sym_half(pos, l->vector))
-                    ln->access = TA_ACCESS_HALF;
+                ln->access = ln->access_last = s_access(t, l, n, pos, valid);
+                if (whole && n->op == TA_OP_LOAD) {
+                    if (ta_vstack_expr(&a->views[n->view], ar, pre[i] ? fullw : outiw, &pos, &valid) != 0) {
+                        rc = ta_error_set(err, TACT_ENOMEM, "lower: out of memory");
+                        break;
+                    }
+                    ln->access = s_access(t, l, n, pos, valid);
+                }
             }
         }
         for (int x = 1; x < l->naxes; x++) {

@@ -81,7 +81,8 @@ typedef struct {
     int vector;       /* a vector value (varies along the VECTOR axis) */
     int post;         /* computed after the reduce (the reduce itself and what uses it) */
     int fused;        /* a MUL whose only use is the reduce's SUM: one fused multiply-add */
-    ta_access_t access;
+    ta_access_t access;      /* along the vector; with a padded vector dim, in its whole tiles */
+    ta_access_t access_last; /* in a padded dim's last tile (the lanes past its end included) */
     int padded;       /* a LOAD or STORE whose position depends on the padded dim */
     int packed;       /* a vector LOAD of the inner reduce read from the pack built at pack_level */
 } ta_lir_node_t;
@@ -158,10 +159,12 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *out, ta_error_t 
  * UPCAST axes are the constants of lane (the lane's digit per UPCAST axis,
  * first axis slowest), and the VECTOR axis is its variable, or 0 when
  * vector_base is set (the first lane's position, for a vector load).
- * out_idx gets the output index (reduced dims 0).  Returns 0, or -1 when
- * ar ran out of memory.
+ * out_idx gets the output index (reduced dims 0).  With whole set, the
+ * padded dim's loop ranges over its whole tiles only (the lanes' index
+ * stays inside the dim, which lets divisions by it simplify).  Returns 0,
+ * or -1 when ar ran out of memory.
  */
-int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, const ta_sym_t **full_idx,
+int ta_lir_index(const ta_lir_t *l, ta_sym_arena_t *ar, int lane, int vector_base, int whole, const ta_sym_t **full_idx,
                  const ta_sym_t **out_idx);
 
 /* The lane of the UPCAST axes that node i's value for lane is shared with

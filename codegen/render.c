@@ -126,6 +126,9 @@ typedef struct {
      * with the vector at its first lane (a vector load's base). */
     const ta_sym_t *full[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outi[TA_LIR_MAX_LANES][TA_MAX_DIMS];
     const ta_sym_t *full0[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outi0[TA_LIR_MAX_LANES][TA_MAX_DIMS];
+    /* The same over a padded vector dim's whole tiles only (ta_lir_index's whole) */
+    const ta_sym_t *fullw[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outiw[TA_LIR_MAX_LANES][TA_MAX_DIMS];
+    const ta_sym_t *full0w[TA_LIR_MAX_LANES][TA_MAX_DIMS], *outi0w[TA_LIR_MAX_LANES][TA_MAX_DIMS];
     char names[TA_AST_MAX_NODES][TA_LIR_MAX_LANES][16];
     int argno[TA_AST_MAX_NODES]; /* an argument CONST's argument index */
     int pre[TA_AST_MAX_NODES];   /* computed inside the reduce loops */
@@ -183,7 +186,10 @@ static int s_pack_slot(const ta_lir_t *l, int i, int lane, int *count) {
  * (base: the vector at its first lane); returns 0 or -1. */
 static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, int base, char *pos, size_t pos_len, char *valid,
                    size_t valid_len, int *always, int *never) {
-    const ta_sym_t *const *idx = base ? (pre ? c->full0[c->lane] : c->outi0[c->lane]) : (pre ? c->full[c->lane] : c->outi[c->lane]);
+    /* Outside a padded dim's last tile, the index over its whole tiles. */
+    int w = c->l->pad >= 0 && c->l->pad_full >= 1 && !c->masked;
+    const ta_sym_t *const *idx = base ? (pre ? (w ? c->full0w : c->full0)[c->lane] : (w ? c->outi0w : c->outi0)[c->lane])
+                                      : (pre ? (w ? c->fullw : c->full)[c->lane] : (w ? c->outiw : c->outi)[c->lane]);
     const ta_sym_t *p, *v;
     if (ta_vstack_expr(&c->a->views[n->view], c->ar, idx, &p, &v) != 0) return -1;
     int64_t k;
@@ -424,7 +430,8 @@ static int s_node(s_ctx_t *c, int i) {
         /* In the padded dim's last tile, only the lanes inside it are read. */
         char cnt[4100] = "";
         if (c->masked && ln->padded && s_count(c, cnt, sizeof cnt) != 0) return -1;
-        if (ln->access == TA_ACCESS_HALF) { /* unmasked (lowering) */
+        ta_access_t acc = c->masked ? ln->access_last : ln->access;
+        if (acc == TA_ACCESS_HALF) { /* unmasked (lowering) */
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             if (*cnt) s_put(o, "tact_vf %s = tact_vload_half_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
             else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
@@ -436,7 +443,7 @@ static int s_node(s_ctx_t *c, int i) {
             s_put(o, "tact_vf %s = pack%d[%s * %d + %d];\n", name, i, k->name, count, slot);
             return 0;
         }
-        if (ln->access == TA_ACCESS_CONTIGUOUS) {
+        if (acc == TA_ACCESS_CONTIGUOUS) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             if (*cnt) s_put(o, "tact_vf %s = %s_n(data%d+%s, %s);\n", name, s_vload(d), n->buf, pos, cnt);
             else s_put(o, "tact_vf %s = %s(data%d+%s);\n", name, s_vload(d), n->buf, pos);
@@ -445,7 +452,7 @@ static int s_node(s_ctx_t *c, int i) {
         if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
         if (*cnt && !never) { /* the validity includes the lanes inside */
             char both[8400];
-            int len = snprintf(both, sizeof both, "%s%s%s%s%s", ln->access == TA_ACCESS_GATHER ? "vl < " : "0 < ", cnt, always ? "" : " && (",
+            int len = snprintf(both, sizeof both, "%s%s%s%s%s", acc == TA_ACCESS_GATHER ? "vl < " : "0 < ", cnt, always ? "" : " && (",
                                always ? "" : valid, always ? "" : ")");
             if (len < 0 || len >= (int)sizeof valid) return -1;
             memcpy(valid, both, (size_t)len + 1);
@@ -453,7 +460,7 @@ static int s_node(s_ctx_t *c, int i) {
         }
         char load[4200];
         s_elem(load, sizeof load, d, n->buf, pos);
-        if (ln->access == TA_ACCESS_GATHER) { /* lane by lane */
+        if (acc == TA_ACCESS_GATHER) { /* lane by lane */
             s_put(o, "tact_vf %s;\n", name);
             s_indent(c);
             if (never) s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = 0;\n", name);
@@ -461,9 +468,12 @@ static int s_node(s_ctx_t *c, int i) {
             else s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) TACT_LANE(%s, vl) = (%s) ? %s : 0;\n", name, valid, load);
             return 0;
         }
-        if (never) s_put(o, "%s %s = 0;\n", s_reg(d), name);
-        else if (always) s_put(o, "%s %s = %s;\n", s_reg(d), name, load);
-        else s_put(o, "%s %s = (%s) ? %s : 0;\n", s_reg(d), name, valid, load);
+        /* The same for every lane of a whole tile, but not of the last one:
+         * a vector all the same (its users take it as a vector). */
+        const char *ty = ln->vector ? "tact_vf" : s_reg(d), *splat = ln->vector ? "tact_vsplat" : "";
+        if (never) s_put(o, "%s %s = %s(0);\n", ty, name, splat);
+        else if (always) s_put(o, "%s %s = %s(%s);\n", ty, name, splat, load);
+        else s_put(o, "%s %s = %s((%s) ? %s : 0);\n", ty, name, splat, valid, load);
         return 0;
     }
     case TA_OP_SUM:
@@ -810,7 +820,8 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     int status = c.ar ? 0 : -1;
     int nl = ta_lir_nlanes(l);
     for (int lane = 0; lane < nl && !status; lane++)
-        status = ta_lir_index(l, c.ar, lane, 0, c.full[lane], c.outi[lane]) || ta_lir_index(l, c.ar, lane, 1, c.full0[lane], c.outi0[lane]);
+        status = ta_lir_index(l, c.ar, lane, 0, 0, c.full[lane], c.outi[lane]) || ta_lir_index(l, c.ar, lane, 1, 0, c.full0[lane], c.outi0[lane]) ||
+                 ta_lir_index(l, c.ar, lane, 0, 1, c.fullw[lane], c.outiw[lane]) || ta_lir_index(l, c.ar, lane, 1, 1, c.full0w[lane], c.outi0w[lane]);
     if (l->reduce >= 0) {
         int stack[TA_AST_MAX_NODES], n = 0;
         stack[n++] = a->nodes[l->reduce].src[0];

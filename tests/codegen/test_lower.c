@@ -694,6 +694,71 @@ Test(codegen_lower, matmul_items_of_up_to_128_rows) {
     }
 }
 
+/* Rows of 14 in vectors of 8 (a padded dim: a whole tile and a masked
+ * one) reading a per-block parameter through a flat index
+ * (p[(row * 14 + col) / 196], as a batch norm's gradient reads its
+ * channel's statistics through a pool's windows): in the whole tile every
+ * lane stays in its row, so the read is one value for all lanes; in the
+ * last one a lane past the end would be in the next row, so it is read
+ * lane by lane (q[row][col / 12]: one value in the whole tile, two in the
+ * last).  Values exact on 16-, 32- and 64-byte vectors. */
+Test(codegen_lower, a_padded_row_reads_a_per_block_value_once_in_its_whole_tiles) {
+    enum { R = 56, W = 14, P = R * W / 196 };
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = s_rand(&rng, R * W + 2, -1, 1), *pv = s_rand(&rng, P, -1, 1), *q = s_rand(&rng, R * 2, -1, 1), got[R * W];
+    static const char *targets[] = {"16", "32", "64"};
+    char *path = tu_tmpfile("rows");
+    for (int t = 0; t < 3; t++) {
+        setenv("TACT_TEST_VECTOR_BYTES", targets[t], 1);
+        tact_ctx *ctx = s_open(2, t == 1 ? path : NULL);
+        tact_tensor *tp = tact_reshape(tact_expand(tact_reshape(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){P}, pv), 2, (int64_t[]){P, 1}), 2,
+                                                   (int64_t[]){P, 196}),
+                                       2, (int64_t[]){R, W});
+        cr_assert_eq(tact_read(tact_add(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, W}, x), tp), got, sizeof got), TACT_OK, "%s",
+                     tact_ctx_error(ctx));
+        for (int i = 0; i < R * W; i++)
+            cr_assert_eq(got[i], x[i] + pv[i / 196], "seed %llu, %s-byte vectors: [%d] = %g, want %g", (unsigned long long)seed, targets[t], i, got[i],
+                         x[i] + pv[i / 196]);
+        /* q[row][col / 12]: one value in the whole tile (cols 0-7), two in
+         * the last (cols 8-11, 12-13). */
+        tact_tensor *tq = tact_reshape(tact_expand(tact_reshape(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, 2}, q), 3, (int64_t[]){R, 2, 1}), 3,
+                                                   (int64_t[]){R, 2, 12}),
+                                       2, (int64_t[]){R, 24});
+        tq = tact_shrink(tq, (const int64_t[][2]){{0, R}, {0, W}});
+        /* (three rows read along the vector make it worth one, though q's read is not) */
+        tact_tensor *sum3 = tact_add(tact_add(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, W}, x), tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, W}, x + 1)),
+                                     tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, W}, x + 2));
+        cr_assert_eq(tact_read(tact_add(sum3, tq), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_ctx_close(&ctx);
+        for (int i = 0; i < R * W; i++) {
+            float want = x[i] + x[i + 1] + x[i + 2] + q[i / W * 2 + i % W / 12];
+            cr_assert_eq(got[i], want, "seed %llu, %s-byte vectors: [%d][%d] = %g, want %g", (unsigned long long)seed, targets[t], i / W, i % W, got[i], want);
+        }
+    }
+    unsetenv("TACT_TEST_VECTOR_BYTES");
+    static ta_ast_t asts[4];
+    cr_assert_eq(s_recorded_asts(path, asts, 4), 2);
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
+    int found = 0;
+    for (int k = 0; k < 2; k++) {
+        cr_assert_eq(ta_lower(&asts[k], &avx2, &l, &err), TACT_OK, "%s", err.text);
+        cr_assert(l.width == 8 && l.pad >= 0 && l.pad_full == 1, "width %d pad %d full %lld", l.width, l.pad, (long long)l.pad_full);
+        for (int i = 0; i < asts[k].nnodes; i++) {
+            const ta_ast_node_t *n = &asts[k].nodes[i];
+            if (n->op != TA_OP_LOAD || (asts[k].buf_size[n->buf] != P && asts[k].buf_size[n->buf] != 2 * R)) continue;
+            cr_assert(l.nodes[i].access == TA_ACCESS_BROADCAST && l.nodes[i].access_last == TA_ACCESS_GATHER,
+                      "kernel %d: the parameter's read: %d in whole tiles, %d in the last", k, l.nodes[i].access, l.nodes[i].access_last);
+            found++;
+        }
+    }
+    cr_assert_eq(found, 2, "%d loads of the parameters", found);
+    unlink(path);
+    free(path);
+    free(x), free(pv);
+}
+
 /* The windows of a padded image stacked along a new last dim (an unfold):
  * each load's mask picks its piece by that dim's index, so the lowering
  * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
