@@ -756,7 +756,7 @@ Test(codegen_lower, a_padded_row_reads_a_per_block_value_once_in_its_whole_tiles
     cr_assert_eq(found, 2, "%d loads of the parameters", found);
     unlink(path);
     free(path);
-    free(x), free(pv);
+    free(x), free(pv), free(q);
 }
 
 /* The windows of a padded image stacked along a new last dim (an unfold):
