@@ -455,8 +455,14 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     int bcast_m = 0;
                     for (int i = 0; i < a->nnodes; i++)
                         if (a->nodes[i].op == TA_OP_LOAD && pre[i] && s_access_along(a, &a->nodes[i], 1, m, ar) == TA_ACCESS_BROADCAST) bcast_m = 1;
+                    /* With 16 vector registers, at most 20 vectors live
+                     * (accumulators and the loaded ones): a few spilled
+                     * cost less than a halved tile (a convolution's weight
+                     * gradient, 3 x 4: 0.55 ms, 3 x 2: 0.62), but 4 x 4
+                     * spills 8 (the CNN's second convolution, 4 x 2: 3.0
+                     * -> 2.75 ms on Zen 3). */
                     for (int r = 4; r >= 2 && bcast_m && up_dim[1] < 0; r /= 2)
-                        if (out[m] % r == 0) up_dim[1] = m, up_size[1] = r;
+                        if (out[m] % r == 0 && (t->vector_bytes != 32 || up_size[0] * r + up_size[0] + r <= 20)) up_dim[1] = m, up_size[1] = r;
                 }
             }
         }

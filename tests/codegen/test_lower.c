@@ -759,6 +759,40 @@ Test(codegen_lower, a_padded_row_reads_a_per_block_value_once_in_its_whole_tiles
     free(x), free(pv), free(q);
 }
 
+/* x @ W^T read as it is (both operands along the reduce, x of 16 rows:
+ * no copy of W^T): 4 rows of W^T x 2 of x side by side with 16 vector
+ * registers (4 x 4 spills), 4 x 4 with 32.  Values against a double loop. */
+Test(codegen_lower, a_matmul_along_its_reduce_takes_tiles_that_fit_the_registers) {
+    enum { M = 16, K = 64, N = 32 };
+    uint64_t seed = tu_seed(), rng = seed;
+    float *x = s_rand(&rng, M * K, -1, 1), *w = s_rand(&rng, N * K, -1, 1), got[M * N];
+    char *path = tu_tmpfile("nt");
+    tact_ctx *ctx = s_open(2, path);
+    tact_tensor *r = tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){M, K}, x),
+                                 tact_transpose(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, K}, w), 0, 1));
+    cr_assert_eq(tact_read(r, got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_ctx_close(&ctx);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double want = 0, mag = 0;
+            for (int q = 0; q < K; q++) want += (double)x[i * K + q] * w[j * K + q], mag += fabs((double)x[i * K + q] * w[j * K + q]);
+            cr_assert_leq(fabs(got[i * N + j] - want), 1e-5 * mag + 1e-30, "seed %llu: [%d][%d] = %g, want %g", (unsigned long long)seed, i, j, got[i * N + j], want);
+        }
+    static ta_ast_t asts[2];
+    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
+    static ta_lir_t l;
+    ta_error_t err;
+    for (int bytes = 32; bytes <= 64; bytes *= 2) {
+        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
+        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
+        cr_assert(l.vector >= 0 && l.axes[l.vector].reduce && s_upcasts(&l) == (bytes == 32 ? 8 : 16), "%d-byte target: %lld lanes", bytes,
+                  (long long)s_upcasts(&l));
+    }
+    unlink(path);
+    free(path);
+    free(x), free(w);
+}
+
 /* The windows of a padded image stacked along a new last dim (an unfold):
  * each load's mask picks its piece by that dim's index, so the lowering
  * unrolls the dim whole (an UPCAST of 9 lanes) and every lane keeps only
