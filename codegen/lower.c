@@ -539,13 +539,16 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 for (int64_t c2 = 64; c2 >= (two ? 8 : 24) && !mc; c2 -= 8)
                     if (rows % c2 == 0 && rows / c2 >= items) mc = c2;
         }
-        if (mc && two) {
+        if (mc) {
+            /* Tiles of 5/6 the rows where those leave no short one (items
+             * of 40 rows: 8 tiles of 5 instead of 6 of 6 and one of 4). */
+            if (mc % tr && mc % (tr * 5 / 6) == 0) tr = tr * 5 / 6;
             up_size[0] = tr, factor[up_dim[0]] = tr;
             extra[up_dim[0]] = (mc + tr - 1) / tr, tail = mc % tr;
+        }
+        if (mc && two) {
             kblock = r0, kb = 1;
         } else if (mc) {
-            up_size[0] = tr, factor[up_dim[0]] = tr;
-            extra[up_dim[0]] = (mc + tr - 1) / tr, tail = mc % tr;
             int64_t K = a->shape[rdim];
             if (K >= 2 * S_KB && K * out[vdim] * 4 >= (1 << 20))
                 for (int64_t nb = (K + S_KB - 1) / S_KB; nb <= K / 128 && kblock < 0; nb++)

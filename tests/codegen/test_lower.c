@@ -194,7 +194,7 @@ Test(codegen_lower, reduces_and_gathers_against_loops) {
 Test(codegen_lower, matmuls_of_many_shapes_against_a_double_loop) {
     static const int shapes[][3] = {{64, 64, 64}, {24, 40, 48}, {1, 64, 16}, {9, 7, 5}, {16, 300, 32}, {40, 12, 100}, {128, 512, 640},
                                     {16, 70, 100}, {24, 33, 60}, {8, 10, 15}, {16, 5, 900}, {16, 8, 29}, {18, 64, 29}, {64, 768, 384},
-                                    {40, 600, 452}, {56, 100, 64}, {80, 600, 452}, {48, 16384, 16}, {512, 64, 64}};
+                                    {40, 600, 452}, {56, 100, 64}, {80, 600, 452}, {48, 16384, 16}, {512, 64, 64}, {1000, 64, 64}};
     static const char *targets[] = {"16", "32", "64"};
     uint64_t seed = tu_seed(), rng = seed;
     for (size_t s = 0; s < 3 * sizeof shapes / sizeof shapes[0]; s++) {
@@ -667,11 +667,12 @@ Test(codegen_lower, a_sum_over_two_dims_is_blocked_by_its_outer_dim) {
 /* Work items of a matmul's rows: 128 where that leaves 4 items and wastes
  * at most 1/20 of the tiles' rows (512 rows: 4 items, B's panel packed 4
  * times instead of 8), else 64 to 24 leaving 8 items (128 rows: 2 items
- * of 64, 32 would waste 4 of every 36 rows on AVX2).  Values:
- * matmuls_of_many_shapes_against_a_double_loop. */
+ * of 64, 32 would waste 4 of every 36 rows on AVX2); items of 40 (1000
+ * rows) take tiles of 5 rows (AVX2) or 10 (AVX-512), no short one.
+ * Values: matmuls_of_many_shapes_against_a_double_loop. */
 Test(codegen_lower, matmul_items_of_up_to_128_rows) {
-    static const int rows[2] = {512, 128}, want[2] = {128, 64};
-    for (int c = 0; c < 2; c++) {
+    static const int rows[3] = {512, 128, 1000}, want[3] = {128, 64, 40};
+    for (int c = 0; c < 3; c++) {
         char *path = tu_tmpfile("items");
         float *z = calloc((size_t)rows[c] * 64, sizeof *z);
         tact_ctx *ctx = s_open(1, path);
@@ -687,6 +688,9 @@ Test(codegen_lower, matmul_items_of_up_to_128_rows) {
             cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
             cr_assert(l.align == (int64_t)want[c] * 64, "%d rows, %d-byte target: items of %lld outputs, want %d rows", rows[c], bytes, (long long)l.align,
                       want[c]);
+            if (rows[c] == 1000)
+                cr_assert(s_upcasts(&l) == (bytes == 32 ? 10 : 20) && l.tail_rows == 0, "1000 rows, %d-byte target: %lld lanes, a short tile of %lld",
+                          bytes, (long long)s_upcasts(&l), (long long)l.tail_rows);
         }
         unlink(path);
         free(path);
