@@ -65,7 +65,10 @@ typedef struct {
     uint64_t realize, plan, reply_to, corr, final;
     s_plan_t *p; /* NULL until its PLAN came */
     int next;    /* the step whose PROGRAM (or copy) is awaited */
-    int failed;  /* its ERROR went out: the rest is consumed, not run */
+    int failed;  /* it failed: the rest is consumed, not run */
+    int error_due; /* the client is owed its ERROR (code, what, failure), sent when the run ends */
+    int error_code;
+    char error_what[64];
     int silent;  /* an await of it timed out: the rest is not awaited (sends still answer) */
     int asked;   /* its COMPILEs went to every compiler (s_ask: once per RUN) */
     uint64_t acks[TA_MAX_COMPILERS]; /* the corr of each compiler's COMPILE: its DONE says it was taken */
@@ -311,11 +314,17 @@ static double s_ms(void) {
 }
 
 /* The realize being run failed: its client hears of it once (a later part
- * of a realize that failed already says nothing), and the rest of the run
- * is consumed without running. */
+ * of a realize that failed already says nothing), when the run ends as a
+ * DONE would (s_finish_run: after every compiler's DONE, so a log ends the
+ * same whenever the context closes), and the rest of the run is consumed
+ * without running. */
 static void s_fail_run_as(ta_actor_t *self, s_state_t *s, int code, const char *what, const char *text) {
+    (void)self;
     s_run_t *r = &s->run;
-    if (!r->failed && s->failed_corr != r->corr) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, code, what, text);
+    if (!r->failed && s->failed_corr != r->corr) {
+        r->error_due = 1, r->error_code = code;
+        snprintf(r->error_what, sizeof r->error_what, "%s", what);
+    }
     if (!r->failed) snprintf(r->failure, sizeof r->failure, "%s", text);
     s->failed_corr = r->corr;
     r->failed = 1;
@@ -379,6 +388,7 @@ static void s_finish_run(ta_actor_t *self, s_state_t *s) {
         if (host) d.bulk.ptr = host, d.bulk.len = at, d.bulk_free = s_free_host;
         ta_actor_send(self, (uint32_t)r->reply_to, &d);
     }
+    if (r->error_due) ta_actor_send_error(self, (uint32_t)r->reply_to, r->corr, r->error_code, r->error_what, r->failure);
     s_plan_free(r->p);
     memset(r, 0, sizeof *r);
 }
