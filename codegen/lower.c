@@ -56,6 +56,8 @@ static int64_t s_digit(const ta_lir_t *l, int lane, int u) {
 
 int ta_lir_in_tail(const ta_lir_t *l, int lane) { return !l->tail_rows || s_digit(l, lane, 0) < l->tail_rows; }
 
+int ta_lir_has_whole(const ta_lir_t *l) { return l->pad >= 0 && l->pad_full >= 1; }
+
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
     int out = 0;
     int64_t below = 1;
@@ -641,7 +643,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
      * lane past the end could leave the row).  Everything else (levels,
      * lanes, the padded dim's masks) follows the index over all tiles. */
     const ta_sym_t *full[TA_MAX_DIMS], *outi[TA_MAX_DIMS], *fullw[TA_MAX_DIMS], *outiw[TA_MAX_DIMS];
-    int whole = l->pad >= 0 && l->pad_full >= 1;
+    int whole = ta_lir_has_whole(l);
     int rc = ta_lir_index(l, ar, -1, 0, 0, full, outi) == 0 && (!whole || ta_lir_index(l, ar, -1, 0, 1, fullw, outiw) == 0)
                  ? TACT_OK
                  : ta_error_set(err, TACT_ENOMEM, "lower: out of memory");

@@ -174,6 +174,9 @@ int ta_lir_lane_of(const ta_lir_t *l, int node, int lane);
 int ta_lir_nlanes(const ta_lir_t *l);
 /* Whether lane exists in the short last tile of axis tail_axis. */
 int ta_lir_in_tail(const ta_lir_t *l, int lane);
+/* Whether l has a padded vector dim with whole tiles (ta_lir_index's whole
+ * then differs from the index over all tiles). */
+int ta_lir_has_whole(const ta_lir_t *l);
 
 /*
  * Gathers: a SUM over dim r whose source is 0 wherever r's index differs

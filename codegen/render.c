@@ -187,7 +187,7 @@ static int s_pack_slot(const ta_lir_t *l, int i, int lane, int *count) {
 static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, int base, char *pos, size_t pos_len, char *valid,
                    size_t valid_len, int *always, int *never) {
     /* Outside a padded dim's last tile, the index over its whole tiles. */
-    int w = c->l->pad >= 0 && c->l->pad_full >= 1 && !c->masked;
+    int w = ta_lir_has_whole(c->l) && !c->masked;
     const ta_sym_t *const *idx = base ? (pre ? (w ? c->full0w : c->full0)[c->lane] : (w ? c->outi0w : c->outi0)[c->lane])
                                       : (pre ? (w ? c->fullw : c->full)[c->lane] : (w ? c->outiw : c->outi)[c->lane]);
     const ta_sym_t *p, *v;
@@ -819,9 +819,11 @@ int ta_render_c_for(const ta_ast_t *a, const ta_target_t *t, char **src, char *n
     c.ar = ta_sym_arena_new();
     int status = c.ar ? 0 : -1;
     int nl = ta_lir_nlanes(l);
+    int whole = ta_lir_has_whole(l); /* (else s_index never reads the whole tiles' sets) */
     for (int lane = 0; lane < nl && !status; lane++)
         status = ta_lir_index(l, c.ar, lane, 0, 0, c.full[lane], c.outi[lane]) || ta_lir_index(l, c.ar, lane, 1, 0, c.full0[lane], c.outi0[lane]) ||
-                 ta_lir_index(l, c.ar, lane, 0, 1, c.fullw[lane], c.outiw[lane]) || ta_lir_index(l, c.ar, lane, 1, 1, c.full0w[lane], c.outi0w[lane]);
+                 (whole && (ta_lir_index(l, c.ar, lane, 0, 1, c.fullw[lane], c.outiw[lane]) ||
+                            ta_lir_index(l, c.ar, lane, 1, 1, c.full0w[lane], c.outi0w[lane])));
     if (l->reduce >= 0) {
         int stack[TA_AST_MAX_NODES], n = 0;
         stack[n++] = a->nodes[l->reduce].src[0];

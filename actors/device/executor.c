@@ -318,8 +318,7 @@ static double s_ms(void) {
  * DONE would (s_finish_run: after every compiler's DONE, so a log ends the
  * same whenever the context closes), and the rest of the run is consumed
  * without running. */
-static void s_fail_run_as(ta_actor_t *self, s_state_t *s, int code, const char *what, const char *text) {
-    (void)self;
+static void s_fail_run_as(s_state_t *s, int code, const char *what, const char *text) {
     s_run_t *r = &s->run;
     if (!r->failed && s->failed_corr != r->corr) {
         r->error_due = 1, r->error_code = code;
@@ -330,7 +329,7 @@ static void s_fail_run_as(ta_actor_t *self, s_state_t *s, int code, const char *
     r->failed = 1;
 }
 
-static void s_fail_run(ta_actor_t *self, s_state_t *s, int code, const char *text) { s_fail_run_as(self, s, code, "PLAN", text); }
+static void s_fail_run(s_state_t *s, int code, const char *text) { s_fail_run_as(s, code, "PLAN", text); }
 
 static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st);
 static void s_free_host(void *data, void *owner);
@@ -427,7 +426,7 @@ static void s_ask(ta_actor_t *self, s_state_t *s) {
     ta_map_t asked = {0};                                            /* ast[0] -> a step that asked */
     int njobs = 0;
     if (nsteps && (!jobs || !of)) {
-        s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+        s_fail_run(s, TACT_ENOMEM, "executor: out of memory asking for programs");
         nsteps = 0;
     }
     for (int i = 0; i < nsteps; i++) {
@@ -438,7 +437,7 @@ static void s_ask(ta_actor_t *self, s_state_t *s) {
         uint64_t j;
         if (ta_map_get(&asked, st->ast[0], &j) && r->p->steps[j].ast[1] == st->ast[1]) continue; /* in flight here already */
         if (ta_map_put(&asked, st->ast[0], (uint64_t)i) != TACT_OK) {
-            s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+            s_fail_run(s, TACT_ENOMEM, "executor: out of memory asking for programs");
             break;
         }
         st->program = ta_actor_new_corr(self);
@@ -460,10 +459,10 @@ static void s_ask(ta_actor_t *self, s_state_t *s) {
         msg.as.compile.jobs = ta_recs(TA_REC_JOB, mine, (size_t)n);
         int rc = ta_actor_send(self, s->w.compiler[c], &msg);
         if (rc != TACT_OK) unsent |= 1u << c, r->acks[c] = 0;
-        if (rc != TACT_OK && !r->failed) s_fail_run(self, s, rc, "executor: cannot ask a compiler for programs");
+        if (rc != TACT_OK && !r->failed) s_fail_run(s, rc, "executor: cannot ask a compiler for programs");
     }
     if (njobs && !mine) unsent = ~0u;
-    if (njobs && !mine && !r->failed) s_fail_run(self, s, TACT_ENOMEM, "executor: out of memory asking for programs");
+    if (njobs && !mine && !r->failed) s_fail_run(s, TACT_ENOMEM, "executor: out of memory asking for programs");
     for (int i = 0; unsent && i < nsteps; i++) { /* not awaited: they will not come */
         s_step_t *st = &r->p->steps[i];
         if (!st->copy && st->program && (unsent >> (st->ast[0] % (uint64_t)nc) & 1)) st->program = 0;
@@ -582,7 +581,7 @@ static void s_send_copy(ta_actor_t *self, s_state_t *s, s_step_t *st) {
     if (rc == TACT_OK) rc = s_data_of(s, b, st->bytes[0], &d, &err);
     if (rc == TACT_OK) rc = ta_port_send(ta_actor_port(self), st->peer, &d, &err);
     if (rc != TACT_OK) {
-        if (!r->failed) s_fail_run(self, s, rc, err.text);
+        if (!r->failed) s_fail_run(s, rc, err.text);
         ta_actor_send_error(self, st->peer, st->program, rc, "COPY", err.text);
     }
     for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
@@ -606,7 +605,7 @@ static void s_receive_copy(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
                     s->dev_ops->sync(s->dev, NULL, NULL, &err) != TACT_OK) && !err.code)
             err.code = TACT_EDEVICE;
     }
-    if (err.code && !r->failed) s_fail_run(self, s, err.code, err.text);
+    if (err.code && !r->failed) s_fail_run(s, err.code, err.text);
     for (int f = 0; f < st->nfrees; f++) s_buf_drop(s, st->frees[f], 0);
     s_await_next(self, s);
 }
@@ -739,7 +738,7 @@ static void s_program(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     if (rc == TACT_OK) rc = s_remember(s, st, prog, name, align, m->as.program.nargs, m->as.program.final != 0, TACT_OK, "", &err);
     else if (rc == TACT_ECOMPILE) s_remember(s, st, NULL, name, align, 0, 0, rc, err.text, &(ta_error_t){0, ""});
     if (!r->failed && rc == TACT_OK) rc = s_run_step(self, s, st, prog, name, align, m->as.program.nargs, &err);
-    if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
+    if (rc != TACT_OK) s_fail_run(s, rc, err.text);
     s_await_next(self, s);
 }
 
@@ -755,7 +754,7 @@ static void s_run_known(ta_actor_t *self, s_state_t *s, s_step_t *st) {
         rc = ta_error_set(&err, s->known[i].rc, "%s", s->known[i].text);
     else
         rc = s_run_step(self, s, st, s->known[i].prog, s->known[i].name, s->known[i].align, s->known[i].nargs, &err);
-    if (rc != TACT_OK) s_fail_run(self, s, rc, err.text);
+    if (rc != TACT_OK) s_fail_run(s, rc, err.text);
 }
 
 /* ----------------------------------------------------------------- actor */
@@ -858,7 +857,7 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
         char what[64], text[300];
         snprintf(what, sizeof what, "%.*s", (int)r->what.len, r->what.ptr ? (const char *)r->what.ptr : "");
         snprintf(text, sizeof text, "%.*s", (int)r->text.len, r->text.ptr ? (const char *)r->text.ptr : "");
-        s_fail_run_as(self, s, r->status > 0 || r->status < -100 ? TACT_EACTOR : (int)r->status, what, text);
+        s_fail_run_as(s, r->status > 0 || r->status < -100 ? TACT_EACTOR : (int)r->status, what, text);
         s_finish_run(self, s);
     } else if (!r->plan) {
         s_finish_run(self, s);
@@ -878,7 +877,7 @@ static void s_plan(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     else
         s_parse_plan(&s->w, m, &s->run.p, &err);
     if (!s->run.p) {
-        s_fail_run(self, s, err.code, err.text);
+        s_fail_run(s, err.code, err.text);
         s_finish_run(self, s);
         return;
     }
@@ -947,7 +946,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
         if (run->active && run->next_ack < s->w.ncompilers && m->corr == run->acks[run->next_ack]) {
             char text[300];
             snprintf(text, sizeof text, "compiler: %.*s", (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
-            s_fail_run(self, s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
+            s_fail_run(s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
             run->silent |= m->as.error.code == TACT_ETIMEDOUT;
             run->next_ack++;
             s_finish_run(self, s);
@@ -960,7 +959,7 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
             char text[300];
             snprintf(text, sizeof text, "%.*s: %.*s", (int)m->as.error.what.len, m->as.error.what.ptr ? (const char *)m->as.error.what.ptr : "",
                      (int)m->as.error.text.len, m->as.error.text.ptr ? (const char *)m->as.error.text.ptr : "");
-            s_fail_run(self, s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
+            s_fail_run(s, m->as.error.code < 0 ? (int)m->as.error.code : TACT_EACTOR, text);
             if (!run->p) {
                 s_finish_run(self, s);
                 return TACT_OK;

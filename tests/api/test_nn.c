@@ -338,6 +338,32 @@ Test(api_nn, linear_copies_w_transposed_where_that_pays) {
                           (double)out[i * N + j], want);
             }
     }
+    /* The path a user takes: a linear layer's forward (its bias added),
+     * 64 rows against 16: the one more kernel is the copy. */
+    tact_layer layer;
+    cr_assert_eq(tact_layer_linear(&layer, ctx, K, N, 1), TACT_OK, "%s", tact_ctx_error(ctx));
+    float lw[N * K], lb[N];
+    cr_assert_eq(tact_read(layer.weight, lw, sizeof lw), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(layer.bias, lb, sizeof lb), TACT_OK, "%s", tact_ctx_error(ctx));
+    uint64_t kernels[2];
+    for (int c = 0; c < 2; c++) {
+        int m = c ? 16 : M;
+        tact_tensor *tx = tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){m, K}, x);
+        cr_assert_eq(tact_realize(ctx, 1, &tx), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_layer_forward(&layer, tx, 1), out, sizeof(float) * (size_t)(m * N)), TACT_OK, "%s", tact_ctx_error(ctx));
+        tact_stats st;
+        tact_ctx_stats(ctx, &st);
+        kernels[c] = st.kernels;
+        for (int i = 0; i < m; i++)
+            for (int j = 0; j < N; j++) {
+                double want = lb[j];
+                for (int k = 0; k < K; k++) want += (double)x[i * K + k] * lw[j * K + k];
+                cr_assert(fabs(out[i * N + j] - want) <= 1e-5 * (1 + fabs(want)), "layer, %d rows: [%d][%d] %g, want %g", m, i, j,
+                          (double)out[i * N + j], want);
+            }
+    }
+    cr_expect_eq(kernels[0], kernels[1] + 1, "the layer's forward: %llu kernels for 64 rows, %llu for 16", (unsigned long long)kernels[0],
+                 (unsigned long long)kernels[1]);
     tact_ctx_close(&ctx);
 }
 

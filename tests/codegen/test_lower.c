@@ -376,6 +376,24 @@ static int s_recorded_asts(const char *log_path, ta_ast_t *asts, int max) {
     return a.n;
 }
 
+/* The one kernel the log at path recorded (the test fails unless there is exactly one). */
+static const ta_ast_t *s_one_ast(const char *path) {
+    static ta_ast_t asts[2];
+    int n = s_recorded_asts(path, asts, 2);
+    cr_assert_eq(n, 1, "%d kernels, not one", n);
+    return &asts[0];
+}
+
+/* Kernel k lowered for the C printer on a machine of bytes-wide vector
+ * registers with fused multiply-adds (AVX2: 32, AVX-512: 64). */
+static const ta_lir_t *s_lower_for(const ta_ast_t *k, int bytes) {
+    static ta_lir_t l;
+    ta_error_t err;
+    ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
+    cr_assert_eq(ta_lower(k, &t, &l, &err), TACT_OK, "%s", err.text);
+    return &l;
+}
+
 /* What lowering chooses: a matmul gets the 8-row x 2-vector register tile
  * of 16 lanes on a 64-byte target (8 rows of one padded vector of 8 lanes
  * for N = 36, no vector without vector registers), a large one also
@@ -497,20 +515,17 @@ Test(codegen_lower, a_padded_convolution_reads_its_input_unmasked) {
     tact_ctx_close(&ctx);
     static ta_ast_t asts[16];
     int n = s_recorded_asts(path, asts, 16), conv = 0, wgrad = 0;
-    static ta_lir_t l;
-    ta_error_t err;
-    ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
     for (int i = 0; i < n; i++) {
         const ta_ast_t *k = &asts[i];
         if (!k->reduce_mask) continue;
-        cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
+        const ta_lir_t *l = s_lower_for(k, 32);
         char name[64];
         ta_ast_name(k, name, sizeof name);
         if (!strcmp(name, "r_4_8_16_16_3_3")) { /* the convolution: (4, 8, 16, 16) over the window */
-            cr_assert(l.width == 8 && s_upcasts(&l) >= 4, "%s: width %d, %lld lanes", name, l.width, (long long)s_upcasts(&l));
+            cr_assert(l->width == 8 && s_upcasts(l) >= 4, "%s: width %d, %lld lanes", name, l->width, (long long)s_upcasts(l));
             conv = 1;
         } else if (!strcmp(name, "r_8_3_3_4_16_16")) { /* the weight gradient: (8, 3, 3) over the batch and positions */
-            cr_assert(l.width == 8 && s_upcasts(&l) == 12, "%s: width %d, %lld lanes", name, l.width, (long long)s_upcasts(&l));
+            cr_assert(l->width == 8 && s_upcasts(l) == 12, "%s: width %d, %lld lanes", name, l->width, (long long)s_upcasts(l));
             wgrad = 1;
         }
     }
@@ -592,16 +607,12 @@ Test(codegen_lower, one_vector_wide_matmuls_take_16_rows_with_32_registers) {
             for (int q = 0; q < K; q++) want += (double)a[i * K + q] * b[q * N + j], mag += fabs((double)a[i * K + q] * b[q * N + j]);
             cr_assert_float_eq(got[i * N + j], want, K * mag * 6e-8, "seed %llu: [%d][%d] = %g, want %g", (unsigned long long)seed, i, j, got[i * N + j], want);
         }
-    static ta_ast_t asts[2];
-    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-    static ta_lir_t l;
-    ta_error_t err;
+    const ta_ast_t *k = s_one_ast(path);
     for (int bytes = 32; bytes <= 64; bytes *= 2) {
-        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
-        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
-        int64_t ups = s_upcasts(&l);
+        const ta_lir_t *l = s_lower_for(k, bytes);
+        int64_t ups = s_upcasts(l);
         int want = bytes == 64 ? 16 : 12;
-        cr_assert(l.width == bytes / 4 && ups == want, "%d-byte target: width %d, %lld rows (want %d)", bytes, l.width, (long long)ups, want);
+        cr_assert(l->width == bytes / 4 && ups == want, "%d-byte target: width %d, %lld rows (want %d)", bytes, l->width, (long long)ups, want);
     }
     unlink(path);
     free(path);
@@ -644,20 +655,16 @@ Test(codegen_lower, a_sum_over_two_dims_is_blocked_by_its_outer_dim) {
             }
     }
     unsetenv("TACT_TEST_VECTOR_BYTES");
-    static ta_ast_t asts[2];
-    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-    static ta_lir_t l;
-    ta_error_t err;
+    const ta_ast_t *k = s_one_ast(path);
     for (int bytes = 32; bytes <= 64; bytes *= 2) {
-        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
-        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
+        const ta_lir_t *l = s_lower_for(k, bytes);
         int outer = -1;
-        for (int x = 0; x < l.naxes; x++)
-            if (l.axes[x].outer) outer = x;
+        for (int x = 0; x < l->naxes; x++)
+            if (l->axes[x].outer) outer = x;
         int rows = bytes == 64 ? 12 : 6;
-        cr_assert(outer >= 0 && l.axes[outer].size == B && l.align == 16 * J && s_upcasts(&l) == 2 * rows && l.tail_rows == 16 % rows,
-                  "%d-byte target: outer axis %d, align %lld, %lld lanes, tail %lld", bytes, outer, (long long)l.align, (long long)s_upcasts(&l),
-                  (long long)l.tail_rows);
+        cr_assert(outer >= 0 && l->axes[outer].size == B && l->align == 16 * J && s_upcasts(l) == 2 * rows && l->tail_rows == 16 % rows,
+                  "%d-byte target: outer axis %d, align %lld, %lld lanes, tail %lld", bytes, outer, (long long)l->align, (long long)s_upcasts(l),
+                  (long long)l->tail_rows);
     }
     unlink(path);
     free(path);
@@ -679,18 +686,14 @@ Test(codegen_lower, matmul_items_of_up_to_128_rows) {
         tact_tensor *r = tact_matmul(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){rows[c], 64}, z), tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){64, 64}, z));
         cr_assert_eq(tact_realize(ctx, 1, &r), TACT_OK, "%s", tact_ctx_error(ctx));
         tact_ctx_close(&ctx);
-        static ta_ast_t asts[2];
-        cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-        static ta_lir_t l;
-        ta_error_t err;
+        const ta_ast_t *k = s_one_ast(path);
         for (int bytes = 32; bytes <= 64; bytes *= 2) {
-            ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
-            cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
-            cr_assert(l.align == (int64_t)want[c] * 64, "%d rows, %d-byte target: items of %lld outputs, want %d rows", rows[c], bytes, (long long)l.align,
-                      want[c]);
+            const ta_lir_t *l = s_lower_for(k, bytes);
+            cr_assert(l->align == (int64_t)want[c] * 64, "%d rows, %d-byte target: items of %lld outputs, want %d rows", rows[c], bytes,
+                      (long long)l->align, want[c]);
             if (rows[c] == 1000)
-                cr_assert(s_upcasts(&l) == (bytes == 32 ? 10 : 20) && l.tail_rows == 0, "1000 rows, %d-byte target: %lld lanes, a short tile of %lld",
-                          bytes, (long long)s_upcasts(&l), (long long)l.tail_rows);
+                cr_assert(s_upcasts(l) == (bytes == 32 ? 10 : 20) && l->tail_rows == 0, "1000 rows, %d-byte target: %lld lanes, a short tile of %lld",
+                          bytes, (long long)s_upcasts(l), (long long)l->tail_rows);
         }
         unlink(path);
         free(path);
@@ -742,18 +745,15 @@ Test(codegen_lower, a_padded_row_reads_a_per_block_value_once_in_its_whole_tiles
     unsetenv("TACT_TEST_VECTOR_BYTES");
     static ta_ast_t asts[4];
     cr_assert_eq(s_recorded_asts(path, asts, 4), 2);
-    static ta_lir_t l;
-    ta_error_t err;
-    ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
     int found = 0;
     for (int k = 0; k < 2; k++) {
-        cr_assert_eq(ta_lower(&asts[k], &avx2, &l, &err), TACT_OK, "%s", err.text);
-        cr_assert(l.width == 8 && l.pad >= 0 && l.pad_full == 1, "width %d pad %d full %lld", l.width, l.pad, (long long)l.pad_full);
+        const ta_lir_t *l = s_lower_for(&asts[k], 32);
+        cr_assert(l->width == 8 && l->pad >= 0 && l->pad_full == 1, "width %d pad %d full %lld", l->width, l->pad, (long long)l->pad_full);
         for (int i = 0; i < asts[k].nnodes; i++) {
             const ta_ast_node_t *n = &asts[k].nodes[i];
             if (n->op != TA_OP_LOAD || (asts[k].buf_size[n->buf] != P && asts[k].buf_size[n->buf] != 2 * R)) continue;
-            cr_assert(l.nodes[i].access == TA_ACCESS_BROADCAST && l.nodes[i].access_last == TA_ACCESS_GATHER,
-                      "kernel %d: the parameter's read: %d in whole tiles, %d in the last", k, l.nodes[i].access, l.nodes[i].access_last);
+            cr_assert(l->nodes[i].access == TA_ACCESS_BROADCAST && l->nodes[i].access_last == TA_ACCESS_GATHER,
+                      "kernel %d: the parameter's read: %d in whole tiles, %d in the last", k, l->nodes[i].access, l->nodes[i].access_last);
             found++;
         }
     }
@@ -782,15 +782,11 @@ Test(codegen_lower, a_matmul_along_its_reduce_takes_tiles_that_fit_the_registers
             for (int q = 0; q < K; q++) want += (double)x[i * K + q] * w[j * K + q], mag += fabs((double)x[i * K + q] * w[j * K + q]);
             cr_assert_leq(fabs(got[i * N + j] - want), 1e-5 * mag + 1e-30, "seed %llu: [%d][%d] = %g, want %g", (unsigned long long)seed, i, j, got[i * N + j], want);
         }
-    static ta_ast_t asts[2];
-    cr_assert_eq(s_recorded_asts(path, asts, 2), 1);
-    static ta_lir_t l;
-    ta_error_t err;
+    const ta_ast_t *k = s_one_ast(path);
     for (int bytes = 32; bytes <= 64; bytes *= 2) {
-        ta_target_t t = {&ta_printer_c, bytes, 1, 1, 0, NULL, 0};
-        cr_assert_eq(ta_lower(&asts[0], &t, &l, &err), TACT_OK, "%s", err.text);
-        cr_assert(l.vector >= 0 && l.axes[l.vector].reduce && s_upcasts(&l) == (bytes == 32 ? 8 : 16), "%d-byte target: %lld lanes", bytes,
-                  (long long)s_upcasts(&l));
+        const ta_lir_t *l = s_lower_for(k, bytes);
+        cr_assert(l->vector >= 0 && l->axes[l->vector].reduce && s_upcasts(l) == (bytes == 32 ? 8 : 16), "%d-byte target: %lld lanes", bytes,
+                  (long long)s_upcasts(l));
     }
     unlink(path);
     free(path);
