@@ -1,5 +1,6 @@
 /* lower.c - lowering a kernel AST to the loop IR: which dim is a vector, what is unrolled, how work items are cut. */
 #include "lower.h"
+#include "mem.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -206,22 +207,25 @@ static int s_depends(const ta_ast_t *a, int n, uint32_t mask, ta_sym_arena_t *ar
     return 0;
 }
 
-int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]) {
-    for (int k = 0; k < TA_MAX_DIMS; k++) pin[k] = -1;
-    int red = -1;
-    for (int i = 0; i < a->nnodes; i++)
+/* The one-hot factors of a SUM's source: each equality node e (bool, true
+ * where IOTA along dim r equals the int value `other`) that zeroes the
+ * source where it is false, through MULs and ANDs (either side), CASTs,
+ * and the condition of a WHERE whose other value is 0 (an equality of two
+ * IOTAs is listed once per side).  Fills out (room for 2 *
+ * TA_AST_MAX_NODES); returns how many, or -1 when the kernel is no such
+ * SUM. */
+typedef struct {
+    int eq, dim, other;
+} s_onehot_t;
+
+static int s_onehots(const ta_ast_t *a, ta_sym_arena_t *ar, const ta_sym_t *const *idx, s_onehot_t *out) {
+    int red = -1, iota = 0, n = 0;
+    for (int i = 0; i < a->nnodes; i++) {
         if (ta_op_class(a->nodes[i].op) == TA_OPC_REDUCE) red = i;
-    int iota = 0;
-    for (int i = 0; i < a->nnodes; i++) iota |= a->nodes[i].op == TA_OP_IOTA;
-    if (red < 0 || a->nodes[red].op != TA_OP_SUM || !iota) return 0;
-    ta_sym_arena_t *ar = ta_sym_arena_new();
-    if (!ar) return 0;
-    const ta_sym_t *idx[TA_MAX_DIMS];
-    for (int k = 0; k < a->ndim; k++) idx[k] = ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
-    /* The nodes that zero the reduce's source where they are 0 (false):
-     * through MULs and ANDs (either side), CASTs, and the condition of a
-     * WHERE whose other value is 0. */
-    int stack[TA_AST_MAX_NODES], top = 0, found = 0;
+        iota |= a->nodes[i].op == TA_OP_IOTA;
+    }
+    if (red < 0 || a->nodes[red].op != TA_OP_SUM || !iota) return -1;
+    int stack[TA_AST_MAX_NODES], top = 0;
     uint8_t seen[TA_AST_MAX_NODES] = {0};
     stack[top++] = a->nodes[red].src[0];
     while (top) {
@@ -246,16 +250,59 @@ int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]) {
         if (ne < 0 || a->nodes[ne].op != TA_OP_CMPNE) continue;
         for (int side = 0; side < 2; side++) {
             int r = s_iota_dim(a, a->nodes[ne].src[side], ar, idx), other = a->nodes[ne].src[!side];
-            if (r < 0 || !(a->reduce_mask >> r & 1) || pin[r] >= 0 || !ta_dtype_is_int(a->nodes[other].dtype) ||
-                s_depends(a, other, a->reduce_mask, ar, idx))
-                continue;
-            pin[r] = other;
-            found++;
-            break;
+            if (r >= 0 && ta_dtype_is_int(a->nodes[other].dtype)) out[n++] = (s_onehot_t){i, r, other};
         }
     }
+    return n;
+}
+
+static ta_sym_arena_t *s_dim_vars(const ta_ast_t *a, const ta_sym_t **idx) {
+    ta_sym_arena_t *ar = ta_sym_arena_new();
+    for (int k = 0; ar && k < a->ndim; k++) idx[k] = ta_sym_var(ar, k, "d", 0, a->shape[k] > 0 ? a->shape[k] - 1 : 0);
+    return ar;
+}
+
+int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]) {
+    for (int k = 0; k < TA_MAX_DIMS; k++) pin[k] = -1;
+    const ta_sym_t *idx[TA_MAX_DIMS];
+    ta_sym_arena_t *ar = s_dim_vars(a, idx);
+    s_onehot_t *oh = ta_malloc(sizeof *oh * 2 * TA_AST_MAX_NODES);
+    int n = ar && oh ? s_onehots(a, ar, idx, oh) : -1, found = 0;
+    for (int q = 0; q < n; q++) {
+        int r = oh[q].dim;
+        if (!(a->reduce_mask >> r & 1) || pin[r] >= 0 || s_depends(a, oh[q].other, a->reduce_mask, ar, idx)) continue;
+        pin[r] = oh[q].other;
+        found++;
+    }
+    ta_free(oh);
     ta_sym_arena_destroy(&ar);
     return found;
+}
+
+int ta_ast_scatter(const ta_ast_t *a, int *dim) {
+    const ta_sym_t *idx[TA_MAX_DIMS];
+    int nred = 0, guard = -1;
+    for (int k = 0; k < a->ndim; k++) nred += a->reduce_mask >> k & 1;
+    if (nred != 1 || a->nnodes < 2 || a->nodes[a->nnodes - 1].op != TA_OP_STORE || ta_op_class(a->nodes[a->nodes[a->nnodes - 1].src[0]].op) != TA_OPC_REDUCE)
+        return -1;
+    ta_sym_arena_t *ar = s_dim_vars(a, idx);
+    s_onehot_t *oh = ta_malloc(sizeof *oh * 2 * TA_AST_MAX_NODES);
+    int n = ar && oh ? s_onehots(a, ar, idx, oh) : -1;
+    for (int q = 0; q < n && guard < 0; q++) {
+        int r = oh[q].dim;
+        /* Along an output dim, the index read along the reduce, and the
+         * equality the same for every output inside dim r. */
+        uint32_t inside = 0;
+        for (int k = r + 1; k < a->ndim; k++)
+            if (!(a->reduce_mask >> k & 1) && a->shape[k] > 1) inside |= 1u << k;
+        if ((a->reduce_mask >> r & 1) || !inside || !s_depends(a, oh[q].other, a->reduce_mask, ar, idx) || s_depends(a, oh[q].eq, inside, ar, idx))
+            continue;
+        guard = oh[q].eq;
+        *dim = r;
+    }
+    ta_free(oh);
+    ta_sym_arena_destroy(&ar);
+    return guard;
 }
 
 static void s_axis(ta_lir_t *l, ta_axis_kind_t kind, int dim, int reduce, int64_t size, int64_t mult) {
@@ -266,6 +313,7 @@ static void s_axis(ta_lir_t *l, ta_axis_kind_t kind, int dim, int reduce, int64_
     ax->size = size;
     ax->mult = mult;
     ax->pin = -1;
+    ax->skip = -1;
     int nth = 0;
     for (int b = 0; b < l->naxes - 1; b++) nth += l->axes[b].kind == kind;
     static const char *names[] = {"gidx", "lidx", "ridx", "u", "vl"};
@@ -287,6 +335,23 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     /* A gather takes one index per output: no tiles of outputs (each would
      * take its own), no work groups. */
     int pins[TA_MAX_DIMS], gather = ta_ast_gathers(a, pins) > 0;
+    /* A scatter: its equality and what only it feeds (its CASTs) are
+     * computed once per step of the reduce, outside the rows: scalars of
+     * any type beside float32 vectors. */
+    int sdim = -1, guard = gather ? -1 : ta_ast_scatter(a, &sdim);
+    uint8_t gnode[TA_AST_MAX_NODES] = {0};
+    if (guard >= 0) {
+        int stack[TA_AST_MAX_NODES], top = 0;
+        stack[top++] = guard;
+        gnode[guard] = 1;
+        while (top) {
+            const ta_ast_node_t *x = &a->nodes[stack[--top]];
+            for (int k = 0; k < x->nsrc; k++)
+                if (!gnode[x->src[k]]) gnode[x->src[k]] = 1, stack[top++] = x->src[k];
+        }
+        for (int i = guard + 1; i < a->nnodes; i++)
+            gnode[i] |= a->nodes[i].op == TA_OP_CAST && gnode[a->nodes[i].src[0]];
+    }
 
     int64_t out[TA_MAX_DIMS], ostride[TA_MAX_DIMS], numel = 1;
     int empty = 0, masked = 0, all_f32 = 1;
@@ -308,6 +373,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int cvt = t->printer->vector_halves, store16 = cvt && l->reduce < 0; /* (a reduce's K blocks read float32 partials back) */
     for (int i = 0; i < a->nnodes; i++) {
         const ta_ast_node_t *n = &a->nodes[i];
+        if (gnode[i]) continue;
         int cmp = (n->op == TA_OP_CMPLT || n->op == TA_OP_CMPNE) && n->dtype == TACT_BOOL && t->printer->bool_masks;
         int h16 = ta_dtype_is_half(n->dtype) && (n->op == TA_OP_LOAD ? cvt : (n->op == TA_OP_CAST || n->op == TA_OP_STORE) && store16);
         all_f32 &= n->dtype == TACT_FLOAT32 || cmp || h16;
@@ -346,6 +412,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             for (int d = a->ndim - 1; d >= 0; d--) {
                 int reduced = a->reduce_mask >> d & 1;
                 int64_t padded = (a->shape[d] + w - 1) / w * w;
+                if (guard >= 0 && (reduced || d <= sdim)) continue; /* a scatter's equality is a scalar */
                 /* Padding may add 1/8 of the dim, or 1/4 in an elementwise kernel
                  * whose dim no width divides (a row of 14 in tiles of 8: the
                  * last tile's loads and store are masked, which still beats
@@ -484,6 +551,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 if (2 * never >= lanes && never > most) most = never, up_dim[1] = d, up_size[1] = out[d];
             }
         }
+        /* A scatter's rows one at a time (the equality differs between
+         * them), in tiles along the row at most. */
+        for (int u = 0; u < 2 && guard >= 0; u++)
+            if (up_dim[u] >= 0 && (u == 0 || up_dim[u] <= sdim)) up_dim[u] = -1, up_size[u] = 1;
         for (int u = 0; u < 2; u++)
             if (up_dim[u] >= 0) factor[up_dim[u]] *= up_size[u];
         pad = vdim >= 0 && !(a->reduce_mask >> vdim & 1) && out[vdim] % (factor[vdim] * vfactor[vdim]) != 0;
@@ -569,6 +640,12 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             }
         }
 
+        /* A scatter: the reduce outside the row, one step a block. */
+        if (guard >= 0) {
+            kblock = r0, kb = 1, mc = 0, tail = 0;
+            for (int k = 0; k < a->ndim; k++) extra[k] = 1;
+        }
+
         /* The work item: a suffix of the flat output, from the outermost
          * output dim j with a factor (its factor's worth) to the end.  A
          * padded dim must lie whole inside it. */
@@ -583,6 +660,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         if (j >= 0 && (l->reduce < 0 || (t->printer->ranges && factor[j] * vfactor[j] == 1 && kblock < 0)) && j == inner && out[j] <= 8192 &&
             numel / out[j] >= 16 && out[j] > factor[j] * vfactor[j])
             whole_j = (out[j] + factor[j] * vfactor[j] - 1) / (factor[j] * vfactor[j]);
+        if (guard >= 0) j = sdim, whole_j = 0; /* an item a row */
         if (pad) tiles = (out[vdim] + factor[vdim] * vfactor[vdim] - 1) / (factor[vdim] * vfactor[vdim]);
         if (!pad || vdim > j || (vdim == j && whole_j) || !allow_pad) break; /* without padding, pad is 0 */
     }
@@ -596,6 +674,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     if (kblock >= 0) {
         s_axis(l, TA_AXIS_REDUCE, kblock, 1, a->shape[kblock] / kb, kb);
         l->axes[l->naxes - 1].outer = 1;
+        l->axes[l->naxes - 1].skip = guard;
     }
     l->pad = -1;
     for (int k = j >= 0 ? j : a->ndim; k < a->ndim; k++) {
@@ -706,6 +785,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
         }
         if (ln->post && ln->level < l->post_level) ln->level = l->post_level;
     }
+    /* A scatter's equality is one scalar per step of its outer reduce
+     * (else its steps are not skipped: the whole loop, as right). */
+    for (int x = 1; x < l->naxes && guard >= 0; x++)
+        if (l->axes[x].skip >= 0 && (l->nodes[guard].level != x || l->nodes[guard].vector || l->nodes[guard].lanes)) l->axes[x].skip = -1;
     /* Packing: a blocked matmul's row tiles of tr (the path above: the
      * LOOP at post_level, inside the column tiles) over the inner reduce
      * block (the last loop; with a padded last column tile, the whole

@@ -48,6 +48,8 @@ typedef struct {
                    * accumulators live in the output between its iterations */
     int pin;      /* a REDUCE axis of a gather: the AST node whose value is the one index
                    * the loop takes (when in range; none otherwise); -1 for a whole loop */
+    int skip;     /* an outer REDUCE axis of a scatter: the AST node (a bool) without
+                   * which an iteration adds nothing: skipped after the first; -1: none */
     char name[12];
 } ta_axis_t;
 
@@ -190,5 +192,21 @@ int ta_lir_has_whole(const ta_lir_t *l);
  * returns how many dims are gathered.
  */
 int ta_ast_gathers(const ta_ast_t *a, int pin[TA_MAX_DIMS]);
+
+/*
+ * Scatters: the gradient of a gather (an embedding's weight, a getitem's
+ * table), out[.., j, ..] = SUM over i of (X(i) == j) * value, with the
+ * one-hot's IOTA along an output dim j, X read along the one reduced dim,
+ * and the equality the same for every output inside dim j (a row of the
+ * table).  Lowering walks the reduce outside the row (the partial sums in
+ * the output, an outer REDUCE) and skips each i whose equality is false
+ * after the first (which writes the row's first partial): N checks per
+ * row instead of N passes over it.  Each output keeps its reduce order,
+ * and a skipped term is 0 times its value: the same bits as the whole
+ * loop, but where a skipped row of the value holds a NaN or an infinity.
+ * Returns the equality's node (the SUM stored as is, one reduced dim),
+ * with *dim = j, or -1.
+ */
+int ta_ast_scatter(const ta_ast_t *a, int *dim);
 
 #endif

@@ -605,10 +605,10 @@ static int s_update(s_ctx_t *c, const ta_ast_node_t *r) {
 }
 
 /* Emits the pre-reduce (phase 0) or other (phase 1) nodes computed at
- * loop level lv, in AST order. */
-static int s_emit_level(s_ctx_t *c, int lv, int phase) {
+ * loop level lv, in AST order, of nodes [from, to). */
+static int s_emit_nodes(s_ctx_t *c, int lv, int phase, int from, int to) {
     const ta_lir_t *l = c->l;
-    for (int i = 0; i < c->a->nnodes; i++) {
+    for (int i = from; i < to; i++) {
         const ta_lir_node_t *ln = &l->nodes[i];
         int in_phase = l->reduce < 0 || (phase == 0 ? c->pre[i] : !c->pre[i]);
         if (!in_phase || ln->fused || (phase == 0 && ln->level != lv)) continue;
@@ -616,6 +616,8 @@ static int s_emit_level(s_ctx_t *c, int lv, int phase) {
     }
     return 0;
 }
+
+static int s_emit_level(s_ctx_t *c, int lv, int phase) { return s_emit_nodes(c, lv, phase, 0, c->a->nnodes); }
 
 static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
     s_indent(c);
@@ -633,6 +635,20 @@ static void s_open(s_ctx_t *c, const ta_axis_t *ax) {
 }
 
 static void s_close(s_ctx_t *c);
+
+/* The nodes of level x; on a scatter's outer reduce, its equality, then
+ * the step left out when that adds nothing (lowering's skip), but for the
+ * first, which writes the outputs' first partial sums (s_reduce); then
+ * the rest. */
+static int s_level_of(s_ctx_t *c, int x) {
+    const ta_axis_t *ax = &c->l->axes[x];
+    if (ax->skip < 0) return s_emit_level(c, x, 0);
+    if (s_emit_nodes(c, x, 0, 0, ax->skip + 1)) return -1;
+    c->lane = 0;
+    s_indent(c);
+    s_put(c->out, "if (!%s && %s != 0) continue; /* a scatter: nothing to add */\n", s_name(c, ax->skip), ax->name);
+    return s_emit_nodes(c, x, 0, ax->skip + 1, c->a->nnodes);
+}
 
 /* The packs (lowering's pack_level): each packed load's vectors for the
  * whole inner reduce, its distinct lanes side by side, copied to an array
@@ -711,8 +727,18 @@ static int s_reduce(s_ctx_t *c) {
         s_open(c, &l->axes[x]);
         status = s_emit_level(c, x, 0);
     }
+    /* A scatter's first step writes the partial sums whatever its
+     * equality; a term it does not pick is never added (a NaN or an
+     * infinity in a row it does not pick stays out of the sum). */
+    if (outer && outer->skip >= 0) {
+        c->lane = 0;
+        s_indent(c);
+        s_put(c->out, "if (%s) {\n", s_name(c, outer->skip));
+        c->depth++;
+    }
     for (c->lane = 0; c->lane < nl && !status; c->lane++)
         if (ta_lir_lane_of(l, l->reduce, c->lane) == c->lane && s_live(c)) status = s_update(c, r);
+    if (outer && outer->skip >= 0) s_close(c);
     for (int x = l->post_level + 1; x <= l->nloops; x++) s_close(c);
     if (l->group && !status) {
         /* The group's partial results meet in local memory and are
@@ -772,7 +798,7 @@ static int s_loops(s_ctx_t *c, int x) {
         s_indent(c);
         s_put(c->out, "}\n");
     } else {
-        status = s_emit_level(c, x, 0) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
+        status = s_level_of(c, x) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
     }
     s_close(c);
     return status;

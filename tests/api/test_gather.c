@@ -174,3 +174,97 @@ Test(gather, a_minibatch_kernel_takes_one_row_per_output) {
     free(path);
     free(x);
 }
+
+/* The gradient of a gather with respect to its table, as a loop in double:
+ * d table[rows[n]][c] += g[n][c] for each n whose row is in [0, R). */
+static void s_scatter_ref(int R, int C, int N, const int32_t *rows, const float *g, double *want) {
+    memset(want, 0, sizeof *want * (size_t)R * (size_t)C);
+    for (int n = 0; n < N; n++)
+        for (int c = 0; rows[n] >= 0 && rows[n] < R && c < C; c++) want[rows[n] * C + c] += g[n * C + c];
+}
+
+/* The gradients of an embedding and of a getitem with a tensor index with
+ * respect to their tables (lowering's scatters: rows of 24 and of 5) and of
+ * gather's with respect to its source (one element a row: the whole
+ * loop), on every device present, against loops: repeated rows sum, an
+ * index out of range (a negative one too, for the embedding and gather)
+ * takes no part, one counting from the end (getitem) does.  The terms are
+ * multiples of 1/4 below 2^10 and their sums exact: compared within 1e-6. */
+Test(gather, gradients_of_gathers_against_loops) {
+    enum { R = 37, C = 24, N = 12, C2 = 5, K = 4 };
+    uint64_t seed = tu_seed(), st = seed;
+    int32_t words[N] = {3, 0, 36, 3, -1, 37, 12, 3, 0, 99, 20, 36}, items[N] = {5, -1, 5, 36, -37, 37, -38, 0, 5, 17, -20, 2};
+    int32_t index[R * K];
+    float g[N * C], g2[N * C2], g3[R * K];
+    for (int i = 0; i < N * C; i++) g[i] = (float)(int64_t)(tu_rand(&st) % 801) * 0.25f - 100.0f;
+    for (int i = 0; i < N * C2; i++) g2[i] = (float)(int64_t)(tu_rand(&st) % 801) * 0.25f - 100.0f;
+    for (int i = 0; i < R * K; i++) g3[i] = (float)(int64_t)(tu_rand(&st) % 801) * 0.25f - 100.0f, index[i] = (int32_t)(tu_rand(&st) % (C2 + 2)) - 1;
+    int32_t norm[N]; /* getitem's index, negatives from the end */
+    for (int n = 0; n < N; n++) norm[n] = items[n] < 0 ? items[n] + R : items[n];
+    static double want[R * C];
+    for (size_t d = 0; d < sizeof s_devices / sizeof *s_devices; d++) {
+        if (!tu_have_device(s_devices[d])) continue;
+        tact_ctx *ctx = s_open(s_devices[d], NULL);
+        tact_layer emb;
+        cr_assert_eq(tact_layer_embedding(&emb, ctx, R, C), TACT_OK);
+        static float zero[R * C2];
+        tact_tensor *table = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C2}, zero), 1);
+        tact_tensor *src = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, C2}, zero), 1);
+        tact_index ix[1] = {TACT_TENSOR(tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, items))};
+        /* sum(y * g): the gradient reaching each gathered row is g's. */
+        tact_tensor *y1 = tact_layer_forward(&emb, tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, words), 1);
+        tact_tensor *y2 = tact_getitem(table, 1, ix);
+        tact_tensor *y3 = tact_gather(src, 1, tact_from_data(ctx, TACT_INT32, 2, (int64_t[]){R, K}, index));
+        tact_tensor *loss = tact_add(tact_add(tact_sum_all(tact_mul(y1, tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, C}, g))),
+                                              tact_sum_all(tact_mul(y2, tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, C2}, g2)))),
+                                     tact_sum_all(tact_mul(y3, tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){R, K}, g3))));
+        cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        static float got[R * C];
+        cr_assert_eq(tact_read(tact_grad(emb.weight), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+        s_scatter_ref(R, C, N, words, g, want);
+        for (int i = 0; i < R * C; i++)
+            cr_expect(fabs(got[i] - want[i]) <= 1e-6, "%s seed %llu: embedding's gradient [%d][%d] = %g, want %g", s_devices[d], (unsigned long long)seed,
+                      i / C, i % C, got[i], want[i]);
+        cr_assert_eq(tact_read(tact_grad(table), got, sizeof(float) * R * C2), TACT_OK, "%s", tact_ctx_error(ctx));
+        s_scatter_ref(R, C2, N, norm, g2, want);
+        for (int i = 0; i < R * C2; i++)
+            cr_expect(fabs(got[i] - want[i]) <= 1e-6, "%s seed %llu: getitem's gradient [%d][%d] = %g, want %g", s_devices[d], (unsigned long long)seed,
+                      i / C2, i % C2, got[i], want[i]);
+        cr_assert_eq(tact_read(tact_grad(src), got, sizeof(float) * R * C2), TACT_OK, "%s", tact_ctx_error(ctx));
+        memset(want, 0, sizeof want);
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++)
+                if (index[r * K + k] >= 0 && index[r * K + k] < C2) want[r * C2 + index[r * K + k]] += g3[r * K + k];
+        for (int i = 0; i < R * C2; i++)
+            cr_expect(fabs(got[i] - want[i]) <= 1e-6, "%s seed %llu: gather's gradient [%d][%d] = %g, want %g", s_devices[d], (unsigned long long)seed,
+                      i / C2, i % C2, got[i], want[i]);
+        tact_ctx_close(&ctx);
+    }
+}
+
+/* A NaN in the gradient of one gathered row reaches only the table's row
+ * it came from, also from the first one (the scatter's first step writes
+ * every row), as PyTorch's index_add; the reference's one-hot sum would
+ * spread it over the whole table (0 * NaN; docs/api.md). */
+Test(gather, a_nan_in_a_gathered_rows_gradient_stays_in_its_row) {
+    enum { R = 6, C = 16, N = 4 };
+    int32_t words[N] = {2, 4, 2, 9};
+    for (int at = 0; at < 2; at++) {
+        float g[N * C];
+        for (int i = 0; i < N * C; i++) g[i] = 1.0f;
+        g[(at ? 1 : 0) * C + 3] = NAN;
+        tact_ctx *ctx = s_open("CPU", NULL);
+        tact_layer emb;
+        cr_assert_eq(tact_layer_embedding(&emb, ctx, R, C), TACT_OK);
+        tact_tensor *y = tact_layer_forward(&emb, tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, words), 1);
+        cr_assert_eq(tact_backward(tact_sum_all(tact_mul(y, tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, C}, g))), NULL), TACT_OK);
+        float got[R * C];
+        cr_assert_eq(tact_read(tact_grad(emb.weight), got, sizeof got), TACT_OK, "%s", tact_ctx_error(ctx));
+        int row = words[at ? 1 : 0];
+        for (int i = 0; i < R * C; i++) {
+            float want = i / C == row && i % C == 3 ? NAN : i / C == 2 ? 2.0f : i / C == 4 ? 1.0f : 0.0f;
+            cr_expect(isnan(want) ? isnan(got[i]) : got[i] == want, "NaN in row %d of the gradient: [%d][%d] = %g", at ? 1 : 0, i / C, i % C, got[i]);
+        }
+        tact_ctx_close(&ctx);
+    }
+}

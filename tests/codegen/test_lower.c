@@ -1089,3 +1089,63 @@ Test(codegen_lower, a_new_target_is_one_printer_table) {
     unlink(path);
     free(path), free(dir), free(x), free(w);
 }
+
+/* An embedding's weight gradient (d W[j][c] = sum over n of (words[n] ==
+ * j) * g[n][c]) is a scatter: the reduce over the words outside the row
+ * (an outer REDUCE that skips each word of another row), one row a work
+ * item, vectors along the row on 32- and 64-byte targets, scalars without
+ * vectors; no other kernel of the step is one.  Values against a double loop on 16-, 32- and
+ * 64-byte vectors with repeated and out-of-range words, 1 and 8 threads
+ * bitwise equal. */
+Test(codegen_lower, an_embeddings_gradient_is_a_scatter) {
+    uint64_t seed = tu_seed(), rng = seed;
+    enum { R = 300, C = 32, N = 64 };
+    float *g = s_rand(&rng, N * C, -1, 1), got[2][R * C];
+    int32_t words[N];
+    for (int n = 0; n < N; n++) words[n] = (int32_t)(tu_rand(&rng) % (R + 20)) - 10; /* some out of range, some repeated */
+    static const char *targets[] = {"16", "32", "64"};
+    char *path = tu_tmpfile("scatter");
+    for (int t = 0; t < 3; t++) {
+        setenv("TACT_TEST_VECTOR_BYTES", targets[t], 1);
+        for (int pass = 0; pass < 2; pass++) {
+            tact_ctx *ctx = s_open(pass ? 8 : 1, t == 0 && pass == 0 ? path : NULL);
+            tact_layer emb;
+            cr_assert_eq(tact_layer_embedding(&emb, ctx, R, C), TACT_OK);
+            tact_tensor *y = tact_layer_forward(&emb, tact_from_data(ctx, TACT_INT32, 1, (int64_t[]){N}, words), 1);
+            cr_assert_eq(tact_backward(tact_sum_all(tact_mul(y, tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){N, C}, g))), NULL), TACT_OK, "%s",
+                         tact_ctx_error(ctx));
+            cr_assert_eq(tact_read(tact_grad(emb.weight), got[pass], sizeof got[pass]), TACT_OK, "%s", tact_ctx_error(ctx));
+            tact_ctx_close(&ctx);
+        }
+        cr_assert(memcmp(got[0], got[1], sizeof got[0]) == 0, "%s-byte vectors: 1 and 8 threads differ", targets[t]);
+        for (int j = 0; j < R; j++)
+            for (int c = 0; c < C; c++) {
+                double want = 0, mag = 0;
+                for (int n = 0; n < N; n++)
+                    if (words[n] == j) want += g[n * C + c], mag += fabs(g[n * C + c]);
+                cr_assert_float_eq(got[0][j * C + c], want, N * mag * 6e-8 + 1e-30, "seed %llu, %s bytes: [%d][%d] = %g, want %g", (unsigned long long)seed,
+                                   targets[t], j, c, got[0][j * C + c], want);
+            }
+    }
+    unsetenv("TACT_TEST_VECTOR_BYTES");
+    static ta_ast_t asts[16];
+    int n = s_recorded_asts(path, asts, 16), scatters = 0, dim;
+    for (int i = 0; i < n; i++) {
+        int guard = ta_ast_scatter(&asts[i], &dim);
+        if (guard < 0) continue;
+        char name[64];
+        ta_ast_name(&asts[i], name, sizeof name);
+        scatters++;
+        for (int bytes = 0; bytes <= 64; bytes += 32) {
+            const ta_lir_t *l = s_lower_for(&asts[i], bytes);
+            cr_expect(l->naxes > 1 && l->axes[1].kind == TA_AXIS_REDUCE && l->axes[1].outer && l->axes[1].skip == guard, "%s, %d bytes: no skipping outer reduce",
+                      name, bytes);
+            cr_expect_eq(l->items, R, "%s, %d bytes: %lld items, not a row each", name, bytes, (long long)l->items);
+            cr_expect_eq(l->width, bytes ? bytes / 4 : 1, "%s, %d bytes: width %d", name, bytes, l->width);
+        }
+    }
+    cr_expect_eq(scatters, 1, "%d scatters among %d kernels", scatters, n);
+    unlink(path);
+    free(path);
+    free(g);
+}
