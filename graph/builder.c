@@ -488,10 +488,14 @@ int g_add_op(g_state_t *g, const ta_node_rec_t *r, ta_error_t *err) {
     tmp.grad = (r->flags & TA_NODE_GRAD) != 0;
     tmp.device = (int)r->device;
     /* A source that duplicates another node is read as that node, so
-     * chains of duplicates are found duplicate too. */
+     * chains of duplicates are found duplicate too; but not by a
+     * differentiable op (never shared anyway): its source may be a leaf
+     * the program asks a gradient for, the duplicate of another one's
+     * (two zeros() of one shape), and must stay on its own path.  A
+     * differentiable alias stays on the path too (it may be a target). */
     for (int i = 0; i < tmp.nsrc; i++) {
         g_node_t *sn = g_find(g, tmp.src[i]);
-        if (sn && sn->alias && !sn->grad) tmp.src[i] = sn->alias; /* a differentiable alias stays on the path (it may be a target) */
+        if (sn && sn->alias && !sn->grad && !tmp.grad) tmp.src[i] = sn->alias;
     }
     ta_op_class_t cls = ta_op_class(tmp.op);
     if (cls == TA_OPC_BUFFER || tmp.op == TA_OP_CUSTOM)

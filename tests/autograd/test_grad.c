@@ -367,3 +367,28 @@ Test(autograd_semantics, graphs_built_twice_upstream_gradients_and_times_zero) {
     cr_expect(g[0] == 0 && g[1] == 0, "w * 0: %g %g", g[0], g[1]);
     tact_ctx_close(&ctx);
 }
+
+/* Leaves made of the same constant (two zeros() of one shape, the graph's
+ * duplicates of one node) are two parameters: each gets its own gradient
+ * through its own views, ones() and full() too.  (Their ops read the
+ * other leaf's node: the first got both gradients and the second none.) */
+Test(autograd_semantics, leaves_of_the_same_constant_keep_their_own_gradients) {
+    tact_ctx *ctx = s_open();
+    int64_t sh[2] = {4, 3};
+    tact_tensor *x[4] = {tact_zeros(ctx, TACT_FLOAT32, 2, sh), tact_zeros(ctx, TACT_FLOAT32, 2, sh), tact_ones(ctx, TACT_FLOAT32, 2, sh),
+                         tact_full(ctx, TACT_FLOAT32, 2, sh, 1.0)};
+    for (int i = 0; i < 4; i++) x[i] = tact_set_requires_grad(x[i], 1);
+    /* loss = sum over i of (i + 2) * sum(unsqueeze(x_i) * ...): d x_i = i + 2 */
+    tact_tensor *loss = NULL;
+    for (int i = 0; i < 4; i++) {
+        tact_tensor *t = tact_sum_all(tact_mul(tact_unsqueeze(x[i], -1), tact_scalar(ctx, i + 2.0)));
+        loss = loss ? tact_add(loss, t) : t;
+    }
+    cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) {
+        float g[12];
+        cr_assert_eq(tact_read(tact_grad(x[i]), g, sizeof g), TACT_OK, "leaf %d: %s", i, tact_ctx_error(ctx));
+        for (int k = 0; k < 12; k++) cr_expect_eq(g[k], (float)(i + 2), "leaf %d [%d]: %g, want %d", i, k, g[k], i + 2);
+    }
+    tact_ctx_close(&ctx);
+}
