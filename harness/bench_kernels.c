@@ -304,6 +304,49 @@ static int s_gather_bench(int reps) {
     return t < 0;
 }
 
+/* The gradient of 128 rows picked from a 60000x784 float32 table (an
+ * embedding's weight, a minibatch's getitem): a scatter (lowering's), in
+ * GB/s of the gradient written, against PyTorch's embedding backward of the
+ * same rows into a fresh dense gradient (peer_kernels.py embedding_grad). */
+enum { S_WORDS = 128 };
+
+static void s_emb_prep(tact_ctx *ctx, tact_tensor **in) {
+    (void)ctx;
+    in[0] = tact_set_requires_grad(in[0], 1);
+    in[1] = tact_cast(in[1], TACT_INT32);
+}
+
+static tact_tensor *s_emb_grad(tact_ctx *ctx, tact_tensor **in) {
+    tact_grad_clear(in[0]); /* a fresh gradient each time, as the peer's */
+    tact_index ix[1] = {TACT_TENSOR(in[1])};
+    if (tact_backward(tact_getitem(in[0], 1, ix), in[2]) != TACT_OK) fprintf(stderr, "bench: embedding_grad: %s\n", tact_ctx_error(ctx));
+    return tact_grad(in[0]); /* without one, an error tensor: the realize fails */
+}
+
+static int s_emb_bench(int reps) {
+    enum { R = 60000, C = 784 };
+    float *table = h_fill((size_t)R * C, 9), *words = malloc(S_WORDS * sizeof *words), *g = h_fill((size_t)S_WORDS * C, 10);
+    if (!words || !table || !g) return 1;
+    unsigned long long st = 11;
+    for (int i = 0; i < S_WORDS; i++) {
+        st = st * 6364136223846793005ull + 1442695040888963407ull;
+        words[i] = (float)((st >> 33) % R);
+    }
+    float *data[3] = {table, words, g};
+    int64_t shapes[3][2] = {{R, C}, {S_WORDS, 0}, {S_WORDS, C}};
+    int ndims[3] = {2, 1, 2};
+    tact_options o;
+    tact_options_default(&o);
+    double t = h_tact_best_with(&o, 3, data, shapes, ndims, s_emb_prep, s_emb_grad, reps), p;
+    char peer[200];
+    int have = s_python_peer("embedding_grad", s_threads(), &p, peer, sizeof peer);
+    double bytes = 4.0 * R * C; /* the gradient written */
+    if (t > 0) h_line("kernels.embedding_grad", bytes / t * 1e-9, "GB/s", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? bytes / p * 1e-9 : 0,
+                      have ? p / t : 0);
+    free(table), free(words), free(g);
+    return t < 0;
+}
+
 /* A 1024^2 matmul of float16 or bfloat16 (tact_matmul: products in
  * float32, summed in float32, rounded once), against PyTorch's matmul in
  * that dtype on the CPU with as many threads (peer_kernels.py). */
@@ -364,6 +407,7 @@ int h_bench_kernels(int quick) {
     bad |= s_fma(reps);
     bad |= s_softmax_bench(quick ? 1 : 3);
     bad |= s_gather_bench(quick ? 1 : 5);
+    bad |= s_emb_bench(quick ? 1 : 5);
     bad |= s_low_matmul(TACT_FLOAT16, "float16", quick ? 1 : 5);
     bad |= s_low_matmul(TACT_BFLOAT16, "bfloat16", quick ? 1 : 5);
     if (dl) dlclose(dl);
