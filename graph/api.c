@@ -654,6 +654,19 @@ tact_tensor *tact_set_requires_grad(tact_tensor *t, int requires) { S_TENSORS(1,
 int tact_requires_grad(tact_tensor *h) { S_QUERY(int, h, S_ZERO, 0, ti_requires_grad(t)); }
 tact_tensor *tact_detach(tact_tensor *t) { S_TENSORS(1, &t, ti_detach(xs[0])); }
 tact_tensor *tact_grad(tact_tensor *t) { S_TENSORS(1, &t, ti_grad(xs[0])); }
+int tact_release(tact_tensor *h) {
+    ti_tensor_t *xs[1];
+    int busy;
+    const tact_tensor *hs[1] = {h};
+    ti_ctx_t *c = s_enter(1, hs, xs, &busy);
+    if (busy) return TACT_EBUSY;
+    if (c) {
+        ti_release(xs[0]);
+        ti_ctx_leave(c);
+    }
+    return TACT_OK;
+}
+
 void tact_grad_clear(tact_tensor *h) {
     ti_tensor_t *xs[1];
     int busy;

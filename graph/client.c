@@ -59,8 +59,12 @@ struct ti_ctx {
     size_t nscopes, scopes_cap;
     msgpack_sbuffer batch; /* op records not yet sent */
     size_t nbatch;
-    uint64_t *released;
-    size_t nreleased, released_cap;
+    /* Ids the client released: those the graph may drop with the next
+     * OP_BATCH (which it handles before that batch's ops), and those
+     * released while ops that may read them wait in the batch, which go
+     * with the batch after it. */
+    uint64_t *released, *deferred;
+    size_t nreleased, released_cap, ndeferred, deferred_cap;
     int unsynced; /* a message went to the graph after the last request (a realize, a read): close waits for it */
     struct s_inflight {
         uint64_t corr, realize, assigns;
@@ -135,6 +139,8 @@ static ti_tensor_t *s_own(ti_ctx_t *ctx, ti_tensor_t *t) {
         ta_free(t);
         return NULL;
     }
+    t->level = ctx->nscopes - 1;
+    t->slot = sc->n;
     sc->items[sc->n++] = t;
     return t;
 }
@@ -317,6 +323,15 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
     msgpack_sbuffer_clear(&ctx->batch);
     ctx->nbatch = 0;
     ctx->nreleased = 0;
+    /* The ops that could read the deferred ids went: they go now, so the
+     * request that follows a flush (a realize) knows every release made
+     * before it (a scope's intermediates are temporaries). */
+    if (ctx->ndeferred && rc == TACT_OK) {
+        for (size_t i = 0; i < ctx->ndeferred; i++) tc_release_id(ctx, ctx->deferred[i]);
+        ctx->ndeferred = 0;
+        return s_flush(ctx, err); /* releases only: no deferral, one level deep */
+    }
+    ctx->ndeferred = 0;
     return rc;
 }
 
@@ -762,6 +777,7 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     if (rc != TACT_OK && !first.code) first = err;
     msgpack_sbuffer_destroy(&ctx->batch);
     ta_free(ctx->released);
+    ta_free(ctx->deferred);
     ta_free(ctx->inflight);
     ta_free(ctx->failed);
     ta_handle_free(ctx->handle); /* every copy of it is stale now */
@@ -831,30 +847,45 @@ int ti_scope_end(ti_ctx_t *ctx) {
         return TACT_EINVAL;
     }
     s_scope_t *sc = &ctx->scopes[ctx->nscopes - 1], *parent = sc - 1;
-    /* The ops that made these tensors go out before their release does
-     * (the next flush sends releases ahead of newer ops). */
-    ta_error_t err = {0, ""};
-    int rc = s_flush(ctx, &err);
-    if (rc != TACT_OK) ti_ctx_set_error(ctx, err.text);
+    int rc = TACT_OK;
     for (size_t i = 0; i < sc->n; i++) {
         ti_tensor_t *t = sc->items[i];
         if (t->kept) {
             t->kept = 0;
             if (ta_grow((void **)&parent->items, &parent->cap, parent->n + 1, sizeof *parent->items) == TACT_OK) {
+                t->level = ctx->nscopes - 2;
+                t->slot = parent->n;
                 parent->items[parent->n++] = t;
                 continue;
             }
             rc = TACT_ENOMEM; /* cannot keep it: release it rather than leak */
             ti_ctx_set_error(ctx, "scope_end: out of memory keeping a tensor; it was released");
         }
-        if (t->id && ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
-            ctx->released[ctx->nreleased++] = t->id;
+        tc_release_id(ctx, t->id);
         s_free_tensor(t);
     }
     ta_free(sc->items);
     ctx->nscopes--;
-    /* Releases travel with the next flush. */
+    /* Releases travel with a later flush (tc_release_id). */
     return rc;
+}
+
+void ti_release(ti_tensor_t *t) {
+    ti_ctx_t *ctx = t ? t->ctx : NULL;
+    if (!ctx || (size_t)t->level >= ctx->nscopes) return; /* a static error tensor */
+    /* A sharded tensor's parts are tensors of their own scopes: they go with it. */
+    for (int i = 0; t->multi; i++) {
+        ti_tensor_t *part = tc_multi_part(t, i);
+        if (!part) break;
+        if (part != t) ti_release(part); /* parts are never sharded: one level deep */
+    }
+    s_scope_t *sc = &ctx->scopes[t->level];
+    if (t->slot >= sc->n || sc->items[t->slot] != t) return; /* not where it should be: never a wrong one freed */
+    ti_tensor_t *last = sc->items[--sc->n];
+    sc->items[t->slot] = last;
+    last->slot = t->slot;
+    tc_release_id(ctx, t->id);
+    s_free_tensor(t);
 }
 
 ti_tensor_t *ti_keep(ti_tensor_t *t) {
@@ -1092,10 +1123,8 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     next.id = ctx->next_id++;
     const ti_tensor_t *src[2] = {target, value};
     if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL, 0) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
-    /* The assign goes out before the release of what it reads. */
-    s_flush(ctx, NULL);
-    if (ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
-        ctx->released[ctx->nreleased++] = target->id;
+    /* The assign reads the node it releases: the release goes after it. */
+    tc_release_id(ctx, target->id);
     target->id = next.id;
     target->realized = 0;
     /* The target's buffer will change under the views that share it. */
@@ -1222,8 +1251,12 @@ int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) { return s_request
 uint64_t tc_new_id(ti_ctx_t *ctx) { return ctx->next_id++; }
 
 void tc_release_id(ti_ctx_t *ctx, uint64_t id) {
-    if (id && ta_grow((void **)&ctx->released, &ctx->released_cap, ctx->nreleased + 1, sizeof *ctx->released) == TACT_OK)
-        ctx->released[ctx->nreleased++] = id;
+    if (!id) return;
+    /* An op of the batch may read it: after the batch, in the next one. */
+    int later = ctx->nbatch > 0;
+    uint64_t **list = later ? &ctx->deferred : &ctx->released;
+    size_t *n = later ? &ctx->ndeferred : &ctx->nreleased, *cap = later ? &ctx->deferred_cap : &ctx->released_cap;
+    if (ta_grow((void **)list, cap, *n + 1, sizeof **list) == TACT_OK) (*list)[(*n)++] = id;
 }
 
 void tc_each_tensor(ti_ctx_t *ctx, void (*fn)(ti_tensor_t *t, void *ud), void *ud) {

@@ -48,6 +48,9 @@ struct ti_tensor {
      * meets and is computed on the first device when realized alone. */
     int device;
     ti_multi_t *multi; /* sharded: its parts, one per device (client_multi.c); NULL otherwise */
+    /* Where its scope holds it: the scope's level and its place there. */
+    int level;
+    size_t slot;
 };
 
 /* Shared by client.c and the files of the primitive ops (client_create.c,

@@ -47,6 +47,7 @@ int ti_ctx_device_stats(ti_ctx_t *ctx, const char *device, tact_device_stats *ou
 int ti_scope_begin(ti_ctx_t *ctx);
 int ti_scope_end(ti_ctx_t *ctx);
 ti_tensor_t *ti_keep(ti_tensor_t *t);
+void ti_release(ti_tensor_t *t);
 int ti_ndim(const ti_tensor_t *t);
 int64_t ti_dim(const ti_tensor_t *t, int k);
 void ti_shape(const ti_tensor_t *t, int64_t *out);

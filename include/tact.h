@@ -317,6 +317,15 @@ int tact_scope_end(tact_ctx *ctx);
 /* Keeps t beyond its scope (it moves to the enclosing one when its scope
  * ends).  Returns t. */
 tact_tensor *tact_keep(tact_tensor *t);
+/* Releases t now, before its scope ends (a language binding's handles
+ * go one by one, as its objects do): the handle is stale from then on (a
+ * later use is the stale-handle error, never a crash); its data goes once
+ * no other tensor needs it.  A sharded tensor's parts go with it.  Costs
+ * no message: the graph hears of it with the next ops sent.  Returns
+ * TACT_OK (also for NULL, a stale handle or an error tensor of no context:
+ * nothing to release), or TACT_EBUSY when another thread is inside the
+ * context (t stays). */
+int tact_release(tact_tensor *t);
 
 /* ================================================================ creation */
 
