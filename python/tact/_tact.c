@@ -1,0 +1,675 @@
+/* _tact.c - the CPython extension under the tact package: one context per
+ * process, tensor handles as Python objects that release their tensor when
+ * they go, and the C API's ops by table.  The Tensor class (tensor.py)
+ * gives them the reference's names and arguments. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include <stdint.h>
+#include <string.h>
+
+#include "tact.h"
+
+/* ------------------------------------------------------------- the context */
+
+static tact_ctx *s_ctx;
+static PyObject *s_error; /* tact.TactError */
+
+/* Raises TactError with tact's message (and its status name). */
+static PyObject *s_raise(int code, const char *text) {
+    PyObject *e = Py_BuildValue("(iss)", code, tact_status_name(code), text ? text : tact_strerror(code));
+    if (e) PyErr_SetObject(s_error, e);
+    Py_XDECREF(e);
+    return NULL;
+}
+
+static PyObject *py_open(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    static char *names[] = {"devices", "threads", "log", NULL};
+    const char *devices = NULL, *log = NULL;
+    int threads = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|ziz", names, &devices, &threads, &log)) return NULL;
+    if (s_ctx) return s_raise(TACT_EINVAL, "a context is open: close() it first");
+    tact_options o;
+    tact_options_default(&o);
+    o.devices = devices;
+    o.cpu_threads = threads;
+    o.log_path = log;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = tact_ctx_open(&s_ctx, &o);
+    Py_END_ALLOW_THREADS if (rc != TACT_OK) {
+        s_ctx = NULL;
+        return s_raise(rc, tact_last_open_error());
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_close(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    if (!s_ctx) Py_RETURN_NONE;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = tact_ctx_close(&s_ctx);
+    Py_END_ALLOW_THREADS s_ctx = NULL;
+    if (rc != TACT_OK) return s_raise(rc, "closing the context");
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_is_open(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    return PyBool_FromLong(s_ctx != NULL);
+}
+
+/* The context, opened with its defaults (TACT_DEVICE) on first use. */
+static tact_ctx *s_context(void) {
+    if (s_ctx) return s_ctx;
+    tact_options o;
+    tact_options_default(&o);
+    if (tact_ctx_open(&s_ctx, &o) != TACT_OK) {
+        s_ctx = NULL;
+        s_raise(TACT_EINVAL, tact_last_open_error());
+    }
+    return s_ctx;
+}
+
+/* ------------------------------------------------------------- handles */
+
+typedef struct {
+    PyObject_HEAD tact_tensor *t;
+} s_handle_t;
+
+static void s_handle_dealloc(s_handle_t *h) {
+    if (h->t && s_ctx) tact_release(h->t); /* a handle of a closed context is stale: nothing to release */
+    Py_TYPE(h)->tp_free((PyObject *)h);
+}
+
+static PyTypeObject s_handle_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tact._tact.Handle",
+    .tp_basicsize = sizeof(s_handle_t),
+    .tp_dealloc = (destructor)s_handle_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a tensor of the context (tact.Tensor holds one)",
+};
+
+/* A new handle owning t (made in a scope of its own and kept: t alone
+ * outlives the call), or the error t carries raised (t released). */
+static PyObject *s_wrap(tact_tensor *t) {
+    int code = tact_status_of(t);
+    if (code != TACT_OK) {
+        PyObject *r = s_raise(code, tact_error_message(t));
+        tact_release(t);
+        return r;
+    }
+    s_handle_t *h = PyObject_New(s_handle_t, &s_handle_type);
+    if (!h) {
+        tact_release(t);
+        return NULL;
+    }
+    h->t = t;
+    return (PyObject *)h;
+}
+
+/* Runs expr in a scope of its own: its intermediate tensors go with the
+ * scope, its result is kept. */
+#define S_SCOPED(ctx, expr)                            \
+    do {                                               \
+        tact_scope_begin(ctx);                         \
+        tact_tensor *r_ = tact_keep(expr);             \
+        tact_scope_end(ctx);                           \
+        return s_wrap(r_);                             \
+    } while (0)
+
+static tact_tensor *s_h(PyObject *o) { return ((s_handle_t *)o)->t; }
+
+/* A tensor operand: a handle, or a Python number as a weak scalar (the
+ * reference's: it takes the other operand's dtype).  NULL with an
+ * exception for anything else. */
+static tact_tensor *s_operand(PyObject *o) {
+    if (PyObject_TypeCheck(o, &s_handle_type)) return s_h(o);
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    if (PyBool_Check(o)) return tact_scalar_bool(ctx, o == Py_True);
+    if (PyLong_Check(o)) {
+        int over = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &over);
+        if (over || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            return tact_scalar(ctx, PyLong_AsDouble(o));
+        }
+        return tact_scalar_int(ctx, v);
+    }
+    if (PyFloat_Check(o)) return tact_scalar(ctx, PyFloat_AsDouble(o));
+    PyErr_Format(PyExc_TypeError, "not a tensor or a number: %R", o);
+    return NULL;
+}
+
+/* A shape or a list of axes from a sequence of ints; returns its length
+ * or -1 with an exception. */
+static int s_ints(PyObject *seq, int64_t *out, int cap, const char *what) {
+    PyObject *f = PySequence_Fast(seq, what);
+    if (!f) return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    if (n > cap) {
+        Py_DECREF(f);
+        PyErr_Format(PyExc_ValueError, "%s: %zd entries, at most %d", what, n, cap);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(f, i));
+        if (out[i] == -1 && PyErr_Occurred()) {
+            Py_DECREF(f);
+            return -1;
+        }
+    }
+    Py_DECREF(f);
+    return (int)n;
+}
+
+enum { S_MAX_DIMS = 16 };
+
+/* ------------------------------------------------------------- creation */
+
+/* from_buffer(buffer, dtype, shape): a copy of the buffer's bytes. */
+static PyObject *py_from_buffer(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *obj, *shp;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "OiO", &obj, &dtype, &shp)) return NULL;
+    int64_t shape[S_MAX_DIMS];
+    int nd = s_ints(shp, shape, S_MAX_DIMS, "shape");
+    if (nd < 0) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    if (dtype < 0 || dtype >= TACT_DTYPE_COUNT) return s_raise(TACT_EDTYPE, "not a dtype");
+    Py_buffer b;
+    if (PyObject_GetBuffer(obj, &b, PyBUF_C_CONTIGUOUS) != 0) return NULL;
+    int64_t numel = 1;
+    for (int i = 0; i < nd; i++) numel *= shape[i] > 0 ? shape[i] : 0;
+    size_t want = (size_t)numel * tact_element_size((tact_dtype)dtype);
+    if ((size_t)b.len != want) {
+        PyBuffer_Release(&b);
+        PyErr_Format(PyExc_ValueError, "%zd bytes for %lld elements of %s (%zu bytes)", b.len, (long long)numel,
+                     tact_dtype_name((tact_dtype)dtype), want);
+        return NULL;
+    }
+    tact_tensor *t = tact_from_data(ctx, (tact_dtype)dtype, nd, shape, b.buf);
+    PyBuffer_Release(&b);
+    return s_wrap(tact_keep(t));
+}
+
+/* full(shape, value, dtype), rand(shape, dtype), randn(shape, dtype). */
+static PyObject *py_fill(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *shp;
+    double value;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "sOdi", &kind, &shp, &value, &dtype)) return NULL;
+    int64_t shape[S_MAX_DIMS];
+    int nd = s_ints(shp, shape, S_MAX_DIMS, "shape");
+    tact_ctx *ctx = nd < 0 ? NULL : s_context();
+    if (!ctx) return NULL;
+    if (dtype < 0 || dtype >= TACT_DTYPE_COUNT) return s_raise(TACT_EDTYPE, "not a dtype");
+    if (!strcmp(kind, "full")) S_SCOPED(ctx, tact_full(ctx, (tact_dtype)dtype, nd, shape, value));
+    if (!strcmp(kind, "rand")) S_SCOPED(ctx, tact_rand(ctx, (tact_dtype)dtype, nd, shape));
+    if (!strcmp(kind, "randn")) S_SCOPED(ctx, tact_randn(ctx, (tact_dtype)dtype, nd, shape));
+    PyErr_Format(PyExc_ValueError, "fill: %s", kind);
+    return NULL;
+}
+
+static PyObject *py_arange(PyObject *self, PyObject *args) {
+    (void)self;
+    double start, stop, step;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "dddi", &start, &stop, &step, &dtype)) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    S_SCOPED(ctx, tact_arange(ctx, start, stop, step, dtype));
+}
+
+static PyObject *py_eye(PyObject *self, PyObject *args) {
+    (void)self;
+    long long n;
+    int dtype;
+    if (!PyArg_ParseTuple(args, "Li", &n, &dtype)) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    if (dtype < 0 || dtype >= TACT_DTYPE_COUNT) return s_raise(TACT_EDTYPE, "not a dtype");
+    S_SCOPED(ctx, tact_eye(ctx, n, (tact_dtype)dtype));
+}
+
+static PyObject *py_manual_seed(PyObject *self, PyObject *args) {
+    (void)self;
+    unsigned long long seed;
+    if (!PyArg_ParseTuple(args, "K", &seed)) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    tact_manual_seed(ctx, seed);
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- queries */
+
+/* Whether o is a handle of a live tensor; else an exception: TypeError,
+ * or the tensor's own error (a stale one: its context closed). */
+static int s_is_handle(PyObject *o) {
+    if (!PyObject_TypeCheck(o, &s_handle_type)) {
+        PyErr_Format(PyExc_TypeError, "not a tensor handle: %R", o);
+        return 0;
+    }
+    tact_tensor *t = ((s_handle_t *)o)->t;
+    int code = tact_status_of(t);
+    if (code != TACT_OK) {
+        s_raise(code, tact_error_message(t));
+        return 0;
+    }
+    return 1;
+}
+
+static PyObject *py_info(PyObject *self, PyObject *h) {
+    (void)self;
+    if (!s_is_handle(h)) return NULL;
+    tact_tensor *t = s_h(h);
+    int nd = tact_ndim(t);
+    int64_t shape[S_MAX_DIMS];
+    if (nd < 0 || nd > S_MAX_DIMS) return s_raise(TACT_EINVAL, "a tensor of too many dims");
+    tact_shape(t, shape);
+    PyObject *tuple = PyTuple_New(nd);
+    for (int i = 0; tuple && i < nd; i++) PyTuple_SET_ITEM(tuple, i, PyLong_FromLongLong(shape[i]));
+    const char *dev = tact_device(t);
+    return tuple ? Py_BuildValue("(Nis)", tuple, (int)tact_dtype_of(t), dev ? dev : "") : NULL;
+}
+
+/* read(h) -> bytes: the tensor's elements in row-major order, realized. */
+static PyObject *py_read(PyObject *self, PyObject *h) {
+    (void)self;
+    if (!s_is_handle(h)) return NULL;
+    tact_tensor *t = s_h(h);
+    int nd = tact_ndim(t);
+    int64_t shape[S_MAX_DIMS], numel = 1;
+    tact_shape(t, shape);
+    for (int i = 0; i < nd; i++) numel *= shape[i];
+    size_t bytes = (size_t)numel * tact_element_size(tact_dtype_of(t));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)bytes);
+    if (!out) return NULL;
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = tact_read(t, PyBytes_AS_STRING(out), bytes);
+    Py_END_ALLOW_THREADS if (rc != TACT_OK) {
+        Py_DECREF(out);
+        return s_raise(rc, tact_ctx_error(s_ctx));
+    }
+    return out;
+}
+
+static PyObject *py_realize(PyObject *self, PyObject *h) {
+    (void)self;
+    if (!s_is_handle(h)) return NULL;
+    tact_tensor *t = s_h(h);
+    int rc;
+    Py_BEGIN_ALLOW_THREADS rc = tact_realize(s_ctx, 1, &t);
+    Py_END_ALLOW_THREADS if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(s_ctx));
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- ops by table */
+
+typedef tact_tensor *(*s_un_fn)(tact_tensor *);
+typedef tact_tensor *(*s_bin_fn)(tact_tensor *, tact_tensor *);
+typedef tact_tensor *(*s_red_fn)(tact_tensor *, int, const int *, int);
+
+static const struct {
+    const char *name;
+    s_un_fn fn;
+} s_unary[] = {
+    {"neg", tact_neg},         {"exp", tact_exp},         {"exp2", tact_exp2},       {"log", tact_log},         {"log2", tact_log2},
+    {"sqrt", tact_sqrt},       {"rsqrt", tact_rsqrt},     {"sin", tact_sin},         {"cos", tact_cos},         {"tan", tact_tan},
+    {"relu", tact_relu},       {"sigmoid", tact_sigmoid}, {"tanh", tact_tanh},       {"reciprocal", tact_reciprocal},
+    {"abs", tact_abs},         {"sign", tact_sign},       {"square", tact_square},   {"trunc", tact_trunc},     {"ceil", tact_ceil},
+    {"floor", tact_floor},     {"round", tact_round},     {"logical_not", tact_logical_not},                    {"swish", tact_swish},
+    {"silu", tact_silu},       {"relu6", tact_relu6},     {"hardswish", tact_hardswish},                        {"sinh", tact_sinh},
+    {"cosh", tact_cosh},       {"atanh", tact_atanh},     {"asinh", tact_asinh},     {"acosh", tact_acosh},     {"gelu", tact_gelu},
+    {"quick_gelu", tact_quick_gelu},                      {"mish", tact_mish},       {"softsign", tact_softsign},
+    {"contiguous", tact_contiguous},                      {"detach", tact_detach},   {"sum_all", tact_sum_all}, {"mean_all", tact_mean_all},
+    {"max_all", tact_max_all}, {"min_all", tact_min_all},
+};
+
+static const struct {
+    const char *name;
+    s_bin_fn fn;
+} s_binary[] = {
+    {"add", tact_add},       {"sub", tact_sub}, {"mul", tact_mul}, {"div", tact_div}, {"idiv", tact_idiv}, {"mod", tact_mod},
+    {"maximum", tact_maximum}, {"minimum", tact_minimum},      {"pow", tact_pow}, {"matmul", tact_matmul}, {"dot", tact_dot},
+    {"eq", tact_eq},         {"ne", tact_ne},   {"lt", tact_lt},   {"gt", tact_gt},   {"le", tact_le},     {"ge", tact_ge},
+    {"xor", tact_xor},       {"bitwise_and", tact_bitwise_and},   {"bitwise_or", tact_bitwise_or},
+};
+
+static const struct {
+    const char *name;
+    s_red_fn fn;
+} s_reduce[] = {
+    {"sum", tact_sum}, {"max", tact_max}, {"min", tact_min}, {"mean", tact_mean}, {"any", tact_any}, {"all", tact_all},
+};
+
+#define S_COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
+
+/* The names each table serves, for tensor.py to check against. */
+static PyObject *py_op_names(PyObject *self, PyObject *unused) {
+    (void)self, (void)unused;
+    PyObject *u = PyList_New(0), *b = PyList_New(0), *r = PyList_New(0);
+    for (int i = 0; u && i < S_COUNT(s_unary); i++) PyList_Append(u, PyUnicode_FromString(s_unary[i].name));
+    for (int i = 0; b && i < S_COUNT(s_binary); i++) PyList_Append(b, PyUnicode_FromString(s_binary[i].name));
+    for (int i = 0; r && i < S_COUNT(s_reduce); i++) PyList_Append(r, PyUnicode_FromString(s_reduce[i].name));
+    return Py_BuildValue("(NNN)", u, b, r);
+}
+
+static PyObject *py_unary(PyObject *self, PyObject *args) {
+    (void)self;
+    int op;
+    PyObject *x;
+    if (!PyArg_ParseTuple(args, "iO!", &op, &s_handle_type, &x)) return NULL;
+    if (op < 0 || op >= S_COUNT(s_unary)) return s_raise(TACT_EINVAL, "not a unary op");
+    S_SCOPED(s_ctx, s_unary[op].fn(s_h(x)));
+}
+
+static PyObject *py_binary(PyObject *self, PyObject *args) {
+    (void)self;
+    int op;
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "iOO", &op, &a, &b)) return NULL;
+    if (op < 0 || op >= S_COUNT(s_binary)) return s_raise(TACT_EINVAL, "not a binary op");
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    tact_scope_begin(ctx);
+    tact_tensor *x = s_operand(a), *y = x ? s_operand(b) : NULL;
+    if (!x || !y) {
+        tact_scope_end(ctx);
+        return NULL;
+    }
+    tact_tensor *r = tact_keep(s_binary[op].fn(x, y));
+    tact_scope_end(ctx);
+    return s_wrap(r);
+}
+
+static PyObject *py_where(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *c, *a, *b;
+    if (!PyArg_ParseTuple(args, "O!OO", &s_handle_type, &c, &a, &b)) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *x = s_operand(a), *y = x ? s_operand(b) : NULL;
+    if (!x || !y) {
+        tact_scope_end(s_ctx);
+        return NULL;
+    }
+    tact_tensor *r = tact_keep(tact_where(s_h(c), x, y));
+    tact_scope_end(s_ctx);
+    return s_wrap(r);
+}
+
+/* reduce(op, x, axes or None, keepdim) */
+static PyObject *py_reduce(PyObject *self, PyObject *args) {
+    (void)self;
+    int op, keepdim;
+    PyObject *x, *ax;
+    if (!PyArg_ParseTuple(args, "iO!Op", &op, &s_handle_type, &x, &ax, &keepdim)) return NULL;
+    if (op < 0 || op >= S_COUNT(s_reduce)) return s_raise(TACT_EINVAL, "not a reduce");
+    int64_t axes64[S_MAX_DIMS];
+    int axes[S_MAX_DIMS], n = -1;
+    if (ax != Py_None) {
+        if ((n = s_ints(ax, axes64, S_MAX_DIMS, "axes")) < 0) return NULL;
+        for (int i = 0; i < n; i++) axes[i] = (int)axes64[i];
+    }
+    S_SCOPED(s_ctx, s_reduce[op].fn(s_h(x), n, n < 0 ? NULL : axes, keepdim));
+}
+
+/* movement(kind, x, ints): reshape, permute, expand, squeeze (axes),
+ * unsqueeze (dim), transpose (a, b), flatten (start, end), softmax and
+ * log_softmax (axis), argmax and argmin (axis, keepdim; axis None: flat),
+ * cast (dtype), cumsum (axis). */
+static PyObject *py_shaped(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *x, *seq;
+    if (!PyArg_ParseTuple(args, "sO!O", &kind, &s_handle_type, &x, &seq)) return NULL;
+    int64_t v[S_MAX_DIMS];
+    int n = s_ints(seq, v, S_MAX_DIMS, kind), iv[S_MAX_DIMS];
+    if (n < 0) return NULL;
+    for (int i = 0; i < n; i++) iv[i] = (int)v[i];
+    tact_tensor *t = s_h(x);
+    int a0 = n > 0 ? iv[0] : 0, a1 = n > 1 ? iv[1] : 0;
+    if (!strcmp(kind, "reshape")) S_SCOPED(s_ctx, tact_reshape(t, n, v));
+    if (!strcmp(kind, "expand")) S_SCOPED(s_ctx, tact_expand(t, n, v));
+    if (!strcmp(kind, "permute")) {
+        if (n != tact_ndim(t)) return s_raise(TACT_ESHAPE, "permute: the order names every dim once");
+        S_SCOPED(s_ctx, tact_permute(t, iv));
+    }
+    if (!strcmp(kind, "squeeze")) S_SCOPED(s_ctx, tact_squeeze(t, n, n ? iv : NULL));
+    if (n < 1) return s_raise(TACT_EINVAL, "missing an argument");
+    if (!strcmp(kind, "unsqueeze")) S_SCOPED(s_ctx, tact_unsqueeze(t, a0));
+    if (!strcmp(kind, "softmax")) S_SCOPED(s_ctx, tact_softmax(t, a0));
+    if (!strcmp(kind, "log_softmax")) S_SCOPED(s_ctx, tact_log_softmax(t, a0));
+    if (!strcmp(kind, "cast")) {
+        if (a0 < 0 || a0 >= TACT_DTYPE_COUNT) return s_raise(TACT_EDTYPE, "not a dtype");
+        S_SCOPED(s_ctx, tact_cast(t, (tact_dtype)a0));
+    }
+    if (!strcmp(kind, "cumsum")) S_SCOPED(s_ctx, tact_cumsum(t, a0));
+    if (n < 2) return s_raise(TACT_EINVAL, "missing an argument");
+    if (!strcmp(kind, "transpose")) S_SCOPED(s_ctx, tact_transpose(t, a0, a1));
+    if (!strcmp(kind, "flatten")) S_SCOPED(s_ctx, tact_flatten(t, a0, a1));
+    if (!strcmp(kind, "argmax")) S_SCOPED(s_ctx, tact_argmax(t, a0, a1));
+    if (!strcmp(kind, "argmin")) S_SCOPED(s_ctx, tact_argmin(t, a0, a1));
+    PyErr_Format(PyExc_ValueError, "shaped: %s", kind);
+    return NULL;
+}
+
+/* getitem(x, indices): ints, slices, None, Ellipsis and handles (int tensors). */
+static PyObject *py_getitem(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *idx;
+    if (!PyArg_ParseTuple(args, "O!O", &s_handle_type, &x, &idx)) return NULL;
+    PyObject *f = PySequence_Fast(idx, "indices");
+    if (!f) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    if (n > S_MAX_DIMS) {
+        Py_DECREF(f);
+        return s_raise(TACT_EINVAL, "getitem: too many indices");
+    }
+    tact_index ix[S_MAX_DIMS];
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(f, i);
+        if (o == Py_None) ix[i] = TACT_NEWAXIS;
+        else if (o == Py_Ellipsis) ix[i] = TACT_ELLIPSIS;
+        else if (PyObject_TypeCheck(o, &s_handle_type)) ix[i] = TACT_TENSOR(s_h(o));
+        else if (PySlice_Check(o)) {
+            PySliceObject *s = (PySliceObject *)o;
+            PyObject *parts[3] = {s->start, s->stop, s->step};
+            int64_t v[3] = {0, 0, 0};
+            int has[3];
+            for (int k = 0; k < 3; k++) {
+                has[k] = parts[k] != Py_None;
+                if (has[k] && (v[k] = PyLong_AsLongLong(parts[k])) == -1 && PyErr_Occurred()) {
+                    Py_DECREF(f);
+                    return NULL;
+                }
+            }
+            ix[i] = (tact_index){TACT_IDX_SLICE, v[0], v[1], v[2], has[0], has[1], has[2], NULL};
+        } else if (PyLong_Check(o)) {
+            long long v = PyLong_AsLongLong(o);
+            if (v == -1 && PyErr_Occurred()) {
+                Py_DECREF(f);
+                return NULL;
+            }
+            ix[i] = TACT_AT(v);
+        } else {
+            Py_DECREF(f);
+            PyErr_Format(PyExc_TypeError, "an index must be an int, a slice, None, Ellipsis or a tensor, not %R", o);
+            return NULL;
+        }
+    }
+    Py_DECREF(f);
+    S_SCOPED(s_ctx, tact_getitem(s_h(x), (int)n, ix));
+}
+
+/* cat(handles, dim) or stack(handles, dim). */
+static PyObject *py_join(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *seq;
+    int dim;
+    if (!PyArg_ParseTuple(args, "sOi", &kind, &seq, &dim)) return NULL;
+    PyObject *f = PySequence_Fast(seq, "tensors");
+    if (!f) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
+    tact_tensor **xs = PyMem_Malloc(sizeof *xs * (size_t)(n ? n : 1));
+    for (Py_ssize_t i = 0; xs && i < n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(f, i);
+        if (!s_is_handle(o)) {
+            PyMem_Free(xs);
+            Py_DECREF(f);
+            return NULL;
+        }
+        xs[i] = s_h(o);
+    }
+    Py_DECREF(f);
+    if (!xs) return PyErr_NoMemory();
+    tact_scope_begin(s_ctx);
+    tact_tensor *r = tact_keep(!strcmp(kind, "stack") ? tact_stack((int)n, xs, dim) : tact_cat((int)n, xs, dim));
+    tact_scope_end(s_ctx);
+    PyMem_Free(xs);
+    return s_wrap(r);
+}
+
+static PyObject *py_to(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x;
+    const char *device;
+    if (!PyArg_ParseTuple(args, "O!s", &s_handle_type, &x, &device)) return NULL;
+    S_SCOPED(s_ctx, tact_to(s_h(x), device));
+}
+
+/* assign(target, value): the target's handle names the assign (tact_assign). */
+static PyObject *py_assign(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *v;
+    if (!PyArg_ParseTuple(args, "OO", &x, &v) || !s_is_handle(x) || !s_is_handle(v)) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *r = tact_assign(s_h(x), s_h(v));
+    int code = tact_status_of(r);
+    if (code != TACT_OK) s_raise(code, tact_error_message(r));
+    tact_scope_end(s_ctx);
+    if (code != TACT_OK) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- autograd */
+
+static PyObject *py_set_requires_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x;
+    int flag;
+    if (!PyArg_ParseTuple(args, "O!i", &s_handle_type, &x, &flag)) return NULL;
+    tact_tensor *r = tact_set_requires_grad(s_h(x), flag);
+    if (tact_status_of(r) != TACT_OK) return s_wrap(r); /* raises */
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_requires_grad(PyObject *self, PyObject *x) {
+    (void)self;
+    if (!s_is_handle(x)) return NULL;
+    int r = tact_requires_grad(s_h(x));
+    if (r < 0) Py_RETURN_NONE;
+    return PyBool_FromLong(r);
+}
+
+static PyObject *py_backward(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *g = Py_None;
+    if (!PyArg_ParseTuple(args, "O!|O", &s_handle_type, &x, &g)) return NULL;
+    if (g != Py_None && !s_is_handle(g)) return NULL;
+    int rc;
+    tact_tensor *lt = s_h(x), *gt = g == Py_None ? NULL : s_h(g);
+    Py_BEGIN_ALLOW_THREADS rc = tact_backward(lt, gt);
+    Py_END_ALLOW_THREADS if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(s_ctx));
+    Py_RETURN_NONE;
+}
+
+/* grad(x): its gradient as a new handle, or None. */
+static PyObject *py_grad(PyObject *self, PyObject *x) {
+    (void)self;
+    if (!s_is_handle(x)) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *g = tact_grad(s_h(x));
+    if (tact_status_of(g) != TACT_OK) {
+        tact_scope_end(s_ctx);
+        Py_RETURN_NONE;
+    }
+    /* The gradient's handle belongs to its tensor: the Python object holds
+     * a view of it of its own (released alone). */
+    tact_tensor *r = tact_keep(tact_detach(g));
+    tact_scope_end(s_ctx);
+    return s_wrap(r);
+}
+
+static PyObject *py_grad_clear(PyObject *self, PyObject *x) {
+    (void)self;
+    if (!s_is_handle(x)) return NULL;
+    tact_grad_clear(s_h(x));
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_no_grad(PyObject *self, PyObject *args) {
+    (void)self;
+    int on;
+    if (!PyArg_ParseTuple(args, "p", &on)) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    return PyBool_FromLong(tact_set_no_grad(ctx, on));
+}
+
+/* ------------------------------------------------------------- module */
+
+static PyMethodDef s_methods[] = {
+    {"open", (PyCFunction)(void (*)(void))py_open, METH_VARARGS | METH_KEYWORDS, "open(devices=None, threads=0, log=None): the context"},
+    {"close", py_close, METH_NOARGS, "close(): closes the context (its tensors become stale)"},
+    {"is_open", py_is_open, METH_NOARGS, "whether the context is open"},
+    {"from_buffer", py_from_buffer, METH_VARARGS, "from_buffer(buffer, dtype, shape)"},
+    {"fill", py_fill, METH_VARARGS, "fill(kind, shape, value, dtype): full, rand or randn"},
+    {"arange", py_arange, METH_VARARGS, "arange(start, stop, step, dtype)"},
+    {"eye", py_eye, METH_VARARGS, "eye(n, dtype)"},
+    {"manual_seed", py_manual_seed, METH_VARARGS, "manual_seed(seed)"},
+    {"info", py_info, METH_O, "info(h) -> (shape, dtype, device)"},
+    {"read", py_read, METH_O, "read(h) -> bytes"},
+    {"realize", py_realize, METH_O, "realize(h)"},
+    {"op_names", py_op_names, METH_NOARGS, "the unary, binary and reduce ops, in table order"},
+    {"unary", py_unary, METH_VARARGS, "unary(op, h)"},
+    {"binary", py_binary, METH_VARARGS, "binary(op, a, b): a and b handles or numbers"},
+    {"where", py_where, METH_VARARGS, "where(cond, a, b)"},
+    {"reduce", py_reduce, METH_VARARGS, "reduce(op, h, axes or None, keepdim)"},
+    {"shaped", py_shaped, METH_VARARGS, "shaped(kind, h, ints)"},
+    {"getitem", py_getitem, METH_VARARGS, "getitem(h, indices)"},
+    {"join", py_join, METH_VARARGS, "join(kind, handles, dim): cat or stack"},
+    {"to", py_to, METH_VARARGS, "to(h, device)"},
+    {"assign", py_assign, METH_VARARGS, "assign(target, value): the target's handle names the new contents"},
+    {"set_requires_grad", py_set_requires_grad, METH_VARARGS, "set_requires_grad(h, flag)"},
+    {"requires_grad", py_requires_grad, METH_O, "requires_grad(h) -> True, False or None"},
+    {"backward", py_backward, METH_VARARGS, "backward(h, grad=None)"},
+    {"grad", py_grad, METH_O, "grad(h) -> handle or None"},
+    {"grad_clear", py_grad_clear, METH_O, "grad_clear(h)"},
+    {"no_grad", py_no_grad, METH_VARARGS, "no_grad(on) -> the previous setting"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef s_module = {PyModuleDef_HEAD_INIT, "_tact", "tact's C API for the tact package", -1, s_methods, NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__tact(void) {
+    if (PyType_Ready(&s_handle_type) < 0) return NULL;
+    PyObject *m = PyModule_Create(&s_module);
+    if (!m) return NULL;
+    s_error = PyErr_NewExceptionWithDoc("tact.TactError", "an error of tact: args are (code, status name, message)", PyExc_RuntimeError, NULL);
+    if (!s_error || PyModule_AddObject(m, "TactError", s_error) < 0) return NULL;
+    Py_INCREF(s_error);
+    Py_INCREF(&s_handle_type);
+    PyModule_AddObject(m, "Handle", (PyObject *)&s_handle_type);
+#define S_DT(NAME, name, size) PyModule_AddIntConstant(m, "DT_" #NAME, TACT_##NAME);
+    TACT_DTYPE_MAP(S_DT)
+#undef S_DT
+    return m;
+}

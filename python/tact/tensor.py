@@ -1,0 +1,451 @@
+"""tact.Tensor: the reference's Tensor (tinygrad 0.9.2) over tact's C API."""
+import array
+import math
+import struct
+
+from . import _tact
+from .dtype import BY_CODE, BY_NP, DType, dtypes
+
+try:
+    import numpy as _np
+except ImportError:  # numpy is optional: lists and bytes still work
+    _np = None
+
+_UNARY, _BINARY, _REDUCE = ({n: i for i, n in enumerate(t)} for t in _tact.op_names())
+
+
+def _shape_args(shape, args):
+    """reshape((2, 3)) and reshape(2, 3) alike."""
+    if args:
+        return (shape, *args)
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(shape)
+
+
+def _flatten(data):
+    """A nested list's elements in row-major order and its shape (rectangular only)."""
+    shape, level = [], [data]
+    while level and isinstance(level[0], (list, tuple)):
+        n = len(level[0])
+        if any(not isinstance(x, (list, tuple)) or len(x) != n for x in level):
+            raise ValueError("a nested list of uneven lengths is not a tensor")
+        shape.append(n)
+        level = [y for x in level for y in x]
+    if any(isinstance(x, (list, tuple)) for x in level):
+        raise ValueError("a nested list of uneven depths is not a tensor")
+    return level, tuple(shape)
+
+
+def _infer(flat):
+    if all(isinstance(x, bool) for x in flat) and flat:
+        return dtypes.bool
+    if all(isinstance(x, int) for x in flat) and flat:
+        return dtypes.default_int
+    return dtypes.default_float
+
+
+def _pack(flat, dtype):
+    """The elements' bytes in dtype, or None for bfloat16 (no host format)."""
+    if dtype.fmt is None:
+        return None
+    if dtype == dtypes.bool:
+        return bytes(bool(x) for x in flat)
+    if dtype.fmt == "e":
+        return struct.pack(f"{len(flat)}e", *map(float, flat))
+    return array.array(dtype.fmt, map(float if dtypes.is_float(dtype) else int, flat)).tobytes()
+
+
+class Tensor:
+    """A lazy tensor of tact's context: ops build the graph, reads compute it."""
+
+    __slots__ = ("_h", "__weakref__")
+    __hash__ = object.__hash__  # == is elementwise
+
+    def __init__(self, data, device=None, dtype=None, requires_grad=None):
+        if isinstance(data, _tact.Handle):
+            self._h = data
+        elif isinstance(data, Tensor):
+            self._h = data._h if dtype is None or dtype == data.dtype else _tact.shaped("cast", data._h, (dtype.code,))
+        elif _np is not None and isinstance(data, _np.ndarray):
+            arr = _np.ascontiguousarray(data)
+            d = dtype or BY_NP.get(str(arr.dtype))
+            if d is None:
+                raise TypeError(f"numpy arrays of {arr.dtype} have no tact dtype")
+            if d.np != str(arr.dtype):
+                arr = _np.ascontiguousarray(arr.astype(d.np)) if d.np else arr
+            self._h = _tact.from_buffer(arr.view(_np.uint8).reshape(-1) if arr.size else b"", d.code, arr.shape)
+        elif isinstance(data, (bool, int, float)):
+            d = dtype or _infer([data])
+            self._h = _tact.fill("full", (), float(data), d.code)
+        elif isinstance(data, (list, tuple)):
+            flat, shape = _flatten(data)
+            d = dtype or _infer(flat)
+            raw = _pack(flat, d)
+            if raw is None:  # bfloat16: made as float32, then cast
+                self._h = _tact.shaped("cast", _tact.from_buffer(_pack(flat, dtypes.float32), dtypes.float32.code, shape), (d.code,))
+            else:
+                self._h = _tact.from_buffer(raw, d.code, shape)
+        elif isinstance(data, (bytes, bytearray, memoryview)):
+            d = dtype or dtypes.uint8
+            self._h = _tact.from_buffer(data, d.code, (len(data) // d.itemsize,))
+        else:
+            raise TypeError(f"cannot make a tensor of {type(data).__name__}")
+        if device is not None and device != self.device:
+            self._h = _tact.to(self._h, device)
+        if requires_grad is not None:
+            self.requires_grad = requires_grad
+
+    # ------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        return _tact.info(self._h)[0]
+
+    @property
+    def dtype(self):
+        return BY_CODE[_tact.info(self._h)[1]]
+
+    @property
+    def device(self):
+        return _tact.info(self._h)[2]
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def numel(self):
+        return math.prod(self.shape)
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def nbytes(self):
+        return self.numel() * self.element_size()
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self):
+        return f"<Tensor shape={self.shape} dtype={self.dtype} device={self.device!r}>"
+
+    # ------------------------------------------------------------ data out
+    def realize(self):
+        _tact.realize(self._h)
+        return self
+
+    def _raw(self):
+        t = self if self.dtype != dtypes.bfloat16 else self.cast(dtypes.float32)
+        return _tact.read(t._h), t.dtype
+
+    def numpy(self):
+        if _np is None:
+            raise ImportError("numpy() needs numpy")
+        raw, d = self._raw()
+        return _np.frombuffer(raw, dtype=d.np).reshape(self.shape).copy()
+
+    def tolist(self):
+        raw, d = self._raw()
+        if d == dtypes.bool:
+            flat = [b != 0 for b in raw]
+        else:
+            flat = list(struct.unpack(f"{len(raw) // d.itemsize}{d.fmt}", raw))
+        for n in reversed(self.shape[1:]):
+            flat = [flat[i : i + n] for i in range(0, len(flat), n)]
+        return flat[0] if not self.shape else flat
+
+    def item(self):
+        if self.numel() != 1:
+            raise ValueError(f"item() of a tensor of {self.numel()} elements")
+        v = self.reshape(()).tolist()
+        return v
+
+    def __bool__(self):
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    # ------------------------------------------------------------ creation
+    @staticmethod
+    def manual_seed(seed=0):
+        _tact.manual_seed(seed)
+
+    @staticmethod
+    def full(shape, fill_value, dtype=None, **kw):
+        d = dtype or (dtypes.bool if isinstance(fill_value, bool) else dtypes.default_int if isinstance(fill_value, int) else dtypes.default_float)
+        return Tensor(_tact.fill("full", _shape_args(shape, ()), float(fill_value), d.code), **kw)
+
+    @staticmethod
+    def zeros(*shape, dtype=None, **kw):
+        return Tensor.full(_shape_args(shape[0], shape[1:]) if shape else (), 0.0, dtype or dtypes.default_float, **kw)
+
+    @staticmethod
+    def ones(*shape, dtype=None, **kw):
+        return Tensor.full(_shape_args(shape[0], shape[1:]) if shape else (), 1.0, dtype or dtypes.default_float, **kw)
+
+    @staticmethod
+    def rand(*shape, dtype=None, **kw):
+        return Tensor(_tact.fill("rand", _shape_args(shape[0], shape[1:]) if shape else (), 0.0, (dtype or dtypes.default_float).code), **kw)
+
+    @staticmethod
+    def randn(*shape, dtype=None, **kw):
+        return Tensor(_tact.fill("randn", _shape_args(shape[0], shape[1:]) if shape else (), 0.0, (dtype or dtypes.default_float).code), **kw)
+
+    @staticmethod
+    def arange(start, stop=None, step=1, dtype=None, **kw):
+        if stop is None:
+            start, stop = 0, start
+        d = dtype or (dtypes.default_float if any(isinstance(x, float) for x in (start, stop, step)) else dtypes.default_int)
+        return Tensor(_tact.arange(float(start), float(stop), float(step), d.code), **kw)
+
+    @staticmethod
+    def eye(dim, dtype=None, **kw):
+        return Tensor(_tact.eye(dim, (dtype or dtypes.default_float).code), **kw)
+
+    def full_like(self, fill_value, dtype=None, **kw):
+        return Tensor.full(self.shape, fill_value, dtype or self.dtype, **kw)
+
+    def zeros_like(self, **kw):
+        return self.full_like(0, **kw)
+
+    def ones_like(self, **kw):
+        return self.full_like(1, **kw)
+
+    # ------------------------------------------------------------ autograd
+    @property
+    def requires_grad(self):
+        return _tact.requires_grad(self._h)
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        _tact.set_requires_grad(self._h, -1 if flag is None else int(bool(flag)))
+
+    def requires_grad_(self, flag=True):
+        self.requires_grad = flag
+        return self
+
+    @property
+    def grad(self):
+        g = _tact.grad(self._h)
+        return None if g is None else Tensor(g)
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            raise ValueError("only None can be assigned to grad (it drops the gradient)")
+        _tact.grad_clear(self._h)
+
+    def backward(self, gradient=None):
+        _tact.backward(self._h, None if gradient is None else gradient._h)
+        return self
+
+    def detach(self):
+        return self._u("detach")
+
+    # ------------------------------------------------------------ op plumbing
+    def _u(self, name):
+        return Tensor(_tact.unary(_UNARY[name], self._h))
+
+    def _b(self, name, other, reverse=False):
+        o = other._h if isinstance(other, Tensor) else other
+        return Tensor(_tact.binary(_BINARY[name], o, self._h) if reverse else _tact.binary(_BINARY[name], self._h, o))
+
+    def _r(self, name, axis, keepdim):
+        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        return Tensor(_tact.reduce(_REDUCE[name], self._h, axes, keepdim))
+
+    def _s(self, kind, *ints):
+        return Tensor(_tact.shaped(kind, self._h, ints))
+
+    # ------------------------------------------------------------ movement
+    def reshape(self, shape, *args):
+        shape = _shape_args(shape, args)
+        if -1 in shape:
+            known = math.prod(s for s in shape if s != -1)
+            shape = tuple((self.numel() // known if known else 0) if s == -1 else s for s in shape)
+        return self._s("reshape", *shape)
+
+    def view(self, shape, *args):
+        return self.reshape(shape, *args)
+
+    def permute(self, order, *args):
+        return self._s("permute", *_shape_args(order, args))
+
+    def expand(self, shape, *args):
+        shape = _shape_args(shape, args)
+        shape = tuple(s if s != -1 else self.shape[i - len(shape) + self.ndim] for i, s in enumerate(shape))
+        return self._s("expand", *shape)
+
+    def transpose(self, dim0=1, dim1=0):
+        return self._s("transpose", dim0, dim1)
+
+    @property
+    def T(self):
+        return self.transpose()
+
+    def flatten(self, start_dim=0, end_dim=-1):
+        return self._s("flatten", start_dim, end_dim)
+
+    def squeeze(self, dim=None):
+        return self._s("squeeze") if dim is None else self._s("squeeze", dim)
+
+    def unsqueeze(self, dim):
+        return self._s("unsqueeze", dim)
+
+    def contiguous(self):
+        return self._u("contiguous")
+
+    def __getitem__(self, idx):
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return Tensor(_tact.getitem(self._h, tuple(i._h if isinstance(i, Tensor) else i for i in idx)))
+
+    def cat(self, *args, dim=0):
+        return Tensor(_tact.join("cat", (self._h, *(a._h for a in args)), dim))
+
+    def stack(self, *args, dim=0):
+        return Tensor(_tact.join("stack", (self._h, *(a._h for a in args)), dim))
+
+    def to(self, device):
+        return Tensor(_tact.to(self._h, device))
+
+    # ------------------------------------------------------------ casts
+    def cast(self, dtype):
+        return self if dtype == self.dtype else self._s("cast", dtype.code)
+
+    def float(self):
+        return self.cast(dtypes.float32)
+
+    def half(self):
+        return self.cast(dtypes.float16)
+
+    def int(self):
+        return self.cast(dtypes.int32)
+
+    def bool(self):
+        return self.cast(dtypes.bool)
+
+    # ------------------------------------------------------------ reductions
+    def sum(self, axis=None, keepdim=False):
+        return self._r("sum", axis, keepdim)
+
+    def max(self, axis=None, keepdim=False):
+        return self._r("max", axis, keepdim)
+
+    def min(self, axis=None, keepdim=False):
+        return self._r("min", axis, keepdim)
+
+    def mean(self, axis=None, keepdim=False):
+        return self._r("mean", axis, keepdim)
+
+    def any(self, axis=None, keepdim=False):
+        return self._r("any", axis, keepdim)
+
+    def all(self, axis=None, keepdim=False):
+        return self._r("all", axis, keepdim)
+
+    def argmax(self, axis=None, keepdim=False):
+        if axis is None:
+            return self.flatten()._s("argmax", 0, 0)
+        return self._s("argmax", axis, int(keepdim))
+
+    def argmin(self, axis=None, keepdim=False):
+        if axis is None:
+            return self.flatten()._s("argmin", 0, 0)
+        return self._s("argmin", axis, int(keepdim))
+
+    def softmax(self, axis=-1):
+        return self._s("softmax", axis)
+
+    def log_softmax(self, axis=-1):
+        return self._s("log_softmax", axis)
+
+    def cumsum(self, axis=0):
+        return self._s("cumsum", axis)
+
+    # ------------------------------------------------------------ binary ops
+    def add(self, x, reverse=False):
+        return self._b("add", x, reverse)
+
+    def sub(self, x, reverse=False):
+        return self._b("sub", x, reverse)
+
+    def mul(self, x, reverse=False):
+        return self._b("mul", x, reverse)
+
+    def div(self, x, reverse=False):
+        return self._b("div", x, reverse)
+
+    def pow(self, x, reverse=False):
+        return self._b("pow", x, reverse)
+
+    def matmul(self, x, reverse=False):
+        return self._b("matmul", x, reverse)
+
+    def dot(self, w):
+        return self._b("dot", w)
+
+    def maximum(self, x):
+        return self._b("maximum", x)
+
+    def minimum(self, x):
+        return self._b("minimum", x)
+
+    def xor(self, x):
+        return self._b("xor", x)
+
+    def where(self, x, y):
+        return Tensor(_tact.where(self._h, x._h if isinstance(x, Tensor) else x, y._h if isinstance(y, Tensor) else y))
+
+    def assign(self, x):
+        if not isinstance(x, Tensor):
+            x = Tensor(x, dtype=self.dtype)
+        _tact.assign(self._h, x._h)
+        return self
+
+    def __neg__(self):
+        return self._u("neg")
+
+    def __invert__(self):
+        return self._u("logical_not") if self.dtype == dtypes.bool else self.xor(-1)
+
+
+def _unary_method(name):
+    def fn(self):
+        return self._u(name)
+
+    fn.__name__ = name
+    return fn
+
+
+def _binary_method(name, reverse=False):
+    def fn(self, x):
+        return self._b(name, x, reverse)
+
+    return fn
+
+
+def _inplace_method(op):
+    def fn(self, x):
+        return self.assign(op(self, x))
+
+    return fn
+
+
+# Operators: the reference's dunders, the reversed ones with the operand first.
+for _d, _n in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"), ("pow", "pow"), ("matmul", "matmul")):
+    setattr(Tensor, f"__{_d}__", _binary_method(_n))
+    setattr(Tensor, f"__r{_d}__", _binary_method(_n, True))
+    setattr(Tensor, f"__i{_d}__", _inplace_method(getattr(Tensor, f"__{_d}__")))
+for _d, _n in (("mod", "mod"), ("floordiv", "idiv"), ("lt", "lt"), ("gt", "gt"), ("le", "le"), ("ge", "ge"), ("eq", "eq"), ("ne", "ne"),
+               ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "xor")):
+    setattr(Tensor, f"__{_d}__", _binary_method(_n))
+
+
+for _n in _UNARY:
+    if _n not in ("detach", "contiguous", "sum_all", "mean_all", "max_all", "min_all") and not hasattr(Tensor, _n):
+        setattr(Tensor, _n, _unary_method(_n))

@@ -1,0 +1,200 @@
+"""Tests of the tact package's binding: values against NumPy in double
+precision (or hand-computed ones), errors as TactError with tact's message,
+numpy round trips for every dtype, autograd, and memory that stays flat."""
+import gc
+import os
+import random
+import resource
+import unittest
+
+import numpy as np
+
+import tact
+from tact import Tensor, dtypes
+
+SEED = int(os.environ.get("TACT_TEST_SEED", random.randrange(1 << 30)))
+
+
+def _rand(rng, *shape):
+    return (rng.random(shape) * 4 - 2).astype(np.float32)
+
+
+class Values(unittest.TestCase):
+    """Each op against NumPy on the same inputs, in float64 (tolerance 1e-5 relative)."""
+
+    def setUp(self):
+        self.rng = np.random.default_rng(SEED)
+
+    def close(self, got, want, what):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"{what} (seed {SEED})")
+
+    def test_elementwise_and_broadcasting(self):
+        a, b = _rand(self.rng, 3, 4), _rand(self.rng, 4)
+        ta, tb = Tensor(a), Tensor(b)
+        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        self.close((ta + tb).numpy(), a64 + b64, "add")
+        self.close((ta - tb).numpy(), a64 - b64, "sub")
+        self.close((ta * tb).numpy(), a64 * b64, "mul")
+        self.close((ta / tb).numpy(), a64 / b64, "div")
+        self.close((2.5 * ta - 1).numpy(), 2.5 * a64 - 1, "scalars on either side")
+        self.close((1 / (tb * tb + 1)).numpy(), 1 / (b64 * b64 + 1), "reverse div")
+        self.close(ta.exp().numpy(), np.exp(a64), "exp")
+        self.close(ta.abs().log().numpy(), np.log(np.abs(a64)), "log")
+        self.close(ta.relu().numpy(), np.maximum(a64, 0), "relu")
+        self.close(ta.sigmoid().numpy(), 1 / (1 + np.exp(-a64)), "sigmoid")
+        self.close(ta.tanh().numpy(), np.tanh(a64), "tanh")
+        self.close((-ta).numpy(), -a64, "neg")
+        self.close(ta.maximum(tb).numpy(), np.maximum(a64, b64), "maximum")
+        self.assertEqual((ta > tb).numpy().tolist(), (a > b).tolist())
+        self.assertEqual((ta > 0).where(ta, 0.0).numpy().tolist(), np.where(a > 0, a, 0).tolist())
+
+    def test_reductions_and_movement(self):
+        a = _rand(self.rng, 2, 3, 4)
+        t, a64 = Tensor(a), a.astype(np.float64)
+        self.close(t.sum().numpy(), a64.sum(), "sum")
+        self.close(t.sum(axis=1).numpy(), a64.sum(axis=1), "sum(axis=1)")
+        self.close(t.mean(axis=(0, 2), keepdim=True).numpy(), a64.mean(axis=(0, 2), keepdims=True), "mean")
+        self.close(t.max(axis=-1).numpy(), a64.max(axis=-1), "max")
+        self.close(t.softmax().numpy(), np.exp(a64) / np.exp(a64).sum(-1, keepdims=True), "softmax")
+        self.assertEqual(t.argmax(axis=2).numpy().tolist(), a.argmax(axis=2).tolist())
+        self.assertEqual(t.permute(2, 0, 1).numpy().tolist(), a.transpose(2, 0, 1).tolist())
+        self.assertEqual(t.reshape(6, -1).numpy().tolist(), a.reshape(6, -1).tolist())
+        self.assertEqual(t[1, :, ::2].numpy().tolist(), a[1, :, ::2].tolist())
+        self.assertEqual(t[..., None].shape, (2, 3, 4, 1))
+        self.assertEqual(t[Tensor([1, 0, -1])].numpy().tolist(), a[[1, 0, -1]].tolist())
+        self.assertEqual(t.flatten(1).shape, (2, 12))
+        self.assertEqual(Tensor.cat(t, t, dim=1).shape, (2, 6, 4))
+
+    def test_matmul(self):
+        a, b = _rand(self.rng, 5, 7), _rand(self.rng, 7, 3)
+        self.close((Tensor(a) @ Tensor(b)).numpy(), a.astype(np.float64) @ b.astype(np.float64), "matmul")
+
+    def test_creation(self):
+        self.assertEqual(Tensor.arange(5).tolist(), [0, 1, 2, 3, 4])
+        self.assertEqual(Tensor.arange(1, 2, 0.25).tolist(), [1.0, 1.25, 1.5, 1.75])
+        self.assertEqual(Tensor.eye(3).numpy().tolist(), np.eye(3).tolist())
+        self.assertEqual(Tensor.full((2, 2), 7).tolist(), [[7, 7], [7, 7]])
+        self.assertEqual(Tensor.zeros(2, 3).shape, (2, 3))
+        self.assertEqual(Tensor([[1, 2], [3, 4]]).dtype, dtypes.int32)
+        self.assertEqual(Tensor([1.5]).dtype, dtypes.float32)
+        self.assertEqual(Tensor([True]).dtype, dtypes.bool)
+        self.assertEqual(Tensor(2.5).item(), 2.5)
+        Tensor.manual_seed(3)
+        r1 = Tensor.rand(4, 4).numpy()
+        Tensor.manual_seed(3)
+        r2 = Tensor.rand(4, 4).numpy()
+        self.assertEqual(r1.tolist(), r2.tolist(), "the same seed, the same numbers")
+        self.assertTrue(((r1 >= 0) & (r1 < 1)).all())
+
+
+class RoundTrips(unittest.TestCase):
+    def test_numpy_round_trip_for_every_dtype(self):
+        rng = np.random.default_rng(SEED)
+        for d in (dtypes.bool, dtypes.int8, dtypes.uint8, dtypes.int16, dtypes.uint16, dtypes.int32, dtypes.uint32, dtypes.int64, dtypes.uint64,
+                  dtypes.float16, dtypes.float32, dtypes.float64):
+            with self.subTest(dtype=d):
+                if d == dtypes.bool:
+                    a = rng.random((3, 5)) > 0.5
+                elif dtypes.is_float(d):
+                    a = (rng.random((3, 5)) * 100 - 50).astype(d.np)
+                else:
+                    info = np.iinfo(d.np)
+                    a = rng.integers(info.min, info.max, (3, 5), dtype=d.np, endpoint=True)
+                t = Tensor(a)
+                self.assertEqual(t.dtype, d)
+                self.assertEqual(t.shape, (3, 5))
+                back = t.numpy()
+                self.assertEqual(back.dtype, a.dtype)
+                self.assertTrue(np.array_equal(back, a), f"{d}: {back} != {a}")
+                self.assertEqual(t.tolist(), a.tolist())
+
+    def test_bfloat16_reads_as_float32(self):
+        t = Tensor([1.0, 2.5, -3.0], dtype=dtypes.bfloat16)
+        self.assertEqual(t.dtype, dtypes.bfloat16)
+        self.assertEqual(t.numpy().tolist(), [1.0, 2.5, -3.0])
+
+
+class Assign(unittest.TestCase):
+    def test_in_place_ops_assign_and_the_tensor_names_the_new_contents(self):
+        x = Tensor([1.0, 2.0])
+        x += 1
+        x *= Tensor([2.0, 0.5])
+        self.assertEqual(x.tolist(), [4.0, 1.5])
+        x.assign([7.0, 8.0])
+        self.assertEqual(x.tolist(), [7.0, 8.0])
+        with self.assertRaises(tact.TactError):
+            x.assign(Tensor([1.0, 2.0, 3.0]))
+        self.assertEqual(x.tolist(), [7.0, 8.0], "a refused assign leaves the tensor as it was")
+
+
+class Autograd(unittest.TestCase):
+    def test_gradient_of_a_matmul_and_a_sum(self):
+        x = Tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+        (x @ x).sum().backward()
+        # d/dx sum(x @ x) = ones @ x^T + x^T @ ones
+        self.assertEqual(x.grad.tolist(), [[7.0, 11.0], [9.0, 13.0]])
+        self.assertIsNone(Tensor([1.0]).grad)
+        x.grad = None
+        self.assertIsNone(x.grad)
+
+    def test_backward_of_a_vector_without_a_gradient_is_an_error(self):
+        x = Tensor([1.0, 2.0], requires_grad=True)
+        with self.assertRaises(tact.TactError) as e:
+            (x * 2).backward()
+        self.assertIn("scalar", str(e.exception))
+
+
+class Errors(unittest.TestCase):
+    def test_tact_errors_are_exceptions_with_its_message(self):
+        with self.assertRaises(tact.TactError) as e:
+            Tensor([1.0, 2.0]) @ Tensor([1.0, 2.0, 3.0])
+        code, name, text = e.exception.args
+        self.assertEqual(name, "ESHAPE")
+        self.assertLess(code, 0)
+        self.assertIn("matmul", text)
+        with self.assertRaises(tact.TactError):
+            Tensor([1.0, 2.0]).reshape(3)
+        with self.assertRaises(TypeError):
+            Tensor([1.0]) + "one"
+        with self.assertRaises(ValueError):
+            Tensor([[1, 2], [3]])
+
+
+class Memory(unittest.TestCase):
+    def test_ten_thousand_tensors_made_and_dropped_leave_memory_flat(self):
+        base = Tensor.ones(64)
+        base.realize()
+
+        def churn(n):
+            for i in range(n):
+                t = base * i + 1
+                if i % 100 == 0:
+                    t.realize()
+                del t
+            base.realize()
+            gc.collect()
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+
+        churn(1000)
+        first = churn(1000)
+        last = churn(10000)
+        self.assertLess(last - first, 16 * 1024, f"peak RSS grew by {last - first} KiB over 10,000 tensors")
+
+
+class Lifetime(unittest.TestCase):
+    def test_a_tensor_of_a_closed_context_is_stale_not_a_crash(self):
+        t = Tensor([1.0, 2.0])
+        tact.close()
+        try:
+            with self.assertRaises(tact.TactError) as e:
+                (t + 1).tolist()
+            self.assertIn("scope ended or its context closed", str(e.exception))
+        finally:
+            del t
+            if not tact._tact.is_open():  # (the op above opened the default one again)
+                tact.open()
+        self.assertEqual((Tensor([1.0]) + 1).tolist(), [2.0])
+
+
+if __name__ == "__main__":
+    unittest.main()
