@@ -23,7 +23,7 @@ setup(
     name="tact",
     version="0.1.0",
     description="tact's tensors from Python, with the reference's (tinygrad 0.9.2) Tensor API",
-    packages=["tact"],
+    packages=["tact", "tact.nn"],
     ext_modules=[
         Extension(
             "tact._tact",

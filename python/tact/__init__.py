@@ -15,8 +15,9 @@ from . import _tact
 from ._tact import TactError
 from .dtype import DType, dtypes
 from .tensor import Tensor
+from . import nn  # noqa: E402  (after Tensor: nn uses it)
 
-__all__ = ["Tensor", "dtypes", "DType", "TactError", "Device", "open", "close", "no_grad"]
+__all__ = ["Tensor", "dtypes", "DType", "TactError", "Device", "nn", "open", "close", "no_grad"]
 
 
 def open(devices=None, threads=0, log=None):  # noqa: A001 (the module's own open)

@@ -508,28 +508,37 @@ static PyObject *py_getitem(PyObject *self, PyObject *args) {
     S_SCOPED(s_ctx, tact_getitem(s_h(x), (int)n, ix));
 }
 
+/* The tensors of a sequence of handles, in a PyMem block (PyMem_Free it),
+ * with their count in *n; NULL with an exception. */
+static tact_tensor **s_handles(PyObject *seq, Py_ssize_t *n) {
+    PyObject *f = PySequence_Fast(seq, "a sequence of tensors");
+    if (!f) return NULL;
+    *n = PySequence_Fast_GET_SIZE(f);
+    tact_tensor **xs = PyMem_Malloc(sizeof *xs * (size_t)(*n ? *n : 1));
+    if (!xs) PyErr_NoMemory();
+    for (Py_ssize_t i = 0; xs && i < *n; i++) {
+        PyObject *o = PySequence_Fast_GET_ITEM(f, i);
+        if (!s_is_handle(o)) {
+            PyMem_Free(xs);
+            xs = NULL;
+        } else {
+            xs[i] = s_h(o);
+        }
+    }
+    Py_DECREF(f);
+    return xs;
+}
+
 /* cat(handles, dim) or stack(handles, dim). */
 static PyObject *py_join(PyObject *self, PyObject *args) {
     (void)self;
     const char *kind;
     PyObject *seq;
     int dim;
+    Py_ssize_t n;
     if (!PyArg_ParseTuple(args, "sOi", &kind, &seq, &dim)) return NULL;
-    PyObject *f = PySequence_Fast(seq, "tensors");
-    if (!f) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
-    tact_tensor **xs = PyMem_Malloc(sizeof *xs * (size_t)(n ? n : 1));
-    for (Py_ssize_t i = 0; xs && i < n; i++) {
-        PyObject *o = PySequence_Fast_GET_ITEM(f, i);
-        if (!s_is_handle(o)) {
-            PyMem_Free(xs);
-            Py_DECREF(f);
-            return NULL;
-        }
-        xs[i] = s_h(o);
-    }
-    Py_DECREF(f);
-    if (!xs) return PyErr_NoMemory();
+    tact_tensor **xs = s_handles(seq, &n);
+    if (!xs) return NULL;
     tact_scope_begin(s_ctx);
     tact_tensor *r = tact_keep(!strcmp(kind, "stack") ? tact_stack((int)n, xs, dim) : tact_cat((int)n, xs, dim));
     tact_scope_end(s_ctx);
@@ -624,6 +633,242 @@ static PyObject *py_no_grad(PyObject *self, PyObject *args) {
     return PyBool_FromLong(tact_set_no_grad(ctx, on));
 }
 
+/* ------------------------------------------------------------- layers */
+
+/* The window of a convolution: stride, dilation, padding (per dim), groups. */
+static int s_window(PyObject *stride, PyObject *dilation, PyObject *padding, int groups, tact_window *w) {
+    tact_window_default(w);
+    int64_t v[6];
+    int n;
+    if ((n = s_ints(stride, v, 3, "stride")) < 0) return -1;
+    for (int i = 0; i < n; i++) w->stride[i] = v[i];
+    if ((n = s_ints(dilation, v, 3, "dilation")) < 0) return -1;
+    for (int i = 0; i < n; i++) w->dilation[i] = v[i];
+    if ((n = s_ints(padding, v, 6, "padding")) < 0) return -1;
+    w->npad = n;
+    for (int i = 0; i < n; i++) w->padding[i] = v[i];
+    w->groups = groups;
+    return 0;
+}
+
+/* A handle or None for a layer's tensor that may be absent. */
+static PyObject *s_wrap_opt(tact_tensor *t) {
+    if (!t) Py_RETURN_NONE;
+    return s_wrap(t);
+}
+
+/* layer_new(kind, sizes, eps, momentum, flags, stride, dilation, padding,
+ * groups) -> (weight, bias, running_mean, running_var), each a handle or
+ * None: the C API's constructor (its initialization, from the context's
+ * random numbers). */
+static PyObject *py_layer_new(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *sizes, *stride, *dilation, *padding;
+    double eps, momentum;
+    int a, b, groups;
+    if (!PyArg_ParseTuple(args, "sOddiiOOOi", &kind, &sizes, &eps, &momentum, &a, &b, &stride, &dilation, &padding, &groups)) return NULL;
+    int64_t z[8];
+    int n = s_ints(sizes, z, 8, "sizes");
+    tact_ctx *ctx = n < 0 ? NULL : s_context();
+    if (!ctx) return NULL;
+    tact_layer l;
+    tact_window w;
+    int rc = TACT_EINVAL;
+    if (s_window(stride, dilation, padding, groups, &w) != 0) return NULL;
+    tact_scope_begin(ctx);
+    if (!strcmp(kind, "linear") && n == 2) rc = tact_layer_linear(&l, ctx, z[0], z[1], a);
+    else if (!strcmp(kind, "conv2d") && n == 4) rc = tact_layer_conv2d(&l, ctx, z[0], z[1], z[2], z[3], &w, a);
+    else if (!strcmp(kind, "batchnorm") && n == 1) rc = tact_layer_batchnorm(&l, ctx, z[0], eps, momentum, a, b);
+    else if (!strcmp(kind, "layernorm") && n >= 1) rc = tact_layer_layernorm(&l, ctx, n, z, eps, a);
+    else if (!strcmp(kind, "embedding") && n == 2) rc = tact_layer_embedding(&l, ctx, z[0], z[1]);
+    else {
+        tact_scope_end(ctx);
+        PyErr_Format(PyExc_ValueError, "layer_new: %s of %d sizes", kind, n);
+        return NULL;
+    }
+    tact_scope_end(ctx); /* the layer's tensors were kept: now the enclosing scope's */
+    if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(ctx));
+    PyObject *t[4] = {s_wrap_opt(l.weight), s_wrap_opt(l.bias), s_wrap_opt(l.running_mean), s_wrap_opt(l.running_var)};
+    if (!t[0] || !t[1] || !t[2] || !t[3]) {
+        for (int i = 0; i < 4; i++) Py_XDECREF(t[i]);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNN)", t[0], t[1], t[2], t[3]);
+}
+
+static tact_tensor *s_opt_h(PyObject *o) { return o == Py_None ? NULL : s_h(o); }
+
+/* layer_forward(kind, x, weight, bias, running_mean, running_var, eps,
+ * momentum, p, training, naxes, stride, dilation, padding, groups): the
+ * C API's tact_layer_forward of a layer made of these. */
+static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *x, *ts[4], *stride, *dilation, *padding;
+    double eps, momentum, p;
+    int training, naxes, groups;
+    if (!PyArg_ParseTuple(args, "sO!OOOOdddiiOOOi", &kind, &s_handle_type, &x, &ts[0], &ts[1], &ts[2], &ts[3], &eps, &momentum, &p, &training, &naxes,
+                          &stride, &dilation, &padding, &groups))
+        return NULL;
+    for (int i = 0; i < 4; i++)
+        if (ts[i] != Py_None && !s_is_handle(ts[i])) return NULL;
+    tact_layer l;
+    memset(&l, 0, sizeof l);
+    if (s_window(stride, dilation, padding, groups, &l.window) != 0) return NULL;
+    static const struct {
+        const char *name;
+        tact_layer_kind kind;
+    } kinds[] = {{"linear", TACT_LAYER_LINEAR},       {"conv2d", TACT_LAYER_CONV2D},       {"batchnorm", TACT_LAYER_BATCHNORM},
+                 {"layernorm", TACT_LAYER_LAYERNORM}, {"embedding", TACT_LAYER_EMBEDDING}, {"dropout", TACT_LAYER_DROPOUT}};
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof kinds / sizeof *kinds) && k < 0; i++)
+        if (!strcmp(kind, kinds[i].name)) k = i;
+    if (k < 0) {
+        PyErr_Format(PyExc_ValueError, "layer_forward: %s", kind);
+        return NULL;
+    }
+    l.kind = kinds[k].kind;
+    l.weight = s_opt_h(ts[0]), l.bias = s_opt_h(ts[1]), l.running_mean = s_opt_h(ts[2]), l.running_var = s_opt_h(ts[3]);
+    l.eps = eps, l.momentum = momentum, l.p = p;
+    l.naxes = naxes;
+    if (l.weight && naxes > 0 && naxes <= 8) {
+        int64_t sh[8];
+        int nd = tact_ndim(l.weight);
+        tact_shape(l.weight, sh);
+        for (int i = 0; i < naxes && i < nd; i++) l.norm_shape[i] = sh[nd - naxes + i];
+    }
+    tact_tensor *per = l.weight ? l.weight : l.running_mean; /* a norm's channels */
+    if (per && tact_ndim(per) >= 1) {
+        int64_t sh[8];
+        tact_shape(per, sh);
+        l.features = sh[0];
+    }
+    S_SCOPED(s_ctx, tact_layer_forward(&l, s_h(x), training));
+}
+
+/* ------------------------------------------------------------- optimizers */
+
+typedef struct {
+    PyObject_HEAD tact_optim *o;
+} s_optim_t;
+
+static void s_optim_dealloc(s_optim_t *o) {
+    if (o->o && s_ctx) tact_optim_free(&o->o);
+    Py_TYPE(o)->tp_free((PyObject *)o);
+}
+
+static PyTypeObject s_optim_type = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "tact._tact.Optim",
+    .tp_basicsize = sizeof(s_optim_t),
+    .tp_dealloc = (destructor)s_optim_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "an optimizer of the context (tact.nn.optim holds one)",
+};
+
+/* optim_new(kind, params, lr, momentum, weight_decay, nesterov, b1, b2, eps), kind 0 SGD, 1 Adam, 2 AdamW. */
+static PyObject *py_optim_new(PyObject *self, PyObject *args) {
+    (void)self;
+    int kind, nesterov;
+    PyObject *params;
+    double lr, momentum, wd, b1, b2, eps;
+    if (!PyArg_ParseTuple(args, "iOdddpddd", &kind, &params, &lr, &momentum, &wd, &nesterov, &b1, &b2, &eps)) return NULL;
+    tact_ctx *ctx = s_context();
+    Py_ssize_t n;
+    tact_tensor **ps = ctx ? s_handles(params, &n) : NULL;
+    if (!ps) return NULL;
+    tact_optim_options o;
+    static const tact_optim_kind kinds[] = {TACT_OPTIM_SGD, TACT_OPTIM_ADAM, TACT_OPTIM_ADAMW};
+    if (kind < 0 || kind > 2) {
+        PyMem_Free(ps);
+        return s_raise(TACT_EINVAL, "not an optimizer");
+    }
+    tact_optim_options_default(&o, kinds[kind]);
+    o.lr = lr, o.momentum = momentum, o.weight_decay = wd, o.nesterov = nesterov, o.b1 = b1, o.b2 = b2, o.eps = eps;
+    s_optim_t *ob = PyObject_New(s_optim_t, &s_optim_type);
+    if (!ob) {
+        PyMem_Free(ps);
+        return NULL;
+    }
+    ob->o = NULL;
+    int rc = tact_optim_new(&ob->o, ctx, &o, (int)n, ps);
+    PyMem_Free(ps);
+    if (rc != TACT_OK) {
+        Py_DECREF(ob);
+        return s_raise(rc, tact_ctx_error(ctx));
+    }
+    return (PyObject *)ob;
+}
+
+/* optim(op, o[, value]): "step", "zero_grad", "set_lr", "lr". */
+static PyObject *py_optim(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *op;
+    PyObject *o;
+    double v = 0;
+    if (!PyArg_ParseTuple(args, "sO!|d", &op, &s_optim_type, &o, &v)) return NULL;
+    tact_optim *opt = ((s_optim_t *)o)->o;
+    if (!opt || !s_ctx) return s_raise(TACT_EINVAL, "an optimizer of a closed context");
+    int rc = TACT_OK;
+    if (!strcmp(op, "step")) {
+        Py_BEGIN_ALLOW_THREADS rc = tact_optim_step(opt);
+        Py_END_ALLOW_THREADS
+    } else if (!strcmp(op, "zero_grad")) {
+        tact_optim_zero_grad(opt);
+    } else if (!strcmp(op, "set_lr")) {
+        rc = tact_optim_set_lr(opt, v);
+    } else if (!strcmp(op, "lr")) {
+        return PyFloat_FromDouble(tact_optim_lr(opt));
+    } else {
+        PyErr_Format(PyExc_ValueError, "optim: %s", op);
+        return NULL;
+    }
+    if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(s_ctx));
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------- safetensors */
+
+/* safe_save(path, names, handles) */
+static PyObject *py_safe_save(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path;
+    PyObject *names, *hs;
+    if (!PyArg_ParseTuple(args, "sOO", &path, &names, &hs)) return NULL;
+    Py_ssize_t n;
+    tact_tensor **ts = s_handles(hs, &n);
+    PyObject *fn = ts ? PySequence_Fast(names, "names") : NULL;
+    if (!fn) {
+        PyMem_Free(ts);
+        return NULL;
+    }
+    int bad = PySequence_Fast_GET_SIZE(fn) != n;
+    if (bad) PyErr_SetString(PyExc_ValueError, "safe_save: as many names as tensors");
+    const char **ns = bad ? NULL : PyMem_Malloc(sizeof *ns * (size_t)(n ? n : 1));
+    if (!bad && !ns) bad = 1, PyErr_NoMemory();
+    for (Py_ssize_t i = 0; !bad && i < n; i++) bad = !(ns[i] = PyUnicode_AsUTF8(PySequence_Fast_GET_ITEM(fn, i)));
+    int rc = TACT_OK;
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS rc = tact_save_safetensors(s_ctx, path, (int)n, ns, ts);
+        Py_END_ALLOW_THREADS
+    }
+    PyMem_Free(ns), PyMem_Free(ts);
+    Py_DECREF(fn);
+    if (bad) return NULL;
+    if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(s_ctx));
+    Py_RETURN_NONE;
+}
+
+/* safe_load(path, name) -> handle */
+static PyObject *py_safe_load(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *path, *name;
+    if (!PyArg_ParseTuple(args, "ss", &path, &name)) return NULL;
+    tact_ctx *ctx = s_context();
+    if (!ctx) return NULL;
+    S_SCOPED(ctx, tact_load_safetensors(ctx, path, name));
+}
+
 /* ------------------------------------------------------------- module */
 
 static PyMethodDef s_methods[] = {
@@ -654,13 +899,19 @@ static PyMethodDef s_methods[] = {
     {"grad", py_grad, METH_O, "grad(h) -> handle or None"},
     {"grad_clear", py_grad_clear, METH_O, "grad_clear(h)"},
     {"no_grad", py_no_grad, METH_VARARGS, "no_grad(on) -> the previous setting"},
+    {"layer_new", py_layer_new, METH_VARARGS, "layer_new(kind, sizes, eps, momentum, a, b, stride, dilation, padding, groups)"},
+    {"layer_forward", py_layer_forward, METH_VARARGS, "layer_forward(kind, x, weight, bias, running_mean, running_var, eps, momentum, p, training, naxes, stride, dilation, padding, groups)"},
+    {"optim_new", py_optim_new, METH_VARARGS, "optim_new(kind, params, lr, momentum, weight_decay, nesterov, b1, b2, eps)"},
+    {"optim", py_optim, METH_VARARGS, "optim(op, o[, value])"},
+    {"safe_save", py_safe_save, METH_VARARGS, "safe_save(path, names, handles)"},
+    {"safe_load", py_safe_load, METH_VARARGS, "safe_load(path, name) -> handle"},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef s_module = {PyModuleDef_HEAD_INIT, "_tact", "tact's C API for the tact package", -1, s_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__tact(void) {
-    if (PyType_Ready(&s_handle_type) < 0) return NULL;
+    if (PyType_Ready(&s_handle_type) < 0 || PyType_Ready(&s_optim_type) < 0) return NULL;
     PyObject *m = PyModule_Create(&s_module);
     if (!m) return NULL;
     s_error = PyErr_NewExceptionWithDoc("tact.TactError", "an error of tact: args are (code, status name, message)", PyExc_RuntimeError, NULL);

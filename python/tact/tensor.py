@@ -61,6 +61,7 @@ class Tensor:
 
     __slots__ = ("_h", "__weakref__")
     __hash__ = object.__hash__  # == is elementwise
+    training = False  # the reference's: nn layers use batch statistics and dropout when True
 
     def __init__(self, data, device=None, dtype=None, requires_grad=None):
         if isinstance(data, _tact.Handle):

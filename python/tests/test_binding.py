@@ -10,7 +10,8 @@ import unittest
 import numpy as np
 
 import tact
-from tact import Tensor, dtypes
+from tact import Tensor, dtypes, nn
+from tact.nn.state import get_parameters, get_state_dict, safe_load, safe_save
 
 SEED = int(os.environ.get("TACT_TEST_SEED", random.randrange(1 << 30)))
 
@@ -142,6 +143,78 @@ class Autograd(unittest.TestCase):
         with self.assertRaises(tact.TactError) as e:
             (x * 2).backward()
         self.assertIn("scalar", str(e.exception))
+
+
+class NN(unittest.TestCase):
+    """nn layers, optimizers and state against NumPy and hand-computed steps."""
+
+    def setUp(self):
+        self.rng = np.random.default_rng(SEED)
+        Tensor.manual_seed(SEED)
+
+    def test_linear_is_x_times_weight_transposed_plus_bias(self):
+        layer = nn.Linear(5, 3)
+        x = _rand(self.rng, 4, 5)
+        w, b = layer.weight.numpy().astype(np.float64), layer.bias.numpy().astype(np.float64)
+        self.assertTrue((np.abs(w) <= 1 / np.sqrt(5) + 1e-7).all(), "the reference's uniform(-1/sqrt(in), 1/sqrt(in))")
+        np.testing.assert_allclose(layer(Tensor(x)).numpy(), x.astype(np.float64) @ w.T + b, rtol=1e-5, atol=1e-6, err_msg=f"seed {SEED}")
+
+    def test_an_sgd_step_is_w_minus_lr_times_the_gradient(self):
+        w0 = _rand(self.rng, 3)
+        w = Tensor(w0, requires_grad=True)
+        opt = nn.optim.SGD([w], lr=0.1)
+        (w * w).sum().backward()  # gradient 2w
+        opt.step()
+        np.testing.assert_allclose(w.numpy(), w0 - 0.1 * 2 * w0, rtol=1e-6, err_msg=f"seed {SEED}")
+        opt.zero_grad()
+        self.assertIsNone(w.grad)
+
+    def test_adam_trains_a_small_mlp(self):
+        class MLP:
+            def __init__(self):
+                self.l1, self.l2 = nn.Linear(4, 16), nn.Linear(16, 3)
+
+            def __call__(self, x):
+                return self.l2(self.l1(x).relu())
+
+        m = MLP()
+        self.assertEqual(list(get_state_dict(m)), ["l1.weight", "l1.bias", "l2.weight", "l2.bias"])
+        X = self.rng.random((64, 4)).astype(np.float32)
+        x, y = Tensor(X), Tensor((X.sum(1) * 1.5).astype(np.int32) % 3)
+        rows = Tensor(np.arange(64, dtype=np.int32))
+        opt = nn.optim.Adam(get_parameters(m), lr=0.05)
+        losses = []
+        for _ in range(60):
+            loss = -m(x).log_softmax()[rows, y].mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+        self.assertLess(losses[-1], 0.75 * losses[0], f"seed {SEED}: loss {losses[0]} -> {losses[-1]}")
+
+    def test_state_round_trips_through_safetensors(self):
+        m = {"l": nn.Linear(3, 2), "e": nn.Embedding(4, 2)}
+        path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"tact-binding-{os.getpid()}.safetensors")
+        try:
+            safe_save(get_state_dict(m), path)
+            back = safe_load(path)
+            self.assertEqual(sorted(back), ["e.weight", "l.bias", "l.weight"])
+            for k, t in get_state_dict(m).items():
+                self.assertTrue(np.array_equal(back[k].numpy(), t.numpy()), k)
+        finally:
+            if os.path.exists(path):
+                os.unlink(path)
+
+    def test_batchnorm_in_training_normalizes_each_channel(self):
+        conv, bn = nn.Conv2d(1, 4, 3, padding=1), nn.BatchNorm2d(4)
+        Tensor.training = True
+        try:
+            z = bn(conv(Tensor(_rand(self.rng, 8, 1, 6, 6)))).numpy().astype(np.float64)
+        finally:
+            Tensor.training = False
+        self.assertEqual(z.shape, (8, 4, 6, 6))
+        np.testing.assert_allclose(z.mean(axis=(0, 2, 3)), 0, atol=1e-5)
+        np.testing.assert_allclose(z.var(axis=(0, 2, 3)), 1, rtol=1e-3)
 
 
 class Errors(unittest.TestCase):
