@@ -747,6 +747,54 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
     S_SCOPED(s_ctx, tact_layer_forward(&l, s_h(x), training));
 }
 
+/* window(kind, x, weight, bias, kernel, stride, dilation, padding, groups,
+ * count_include_pad): conv2d (weight, bias or None), max_pool2d, avg_pool2d. */
+static PyObject *py_window(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *kind;
+    PyObject *x, *w, *b, *kernel, *stride, *dilation, *padding;
+    int groups, include;
+    if (!PyArg_ParseTuple(args, "sO!OOOOOOip", &kind, &s_handle_type, &x, &w, &b, &kernel, &stride, &dilation, &padding, &groups, &include)) return NULL;
+    if ((w != Py_None && !s_is_handle(w)) || (b != Py_None && !s_is_handle(b))) return NULL;
+    tact_window win;
+    int64_t k[3];
+    int nk = s_ints(kernel, k, 3, "kernel");
+    if (nk < 0 || s_window(stride, dilation, padding, groups, &win) != 0) return NULL;
+    for (int i = 0; i < nk; i++) win.kernel[i] = k[i];
+    win.count_include_pad = include;
+    if (!strcmp(kind, "conv2d")) S_SCOPED(s_ctx, tact_conv2d(s_h(x), s_opt_h(w), s_opt_h(b), &win));
+    if (!strcmp(kind, "max_pool2d")) S_SCOPED(s_ctx, tact_max_pool2d(s_h(x), &win));
+    if (!strcmp(kind, "avg_pool2d")) S_SCOPED(s_ctx, tact_avg_pool2d(s_h(x), &win));
+    PyErr_Format(PyExc_ValueError, "window: %s", kind);
+    return NULL;
+}
+
+/* linear(x, weight, bias or None); sparse_ce(logits, labels, ignore_index, smoothing); dropout(x, p, training). */
+static PyObject *py_linear(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *w, *b;
+    if (!PyArg_ParseTuple(args, "O!O!O", &s_handle_type, &x, &s_handle_type, &w, &b) || (b != Py_None && !s_is_handle(b))) return NULL;
+    S_SCOPED(s_ctx, tact_linear(s_h(x), s_h(w), s_opt_h(b)));
+}
+
+static PyObject *py_sparse_ce(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *y;
+    long long ignore;
+    double smoothing;
+    if (!PyArg_ParseTuple(args, "O!O!Ld", &s_handle_type, &x, &s_handle_type, &y, &ignore, &smoothing)) return NULL;
+    S_SCOPED(s_ctx, tact_sparse_categorical_crossentropy(s_h(x), s_h(y), ignore, smoothing));
+}
+
+static PyObject *py_dropout(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x;
+    double p;
+    int training;
+    if (!PyArg_ParseTuple(args, "O!dp", &s_handle_type, &x, &p, &training)) return NULL;
+    S_SCOPED(s_ctx, tact_dropout(s_h(x), p, training));
+}
+
 /* ------------------------------------------------------------- optimizers */
 
 typedef struct {
@@ -901,6 +949,10 @@ static PyMethodDef s_methods[] = {
     {"no_grad", py_no_grad, METH_VARARGS, "no_grad(on) -> the previous setting"},
     {"layer_new", py_layer_new, METH_VARARGS, "layer_new(kind, sizes, eps, momentum, a, b, stride, dilation, padding, groups)"},
     {"layer_forward", py_layer_forward, METH_VARARGS, "layer_forward(kind, x, weight, bias, running_mean, running_var, eps, momentum, p, training, naxes, stride, dilation, padding, groups)"},
+    {"window", py_window, METH_VARARGS, "window(kind, x, weight, bias, kernel, stride, dilation, padding, groups, count_include_pad)"},
+    {"linear", py_linear, METH_VARARGS, "linear(x, weight, bias)"},
+    {"sparse_ce", py_sparse_ce, METH_VARARGS, "sparse_ce(logits, labels, ignore_index, label_smoothing)"},
+    {"dropout", py_dropout, METH_VARARGS, "dropout(x, p, training)"},
     {"optim_new", py_optim_new, METH_VARARGS, "optim_new(kind, params, lr, momentum, weight_decay, nesterov, b1, b2, eps)"},
     {"optim", py_optim, METH_VARARGS, "optim(op, o[, value])"},
     {"safe_save", py_safe_save, METH_VARARGS, "safe_save(path, names, handles)"},

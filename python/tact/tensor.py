@@ -368,6 +368,34 @@ class Tensor:
     def cumsum(self, axis=0):
         return self._s("cumsum", axis)
 
+    # ------------------------------------------------------------ nn functions
+    def _win(self, kind, weight, bias, kernel, stride, dilation, padding, groups=1, count_include_pad=True):
+        k = (kernel, kernel) if isinstance(kernel, int) else tuple(kernel)
+        st = () if stride is None else (stride, stride) if isinstance(stride, int) else tuple(stride)
+        dl = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
+        pd = (padding,) if isinstance(padding, int) else tuple(padding)
+        return Tensor(_tact.window(kind, self._h, None if weight is None else weight._h, None if bias is None else bias._h, k, st, dl, pd, groups,
+                                   count_include_pad))
+
+    def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0):
+        return self._win("max_pool2d", None, None, kernel_size, stride, dilation, padding)
+
+    def avg_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0, count_include_pad=True):
+        return self._win("avg_pool2d", None, None, kernel_size, stride, dilation, padding, 1, count_include_pad)
+
+    def conv2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0):
+        return self._win("conv2d", weight, bias, (), stride, dilation, padding, groups)
+
+    def linear(self, weight, bias=None):
+        """x @ weight + bias, weight (in, out) as the reference's."""
+        return Tensor(_tact.linear(self._h, weight._h, None if bias is None else bias._h))
+
+    def sparse_categorical_crossentropy(self, Y, ignore_index=-1, label_smoothing=0.0):
+        return Tensor(_tact.sparse_ce(self._h, Y._h, ignore_index, label_smoothing))
+
+    def dropout(self, p=0.5):
+        return Tensor(_tact.dropout(self._h, p, bool(Tensor.training)))
+
     # ------------------------------------------------------------ binary ops
     def add(self, x, reverse=False):
         return self._b("add", x, reverse)

@@ -7,7 +7,10 @@ __all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
 class Optimizer:
     def __init__(self, params, kind, lr, momentum=0.0, weight_decay=0.0, nesterov=False, b1=0.9, b2=0.999, eps=1e-8):
         # The Tensors stay alive with the optimizer (it updates them in place).
-        self.params = [p for p in params if p.requires_grad is not False]
+        # As the reference's: an unset requires_grad becomes True; tensors that
+        # do not require a gradient (a batch norm's running statistics) are
+        # buffers, whose pending updates each step realizes.
+        self.params = list(params)
         for p in self.params:
             if p.requires_grad is None:
                 p.requires_grad = True
