@@ -161,15 +161,67 @@ static void s_compare(int mode, long n, size_t size, int reps, double *tact_s, d
     }
 }
 
+/* A Python op's cost on top of tact's C call (issue 29's bound: 3 us):
+ * y = x + 1.0 on a realized 16-element tensor, nothing realized, from
+ * Python through the tact package (harness/peer_python.py, with this
+ * build's python/ on PYTHONPATH) against the same op in C as the package
+ * makes it (a scope, the op, tact_keep, the scope's end, tact_release);
+ * and tact's whole Python op against tinygrad 0.14's (make peers). */
+static int s_bench_python(int quick) {
+    long n = quick ? 20000 : 200000;
+    tact_ctx *ctx;
+    if (tact_ctx_open(&ctx, NULL) != TACT_OK) {
+        fprintf(stderr, "bench: %s\n", tact_last_open_error());
+        return 1;
+    }
+    tact_tensor *x = tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){16});
+    double c = 1e30;
+    for (int r = 0; r < 3 && tact_realize(ctx, 1, &x) == TACT_OK; r++) {
+        double t0 = h_now();
+        for (long i = 0; i < n; i++) {
+            tact_scope_begin(ctx);
+            tact_tensor *y = tact_keep(tact_add(x, tact_scalar(ctx, 1.0)));
+            tact_scope_end(ctx);
+            tact_release(y);
+        }
+        double t = (h_now() - t0) / (double)n * 1e6;
+        if (t < c) c = t;
+    }
+    tact_ctx_close(&ctx);
+    char exe[1024], path[1200], args[32], name[200] = "none", why[200] = "";
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[len > 0 ? len : 0] = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(path, sizeof path, "%s/python", exe); /* this build's package (CMake's tact_python) */
+    setenv("PYTHONPATH", path, 1);
+    snprintf(args, sizeof args, "%ld", quick ? 20000L : 100000L);
+    double py = 0, peer = 0;
+    FILE *f = h_peer_open("peer_python.py", "tinygrad", args, why, sizeof why);
+    int ok = f && fscanf(f, "%lf %lf %199s", &py, &peer, name) == 3;
+    if (f) pclose(f);
+    if (!ok || py <= 0) {
+        fprintf(stderr, "bench python: the tact package did not import (is build/python there? CMake builds it where Python's headers are)\n");
+        return 1;
+    }
+    int have = peer > 0;
+    const char *pname = have ? name : "none (make peers installs tinygrad 0.14)";
+    double over = py - c > 0.001 ? py - c : 0.001;
+    h_line("python.op_overhead_us", over, "us", pname, have ? peer : 0, have ? peer / over : 0);
+    h_line("python.op_us", py, "us", pname, have ? peer : 0, have ? peer / py : 0);
+    return 0;
+}
+
 int h_bench(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc >= 1 && strcmp(argv[0], "python") == 0) return s_bench_python(quick);
     if (argc >= 1 && strcmp(argv[0], "pipeline") == 0) return h_bench_pipeline(quick);
     if (argc >= 1 && strcmp(argv[0], "kernels") == 0) return h_bench_kernels(quick);
     if (argc >= 1 && strcmp(argv[0], "train") == 0) return h_bench_train(quick);
     if (argc >= 1 && strcmp(argv[0], "devices") == 0) return h_bench_devices(quick);
     if (argc >= 1 && strcmp(argv[0], "cuda") == 0) return h_bench_cuda(quick);
     if (argc < 1 || strcmp(argv[0], "runtime") != 0) {
-        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels|train|devices|cuda [--quick]\n");
+        fprintf(stderr, "usage: tact bench runtime|pipeline|kernels|train|devices|cuda|python [--quick]\n");
         return 2;
     }
     long n_rt = quick ? 2000 : 20000, n_tp = quick ? 20000 : 200000;

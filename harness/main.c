@@ -343,7 +343,7 @@ static const struct {
     {"eval", "MODEL.safetensors [--data DIR]", "a saved model's test accuracy", h_eval, h_train_usage},
     {"demo", "[--transport inproc|ipc|tcp|tcp-insecure] [--log FILE] | --actors [...]", "run work through the pipeline (or bare actors)",
      h_demo, NULL},
-    {"bench", "runtime|pipeline|kernels|train|devices|cuda [--quick]", "measurements beside their peers (JSON lines)", h_bench, NULL},
+    {"bench", "runtime|pipeline|kernels|train|devices|cuda|python [--quick]", "measurements beside their peers (JSON lines)", h_bench, NULL},
     {"log", "check FILE | dump [-v] FILE", "validate or print a message log (-v: every payload record)", h_log, NULL},
     {"replay", "[--devices L] [--threads N] [--timeout-ms N] FILE", "run a recorded run again and check every stage", s_replay, s_replay_usage},
     {"devices", "[--json]", "the devices present, with their limits (--json: DEVICE records)", s_devices, s_devices_usage},
