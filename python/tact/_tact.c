@@ -77,8 +77,42 @@ typedef struct {
     PyObject_HEAD tact_tensor *t;
 } s_handle_t;
 
+/* How many handles own each tensor (by its C handle): an op may answer
+ * one of its operands itself (a slice of everything, a cast to its own
+ * dtype, tact_keep), and the tensor goes with the last handle. */
+static PyObject *s_owners;
+
+/* Counts one more owner of t (delta 1) or one fewer (-1); returns the
+ * count after, or -1 with an exception. */
+static int s_own_one_more(tact_tensor *t) {
+    PyObject *key = PyLong_FromVoidPtr(t), *v = key ? PyDict_GetItemWithError(s_owners, key) : NULL;
+    PyObject *nv = key && !PyErr_Occurred() ? PyLong_FromLong((v ? PyLong_AsLong(v) : 0) + 1) : NULL;
+    int rc = nv ? PyDict_SetItem(s_owners, key, nv) : -1;
+    Py_XDECREF(nv);
+    Py_XDECREF(key);
+    return rc;
+}
+
 static void s_handle_dealloc(s_handle_t *h) {
-    if (h->t && s_ctx) tact_release(h->t); /* a handle of a closed context is stale: nothing to release */
+    /* A handle of a closed context is stale: nothing to release. */
+    if (h->t && s_ctx) {
+        PyObject *type, *value, *tb;
+        PyErr_Fetch(&type, &value, &tb); /* a dealloc may run with an exception set */
+        PyObject *key = PyLong_FromVoidPtr(h->t);
+        PyObject *v = key ? PyDict_GetItem(s_owners, key) : NULL;
+        long n = v ? PyLong_AsLong(v) - 1 : 0;
+        if (key && n > 0) {
+            PyObject *nv = PyLong_FromLong(n);
+            if (nv) PyDict_SetItem(s_owners, key, nv);
+            Py_XDECREF(nv);
+        } else {
+            if (key && v) PyDict_DelItem(s_owners, key);
+            tact_release(h->t);
+        }
+        Py_XDECREF(key);
+        PyErr_Clear();
+        PyErr_Restore(type, value, tb);
+    }
     Py_TYPE(h)->tp_free((PyObject *)h);
 }
 
@@ -100,8 +134,11 @@ static PyObject *s_wrap(tact_tensor *t) {
         return r;
     }
     s_handle_t *h = PyObject_New(s_handle_t, &s_handle_type);
-    if (!h) {
-        tact_release(t);
+    if (!h || s_own_one_more(t) != 0) {
+        if (h) h->t = NULL, Py_DECREF(h);
+        PyObject *key = PyLong_FromVoidPtr(t);
+        if (!key || !PyDict_GetItem(s_owners, key)) tact_release(t); /* owned by nobody else */
+        Py_XDECREF(key);
         return NULL;
     }
     h->t = t;
@@ -329,7 +366,7 @@ static const struct {
     {"cosh", tact_cosh},       {"atanh", tact_atanh},     {"asinh", tact_asinh},     {"acosh", tact_acosh},     {"gelu", tact_gelu},
     {"quick_gelu", tact_quick_gelu},                      {"mish", tact_mish},       {"softsign", tact_softsign},
     {"contiguous", tact_contiguous},                      {"detach", tact_detach},   {"sum_all", tact_sum_all}, {"mean_all", tact_mean_all},
-    {"max_all", tact_max_all}, {"min_all", tact_min_all},
+    {"max_all", tact_max_all}, {"min_all", tact_min_all}, {"sinh", tact_sinh},
 };
 
 static const struct {
@@ -340,6 +377,8 @@ static const struct {
     {"maximum", tact_maximum}, {"minimum", tact_minimum},      {"pow", tact_pow}, {"matmul", tact_matmul}, {"dot", tact_dot},
     {"eq", tact_eq},         {"ne", tact_ne},   {"lt", tact_lt},   {"gt", tact_gt},   {"le", tact_le},     {"ge", tact_ge},
     {"xor", tact_xor},       {"bitwise_and", tact_bitwise_and},   {"bitwise_or", tact_bitwise_or},
+    {"binary_crossentropy", tact_binary_crossentropy}, {"binary_crossentropy_logits", tact_binary_crossentropy_logits},
+    {"cross_entropy", tact_cross_entropy},
 };
 
 static const struct {
@@ -347,6 +386,7 @@ static const struct {
     s_red_fn fn;
 } s_reduce[] = {
     {"sum", tact_sum}, {"max", tact_max}, {"min", tact_min}, {"mean", tact_mean}, {"any", tact_any}, {"all", tact_all},
+    {"prod", tact_prod}, {"logsumexp", tact_logsumexp},
 };
 
 #define S_COUNT(a) ((int)(sizeof(a) / sizeof *(a)))
@@ -765,6 +805,7 @@ static PyObject *py_window(PyObject *self, PyObject *args) {
     if (!strcmp(kind, "conv2d")) S_SCOPED(s_ctx, tact_conv2d(s_h(x), s_opt_h(w), s_opt_h(b), &win));
     if (!strcmp(kind, "max_pool2d")) S_SCOPED(s_ctx, tact_max_pool2d(s_h(x), &win));
     if (!strcmp(kind, "avg_pool2d")) S_SCOPED(s_ctx, tact_avg_pool2d(s_h(x), &win));
+    if (!strcmp(kind, "conv_transpose2d")) S_SCOPED(s_ctx, tact_conv_transpose2d(s_h(x), s_opt_h(w), s_opt_h(b), &win));
     PyErr_Format(PyExc_ValueError, "window: %s", kind);
     return NULL;
 }
@@ -793,6 +834,196 @@ static PyObject *py_dropout(PyObject *self, PyObject *args) {
     int training;
     if (!PyArg_ParseTuple(args, "O!dp", &s_handle_type, &x, &p, &training)) return NULL;
     S_SCOPED(s_ctx, tact_dropout(s_h(x), p, training));
+}
+
+/* with_floats(name, x, a, b): the ops of a tensor and one or two numbers. */
+static PyObject *py_with_floats(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *x;
+    double a, b = 0;
+    if (!PyArg_ParseTuple(args, "sO!d|d", &name, &s_handle_type, &x, &a, &b)) return NULL;
+    tact_tensor *t = s_h(x);
+    if (!strcmp(name, "elu")) S_SCOPED(s_ctx, tact_elu(t, a));
+    if (!strcmp(name, "celu")) S_SCOPED(s_ctx, tact_celu(t, a));
+    if (!strcmp(name, "leakyrelu")) S_SCOPED(s_ctx, tact_leakyrelu(t, a));
+    if (!strcmp(name, "softplus")) S_SCOPED(s_ctx, tact_softplus(t, a));
+    if (!strcmp(name, "clip")) S_SCOPED(s_ctx, tact_clip(t, a, b));
+    if (!strcmp(name, "hardtanh")) S_SCOPED(s_ctx, tact_hardtanh(t, a, b));
+    PyErr_Format(PyExc_ValueError, "with_floats: %s", name);
+    return NULL;
+}
+
+/* with_ints(name, x, ints...): one_hot(n), triu(k), tril(k), lshift(n), rshift(n), repeat_interleave(n, dim),
+ * multinomial(n, replacement), flip(axes...), repeat(sizes...), unflatten(dim, sizes...), gather(dim) with a tensor. */
+static PyObject *py_with_ints(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *x, *seq, *other = Py_None;
+    if (!PyArg_ParseTuple(args, "sO!O|O", &name, &s_handle_type, &x, &seq, &other)) return NULL;
+    int64_t v[S_MAX_DIMS];
+    int n = s_ints(seq, v, S_MAX_DIMS, name), iv[S_MAX_DIMS];
+    if (n < 0) return NULL;
+    for (int i = 0; i < n; i++) iv[i] = (int)v[i];
+    tact_tensor *t = s_h(x);
+    if (!strcmp(name, "flip")) S_SCOPED(s_ctx, tact_flip(t, n, iv));
+    if (!strcmp(name, "repeat")) S_SCOPED(s_ctx, tact_repeat(t, n, v));
+    if (n < 1) return s_raise(TACT_EINVAL, "missing an argument");
+    if (!strcmp(name, "one_hot")) S_SCOPED(s_ctx, tact_one_hot(t, v[0]));
+    if (!strcmp(name, "triu")) S_SCOPED(s_ctx, tact_triu(t, v[0]));
+    if (!strcmp(name, "tril")) S_SCOPED(s_ctx, tact_tril(t, v[0]));
+    if (!strcmp(name, "lshift")) S_SCOPED(s_ctx, tact_lshift(t, v[0]));
+    if (!strcmp(name, "rshift")) S_SCOPED(s_ctx, tact_rshift(t, v[0]));
+    if (!strcmp(name, "unflatten")) S_SCOPED(s_ctx, tact_unflatten(t, iv[0], n - 1, v + 1));
+    if (!strcmp(name, "gather")) {
+        if (!s_is_handle(other)) return NULL;
+        S_SCOPED(s_ctx, tact_gather(t, iv[0], s_h(other)));
+    }
+    if (n < 2) return s_raise(TACT_EINVAL, "missing an argument");
+    if (!strcmp(name, "repeat_interleave")) S_SCOPED(s_ctx, tact_repeat_interleave(t, v[0], iv[1]));
+    if (!strcmp(name, "multinomial")) S_SCOPED(s_ctx, tact_multinomial(t, v[0], iv[1]));
+    PyErr_Format(PyExc_ValueError, "with_ints: %s", name);
+    return NULL;
+}
+
+/* var/std(x, axes or None, keepdim, correction) */
+static PyObject *py_moment(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *x, *ax;
+    int keepdim;
+    double correction;
+    if (!PyArg_ParseTuple(args, "sO!Opd", &name, &s_handle_type, &x, &ax, &keepdim, &correction)) return NULL;
+    int64_t a64[S_MAX_DIMS];
+    int axes[S_MAX_DIMS], n = -1;
+    if (ax != Py_None) {
+        if ((n = s_ints(ax, a64, S_MAX_DIMS, "axes")) < 0) return NULL;
+        for (int i = 0; i < n; i++) axes[i] = (int)a64[i];
+    }
+    if (!strcmp(name, "std")) S_SCOPED(s_ctx, tact_std(s_h(x), n, n < 0 ? NULL : axes, keepdim, correction));
+    S_SCOPED(s_ctx, tact_var(s_h(x), n, n < 0 ? NULL : axes, keepdim, correction));
+}
+
+/* pad(x, pairs (before, after) per dim, value); pad2d(x, amounts, value); interpolate(x, size, align_corners). */
+static PyObject *py_pad(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *x, *seq;
+    double value;
+    if (!PyArg_ParseTuple(args, "sO!Od", &name, &s_handle_type, &x, &seq, &value)) return NULL;
+    int64_t v[2 * S_MAX_DIMS];
+    int n = s_ints(seq, v, 2 * S_MAX_DIMS, name);
+    if (n < 0) return NULL;
+    tact_tensor *t = s_h(x);
+    if (!strcmp(name, "pad")) {
+        if (n != 2 * tact_ndim(t)) return s_raise(TACT_EINVAL, "pad: a (before, after) pair for every dim");
+        S_SCOPED(s_ctx, tact_pad(t, (const int64_t(*)[2])v, value));
+    }
+    if (!strcmp(name, "pad2d")) S_SCOPED(s_ctx, tact_pad2d(t, n, v, value));
+    if (!strcmp(name, "interpolate")) S_SCOPED(s_ctx, tact_interpolate(t, n, v, value != 0));
+    PyErr_Format(PyExc_ValueError, "pad: %s", name);
+    return NULL;
+}
+
+/* ternary(name, a, b, c): lerp(x, end, weight), masked_fill(x, mask, value); numbers as weak scalars. */
+static PyObject *py_ternary(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *a, *b, *c;
+    if (!PyArg_ParseTuple(args, "sO!OO", &name, &s_handle_type, &a, &b, &c)) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *y = s_operand(b), *z = y ? s_operand(c) : NULL, *r = NULL;
+    if (y && z) {
+        if (!strcmp(name, "lerp")) r = tact_lerp(s_h(a), y, z);
+        else if (!strcmp(name, "masked_fill")) r = tact_masked_fill(s_h(a), y, z);
+        else PyErr_Format(PyExc_ValueError, "ternary: %s", name);
+    }
+    r = r ? tact_keep(r) : NULL;
+    tact_scope_end(s_ctx);
+    return r ? s_wrap(r) : NULL;
+}
+
+/* einsum(formula, handles) */
+static PyObject *py_einsum(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *formula;
+    PyObject *seq;
+    Py_ssize_t n;
+    if (!PyArg_ParseTuple(args, "sO", &formula, &seq)) return NULL;
+    tact_tensor **xs = s_handles(seq, &n);
+    if (!xs) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *r = tact_keep(tact_einsum(formula, (int)n, xs));
+    tact_scope_end(s_ctx);
+    PyMem_Free(xs);
+    return s_wrap(r);
+}
+
+/* sdpa(q, k, v, mask or None, dropout_p, is_causal, training) */
+static PyObject *py_sdpa(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *q, *k, *v, *m;
+    double p;
+    int causal, training;
+    if (!PyArg_ParseTuple(args, "O!O!O!Odpp", &s_handle_type, &q, &s_handle_type, &k, &s_handle_type, &v, &m, &p, &causal, &training)) return NULL;
+    if (m != Py_None && !s_is_handle(m)) return NULL;
+    S_SCOPED(s_ctx, tact_scaled_dot_product_attention(s_h(q), s_h(k), s_h(v), s_opt_h(m), p, causal, training));
+}
+
+/* split(x, sizes, dim) -> a tuple of handles */
+static PyObject *py_split(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *seq;
+    int dim;
+    if (!PyArg_ParseTuple(args, "O!Oi", &s_handle_type, &x, &seq, &dim)) return NULL;
+    int64_t v[1024];
+    int n = s_ints(seq, v, 1024, "sizes");
+    if (n < 0) return NULL;
+    tact_tensor *out[1024];
+    tact_scope_begin(s_ctx);
+    int got = tact_split(s_h(x), n, v, dim, out);
+    for (int i = 0; i < got; i++) tact_keep(out[i]);
+    if (got < 0) tact_keep(out[0]);
+    tact_scope_end(s_ctx);
+    if (got < 0) return s_wrap(out[0]); /* raises */
+    PyObject *tuple = PyTuple_New(got);
+    for (int i = 0; i < got; i++) {
+        PyObject *h = tuple ? s_wrap(out[i]) : NULL;
+        if (!h) {
+            for (int j = i + 1; j < got; j++) tact_release(out[j]);
+            Py_XDECREF(tuple);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(tuple, i, h);
+    }
+    return tuple;
+}
+
+/* make(name, shape, dtype, a, b): empty, uniform(low, high), normal(mean, std), randint(low, high), kaiming_uniform(a),
+ * kaiming_normal(a), glorot_uniform, scaled_uniform. */
+static PyObject *py_make(PyObject *self, PyObject *args) {
+    (void)self;
+    const char *name;
+    PyObject *shp;
+    int dtype;
+    double a = 0, b = 0;
+    if (!PyArg_ParseTuple(args, "sOi|dd", &name, &shp, &dtype, &a, &b)) return NULL;
+    int64_t shape[S_MAX_DIMS];
+    int nd = s_ints(shp, shape, S_MAX_DIMS, "shape");
+    tact_ctx *ctx = nd < 0 ? NULL : s_context();
+    if (!ctx) return NULL;
+    if (dtype < 0 || dtype >= TACT_DTYPE_COUNT) return s_raise(TACT_EDTYPE, "not a dtype");
+    tact_dtype d = (tact_dtype)dtype;
+    if (!strcmp(name, "empty")) S_SCOPED(ctx, tact_empty(ctx, d, nd, shape));
+    if (!strcmp(name, "uniform")) S_SCOPED(ctx, tact_uniform(ctx, d, nd, shape, a, b));
+    if (!strcmp(name, "normal")) S_SCOPED(ctx, tact_normal(ctx, d, nd, shape, a, b));
+    if (!strcmp(name, "randint")) S_SCOPED(ctx, tact_randint(ctx, d, nd, shape, (int64_t)a, (int64_t)b));
+    if (!strcmp(name, "kaiming_uniform")) S_SCOPED(ctx, tact_kaiming_uniform(ctx, d, nd, shape, a));
+    if (!strcmp(name, "kaiming_normal")) S_SCOPED(ctx, tact_kaiming_normal(ctx, d, nd, shape, a));
+    if (!strcmp(name, "glorot_uniform")) S_SCOPED(ctx, tact_glorot_uniform(ctx, d, nd, shape));
+    if (!strcmp(name, "scaled_uniform")) S_SCOPED(ctx, tact_scaled_uniform(ctx, d, nd, shape));
+    PyErr_Format(PyExc_ValueError, "make: %s", name);
+    return NULL;
 }
 
 /* ------------------------------------------------------------- optimizers */
@@ -951,6 +1182,15 @@ static PyMethodDef s_methods[] = {
     {"layer_forward", py_layer_forward, METH_VARARGS, "layer_forward(kind, x, weight, bias, running_mean, running_var, eps, momentum, p, training, naxes, stride, dilation, padding, groups)"},
     {"window", py_window, METH_VARARGS, "window(kind, x, weight, bias, kernel, stride, dilation, padding, groups, count_include_pad)"},
     {"linear", py_linear, METH_VARARGS, "linear(x, weight, bias)"},
+    {"with_floats", py_with_floats, METH_VARARGS, "with_floats(name, x, a[, b])"},
+    {"with_ints", py_with_ints, METH_VARARGS, "with_ints(name, x, ints[, tensor])"},
+    {"moment", py_moment, METH_VARARGS, "moment(var or std, x, axes, keepdim, correction)"},
+    {"pad", py_pad, METH_VARARGS, "pad(pad, pad2d or interpolate, x, ints, value)"},
+    {"ternary", py_ternary, METH_VARARGS, "ternary(lerp or masked_fill, a, b, c)"},
+    {"einsum", py_einsum, METH_VARARGS, "einsum(formula, handles)"},
+    {"sdpa", py_sdpa, METH_VARARGS, "sdpa(q, k, v, mask, dropout_p, is_causal, training)"},
+    {"split", py_split, METH_VARARGS, "split(x, sizes, dim) -> handles"},
+    {"make", py_make, METH_VARARGS, "make(name, shape, dtype[, a, b])"},
     {"sparse_ce", py_sparse_ce, METH_VARARGS, "sparse_ce(logits, labels, ignore_index, label_smoothing)"},
     {"dropout", py_dropout, METH_VARARGS, "dropout(x, p, training)"},
     {"optim_new", py_optim_new, METH_VARARGS, "optim_new(kind, params, lr, momentum, weight_decay, nesterov, b1, b2, eps)"},
@@ -963,7 +1203,7 @@ static PyMethodDef s_methods[] = {
 static struct PyModuleDef s_module = {PyModuleDef_HEAD_INIT, "_tact", "tact's C API for the tact package", -1, s_methods, NULL, NULL, NULL, NULL};
 
 PyMODINIT_FUNC PyInit__tact(void) {
-    if (PyType_Ready(&s_handle_type) < 0 || PyType_Ready(&s_optim_type) < 0) return NULL;
+    if (PyType_Ready(&s_handle_type) < 0 || PyType_Ready(&s_optim_type) < 0 || !(s_owners = PyDict_New())) return NULL;
     PyObject *m = PyModule_Create(&s_module);
     if (!m) return NULL;
     s_error = PyErr_NewExceptionWithDoc("tact.TactError", "an error of tact: args are (code, status name, message)", PyExc_RuntimeError, NULL);

@@ -23,6 +23,14 @@ def _shape_args(shape, args):
     return tuple(shape)
 
 
+def _new_shape(shape):
+    """A shape for a new tensor: a negative dim is the reference's ValueError."""
+    shape = _shape_args(shape[0], shape[1:]) if shape else ()
+    if any(not isinstance(s, int) or s < 0 for s in shape):
+        raise ValueError(f"cannot create a tensor of shape {shape}: dims must be ints of 0 or more")
+    return shape
+
+
 def _flatten(data):
     """A nested list's elements in row-major order and its shape (rectangular only)."""
     shape, level = [], [data]
@@ -69,13 +77,13 @@ class Tensor:
         elif isinstance(data, Tensor):
             self._h = data._h if dtype is None or dtype == data.dtype else _tact.shaped("cast", data._h, (dtype.code,))
         elif _np is not None and isinstance(data, _np.ndarray):
-            arr = _np.ascontiguousarray(data)
+            arr = data if data.flags.c_contiguous else _np.ascontiguousarray(data)  # (ascontiguousarray makes a 0-d array 1-d)
             d = dtype or BY_NP.get(str(arr.dtype))
             if d is None:
                 raise TypeError(f"numpy arrays of {arr.dtype} have no tact dtype")
             if d.np != str(arr.dtype):
                 arr = _np.ascontiguousarray(arr.astype(d.np)) if d.np else arr
-            self._h = _tact.from_buffer(arr.view(_np.uint8).reshape(-1) if arr.size else b"", d.code, arr.shape)
+            self._h = _tact.from_buffer(arr.reshape(-1).view(_np.uint8) if arr.size else b"", d.code, arr.shape)
         elif isinstance(data, (bool, int, float)):
             d = dtype or _infer([data])
             self._h = _tact.fill("full", (), float(data), d.code)
@@ -179,23 +187,23 @@ class Tensor:
     @staticmethod
     def full(shape, fill_value, dtype=None, **kw):
         d = dtype or (dtypes.bool if isinstance(fill_value, bool) else dtypes.default_int if isinstance(fill_value, int) else dtypes.default_float)
-        return Tensor(_tact.fill("full", _shape_args(shape, ()), float(fill_value), d.code), **kw)
+        return Tensor(_tact.fill("full", _new_shape((shape,)), float(fill_value), d.code), **kw)
 
     @staticmethod
     def zeros(*shape, dtype=None, **kw):
-        return Tensor.full(_shape_args(shape[0], shape[1:]) if shape else (), 0.0, dtype or dtypes.default_float, **kw)
+        return Tensor.full(_new_shape(shape), 0.0, dtype or dtypes.default_float, **kw)
 
     @staticmethod
     def ones(*shape, dtype=None, **kw):
-        return Tensor.full(_shape_args(shape[0], shape[1:]) if shape else (), 1.0, dtype or dtypes.default_float, **kw)
+        return Tensor.full(_new_shape(shape), 1.0, dtype or dtypes.default_float, **kw)
 
     @staticmethod
     def rand(*shape, dtype=None, **kw):
-        return Tensor(_tact.fill("rand", _shape_args(shape[0], shape[1:]) if shape else (), 0.0, (dtype or dtypes.default_float).code), **kw)
+        return Tensor(_tact.fill("rand", _new_shape(shape), 0.0, (dtype or dtypes.default_float).code), **kw)
 
     @staticmethod
     def randn(*shape, dtype=None, **kw):
-        return Tensor(_tact.fill("randn", _shape_args(shape[0], shape[1:]) if shape else (), 0.0, (dtype or dtypes.default_float).code), **kw)
+        return Tensor(_tact.fill("randn", _new_shape(shape), 0.0, (dtype or dtypes.default_float).code), **kw)
 
     @staticmethod
     def arange(start, stop=None, step=1, dtype=None, **kw):
@@ -205,8 +213,54 @@ class Tensor:
         return Tensor(_tact.arange(float(start), float(stop), float(step), d.code), **kw)
 
     @staticmethod
-    def eye(dim, dtype=None, **kw):
-        return Tensor(_tact.eye(dim, (dtype or dtypes.default_float).code), **kw)
+    def eye(n, m=None, dtype=None, **kw):
+        m = n if m is None else m
+        if not isinstance(n, int) or not isinstance(m, int) or n < 0 or m < 0:
+            raise ValueError(f"eye({n}, {m}): sizes must be ints of 0 or more")
+        e = Tensor(_tact.eye(max(n, m), (dtype or dtypes.default_float).code))
+        return Tensor(e[:n, :m] if n != m else e, **kw)
+
+    @staticmethod
+    def _made(name, shape, dtype, a=0.0, b=0.0, **kw):
+        shape = _new_shape(shape)
+        return Tensor(_tact.make(name, shape, (dtype or dtypes.default_float).code, float(a), float(b)), **kw)
+
+    @staticmethod
+    def empty(*shape, dtype=None, **kw):
+        return Tensor._made("empty", shape, dtype, **kw)
+
+    @staticmethod
+    def uniform(*shape, low=0.0, high=1.0, dtype=None, **kw):
+        return Tensor._made("uniform", shape, dtype, low, high, **kw)
+
+    @staticmethod
+    def normal(*shape, mean=0.0, std=1.0, dtype=None, **kw):
+        return Tensor._made("normal", shape, dtype, mean, std, **kw)
+
+    @staticmethod
+    def randint(*shape, low=0, high=10, dtype=None, **kw):
+        return Tensor._made("randint", shape, dtype or dtypes.int32, low, high, **kw)
+
+    @staticmethod
+    def kaiming_uniform(*shape, a=0.01, dtype=None, **kw):
+        return Tensor._made("kaiming_uniform", shape, dtype, a, **kw)
+
+    @staticmethod
+    def kaiming_normal(*shape, a=0.01, dtype=None, **kw):
+        return Tensor._made("kaiming_normal", shape, dtype, a, **kw)
+
+    @staticmethod
+    def glorot_uniform(*shape, dtype=None, **kw):
+        return Tensor._made("glorot_uniform", shape, dtype, **kw)
+
+    @staticmethod
+    def scaled_uniform(*shape, dtype=None, **kw):
+        return Tensor._made("scaled_uniform", shape, dtype, **kw)
+
+    @staticmethod
+    def einsum(formula, *raw_xs):
+        xs = raw_xs[0] if len(raw_xs) == 1 and isinstance(raw_xs[0], (list, tuple)) else raw_xs
+        return Tensor(_tact.einsum(formula, [x._h for x in xs]))
 
     def full_like(self, fill_value, dtype=None, **kw):
         return Tensor.full(self.shape, fill_value, dtype or self.dtype, **kw)
@@ -266,6 +320,7 @@ class Tensor:
     # ------------------------------------------------------------ movement
     def reshape(self, shape, *args):
         shape = _shape_args(shape, args)
+        shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
             shape = tuple((self.numel() // known if known else 0) if s == -1 else s for s in shape)
@@ -303,6 +358,8 @@ class Tensor:
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
+        # A list (of ints, nested) indexes as the tensor of it.
+        idx = tuple(Tensor(i, dtype=dtypes.int32) if isinstance(i, list) else i for i in idx)
         return Tensor(_tact.getitem(self._h, tuple(i._h if isinstance(i, Tensor) else i for i in idx)))
 
     def cat(self, *args, dim=0):
@@ -349,6 +406,20 @@ class Tensor:
     def all(self, axis=None, keepdim=False):
         return self._r("all", axis, keepdim)
 
+    def prod(self, axis=None, keepdim=False, acc_dtype=None):
+        return self._r("prod", axis, keepdim)
+
+    def logsumexp(self, axis=None, keepdim=False):
+        return self._r("logsumexp", axis, keepdim)
+
+    def var(self, axis=None, keepdim=False, correction=1):
+        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        return Tensor(_tact.moment("var", self._h, axes, keepdim, float(correction)))
+
+    def std(self, axis=None, keepdim=False, correction=1):
+        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        return Tensor(_tact.moment("std", self._h, axes, keepdim, float(correction)))
+
     def argmax(self, axis=None, keepdim=False):
         if axis is None:
             return self.flatten()._s("argmax", 0, 0)
@@ -367,6 +438,111 @@ class Tensor:
 
     def cumsum(self, axis=0):
         return self._s("cumsum", axis)
+
+    # ------------------------------------------------------------ more of the reference
+    def _f(self, name, a, b=0.0):
+        return Tensor(_tact.with_floats(name, self._h, float(a), float(b)))
+
+    def elu(self, alpha=1.0):
+        return self._f("elu", alpha)
+
+    def celu(self, alpha=1.0):
+        return self._f("celu", alpha)
+
+    def leakyrelu(self, neg_slope=0.01):
+        return self._f("leakyrelu", neg_slope)
+
+    def softplus(self, beta=1):
+        return self._f("softplus", beta)
+
+    def clip(self, min_=None, max_=None):
+        if min_ is None and max_ is None:
+            raise RuntimeError("clip: at least one of min_ and max_ is needed")
+        return self._f("clip", -math.inf if min_ is None else min_, math.inf if max_ is None else max_)
+
+    def hardtanh(self, min_val=-1, max_val=1):
+        return self._f("hardtanh", min_val, max_val)
+
+    def _i(self, name, *ints, other=None):
+        return Tensor(_tact.with_ints(name, self._h, ints, None if other is None else other._h))
+
+    def one_hot(self, num_classes):
+        return self._i("one_hot", num_classes)
+
+    def triu(self, k=0):
+        return self._i("triu", k)
+
+    def tril(self, k=0):
+        return self._i("tril", k)
+
+    def lshift(self, x):
+        return self._i("lshift", x)
+
+    def rshift(self, x):
+        return self._i("rshift", x)
+
+    __lshift__, __rshift__ = lshift, rshift
+
+    def repeat_interleave(self, repeats, dim=None):
+        return (self.flatten() if dim is None else self)._i("repeat_interleave", repeats, 0 if dim is None else dim)
+
+    def multinomial(self, num_samples=1, replacement=False):
+        return self._i("multinomial", num_samples, int(replacement))
+
+    def flip(self, axis, *args):
+        return self._i("flip", *_shape_args(axis, args))
+
+    def repeat(self, repeats, *args):
+        return self._i("repeat", *_shape_args(repeats, args))
+
+    def unflatten(self, dim, sizes):
+        return self._i("unflatten", dim, *sizes)
+
+    def gather(self, dim, index):
+        return self._i("gather", dim, other=index)
+
+    def pad(self, arg, value=0.0):
+        pairs = [p for a in arg for p in ((0, 0) if a is None else a)]
+        pairs += [0, 0] * (self.ndim - len(arg))
+        return Tensor(_tact.pad("pad", self._h, pairs, float(value)))
+
+    def pad2d(self, padding, value=0.0):
+        return Tensor(_tact.pad("pad2d", self._h, tuple(padding), float(value)))
+
+    def interpolate(self, size, mode="linear", align_corners=False):
+        if mode != "linear":
+            raise ValueError(f"interpolate: mode {mode!r} (the reference's only mode is 'linear')")
+        return Tensor(_tact.pad("interpolate", self._h, tuple(size), float(bool(align_corners))))
+
+    def lerp(self, end, weight):
+        return Tensor(_tact.ternary("lerp", self._h, end._h if isinstance(end, Tensor) else end, weight._h if isinstance(weight, Tensor) else weight))
+
+    def masked_fill(self, mask, value):
+        return Tensor(_tact.ternary("masked_fill", self._h, mask._h, value._h if isinstance(value, Tensor) else value))
+
+    def scaled_dot_product_attention(self, key, value, attn_mask=None, dropout_p=0.0, is_causal=False):
+        return Tensor(_tact.sdpa(self._h, key._h, value._h, None if attn_mask is None else attn_mask._h, dropout_p, is_causal, bool(Tensor.training)))
+
+    def split(self, sizes, dim=0):
+        d = dim + self.ndim if dim < 0 else dim
+        if isinstance(sizes, int):
+            n = self.shape[d]
+            sizes = [min(sizes, n - i) for i in range(0, n, sizes)] if sizes > 0 else [n]
+        return [Tensor(h) for h in _tact.split(self._h, tuple(sizes), d)]
+
+    def chunk(self, num, dim=0):
+        n = self.shape[dim]
+        step = -(-n // num) if num else n
+        return self.split(step, dim)
+
+    def binary_crossentropy(self, y):
+        return self._b("binary_crossentropy", y)
+
+    def binary_crossentropy_logits(self, y):
+        return self._b("binary_crossentropy_logits", y)
+
+    def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
+        return self._win("conv_transpose2d", weight, bias, (), stride, dilation, padding, groups)
 
     # ------------------------------------------------------------ nn functions
     def _win(self, kind, weight, bias, kernel, stride, dilation, padding, groups=1, count_include_pad=True):
@@ -406,7 +582,10 @@ class Tensor:
     def mul(self, x, reverse=False):
         return self._b("mul", x, reverse)
 
-    def div(self, x, reverse=False):
+    def div(self, x, reverse=False, upcast=True):
+        """x / y; with upcast=False ints divide as ints (truncating), as the reference's."""
+        if not upcast and dtypes.is_int(self.dtype) and (isinstance(x, int) or (isinstance(x, Tensor) and dtypes.is_int(x.dtype))):
+            return self._b("idiv", x, reverse)
         return self._b("div", x, reverse)
 
     def pow(self, x, reverse=False):
@@ -473,6 +652,8 @@ for _d, _n in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("truediv", "div"
 for _d, _n in (("mod", "mod"), ("floordiv", "idiv"), ("lt", "lt"), ("gt", "gt"), ("le", "le"), ("ge", "ge"), ("eq", "eq"), ("ne", "ne"),
                ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "xor")):
     setattr(Tensor, f"__{_d}__", _binary_method(_n))
+for _d, _n in (("mod", "mod"), ("floordiv", "idiv"), ("and", "bitwise_and"), ("or", "bitwise_or"), ("xor", "xor")):
+    setattr(Tensor, f"__r{_d}__", _binary_method(_n, True))
 
 
 for _n in _UNARY:

@@ -88,6 +88,22 @@ class Values(unittest.TestCase):
         self.assertTrue(((r1 >= 0) & (r1 < 1)).all())
 
 
+class Ownership(unittest.TestCase):
+    def test_an_op_that_answers_its_operand_leaves_both_handles_working(self):
+        """x[:, :], a split into one piece, a reshape to its own shape: the C API answers x itself; dropping one Python object
+        leaves the other's tensor alive (the tensor goes with its last handle)."""
+        x = Tensor([[1.0, 2.0], [3.0, 4.0]])
+        y = x[:, :]
+        (z,) = y.split(2)
+        w = z.reshape(2, 2)
+        del y, z
+        gc.collect()
+        self.assertEqual(w.tolist(), [[1.0, 2.0], [3.0, 4.0]])
+        del w
+        gc.collect()
+        self.assertEqual(x.tolist(), [[1.0, 2.0], [3.0, 4.0]])
+
+
 class RoundTrips(unittest.TestCase):
     def test_numpy_round_trip_for_every_dtype(self):
         rng = np.random.default_rng(SEED)
