@@ -86,7 +86,8 @@ class Tensor:
             self._h = _tact.from_buffer(arr.reshape(-1).view(_np.uint8) if arr.size else b"", d.code, arr.shape)
         elif isinstance(data, (bool, int, float)):
             d = dtype or _infer([data])
-            self._h = _tact.fill("full", (), float(data), d.code)
+            raw = _pack([data], d)  # exact, also for ints past a double's 53 bits
+            self._h = _tact.fill("full", (), float(data), d.code) if raw is None else _tact.from_buffer(raw, d.code, ())
         elif isinstance(data, (list, tuple)):
             flat, shape = _flatten(data)
             d = dtype or _infer(flat)
@@ -358,8 +359,13 @@ class Tensor:
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
-        # A list (of ints, nested) indexes as the tensor of it.
-        idx = tuple(Tensor(i, dtype=dtypes.int32) if isinstance(i, list) else i for i in idx)
+        # A list or a tuple inside the index (of ints, nested, or of tensors) indexes as the tensor of it.
+        def as_index(i):
+            if isinstance(i, (list, tuple)) and any(isinstance(e, Tensor) for e in i):
+                return Tensor.stack(*[e if isinstance(e, Tensor) else Tensor(e, dtype=dtypes.int32) for e in i])
+            return Tensor(list(i), dtype=dtypes.int32) if isinstance(i, (list, tuple)) else i
+
+        idx = tuple(as_index(i) for i in idx)
         return Tensor(_tact.getitem(self._h, tuple(i._h if isinstance(i, Tensor) else i for i in idx)))
 
     def cat(self, *args, dim=0):
