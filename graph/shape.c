@@ -191,6 +191,9 @@ int ta_shape_reduce(const ta_shape_t *in, int naxes, const int *axes, const char
         m = in->ndim ? (uint32_t)((1ull << in->ndim) - 1) : 0;
     } else {
         for (int i = 0; i < naxes; i++) {
+            /* A 0-dim tensor's axis 0 (or -1) is its one element, as the
+             * reference's: nothing to reduce. */
+            if (!in->ndim && (axes[i] == 0 || axes[i] == -1)) continue;
             int a = axes[i] < 0 ? axes[i] + in->ndim : axes[i];
             if (a < 0 || a >= in->ndim || (m >> a & 1)) {
                 char si[128];

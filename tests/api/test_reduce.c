@@ -138,3 +138,34 @@ Test(api_reduce, errors_and_kernel_counts) {
     cr_assert_leq(st.kernels, 3, "layernorm: %llu kernels", (unsigned long long)st.kernels);
     tact_ctx_close(&ctx);
 }
+
+/* A 0-dim tensor's axis 0 or -1 is its one element, as the reference's
+ * (_reduce: axis in [-1, 0] of a 0-dim tensor reduces nothing): sum, max,
+ * mean and logsumexp give the value, softmax 1 and log_softmax 0 (and its
+ * gradient 0); axis 1 is still out of range. */
+Test(api_reduce, a_zero_dim_tensors_axis_is_its_element) {
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    float v = 2.5f;
+    tact_tensor *x = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 0, NULL, &v), 1);
+    int zero = 0, minus = -1, one = 1;
+    double got;
+    struct {
+        tact_tensor *t;
+        double want;
+        const char *what;
+    } cases[] = {{tact_sum(x, 1, &zero, 0), 2.5, "sum(axis 0)"},   {tact_max(x, 1, &minus, 1), 2.5, "max(axis -1, keepdim)"},
+                 {tact_mean(x, 1, &zero, 0), 2.5, "mean(axis 0)"}, {tact_logsumexp(x, 1, &zero, 0), 2.5, "logsumexp(axis 0)"},
+                 {tact_softmax(x, -1), 1.0, "softmax"},            {tact_log_softmax(x, 0), 0.0, "log_softmax"}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        cr_assert_eq(tact_ndim(cases[i].t), 0, "%s: %d dims (%s)", cases[i].what, tact_ndim(cases[i].t), tact_error_message(cases[i].t));
+        cr_assert_eq(tact_item(cases[i].t, &got), TACT_OK, "%s: %s", cases[i].what, tact_ctx_error(ctx));
+        cr_expect_float_eq(got, cases[i].want, 1e-6, "%s: %g", cases[i].what, got);
+    }
+    cr_assert_eq(tact_backward(tact_softmax(x, -1), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_item(tact_grad(x), &got), TACT_OK);
+    cr_expect_float_eq(got, 0.0, 1e-7, "softmax's gradient: %g", got);
+    tact_tensor *e = tact_sum(x, 1, &one, 0);
+    cr_assert_eq(tact_status_of(e), TACT_ESHAPE, "axis 1 of a 0-dim tensor");
+    tact_ctx_close(&ctx);
+}
