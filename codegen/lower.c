@@ -339,6 +339,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
      * computed once per step of the reduce, outside the rows: scalars of
      * any type beside float32 vectors. */
     int sdim = -1, guard = gather ? -1 : ta_ast_scatter(a, &sdim);
+    for (int k = 0; k < a->ndim; k++)
+        if (a->shape[k] == 0) guard = -1; /* an empty reduce still writes its zeros: the whole loop */
     uint8_t gnode[TA_AST_MAX_NODES] = {0};
     if (guard >= 0) {
         int stack[TA_AST_MAX_NODES], top = 0;
