@@ -481,7 +481,7 @@ static PyObject *py_shaped(PyObject *self, PyObject *args) {
         if (n != tact_ndim(t)) return s_raise(TACT_ESHAPE, "permute: the order names every dim once");
         S_SCOPED(s_ctx, tact_permute(t, iv));
     }
-    if (!strcmp(kind, "squeeze")) S_SCOPED(s_ctx, tact_squeeze(t, n, n ? iv : NULL));
+    if (!strcmp(kind, "squeeze")) S_SCOPED(s_ctx, tact_squeeze(t, n ? n : -1, n ? iv : NULL)); /* none given: every dim of 1 */
     if (n < 1) return s_raise(TACT_EINVAL, "missing an argument");
     if (!strcmp(kind, "unsqueeze")) S_SCOPED(s_ctx, tact_unsqueeze(t, a0));
     if (!strcmp(kind, "softmax")) S_SCOPED(s_ctx, tact_softmax(t, a0));

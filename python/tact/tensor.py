@@ -261,6 +261,14 @@ class Tensor:
     @staticmethod
     def einsum(formula, *raw_xs):
         xs = raw_xs[0] if len(raw_xs) == 1 and isinstance(raw_xs[0], (list, tuple)) else raw_xs
+        # The reference's assertions: one operand a tensor, each letter one size.
+        operands = formula.replace(" ", "").split("->")[0].split(",")
+        assert len(operands) == len(xs), f"einsum: {len(operands)} operands in {formula!r}, {len(xs)} tensors"
+        sizes = {}
+        for letters, x in zip(operands, xs):
+            assert len(letters) == x.ndim, f"einsum: {letters!r} for a tensor of shape {x.shape}"
+            for c, n in zip(letters, x.shape):
+                assert sizes.setdefault(c, n) == n, f"einsum: {c!r} is {sizes[c]} and {n}"
         return Tensor(_tact.einsum(formula, [x._h for x in xs]))
 
     def full_like(self, fill_value, dtype=None, **kw):
@@ -313,6 +321,9 @@ class Tensor:
 
     def _r(self, name, axis, keepdim):
         axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
+        if axes is not None:
+            for a in axes:
+                self._resolve_dim(a)  # the reference's IndexError
         return Tensor(_tact.reduce(_REDUCE[name], self._h, axes, keepdim))
 
     def _s(self, kind, *ints):
@@ -322,9 +333,13 @@ class Tensor:
     def reshape(self, shape, *args):
         shape = _shape_args(shape, args)
         shape = tuple(self.shape[i] if s is None else s for i, s in enumerate(shape))
+        if shape.count(-1) > 1:
+            raise RuntimeError(f"reshape to {shape}: only one dimension can be inferred")
         if -1 in shape:
             known = math.prod(s for s in shape if s != -1)
             shape = tuple((self.numel() // known if known else 0) if s == -1 else s for s in shape)
+        if math.prod(shape) != self.numel():
+            raise ValueError(f"size mismatch, cannot reshape {self.shape} to {shape}")
         return self._s("reshape", *shape)
 
     def view(self, shape, *args):
@@ -349,13 +364,42 @@ class Tensor:
         return self._s("flatten", start_dim, end_dim)
 
     def squeeze(self, dim=None):
-        return self._s("squeeze") if dim is None else self._s("squeeze", dim)
+        return self._s("squeeze") if dim is None else self._s("squeeze", self._resolve_dim(dim))
 
     def unsqueeze(self, dim):
-        return self._s("unsqueeze", dim)
+        return self._s("unsqueeze", self._resolve_dim(dim, outer=True))
 
     def contiguous(self):
         return self._u("contiguous")
+
+    def _resolve_dim(self, dim, outer=False):
+        """dim in range as the reference's (an IndexError otherwise): a 0-dim tensor takes -1 and 0."""
+        n = max(1, self.ndim + outer)
+        if not -n <= dim < n:
+            raise IndexError(f"dim={dim} out of range {[-n, n - 1]}")
+        return dim + self.ndim + outer if dim < 0 else dim
+
+    def _check_index(self, idx):
+        """The reference's argument errors of an index, before tact sees it (IndexError, ValueError)."""
+        if sum(i is Ellipsis for i in idx) > 1:
+            raise IndexError("an index can only have a single ellipsis ('...')")
+        used = [i for i in idx if i is not None and i is not Ellipsis]
+        if len(used) > self.ndim:
+            raise IndexError(f"too many indices for tensor of dimension {self.ndim}")
+        dim = 0
+        for k, i in enumerate(idx):
+            if i is Ellipsis:
+                dim += self.ndim - len(used)  # the dims it stands for
+                continue
+            if i is None:
+                continue
+            if isinstance(i, int) and not isinstance(i, bool) and not -self.shape[dim] <= i < self.shape[dim]:
+                raise IndexError(f"index {i} is out of bounds for dimension {dim} with size {self.shape[dim]}")
+            if isinstance(i, slice) and i.step == 0:
+                raise ValueError("slice step cannot be 0")
+            if isinstance(i, Tensor) and not dtypes.is_int(i.dtype):
+                raise IndexError(f"tensors used as indices must be int tensors, not {i.dtype}")
+            dim += 1
 
     def __getitem__(self, idx):
         idx = idx if isinstance(idx, tuple) else (idx,)
@@ -366,13 +410,19 @@ class Tensor:
             return Tensor(list(i), dtype=dtypes.int32) if isinstance(i, (list, tuple)) else i
 
         idx = tuple(as_index(i) for i in idx)
-        return Tensor(_tact.getitem(self._h, tuple(i._h if isinstance(i, Tensor) else i for i in idx)))
+        self._check_index(idx)
+        try:
+            return Tensor(_tact.getitem(self._h, tuple(i._h if isinstance(i, Tensor) else i for i in idx)))
+        except _tact.TactError as e:
+            if e.args[1] == "ESHAPE" and any(isinstance(i, Tensor) for i in idx):  # tensor indices that do not broadcast
+                raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together ({e.args[2]})") from e
+            raise
 
     def cat(self, *args, dim=0):
-        return Tensor(_tact.join("cat", (self._h, *(a._h for a in args)), dim))
+        return Tensor(_tact.join("cat", (self._h, *(a._h for a in args)), self._resolve_dim(dim)))
 
     def stack(self, *args, dim=0):
-        return Tensor(_tact.join("stack", (self._h, *(a._h for a in args)), dim))
+        return Tensor(_tact.join("stack", (self._h, *(a._h for a in args)), self._resolve_dim(dim, outer=True)))
 
     def to(self, device):
         return Tensor(_tact.to(self._h, device))
@@ -499,7 +549,10 @@ class Tensor:
         return self._i("flip", *_shape_args(axis, args))
 
     def repeat(self, repeats, *args):
-        return self._i("repeat", *_shape_args(repeats, args))
+        repeats = _shape_args(repeats, args)
+        if len(repeats) < self.ndim:
+            raise ValueError(f"repeat: {len(repeats)} repeats for a {self.ndim}-dim tensor (at least one a dim)")
+        return self._i("repeat", *repeats)
 
     def unflatten(self, dim, sizes):
         return self._i("unflatten", dim, *sizes)

@@ -258,8 +258,12 @@ class Errors(unittest.TestCase):
         self.assertEqual(name, "ESHAPE")
         self.assertLess(code, 0)
         self.assertIn("matmul", text)
-        with self.assertRaises(tact.TactError):
+        with self.assertRaises(ValueError):  # the reference's type for a size mismatch, checked in Python
             Tensor([1.0, 2.0]).reshape(3)
+        with self.assertRaises(IndexError):  # an axis out of range, as the reference's
+            Tensor([1.0, 2.0]).sum(axis=1)
+        with self.assertRaisesRegex(IndexError, "out of bounds"):
+            Tensor([1.0, 2.0])[2]
         with self.assertRaises(TypeError):
             Tensor([1.0]) + "one"
         with self.assertRaises(ValueError):
