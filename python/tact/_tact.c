@@ -500,34 +500,33 @@ static PyObject *py_shaped(PyObject *self, PyObject *args) {
     return NULL;
 }
 
-/* getitem(x, indices): ints, slices, None, Ellipsis and handles (int tensors). */
-static PyObject *py_getitem(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *x, *idx;
-    if (!PyArg_ParseTuple(args, "O!O", &s_handle_type, &x, &idx)) return NULL;
+/* The tact_index of each of a sequence of Python indices (ints, slices,
+ * None, Ellipsis, handles of int tensors); returns their count or -1
+ * with an exception. */
+static int s_indices(PyObject *idx, tact_index *ix) {
     PyObject *f = PySequence_Fast(idx, "indices");
-    if (!f) return NULL;
+    if (!f) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(f);
     if (n > S_MAX_DIMS) {
         Py_DECREF(f);
-        return s_raise(TACT_EINVAL, "getitem: too many indices");
+        s_raise(TACT_EINVAL, "too many indices");
+        return -1;
     }
-    tact_index ix[S_MAX_DIMS];
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PySequence_Fast_GET_ITEM(f, i);
         if (o == Py_None) ix[i] = TACT_NEWAXIS;
         else if (o == Py_Ellipsis) ix[i] = TACT_ELLIPSIS;
         else if (PyObject_TypeCheck(o, &s_handle_type)) ix[i] = TACT_TENSOR(s_h(o));
         else if (PySlice_Check(o)) {
-            PySliceObject *s = (PySliceObject *)o;
-            PyObject *parts[3] = {s->start, s->stop, s->step};
+            PySliceObject *sl = (PySliceObject *)o;
+            PyObject *parts[3] = {sl->start, sl->stop, sl->step};
             int64_t v[3] = {0, 0, 0};
             int has[3];
             for (int k = 0; k < 3; k++) {
                 has[k] = parts[k] != Py_None;
                 if (has[k] && (v[k] = PyLong_AsLongLong(parts[k])) == -1 && PyErr_Occurred()) {
                     Py_DECREF(f);
-                    return NULL;
+                    return -1;
                 }
             }
             ix[i] = (tact_index){TACT_IDX_SLICE, v[0], v[1], v[2], has[0], has[1], has[2], NULL};
@@ -535,17 +534,43 @@ static PyObject *py_getitem(PyObject *self, PyObject *args) {
             long long v = PyLong_AsLongLong(o);
             if (v == -1 && PyErr_Occurred()) {
                 Py_DECREF(f);
-                return NULL;
+                return -1;
             }
             ix[i] = TACT_AT(v);
         } else {
             Py_DECREF(f);
             PyErr_Format(PyExc_TypeError, "an index must be an int, a slice, None, Ellipsis or a tensor, not %R", o);
-            return NULL;
+            return -1;
         }
     }
     Py_DECREF(f);
-    S_SCOPED(s_ctx, tact_getitem(s_h(x), (int)n, ix));
+    return (int)n;
+}
+
+/* getitem(x, indices) */
+static PyObject *py_getitem(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *idx;
+    tact_index ix[S_MAX_DIMS];
+    int n;
+    if (!PyArg_ParseTuple(args, "O!O", &s_handle_type, &x, &idx) || (n = s_indices(idx, ix)) < 0) return NULL;
+    S_SCOPED(s_ctx, tact_getitem(s_h(x), n, ix));
+}
+
+/* setitem(x, indices, value): x's handle names the new contents (tact_setitem); value a handle or a number. */
+static PyObject *py_setitem(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *x, *idx, *v;
+    tact_index ix[S_MAX_DIMS];
+    int n;
+    if (!PyArg_ParseTuple(args, "OOO", &x, &idx, &v) || !s_is_handle(x) || (n = s_indices(idx, ix)) < 0) return NULL;
+    tact_scope_begin(s_ctx);
+    tact_tensor *val = s_operand(v), *r = val ? tact_setitem(s_h(x), n, ix, val) : NULL;
+    int code = r ? tact_status_of(r) : TACT_OK;
+    if (r && code != TACT_OK) s_raise(code, tact_error_message(r));
+    tact_scope_end(s_ctx);
+    if (!r || code != TACT_OK) return NULL;
+    Py_RETURN_NONE;
 }
 
 /* The tensors of a sequence of handles, in a PyMem block (PyMem_Free it),
@@ -1169,6 +1194,7 @@ static PyMethodDef s_methods[] = {
     {"reduce", py_reduce, METH_VARARGS, "reduce(op, h, axes or None, keepdim)"},
     {"shaped", py_shaped, METH_VARARGS, "shaped(kind, h, ints)"},
     {"getitem", py_getitem, METH_VARARGS, "getitem(h, indices)"},
+    {"setitem", py_setitem, METH_VARARGS, "setitem(h, indices, value): h names the new contents"},
     {"join", py_join, METH_VARARGS, "join(kind, handles, dim): cat or stack"},
     {"to", py_to, METH_VARARGS, "to(h, device)"},
     {"assign", py_assign, METH_VARARGS, "assign(target, value): the target's handle names the new contents"},

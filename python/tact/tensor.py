@@ -418,6 +418,14 @@ class Tensor:
                 raise IndexError(f"shape mismatch: indexing tensors could not be broadcast together ({e.args[2]})") from e
             raise
 
+    def __setitem__(self, idx, value):
+        """x[idx] = value: x (which must hold its own data) names its new contents, as an assign (tact_setitem)."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        if any(isinstance(i, (Tensor, list)) for i in idx):
+            raise TypeError("setitem with tensor indices is not supported (the reference refuses it too)")
+        self._check_index(idx)
+        _tact.setitem(self._h, idx, value._h if isinstance(value, Tensor) else value)
+
     def cat(self, *args, dim=0):
         return Tensor(_tact.join("cat", (self._h, *(a._h for a in args)), self._resolve_dim(dim)))
 

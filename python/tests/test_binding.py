@@ -143,6 +143,19 @@ class Assign(unittest.TestCase):
             x.assign(Tensor([1.0, 2.0, 3.0]))
         self.assertEqual(x.tolist(), [7.0, 8.0], "a refused assign leaves the tensor as it was")
 
+    def test_setitem_writes_the_region(self):
+        a = np.arange(12, dtype=np.float32).reshape(3, 4)
+        x = Tensor(a)
+        x[1] = 5.0
+        x[:, 2] = Tensor([7.0, 8.0, 9.0])
+        x[0, ::2] = -1.0
+        a[1] = 5.0
+        a[:, 2] = [7.0, 8.0, 9.0]
+        a[0, ::2] = -1.0
+        self.assertEqual(x.numpy().tolist(), a.tolist())
+        with self.assertRaises(IndexError):
+            x[3] = 1.0
+
 
 class Autograd(unittest.TestCase):
     def test_gradient_of_a_matmul_and_a_sum(self):
