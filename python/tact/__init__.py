@@ -10,6 +10,7 @@ at the first tensor; `tact.open(devices=..., threads=...)` opens it with
 others first, `tact.close()` closes it (its tensors become stale).
 """
 import atexit
+import os
 
 from . import _tact
 from ._tact import TactError
@@ -34,13 +35,13 @@ atexit.register(_tact.close)
 
 
 class Device:
-    """The reference's Device: DEFAULT is the context's first device."""
+    """The reference's Device: DEFAULT is the default context's first device (TACT_DEVICE's, else CPU)."""
+
+    DEFAULT = (os.environ.get("TACT_DEVICE") or "CPU").split(",")[0].upper()
 
     @staticmethod
     def canonicalize(device):
         return device.upper() if device else Device.DEFAULT
-
-    DEFAULT = "CPU"
 
 
 class no_grad:
