@@ -316,7 +316,8 @@ static PyObject *py_info(PyObject *self, PyObject *h) {
     return tuple ? Py_BuildValue("(Nis)", tuple, (int)tact_dtype_of(t), dev ? dev : "") : NULL;
 }
 
-/* read(h) -> bytes: the tensor's elements in row-major order, realized. */
+/* read(h) -> bytearray: the tensor's elements in row-major order, realized
+ * (a bytearray: numpy() takes it over as a writable array, no copy). */
 static PyObject *py_read(PyObject *self, PyObject *h) {
     (void)self;
     if (!s_is_handle(h)) return NULL;
@@ -326,10 +327,10 @@ static PyObject *py_read(PyObject *self, PyObject *h) {
     tact_shape(t, shape);
     for (int i = 0; i < nd; i++) numel *= shape[i];
     size_t bytes = (size_t)numel * tact_element_size(tact_dtype_of(t));
-    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)bytes);
+    PyObject *out = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)bytes);
     if (!out) return NULL;
     int rc;
-    Py_BEGIN_ALLOW_THREADS rc = tact_read(t, PyBytes_AS_STRING(out), bytes);
+    Py_BEGIN_ALLOW_THREADS rc = tact_read(t, PyByteArray_AS_STRING(out), bytes);
     Py_END_ALLOW_THREADS if (rc != TACT_OK) {
         Py_DECREF(out);
         return s_raise(rc, tact_ctx_error(s_ctx));

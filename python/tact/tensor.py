@@ -153,7 +153,7 @@ class Tensor:
         if _np is None:
             raise ImportError("numpy() needs numpy")
         raw, d = self._raw()
-        return _np.frombuffer(raw, dtype=d.np).reshape(self.shape).copy()
+        return _np.frombuffer(raw, dtype=d.np).reshape(self.shape)  # over the bytearray read: writable, no second copy
 
     def tolist(self):
         raw, d = self._raw()
