@@ -25,7 +25,7 @@ export PYTHONPATH="$root/build/python:$root/python/compat"
 cd "$src"
 echo "backend: tact $("$py" -c 'import tinygrad, tact; assert tinygrad.Tensor is tact.Tensor; print(tact.__file__)')"
 out="$root/build/test_ops-report.txt"
-"$py" -m pytest test/test_ops.py -q -p no:cacheprovider -rs -rf >"$out" 2>&1 || true
+"$py" -m pytest test/test_ops.py -q -p no:cacheprovider -rfs >"$out" 2>&1 || true
 grep '^SKIPPED' "$out" >"$root/build/test_ops-skips.txt" || true
 grep '^FAILED' "$out" >"$root/build/test_ops-failures.txt" || true
 tail -1 "$out" | sed 's/=//g'
