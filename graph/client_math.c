@@ -34,10 +34,20 @@ ti_tensor_t *ti_relu(ti_tensor_t *x) {
     return ti_where(ti_cmplt(tc_k(x, 0), x), x, ti_detach(m));
 }
 
+/* 1 / (1 + exp(-x)), with -x clipped to where exp stays finite in x's
+ * dtype (88 for float32 and bfloat16, 11 for float16, 709 for float64):
+ * past it exp(-x) was infinite and the gradient inf * 0 = NaN, where the
+ * reference's dedicated backward, ret * (1 - ret), gives 0.  The values
+ * there differ from the exact ones by less than 1e-38 in float32
+ * (sigmoid(-88) is 6e-39; below it the exact value is a smaller
+ * subnormal, which the unclipped form rounded to 0).  tanh, gelu,
+ * quick_gelu, swish and mish go through it. */
 ti_tensor_t *ti_sigmoid(ti_tensor_t *x) {
     TC_CHECK(x);
     x = s_float(x);
-    return ti_recip(ti_add(tc_k(x, 1), ti_exp2(ti_mul(x, tc_k(x, -1 / M_LN2)))));
+    if (x->status) return x;
+    double b = x->dtype == TACT_FLOAT16 ? 11.0 : x->dtype == TACT_FLOAT64 ? 709.0 : 88.0;
+    return ti_recip(ti_add(tc_k(x, 1), ti_exp2(ti_mul(ti_clip(x, -b, b), tc_k(x, -1 / M_LN2)))));
 }
 
 ti_tensor_t *ti_reciprocal(ti_tensor_t *x) { return ti_recip(x); }

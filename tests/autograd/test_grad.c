@@ -392,3 +392,34 @@ Test(autograd_semantics, leaves_of_the_same_constant_keep_their_own_gradients) {
     }
     tact_ctx_close(&ctx);
 }
+
+/* sigmoid, and tanh, gelu and quick_gelu through it, at inputs of
+ * magnitude 100 to 400: their values saturate (0, 1, -1, x) and their
+ * gradients are 0 there, as the reference's dedicated backward gives
+ * (exp(-x) was infinite and the gradient inf * 0 = NaN); at 0.5 the
+ * gradient is still sigmoid's s * (1 - s). */
+Test(autograd_semantics, saturated_sigmoid_and_tanh_have_zero_gradients) {
+    tact_ctx *ctx = s_open();
+    float xs[5] = {-400, -100, 0.5f, 100, 400};
+    tact_tensor *(*fs[4])(tact_tensor *) = {tact_sigmoid, tact_tanh, tact_gelu, tact_quick_gelu};
+    const char *names[4] = {"sigmoid", "tanh", "gelu", "quick_gelu"};
+    for (int f = 0; f < 4; f++) {
+        tact_tensor *x = tact_set_requires_grad(s_vec(ctx, 5, xs), 1);
+        cr_assert_eq(tact_backward(tact_sum(fs[f](x), -1, NULL, 0), NULL), TACT_OK, "%s: %s", names[f], tact_ctx_error(ctx));
+        float g[5];
+        s_read(tact_grad(x), g, 5);
+        for (int i = 0; i < 5; i++) {
+            int far = i != 2;
+            /* d/dx at the saturated ends: 0 (sigmoid, tanh, the gelus' lower end) or 1 (the gelus' upper end: x). */
+            float want = !far ? 0 : (f >= 2 && xs[i] > 0) ? 1.0f : 0.0f;
+            if (far) cr_expect(fabsf(g[i] - want) <= 1e-30f, "%s'(%g) = %g, want %g", names[f], xs[i], g[i], want); /* (a subnormal from sigmoid(-88) may stay) */
+            else cr_expect(isfinite(g[i]) && g[i] > 0, "%s'(0.5) = %g", names[f], g[i]);
+        }
+    }
+    float s = 1 / (1 + expf(-0.5f)), g[5];
+    tact_tensor *x = tact_set_requires_grad(s_vec(ctx, 5, xs), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_sigmoid(x), -1, NULL, 0), NULL), TACT_OK);
+    s_read(tact_grad(x), g, 5);
+    cr_expect(fabsf(g[2] - s * (1 - s)) < 1e-6f, "sigmoid'(0.5) = %g, want %g", g[2], s * (1 - s));
+    tact_ctx_close(&ctx);
+}
