@@ -814,13 +814,15 @@ static PyObject *py_layer_forward(PyObject *self, PyObject *args) {
 }
 
 /* window(kind, x, weight, bias, kernel, stride, dilation, padding, groups,
- * count_include_pad): conv2d (weight, bias or None), max_pool2d, avg_pool2d. */
+ * count_include_pad[, output_padding]): conv2d and conv_transpose2d
+ * (weight, bias or None), max_pool2d, avg_pool2d. */
 static PyObject *py_window(PyObject *self, PyObject *args) {
     (void)self;
     const char *kind;
-    PyObject *x, *w, *b, *kernel, *stride, *dilation, *padding;
+    PyObject *x, *w, *b, *kernel, *stride, *dilation, *padding, *outpad = NULL;
     int groups, include;
-    if (!PyArg_ParseTuple(args, "sO!OOOOOOip", &kind, &s_handle_type, &x, &w, &b, &kernel, &stride, &dilation, &padding, &groups, &include)) return NULL;
+    if (!PyArg_ParseTuple(args, "sO!OOOOOOip|O", &kind, &s_handle_type, &x, &w, &b, &kernel, &stride, &dilation, &padding, &groups, &include, &outpad))
+        return NULL;
     if ((w != Py_None && !s_is_handle(w)) || (b != Py_None && !s_is_handle(b))) return NULL;
     tact_window win;
     int64_t k[3];
@@ -828,6 +830,10 @@ static PyObject *py_window(PyObject *self, PyObject *args) {
     if (nk < 0 || s_window(stride, dilation, padding, groups, &win) != 0) return NULL;
     for (int i = 0; i < nk; i++) win.kernel[i] = k[i];
     win.count_include_pad = include;
+    int64_t op[3];
+    int nop = outpad ? s_ints(outpad, op, 3, "output_padding") : 0;
+    if (nop < 0) return NULL;
+    for (int i = 0; i < nop; i++) win.output_padding[i] = op[i];
     if (!strcmp(kind, "conv2d")) S_SCOPED(s_ctx, tact_conv2d(s_h(x), s_opt_h(w), s_opt_h(b), &win));
     if (!strcmp(kind, "max_pool2d")) S_SCOPED(s_ctx, tact_max_pool2d(s_h(x), &win));
     if (!strcmp(kind, "avg_pool2d")) S_SCOPED(s_ctx, tact_avg_pool2d(s_h(x), &win));

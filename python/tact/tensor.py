@@ -609,16 +609,17 @@ class Tensor:
         return self._b("binary_crossentropy_logits", y)
 
     def conv_transpose2d(self, weight, bias=None, groups=1, stride=1, dilation=1, padding=0, output_padding=0):
-        return self._win("conv_transpose2d", weight, bias, (), stride, dilation, padding, groups)
+        return self._win("conv_transpose2d", weight, bias, (), stride, dilation, padding, groups, output_padding=output_padding)
 
     # ------------------------------------------------------------ nn functions
-    def _win(self, kind, weight, bias, kernel, stride, dilation, padding, groups=1, count_include_pad=True):
+    def _win(self, kind, weight, bias, kernel, stride, dilation, padding, groups=1, count_include_pad=True, output_padding=0):
         k = (kernel, kernel) if isinstance(kernel, int) else tuple(kernel)
         st = () if stride is None else (stride, stride) if isinstance(stride, int) else tuple(stride)
         dl = (dilation, dilation) if isinstance(dilation, int) else tuple(dilation)
         pd = (padding,) if isinstance(padding, int) else tuple(padding)
+        op = (output_padding, output_padding) if isinstance(output_padding, int) else tuple(output_padding)
         return Tensor(_tact.window(kind, self._h, None if weight is None else weight._h, None if bias is None else bias._h, k, st, dl, pd, groups,
-                                   count_include_pad))
+                                   count_include_pad, op))
 
     def max_pool2d(self, kernel_size=(2, 2), stride=None, dilation=1, padding=0):
         return self._win("max_pool2d", None, None, kernel_size, stride, dilation, padding)
