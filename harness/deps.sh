@@ -3,7 +3,7 @@
 set -eu
 pkgs=(build-essential cmake pkg-config clang libzmq3-dev libmsgpack-dev libcriterion-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd zlib1g-dev libzstd-dev libopenblas-dev
-      dataset-fashion-mnist python3-dev python3-numpy)
+      dataset-fashion-mnist python3-dev python3-numpy python3-setuptools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

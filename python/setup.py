@@ -11,12 +11,11 @@ from setuptools import Extension, setup
 
 here = os.path.dirname(os.path.abspath(__file__))
 prefix = os.environ.get("TACT_PREFIX")
-if prefix:
-    inc, lib = os.path.join(prefix, "include"), os.path.join(prefix, "lib")
-    if not os.path.exists(os.path.join(lib, "libtact.so")) and os.path.exists(os.path.join(prefix, "libtact.so")):
-        lib = prefix  # a build tree
-else:
-    inc, lib = os.path.join(here, "..", "include"), os.path.join(here, "..", "build")
+inc, lib = os.path.join(here, "..", "include"), os.path.join(here, "..", "build")
+if prefix and os.path.exists(os.path.join(prefix, "libtact.so")):
+    lib = prefix  # a build tree: the header is this checkout's
+elif prefix:
+    inc, lib = os.path.join(prefix, "include"), os.path.join(prefix, "lib")  # an install
 inc, lib = os.path.abspath(inc), os.path.abspath(lib)
 
 setup(
