@@ -243,6 +243,16 @@ static int s_python_peer(const char *kernel, int threads, double *secs, char *na
     return ok;
 }
 
+/* A GB/s line: tact's time t for bytes against the Python peer's kernel
+ * (peer_kernels.py); returns whether tact's run failed. */
+static int s_gbs_line(const char *name, const char *kernel, double bytes, double t) {
+    char peer[200];
+    double p = 0;
+    int have = s_python_peer(kernel, s_threads(), &p, peer, sizeof peer);
+    if (t > 0) h_line(name, bytes / t * 1e-9, "GB/s", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? bytes / p * 1e-9 : 0, have ? p / t : 0);
+    return t < 0;
+}
+
 static int s_softmax_bench(int reps) {
     enum { R = 4096, C = 4096 };
     float *x = h_fill((size_t)R * C, 7), *o = malloc((size_t)R * C * sizeof *o);
@@ -294,14 +304,9 @@ static int s_gather_bench(int reps) {
     int ndims[2] = {2, 1};
     tact_options o;
     tact_options_default(&o);
-    double t = h_tact_best_with(&o, 2, data, shapes, ndims, s_gather_prep, s_gather, reps), p;
-    char peer[200];
-    int have = s_python_peer("gather", s_threads(), &p, peer, sizeof peer);
-    double bytes = 4.0 * R * C; /* the rows gathered */
-    if (t > 0) h_line("kernels.gather", bytes / t * 1e-9, "GB/s", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? bytes / p * 1e-9 : 0,
-                      have ? p / t : 0);
+    double t = h_tact_best_with(&o, 2, data, shapes, ndims, s_gather_prep, s_gather, reps);
     free(table), free(order);
-    return t < 0;
+    return s_gbs_line("kernels.gather", "gather", 4.0 * R * C /* the rows gathered */, t);
 }
 
 /* The gradient of 128 rows picked from a 60000x784 float32 table (an
@@ -326,7 +331,10 @@ static tact_tensor *s_emb_grad(tact_ctx *ctx, tact_tensor **in) {
 static int s_emb_bench(int reps) {
     enum { R = 60000, C = 784 };
     float *table = h_fill((size_t)R * C, 9), *words = malloc(S_WORDS * sizeof *words), *g = h_fill((size_t)S_WORDS * C, 10);
-    if (!words || !table || !g) return 1;
+    if (!words || !table || !g) {
+        free(table), free(words), free(g);
+        return 1;
+    }
     unsigned long long st = 11;
     for (int i = 0; i < S_WORDS; i++) {
         st = st * 6364136223846793005ull + 1442695040888963407ull;
@@ -337,14 +345,9 @@ static int s_emb_bench(int reps) {
     int ndims[3] = {2, 1, 2};
     tact_options o;
     tact_options_default(&o);
-    double t = h_tact_best_with(&o, 3, data, shapes, ndims, s_emb_prep, s_emb_grad, reps), p;
-    char peer[200];
-    int have = s_python_peer("embedding_grad", s_threads(), &p, peer, sizeof peer);
-    double bytes = 4.0 * R * C; /* the gradient written */
-    if (t > 0) h_line("kernels.embedding_grad", bytes / t * 1e-9, "GB/s", have ? peer : "none (neither PyTorch nor NumPy installed)", have ? bytes / p * 1e-9 : 0,
-                      have ? p / t : 0);
+    double t = h_tact_best_with(&o, 3, data, shapes, ndims, s_emb_prep, s_emb_grad, reps);
     free(table), free(words), free(g);
-    return t < 0;
+    return s_gbs_line("kernels.embedding_grad", "embedding_grad", 4.0 * R * C /* the gradient written */, t);
 }
 
 /* A 1024^2 matmul of float16 or bfloat16 (tact_matmul: products in

@@ -84,32 +84,32 @@ static PyObject *s_owners;
 
 /* Counts one more owner of t (delta 1) or one fewer (-1); returns the
  * count after, or -1 with an exception. */
-static int s_own_one_more(tact_tensor *t) {
-    PyObject *key = PyLong_FromVoidPtr(t), *v = key ? PyDict_GetItemWithError(s_owners, key) : NULL;
-    PyObject *nv = key && !PyErr_Occurred() ? PyLong_FromLong((v ? PyLong_AsLong(v) : 0) + 1) : NULL;
-    int rc = nv ? PyDict_SetItem(s_owners, key, nv) : -1;
-    Py_XDECREF(nv);
-    Py_XDECREF(key);
-    return rc;
+/* Adds delta to t's count of owners (its key goes at 0); returns the
+ * count after, or -1 with an exception. */
+static long s_owners_add(tact_tensor *t, long delta) {
+    PyObject *key = PyLong_FromVoidPtr(t);
+    if (!key) return -1;
+    PyObject *v = PyDict_GetItemWithError(s_owners, key);
+    long n = (v ? PyLong_AsLong(v) : 0) + delta;
+    int rc = PyErr_Occurred() ? -1 : 0;
+    if (!rc && n > 0) {
+        PyObject *nv = PyLong_FromLong(n);
+        rc = nv ? PyDict_SetItem(s_owners, key, nv) : -1;
+        Py_XDECREF(nv);
+    } else if (!rc && v) {
+        rc = PyDict_DelItem(s_owners, key);
+    }
+    Py_DECREF(key);
+    return rc < 0 ? -1 : n;
 }
 
 static void s_handle_dealloc(s_handle_t *h) {
-    /* A handle of a closed context is stale: nothing to release. */
+    /* A handle of a closed context is stale: nothing to release.  The
+     * tensor goes with its last owner (and when the count cannot be kept). */
     if (h->t && s_ctx) {
         PyObject *type, *value, *tb;
         PyErr_Fetch(&type, &value, &tb); /* a dealloc may run with an exception set */
-        PyObject *key = PyLong_FromVoidPtr(h->t);
-        PyObject *v = key ? PyDict_GetItem(s_owners, key) : NULL;
-        long n = v ? PyLong_AsLong(v) - 1 : 0;
-        if (key && n > 0) {
-            PyObject *nv = PyLong_FromLong(n);
-            if (nv) PyDict_SetItem(s_owners, key, nv);
-            Py_XDECREF(nv);
-        } else {
-            if (key && v) PyDict_DelItem(s_owners, key);
-            tact_release(h->t);
-        }
-        Py_XDECREF(key);
+        if (s_owners_add(h->t, -1) <= 0) tact_release(h->t);
         PyErr_Clear();
         PyErr_Restore(type, value, tb);
     }
@@ -134,7 +134,7 @@ static PyObject *s_wrap(tact_tensor *t) {
         return r;
     }
     s_handle_t *h = PyObject_New(s_handle_t, &s_handle_type);
-    if (!h || s_own_one_more(t) != 0) {
+    if (!h || s_owners_add(t, 1) < 0) {
         if (h) h->t = NULL, Py_DECREF(h);
         PyObject *key = PyLong_FromVoidPtr(t);
         if (!key || !PyDict_GetItem(s_owners, key)) tact_release(t); /* owned by nobody else */

@@ -319,12 +319,17 @@ class Tensor:
         o = other._h if isinstance(other, Tensor) else other
         return Tensor(_tact.binary(_BINARY[name], o, self._h) if reverse else _tact.binary(_BINARY[name], self._h, o))
 
+    def _axes(self, axis):
+        """A reduction's axes: None (all), or a tuple each in range (the reference's IndexError otherwise)."""
+        if axis is None:
+            return None
+        axes = (axis,) if isinstance(axis, int) else tuple(axis)
+        for a in axes:
+            self._resolve_dim(a)
+        return axes
+
     def _r(self, name, axis, keepdim):
-        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
-        if axes is not None:
-            for a in axes:
-                self._resolve_dim(a)  # the reference's IndexError
-        return Tensor(_tact.reduce(_REDUCE[name], self._h, axes, keepdim))
+        return Tensor(_tact.reduce(_REDUCE[name], self._h, self._axes(axis), keepdim))
 
     def _s(self, kind, *ints):
         return Tensor(_tact.shaped(kind, self._h, ints))
@@ -452,37 +457,12 @@ class Tensor:
         return self.cast(dtypes.bool)
 
     # ------------------------------------------------------------ reductions
-    def sum(self, axis=None, keepdim=False):
-        return self._r("sum", axis, keepdim)
-
-    def max(self, axis=None, keepdim=False):
-        return self._r("max", axis, keepdim)
-
-    def min(self, axis=None, keepdim=False):
-        return self._r("min", axis, keepdim)
-
-    def mean(self, axis=None, keepdim=False):
-        return self._r("mean", axis, keepdim)
-
-    def any(self, axis=None, keepdim=False):
-        return self._r("any", axis, keepdim)
-
-    def all(self, axis=None, keepdim=False):
-        return self._r("all", axis, keepdim)
-
-    def prod(self, axis=None, keepdim=False, acc_dtype=None):
-        return self._r("prod", axis, keepdim)
-
-    def logsumexp(self, axis=None, keepdim=False):
-        return self._r("logsumexp", axis, keepdim)
-
+    # (sum, max, min, mean, any, all, prod, logsumexp: made from the C table, below)
     def var(self, axis=None, keepdim=False, correction=1):
-        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
-        return Tensor(_tact.moment("var", self._h, axes, keepdim, float(correction)))
+        return Tensor(_tact.moment("var", self._h, self._axes(axis), keepdim, float(correction)))
 
     def std(self, axis=None, keepdim=False, correction=1):
-        axes = None if axis is None else (axis,) if isinstance(axis, int) else tuple(axis)
-        return Tensor(_tact.moment("std", self._h, axes, keepdim, float(correction)))
+        return Tensor(_tact.moment("std", self._h, self._axes(axis), keepdim, float(correction)))
 
     def argmax(self, axis=None, keepdim=False):
         if axis is None:
@@ -724,6 +704,16 @@ for _d, _n in (("mod", "mod"), ("floordiv", "idiv"), ("and", "bitwise_and"), ("o
     setattr(Tensor, f"__r{_d}__", _binary_method(_n, True))
 
 
+def _reduce_method(name):
+    def fn(self, axis=None, keepdim=False, acc_dtype=None):
+        return self._r(name, axis, keepdim)
+
+    fn.__name__ = name
+    return fn
+
+
+for _n in _REDUCE:
+    setattr(Tensor, _n, _reduce_method(_n))
 for _n in _UNARY:
     if _n not in ("detach", "contiguous", "sum_all", "mean_all", "max_all", "min_all") and not hasattr(Tensor, _n):
         setattr(Tensor, _n, _unary_method(_n))

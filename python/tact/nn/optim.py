@@ -33,6 +33,8 @@ class Optimizer:
 
 
 def SGD(params, lr=0.001, momentum=0.0, weight_decay=0.0, nesterov=False, classic=False):
+    if classic:
+        raise NotImplementedError("SGD(classic=True): tact's SGD is the reference's default form only")
     return Optimizer(params, 0, lr, momentum, weight_decay, nesterov)
 
 
