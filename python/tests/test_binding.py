@@ -11,7 +11,7 @@ import numpy as np
 
 import tact
 from tact import Tensor, dtypes, nn
-from tact.nn.state import get_parameters, get_state_dict, safe_load, safe_save
+from tact.nn.state import get_parameters, get_state_dict, load_state_dict, safe_load, safe_save
 
 SEED = int(os.environ.get("TACT_TEST_SEED", random.randrange(1 << 30)))
 
@@ -230,6 +230,10 @@ class NN(unittest.TestCase):
             self.assertEqual(sorted(back), ["e.weight", "l.bias", "l.weight"])
             for k, t in get_state_dict(m).items():
                 self.assertTrue(np.array_equal(back[k].numpy(), t.numpy()), k)
+            other = {"l": nn.Linear(3, 2), "e": nn.Embedding(4, 2)}  # other initial values
+            load_state_dict(other, safe_load(path))
+            for k, t in get_state_dict(m).items():
+                self.assertTrue(np.array_equal(get_state_dict(other)[k].numpy(), t.numpy()), f"loaded {k}")
         finally:
             if os.path.exists(path):
                 os.unlink(path)
