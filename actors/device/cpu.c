@@ -54,6 +54,10 @@ struct ta_device {
     int64_t pending_n, pending_align;
     uint64_t pending_work;
     uint64_t launched, finished; /* launches enqueued, and run: an event is a count of the first */
+    /* A plan runs (the executor's hint): workers are woken as it starts
+     * and watch for launches longer between them (S_HOT_NS). */
+    int hot;
+    uint64_t wakes; /* hints that woke the workers, under the lock */
 };
 
 /* A marker: the launches of dev enqueued when it was recorded. */
@@ -79,6 +83,15 @@ enum { S_TICK_WORK = 4 << 20 };
  * client) a core while a step is being built: the MLP step ran 380-530
  * steps/s at 200 us, 540-610 at 30. */
 enum { S_SPIN_NS = 30 * 1000 };
+/* While a plan runs (the executor's hint, s_hint): its launches come back
+ * to back, often tens of microseconds apart while the executor prepares
+ * the next, so a worker watches up to S_HOT_NS after each instead, and the
+ * hint wakes the sleeping ones as the plan arrives, before its first
+ * launch, so waking (tens of microseconds in a virtual machine, at times
+ * hundreds) overlaps the executor's own preparation.  A gap longer than
+ * that (a kernel still compiling) puts them back to sleep, so a plan
+ * waiting on the compiler does not take its core. */
+enum { S_HOT_NS = 200 * 1000 };
 
 static int64_t s_ns(void) {
     struct timespec t;
@@ -95,11 +108,14 @@ static void s_relax(void) {
 /* Watches *v (written under the pool's lock) for up to S_SPIN_NS while it
  * equals value (equal) or differs from it (!equal); called without the
  * lock. */
-static void s_spin_while(const uint64_t *v, uint64_t value, int equal, const int *quit) {
-    int64_t until = s_ns() + S_SPIN_NS;
+static void s_spin_while(const uint64_t *v, uint64_t value, int equal, const int *quit, const int *hot) {
+    int64_t start = s_ns();
     for (int i = 1; (__atomic_load_n(v, __ATOMIC_ACQUIRE) == value) == equal && !__atomic_load_n(quit, __ATOMIC_ACQUIRE); i++) {
         s_relax();
-        if (i % 64 == 0 && s_ns() > until) return;
+        if (i % 64 == 0) {
+            int64_t t = s_ns() - start;
+            if (t > S_SPIN_NS && (t > S_HOT_NS || !hot || !__atomic_load_n(hot, __ATOMIC_ACQUIRE))) return;
+        }
     }
 }
 
@@ -130,16 +146,20 @@ static int s_drain(ta_device_t *d, ta_device_tick_fn tick, void *ud) {
 static void *s_worker(void *arg) {
     ta_device_t *d = arg;
     pthread_setname_np(pthread_self(), "cpu-worker");
-    uint64_t seen = 0;
+    uint64_t seen = 0, woken = 0;
     pthread_mutex_lock(&d->lock);
     for (;;) {
         if (!d->quit && d->generation == seen) {
             pthread_mutex_unlock(&d->lock);
-            s_spin_while(&d->generation, seen, 1, &d->quit);
+            s_spin_while(&d->generation, seen, 1, &d->quit, &d->hot);
             pthread_mutex_lock(&d->lock);
         }
-        while (!d->quit && d->generation == seen) pthread_cond_wait(&d->work, &d->lock);
+        while (!d->quit && d->generation == seen && d->wakes == woken) pthread_cond_wait(&d->work, &d->lock);
         if (d->quit) break;
+        if (d->generation == seen) { /* a hint woke it: watch for the plan's first launch */
+            woken = d->wakes;
+            continue;
+        }
         seen = d->generation;
         if (!d->slots) continue; /* this launch has all the workers it takes */
         d->slots--;
@@ -439,7 +459,7 @@ static int s_run(ta_device_t *d, const ta_cpu_kernel_t *prog, void **bufs, const
     }
     pthread_mutex_unlock(&d->lock);
     int stopped = s_drain(d, tick, ud);
-    s_spin_while(&d->busy, 0, 0, &d->quit);
+    s_spin_while(&d->busy, 0, 0, &d->quit, NULL);
     pthread_mutex_lock(&d->lock);
     while (d->busy) {
         if (!tick) {
@@ -491,6 +511,16 @@ static int s_sync(ta_device_t *d, ta_device_tick_fn tick, void *ud, ta_error_t *
 
 static int s_threads(const ta_device_t *d) { return d->nthreads; }
 
+static void s_hint(ta_device_t *d, int busy) {
+    if (d->nworkers == 0 || __atomic_load_n(&d->hot, __ATOMIC_RELAXED) == busy) return;
+    __atomic_store_n(&d->hot, busy, __ATOMIC_RELEASE);
+    if (!busy) return;
+    pthread_mutex_lock(&d->lock);
+    d->wakes++;
+    pthread_cond_broadcast(&d->work);
+    pthread_mutex_unlock(&d->lock);
+}
+
 static void s_caps(const ta_device_t *d, ta_device_caps_t *out) {
     (void)d;
     *out = (ta_device_caps_t){.host_memory = 1, .async_copy = 0, .peer_copy = 1, .events = 1};
@@ -538,6 +568,7 @@ const ta_device_ops_t ta_cpu_device = {
     .launch = s_launch,
     .sync = s_sync,
     .threads = s_threads,
+    .hint = s_hint,
     .check_guards = s_check_guards,
     .caps = s_caps,
     .copy_peer = s_copy_peer,

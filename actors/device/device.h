@@ -128,6 +128,11 @@ typedef struct ta_device_ops {
      * returns TACT_ESTOPPED. */
     int (*sync)(ta_device_t *dev, ta_device_tick_fn tick, void *ud, ta_error_t *err);
     int (*threads)(const ta_device_t *dev);
+    /* Optional (NULL: nothing to do): busy 1 as a plan arrives, before its
+     * launches, 0 once it has run, so a device with a pool of threads can
+     * have them ready for the first launch and between launches (the CPU:
+     * S_HOT_NS in cpu.c).  Never changes what a launch computes. */
+    void (*hint)(ta_device_t *dev, int busy);
     /* With guards: TACT_OK if the guards of buf (of bytes) are intact,
      * else TACT_EDEVICE saying which side was written and where. */
     int (*check_guards)(ta_device_t *dev, void *buf, size_t bytes, ta_error_t *err);

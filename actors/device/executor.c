@@ -343,6 +343,7 @@ static void s_ask(ta_actor_t *self, s_state_t *s);
  * client hears DONE after its last part, unless it failed. */
 static void s_finish_run(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run; /* every step was taken (s_await_next), or there was no plan */
+    if (s->dev_ops->hint) s->dev_ops->hint(s->dev, 0);
     s_ask(self, s);       /* (a run without a plan asks for nothing, but every compiler hears so) */
     while (r->next_ack < s->w.ncompilers) {
         uint32_t c = s->w.compiler[r->next_ack];
@@ -862,6 +863,7 @@ static int s_run(ta_actor_t *self, s_state_t *s, const ta_msg_t *m) {
     } else if (!r->plan) {
         s_finish_run(self, s);
     } else {
+        if (s->dev_ops->hint) s->dev_ops->hint(s->dev, 1); /* launches are coming (device.h) */
         ta_actor_await(self, r->plan, s->w.planner);
     }
     return TACT_OK;

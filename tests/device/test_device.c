@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cc.h"
@@ -205,6 +206,62 @@ Test(device, a_supervised_cpu_launch_ticks_between_chunks_and_stops_when_told) {
     s_supervised(2, s_count_ticks);
     s_supervised(1, s_stop_at_once);
     s_supervised(2, s_stop_at_once);
+}
+
+/* The executor's hint (device.h): the CPU pool's workers woken as a plan
+ * arrives and watching for its launches.  Launches compute the same with
+ * it, a hint with no launch after it leaves the workers asleep again
+ * (they do not keep a core: the process's CPU time over 100 ms idle stays
+ * far below 100 ms), and a device closes while hinted. */
+static double s_cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+Test(device, the_cpu_pool_hint_wakes_workers_without_keeping_a_core) {
+    enum { N = 1 << 16 };
+    ta_error_t err = {0, ""};
+    cr_assert_not_null(ta_cpu_device.hint);
+    size_t len;
+    uint8_t *bytes = s_program(&ta_cpu_device, "k", s_cpu_src, s_cl_src, &len);
+    static float ha[N], hb[N], ho[N];
+    for (int i = 0; i < N; i++) ha[i] = (float)(i % 1000), hb[i] = 0.5f;
+    for (int threads = 1; threads <= 4; threads *= 2) {
+        ta_device_t *dev;
+        cr_assert_eq(ta_cpu_device.open(&dev, 0, &(ta_device_options_t){threads, 0, NULL}, &err), TACT_OK, "%s", err.text);
+        void *o, *a, *b, *prog;
+        cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &o, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &a, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_device.alloc(dev, N * 4, &b, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_device.copy_in(dev, a, ha, sizeof ha, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_device.copy_in(dev, b, hb, sizeof hb, &err), TACT_OK, "%s", err.text);
+        cr_assert_eq(ta_cpu_device.load(dev, bytes, len, "k", &prog, &err), TACT_OK, "%s", err.text);
+        uint64_t args[1] = {0x40400000u}; /* 3.0f */
+        void *bufs[3] = {o, a, b};
+        ta_launch_t l = {bufs, 3, args, 1, N, 4, (uint64_t)N * 1024}; /* work enough for every thread */
+        for (int round = 0; round < 3; round++) {
+            ta_cpu_device.hint(dev, 1);
+            if (round == 1) { /* a hint and no launch: the workers go back to sleep */
+                double t0 = s_cpu_seconds();
+                usleep(100 * 1000);
+                double used = s_cpu_seconds() - t0;
+                cr_assert(used < 0.05, "%d threads: %.1f ms of CPU time over 100 ms with a hint and no launch", threads, used * 1e3);
+            }
+            memset(ho, 0, sizeof ho);
+            cr_assert_eq(ta_cpu_device.launch(dev, prog, &l, &err), TACT_OK, "%s", err.text);
+            cr_assert_eq(ta_cpu_device.sync(dev, NULL, NULL, &err), TACT_OK, "%s", err.text);
+            cr_assert_eq(ta_cpu_device.copy_out(dev, ho, o, sizeof ho, &err), TACT_OK, "%s", err.text);
+            for (int i = 0; i < N; i++)
+                cr_assert_eq((double)ho[i], (double)ha[i] * 3.0 + 0.5, "%d threads, round %d: output %d is %g", threads, round, i, (double)ho[i]);
+            if (round < 2) ta_cpu_device.hint(dev, 0); /* the last round closes hinted */
+        }
+        ta_cpu_device.unload(dev, prog);
+        ta_cpu_device.free(dev, o), ta_cpu_device.free(dev, a), ta_cpu_device.free(dev, b);
+        ta_cpu_device.close(&dev);
+        cr_assert_null(dev);
+    }
+    free(bytes);
 }
 
 Test(device, every_opencl_device_copies_launches_and_stays_in_bounds) {
