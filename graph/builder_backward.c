@@ -198,15 +198,41 @@ void g_bw_unhold(g_state_t *g, int keep_chosen) {
     g->bw_nadded = 0;
 }
 
+/* The last part's list of the gradients made, checked (each one the client
+ * chose, listed once), and told to the client before its ops join the
+ * graph: the client builds what reads them (an optimizer's step) while
+ * the graph adds them, its next ops queued behind them.  Marks each listed
+ * id in bw_chosen (2). */
+static int s_bw_answer(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error_t *err) {
+    ta_u64s_it_t ui;
+    uint64_t id, v;
+    ta_u64s_begin(&ui, &m->as.grads.ids);
+    while (ta_u64s_next(&ui, &id)) {
+        if (!ta_map_get(&g->bw_chosen, id, &v) || v == 2)
+            return ta_error_set(err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for or listed twice", id);
+        if (ta_map_put(&g->bw_chosen, id, 2) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "grads: out of memory");
+    }
+    ta_msg_t r;
+    ta_msg_init(&r, TA_MSG_GRADS);
+    r.corr = g->bw_corr;
+    r.as.grads.ids = m->as.grads.ids;
+    int rc = ta_actor_send(self, (uint32_t)g->bw_reply_to, &r);
+    return rc == TACT_OK ? TACT_OK : ta_error_set(err, rc, "grads: cannot answer the client");
+}
+
 /* The awaited GRADS: its ops join the graph (ids in the engine's range, or
  * the ones the client chose), the nodes the backward went through are
- * consumed, and the client hears which gradients exist. */
+ * consumed, and the client hears which gradients exist: with the last
+ * part, before its ops are added (s_bw_answer).  What fails after that
+ * answer is the client's next request's error (refused), as a one-way
+ * message's. */
 int g_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     ta_error_t err = {0, ""};
     ta_recs_it_t it;
     ta_node_rec_t rec;
     int rc = !m->as.grads.ops.n || m->as.grads.ops.type == TA_REC_NODE ? TACT_OK : ta_error_set(&err, TACT_EPROTO, "grads: not NODE records");
     g->bw_awaited = 0;
+    int answered = rc == TACT_OK && !m->as.grads.more && (rc = s_bw_answer(self, g, m, &err)) == TACT_OK;
     ta_recs_begin(&it, &m->as.grads.ops);
     while (rc == TACT_OK && ta_recs_next(&it, &rec)) {
         if (!s_bw_chosen(g, rec.id) && (rec.id < UINT64_C(1) << 61 || rec.id >= UINT64_C(1) << 62)) {
@@ -239,23 +265,18 @@ int g_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         ta_error_set(&err, rc, "grads: cannot reach the gradient engine");
     }
     ta_u64s_it_t ui;
-    uint64_t id;
+    uint64_t id, v;
     ta_u64s_begin(&ui, &m->as.grads.ids);
-    while (rc == TACT_OK && ta_u64s_next(&ui, &id)) {
-        g_node_t *nd = s_bw_chosen(g, id) ? g_find(g, id) : NULL;
-        if (!nd || nd->mark == UINT64_MAX) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for, not made or listed twice", id);
-        else nd->mark = UINT64_MAX;
-    }
+    while (rc == TACT_OK && ta_u64s_next(&ui, &id))
+        if (!g_find(g, id)) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not made", id);
     /* A chosen id the answer does not list is nobody's: it goes. */
-    for (size_t i = 0; i < g->bw_nids; i++) {
-        g_node_t *nd = g_find(g, g->bw_ids[i]);
-        if (nd && nd->mark != UINT64_MAX) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
-        else if (nd) nd->mark = 0;
-    }
+    for (size_t i = 0; i < g->bw_nids; i++)
+        if (!ta_map_get(&g->bw_chosen, g->bw_ids[i], &v) || v != 2) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
 
     if (rc != TACT_OK) {
-        g_bw_unhold(g, 0); /* the chosen ids too: the client makes none */
-        ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
+        g_bw_unhold(g, 0); /* the chosen ids too: the client keeps none */
+        if (!answered) ta_actor_send_error(self, (uint32_t)g->bw_reply_to, g->bw_corr, rc, "GRADS", err.text);
+        else if (!g->refused.code) ta_error_set(&g->refused, rc, "the gradients of the last backward were refused: %s", err.text);
         return TACT_OK;
     }
     g_bw_unhold(g, 1);
@@ -276,10 +297,6 @@ int g_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
     int frc = g_send_frees(self, g, frees, nfrees);
     ta_free(frees);
     if (frc != TACT_OK) return ta_actor_fail(self, frc, "grads: cannot send the frees to the executor");
-    ta_msg_t r;
-    ta_msg_init(&r, TA_MSG_GRADS);
-    r.corr = g->bw_corr;
-    r.as.grads.ids = m->as.grads.ids;
-    return ta_actor_send(self, (uint32_t)g->bw_reply_to, &r);
+    return TACT_OK;
 }
 

@@ -139,16 +139,16 @@ void tu_spoil_bulk(ta_msg_t *m, uint8_t **copy) {
     m->bulk.ptr = *copy;
 }
 
-void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
-                                ta_capture_fn capture, void *ud) {
+void tu_replay_stage_changed(char *path, const char *name, const ta_actor_ops_t *ops, uint32_t port, int type, int bulk,
+                             void (*change)(ta_msg_t *m, uint8_t **copy), ta_capture_fn capture, void *ud) {
     ta_log_t *log;
     ta_error_t err;
     cr_assert_eq(ta_log_load(path, &log, &err), TACT_OK, "%s", err.text);
     const ta_log_stream_info_t *st = NULL;
     for (size_t i = 0; i < log->nstreams && !st; i++)
-        if (strcmp(log->streams[i].name, "executor") == 0 && (!port || log->streams[i].id == port)) st = &log->streams[i];
-    cr_assert(st, "no executor on port %u", port);
-    ta_actor_t *a = ta_stage_new(&ta_executor_ops, NULL, st->id, capture, ud, &err);
+        if (strcmp(log->streams[i].name, name) == 0 && (!port || log->streams[i].id == port)) st = &log->streams[i];
+    cr_assert(st, "no %s on port %u", name, port);
+    ta_actor_t *a = ta_stage_new(ops, NULL, st->id, capture, ud, &err);
     cr_assert(a, "%s", err.text);
     int changed = 0;
     for (size_t k = 0; k < st->nrecords; k++) {
@@ -164,10 +164,15 @@ void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, v
         ta_stage_dispatch(a, &m);
         free(copy);
     }
-    cr_assert(changed, "the executor got no %s", ta_msg_type_name(type));
+    cr_assert(changed, "the %s got no %s", name, ta_msg_type_name(type));
     ta_stage_destroy(&a);
     ta_log_free(&log);
     unlink(path);
+}
+
+void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
+                                ta_capture_fn capture, void *ud) {
+    tu_replay_stage_changed(path, "executor", &ta_executor_ops, port, type, bulk, change, capture, ud);
 }
 
 void tu_fake_cc(const char *dir, const char *fmt, ...) {

@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 
+#include "actor.h"
 #include "runtime.h"
 
 /* The seed for this test's random inputs: TACT_SEED from the environment, or
@@ -39,11 +40,14 @@ void tu_rec_reset(void);
  * bit flipped in its middle: an object that no longer matches its digest. */
 void tu_spoil_bulk(ta_msg_t *m, uint8_t **copy);
 
-/* Replays the executor's recorded inbox from the log at path (the stream
- * on port `port`, or the first executor's when port is 0), the first
- * message of type `type` (with a bulk frame if `bulk`) changed by change;
- * its sends go to capture(ud).  Removes the log; fails the test if the
- * log has no such stream or message. */
+/* Replays the recorded inbox of stage `name` (ops) from the log at path
+ * (the stream on port `port`, or the first of that name when port is 0),
+ * the first message of type `type` (with a bulk frame if `bulk`) changed
+ * by change; its sends go to capture(ud).  Removes the log; fails the test
+ * if the log has no such stream or message. */
+void tu_replay_stage_changed(char *path, const char *name, const ta_actor_ops_t *ops, uint32_t port, int type, int bulk,
+                             void (*change)(ta_msg_t *m, uint8_t **copy), ta_capture_fn capture, void *ud);
+/* The same for the executor. */
 void tu_replay_executor_changed(char *path, uint32_t port, int type, int bulk, void (*change)(ta_msg_t *m, uint8_t **copy),
                                 ta_capture_fn capture, void *ud);
 

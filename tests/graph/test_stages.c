@@ -13,15 +13,22 @@
 #include "tact.h"
 #include "testutil.h"
 
-/* A recorded run with ops, a realize, a read, an assign and a release. */
-static char *s_record(void) {
-    char *path = tu_tmpfile("stages");
+/* A context on one thread recording its run to a new file (*path). */
+static tact_ctx *s_open_recording(const char *name, char **path) {
+    *path = tu_tmpfile(name);
     tact_options o;
     tact_options_default(&o);
-    o.log_path = path;
+    o.log_path = *path;
     o.cpu_threads = 1;
     tact_ctx *ctx;
     cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    return ctx;
+}
+
+/* A recorded run with ops, a realize, a read, an assign and a release. */
+static char *s_record(void) {
+    char *path;
+    tact_ctx *ctx = s_open_recording("stages", &path);
     float x[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
     int64_t shape[2] = {3, 4};
     int axis = 1;
@@ -176,4 +183,55 @@ Test(graph_stages, the_executor_refuses_an_object_that_does_not_match_its_digest
  * another count is refused before the kernel could read past them. */
 Test(graph_stages, the_executor_refuses_a_step_with_another_number_of_arguments) {
     cr_assert_eq(s_executor_with(s_one_more_argument, "reads 1 arguments, its step gives 0"), 1, "the mismatch was reported once");
+}
+
+/* The graph answers a backward with the list of gradients before it adds
+ * their ops (the client builds what reads them meanwhile), so a failure in
+ * adding them comes after the answer: it is the client's next request's
+ * error, naming the cause.  Replayed here with the engine's last GRADS
+ * emptied of its ops: the answer still goes, and the realize after it
+ * fails saying the gradients were refused. */
+static char *s_record_backward(void) {
+    char *path;
+    tact_ctx *ctx = s_open_recording("stages-bw", &path);
+    float x[4] = {1, 2, 3, 4};
+    tact_tensor *w = tact_set_requires_grad(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){4}, x), 1);
+    tact_tensor *loss = tact_sum(tact_mul(w, w), -1, NULL, 0);
+    cr_assert_eq(tact_backward(loss, NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *g = tact_grad(w);
+    float out[4];
+    cr_assert_eq(tact_read(g, out, sizeof out), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 4; i++) cr_assert_eq(out[i], 2 * x[i], "d(sum w^2)/dw[%d] = %g", i, (double)out[i]);
+    tact_ctx_close(&ctx);
+    return path;
+}
+
+static void s_drop_grad_ops(ta_msg_t *m, uint8_t **copy) {
+    (void)copy;
+    m->as.grads.ops = ta_recs_raw(TA_REC_NODE, NULL, 0, 0);
+}
+
+typedef struct {
+    int answers, answer_first, refused;
+} s_bw_seen_t;
+
+static int s_bw_capture(void *ud, const ta_msg_t *m) {
+    s_bw_seen_t *s = ud;
+    if (m->type == TA_MSG_GRADS) s->answers++;
+    const ta_bytes_t *t = m->type == TA_MSG_ERROR ? &m->as.error.text : m->type == TA_MSG_RUN && m->as.run.status ? &m->as.run.text : NULL;
+    if (t && t->len && memmem(t->ptr, t->len, "gradients of the last backward were refused", 43)) {
+        s->refused++;
+        s->answer_first = s->answers > 0;
+    }
+    return TACT_OK;
+}
+
+Test(graph_stages, a_backward_answered_before_its_ops_fail_reports_at_the_next_request) {
+    char *path = s_record_backward();
+    s_bw_seen_t seen = {0, 0, 0};
+    tu_replay_stage_changed(path, "graph", &ta_graph_ops, 0, TA_MSG_GRADS, 0, s_drop_grad_ops, s_bw_capture, &seen);
+    free(path);
+    cr_assert_eq(seen.answers, 1, "the client got %d answers to its backward", seen.answers);
+    cr_assert_eq(seen.refused, 1, "the request after the backward was answered %d times with the refusal", seen.refused);
+    cr_assert(seen.answer_first, "the refusal came before the backward's answer");
 }
