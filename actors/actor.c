@@ -323,17 +323,16 @@ static void s_check_stall(ta_actor_t *a) {
 
 /* ---------------------------------------------------------- the thread */
 
-static void *s_run(void *arg) {
-    ta_actor_t *a = arg;
+/* On the actor's thread: connects its end of the pipe, opens its port,
+ * runs init and says READY (or why not).  Returns 0 when it runs. */
+static int s_open(ta_actor_t *a) {
     ta_error_t err = {0, ""};
-    char name[16]; /* the thread's name in top, perf and gdb: the actor's, cut to 15 characters */
-    snprintf(name, sizeof name, "%s", ta_actor_name(a));
-    pthread_setname_np(pthread_self(), name);
-    void *pipe = zmq_socket(ta_rt_zmq(a->rt), ZMQ_PAIR);
-    if (!pipe || zmq_connect(pipe, a->pipe_endpoint) != 0) {
+    a->tpipe = zmq_socket(ta_rt_zmq(a->rt), ZMQ_PAIR);
+    if (!a->tpipe || zmq_connect(a->tpipe, a->pipe_endpoint) != 0) {
         /* The owner times out waiting for READY and reports it. */
-        if (pipe) zmq_close(pipe);
-        return NULL;
+        if (a->tpipe) zmq_close(a->tpipe);
+        a->tpipe = NULL;
+        return -1;
     }
     int rc = ta_port_open(a->rt, a->id, &a->port, &err);
     if (rc == TACT_OK && a->ops->init) rc = a->ops->init(a, a->arg, &err);
@@ -342,61 +341,209 @@ static void *s_run(void *arg) {
     m.sender = a->id;
     m.as.ready.status = rc;
     m.as.ready.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
-    s_pipe_send(pipe, &m);
+    s_pipe_send(a->tpipe, &m);
     if (rc != TACT_OK) {
         ta_port_destroy(&a->port);
-        zmq_close(pipe);
-        return NULL;
+        zmq_close(a->tpipe);
+        a->tpipe = NULL;
+        return -1;
     }
-    void *mailbox = ta_port_mailbox(a->port);
-    int timeout = ta_rt_config(a->rt)->timeout_ms, idle_ms = -1;
-    for (int running = 1; running;) {
-        zmq_pollitem_t items[2] = {{pipe, 0, ZMQ_POLLIN, 0}, {mailbox, 0, ZMQ_POLLIN, 0}};
-        /* Idle actors wait for work without a bound (the pipe wakes them for
-         * a stop); a merge that is waiting wakes up to check for a stall,
-         * and an actor with idle work when that asks. */
-        int wait = a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1;
-        if (wait > 100) wait = 100; /* a lost worker is noticed within 100 ms */
-        if (idle_ms >= 0 && (wait < 0 || idle_ms < wait)) wait = idle_ms;
-        int n = zmq_poll(items, 2, wait);
-        if (n < 0 && errno != EINTR) {
-            if (errno != ETERM) ta_rt_report(a->rt, "actor %s: poll: %s", a->name, zmq_strerror(errno));
-            break;
-        }
-        if (n > 0 && items[0].revents & ZMQ_POLLIN) {
-            ta_msg_type_t type = TA_MSG_READY;
-            int64_t st;
-            if (s_pipe_recv(pipe, 0, &type, &st, NULL, 0, NULL) == TACT_OK && type == TA_MSG_STOP) running = 0;
-        }
-        /* Take what is queued in the mailbox, a bounded batch per wake-up so
-         * the pipe is never starved. */
-        for (int i = 0; running && i < 256 && n > 0 && items[1].revents & ZMQ_POLLIN; i++) {
-            ta_msg_t in;
-            ta_msg_init(&in, TA_MSG_READY);
-            rc = ta_port_recv_raw(a->port, &in, &err);
-            if (rc == TACT_ETIMEDOUT) break; /* mailbox empty */
-            if (rc == TACT_ENOMEM) ta_rt_fail(a->rt, rc, "actor %s: %s; a message was lost", a->name, err.text);
-            if (rc != TACT_OK) {
-                ta_rt_report(a->rt, "actor %s: %s", a->name, err.text);
-                continue;
-            }
-            s_take(a, &in);
-        }
-        s_check_stall(a);
-        if (running && a->ops->idle && n == 0) idle_ms = a->ops->idle(a);
-        else if (a->ops->idle && idle_ms < 0) idle_ms = 0; /* after a message: look again once it is quiet */
+    a->idle_ms = -1;
+    return 0;
+}
+
+/* How long its thread may wait for it: without a bound when idle (the pipe
+ * wakes it for a stop); a merge that is waiting wakes up to check for a
+ * stall, and an actor with idle work when that asks. */
+static int s_wait_ms(const ta_actor_t *a) {
+    int timeout = ta_rt_config(a->rt)->timeout_ms;
+    int wait = a->blocked_since_ms || a->awaiting ? timeout / 4 + 1 : -1;
+    if (wait > 100) wait = 100; /* a lost worker is noticed within 100 ms */
+    if (a->idle_ms >= 0 && (wait < 0 || a->idle_ms < wait)) wait = a->idle_ms;
+    return wait;
+}
+
+/* After a wait: what its pipe (pipe_in) and mailbox (mail_in) hold;
+ * quiet: nothing came for it.  Returns 0 when it was told to stop. */
+static int s_serve(ta_actor_t *a, int pipe_in, int mail_in, int quiet) {
+    int running = 1;
+    ta_error_t err = {0, ""};
+    if (pipe_in) {
+        ta_msg_type_t type = TA_MSG_READY;
+        int64_t st;
+        if (s_pipe_recv(a->tpipe, 0, &type, &st, NULL, 0, NULL) == TACT_OK && type == TA_MSG_STOP) running = 0;
     }
-    /* Stopping: what the merge still holds is processed in merge order. */
+    /* Take what is queued in the mailbox, a bounded batch per wake-up so
+     * the pipe is never starved. */
+    for (int i = 0; running && i < 256 && mail_in; i++) {
+        ta_msg_t in;
+        ta_msg_init(&in, TA_MSG_READY);
+        int rc = ta_port_recv_raw(a->port, &in, &err);
+        if (rc == TACT_ETIMEDOUT) break; /* mailbox empty */
+        if (rc == TACT_ENOMEM) ta_rt_fail(a->rt, rc, "actor %s: %s; a message was lost", a->name, err.text);
+        if (rc != TACT_OK) {
+            ta_rt_report(a->rt, "actor %s: %s", a->name, err.text);
+            continue;
+        }
+        s_take(a, &in);
+    }
+    s_check_stall(a);
+    if (running && a->ops->idle && quiet) a->idle_ms = a->ops->idle(a);
+    else if (a->ops->idle && a->idle_ms < 0) a->idle_ms = 0; /* after a message: look again once it is quiet */
+    return running;
+}
+
+/* Stopping: what the merge still holds is processed in merge order, then
+ * fini, and the owner hears STOP_ACK. */
+static void s_close(ta_actor_t *a) {
     for (size_t i = 0; i < a->ninputs; i++) a->inputs[i].ended = 1;
     s_pump(a);
     if (a->ops->fini) a->ops->fini(a);
     ta_port_destroy(&a->port);
+    ta_msg_t m;
     ta_msg_init(&m, TA_MSG_STOP_ACK);
     m.sender = a->id;
     m.as.stop_ack.processed = a->processed;
-    s_pipe_send(pipe, &m);
-    zmq_close(pipe);
+    void *tpipe = a->tpipe; /* a is the owner's to free once it hears this: not touched after */
+    a->tpipe = NULL;
+    s_pipe_send(tpipe, &m);
+    zmq_close(tpipe);
+}
+
+static void *s_run(void *arg) {
+    ta_actor_t *a = arg;
+    char name[16]; /* the thread's name in top, perf and gdb: the actor's, cut to 15 characters */
+    snprintf(name, sizeof name, "%s", ta_actor_name(a));
+    pthread_setname_np(pthread_self(), name);
+    if (s_open(a) != 0) return NULL;
+    void *mailbox = ta_port_mailbox(a->port);
+    for (int running = 1; running;) {
+        zmq_pollitem_t items[2] = {{a->tpipe, 0, ZMQ_POLLIN, 0}, {mailbox, 0, ZMQ_POLLIN, 0}};
+        int n = zmq_poll(items, 2, s_wait_ms(a));
+        if (n < 0 && errno != EINTR) {
+            if (errno != ETERM) ta_rt_report(a->rt, "actor %s: poll: %s", a->name, zmq_strerror(errno));
+            break;
+        }
+        running = s_serve(a, n > 0 && items[0].revents & ZMQ_POLLIN, n > 0 && items[1].revents & ZMQ_POLLIN, n == 0);
+    }
+    s_close(a);
     return NULL;
+}
+
+/* ------------------------------------------------------ shared threads */
+
+struct ta_group {
+    ta_rt_t *rt;
+    pthread_t thread;
+    void *ctl; /* the owner's end of the control pipe: 'A' and an actor to take in, 'Q' to quit */
+    char ctl_endpoint[64];
+    char name[16];
+    ta_actor_t **members; /* the thread's */
+    size_t n, cap;
+};
+
+static void *s_group_run(void *arg) {
+    ta_group_t *g = arg;
+    pthread_setname_np(pthread_self(), g->name);
+    void *ctl = zmq_socket(ta_rt_zmq(g->rt), ZMQ_PAIR);
+    if (!ctl || zmq_connect(ctl, g->ctl_endpoint) != 0) { /* the owner's actors time out waiting for READY */
+        if (ctl) zmq_close(ctl);
+        return NULL;
+    }
+    zmq_pollitem_t *items = NULL;
+    size_t items_cap = 0;
+    for (int quit = 0; !quit;) {
+        size_t np = g->n; /* the members this wait covers; one taken in after it waits for the next */
+        if (ta_grow((void **)&items, &items_cap, 1 + 2 * np, sizeof *items) != TACT_OK) {
+            ta_rt_fail(g->rt, TACT_ENOMEM, "thread %s: out of memory", g->name);
+            break;
+        }
+        items[0] = (zmq_pollitem_t){ctl, 0, ZMQ_POLLIN, 0};
+        int wait = -1;
+        for (size_t i = 0; i < np; i++) {
+            ta_actor_t *a = g->members[i];
+            items[1 + 2 * i] = (zmq_pollitem_t){a->tpipe, 0, ZMQ_POLLIN, 0};
+            items[2 + 2 * i] = (zmq_pollitem_t){ta_port_mailbox(a->port), 0, ZMQ_POLLIN, 0};
+            int w = s_wait_ms(a);
+            if (w >= 0 && (wait < 0 || w < wait)) wait = w;
+        }
+        int n = zmq_poll(items, (int)(1 + 2 * np), wait);
+        if (n < 0 && errno != EINTR) {
+            if (errno != ETERM) ta_rt_report(g->rt, "thread %s: poll: %s", g->name, zmq_strerror(errno));
+            break;
+        }
+        if (n > 0 && items[0].revents & ZMQ_POLLIN) {
+            uint8_t cmd[1 + sizeof(ta_actor_t *)];
+            int len = zmq_recv(ctl, cmd, sizeof cmd, 0);
+            ta_actor_t *a = NULL;
+            if (len == (int)sizeof cmd && cmd[0] == 'A') memcpy(&a, cmd + 1, sizeof a);
+            quit = len >= 1 && cmd[0] == 'Q';
+            if (a && s_open(a) == 0) {
+                if (ta_grow((void **)&g->members, &g->cap, g->n + 1, sizeof *g->members) == TACT_OK) g->members[g->n++] = a;
+                else s_close(a), ta_rt_fail(g->rt, TACT_ENOMEM, "thread %s: out of memory taking in %s", g->name, a->name);
+            }
+        }
+        for (size_t i = np; i-- > 0;) {
+            ta_actor_t *a = g->members[i];
+            int pipe_in = n > 0 && items[1 + 2 * i].revents & ZMQ_POLLIN, mail_in = n > 0 && items[2 + 2 * i].revents & ZMQ_POLLIN;
+            if (s_serve(a, pipe_in, mail_in, !pipe_in && !mail_in)) continue;
+            s_close(a);
+            memmove(&g->members[i], &g->members[i + 1], (g->n - i - 1) * sizeof *g->members);
+            g->n--;
+        }
+    }
+    /* Left without a stop (its owner gave up on it, or the poll failed). */
+    while (g->n) s_close(g->members[--g->n]);
+    ta_free(items);
+    zmq_close(ctl);
+    return NULL;
+}
+
+int ta_group_start(ta_rt_t *rt, const char *name, ta_group_t **out, ta_error_t *err) {
+    *out = NULL;
+    ta_group_t *g = ta_calloc(1, sizeof *g);
+    if (!g) return ta_error_set(err, TACT_ENOMEM, "thread %s: out of memory", name);
+    g->rt = rt;
+    snprintf(g->name, sizeof g->name, "%s", name);
+    static uint64_t serial; /* as an actor's pipe's: unique against a freed group's */
+    snprintf(g->ctl_endpoint, sizeof g->ctl_endpoint, "inproc://tact-group-%p-%" PRIu64, (void *)g, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
+    g->ctl = zmq_socket(ta_rt_zmq(rt), ZMQ_PAIR);
+    int linger = 0;
+    if (!g->ctl || zmq_setsockopt(g->ctl, ZMQ_LINGER, &linger, sizeof linger) != 0 || zmq_bind(g->ctl, g->ctl_endpoint) != 0) {
+        if (g->ctl) zmq_close(g->ctl);
+        ta_free(g);
+        return ta_error_set(err, TACT_ETRANSPORT, "thread %s: cannot create its control pipe", name);
+    }
+    if (pthread_create(&g->thread, NULL, s_group_run, g) != 0) {
+        zmq_close(g->ctl);
+        ta_free(g);
+        return ta_error_set(err, TACT_ENOMEM, "thread %s: cannot create it", name);
+    }
+    *out = g;
+    return TACT_OK;
+}
+
+int ta_group_stop(ta_group_t **pg, ta_error_t *err) {
+    ta_group_t *g = *pg;
+    if (!g) return TACT_OK;
+    *pg = NULL;
+    int rc = zmq_send(g->ctl, "Q", 1, 0) == 1 ? TACT_OK : TACT_ETRANSPORT;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    int timeout = ta_rt_config(g->rt)->timeout_ms;
+    until.tv_sec += timeout / 1000;
+    until.tv_nsec += (long)(timeout % 1000) * 1000000;
+    if (until.tv_nsec >= 1000000000) until.tv_sec++, until.tv_nsec -= 1000000000;
+    if (rc == TACT_OK && pthread_timedjoin_np(g->thread, NULL, &until) == 0) {
+        zmq_close(g->ctl);
+        ta_free(g->members);
+        ta_free(g);
+        return TACT_OK;
+    }
+    /* A member's handler that never returns: the thread is abandoned. */
+    pthread_detach(g->thread);
+    ta_rt_abandon(g->rt);
+    return ta_error_set(err, TACT_ETIMEDOUT, "thread %s: did not end within %d ms", g->name, timeout);
 }
 
 static void s_free_queue(ta_queued_t *q) {
@@ -451,7 +598,10 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
     }
     a->id = ta_rt_reserve_id(rt, name);
     a->pipe = zmq_socket(ta_rt_zmq(rt), ZMQ_PAIR);
-    snprintf(a->pipe_endpoint, sizeof a->pipe_endpoint, "inproc://tact-pipe-%p", (void *)a);
+    /* Unique also against a freed actor's endpoint at the same address,
+     * which ZeroMQ may still hold bound for a moment after its close. */
+    static uint64_t serial;
+    snprintf(a->pipe_endpoint, sizeof a->pipe_endpoint, "inproc://tact-pipe-%p-%" PRIu64, (void *)a, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
     int linger = 0;
     if (!a->id || !a->pipe || zmq_setsockopt(a->pipe, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
         zmq_bind(a->pipe, a->pipe_endpoint) != 0) {
@@ -459,7 +609,11 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
         s_free(a);
         return ta_error_set(err, code, "actor %s: cannot create its control pipe", name);
     }
-    if (pthread_create(&a->thread, NULL, s_run, a) != 0) {
+    a->group = opts ? opts->group : NULL;
+    uint8_t cmd[1 + sizeof a];
+    cmd[0] = 'A';
+    memcpy(cmd + 1, &a, sizeof a);
+    if (a->group ? zmq_send(a->group->ctl, cmd, sizeof cmd, 0) != (int)sizeof cmd : pthread_create(&a->thread, NULL, s_run, a) != 0) {
         s_free(a);
         return ta_error_set(err, TACT_ENOMEM, "actor %s: cannot create its thread", name);
     }
@@ -470,7 +624,7 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
     int rc = s_pipe_recv(a->pipe, timeout, &type, &status, text, sizeof text, NULL);
     if (rc == TACT_ETIMEDOUT) {
         /* The thread may still wake up and use a: abandon it rather than free. */
-        pthread_detach(a->thread);
+        if (!a->group) pthread_detach(a->thread);
         ta_rt_abandon(rt);
         return ta_error_set(err, TACT_ETIMEDOUT, "actor %s: not ready within %d ms", name, timeout);
     }
@@ -481,7 +635,7 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
         ta_error_set(err, rc, "actor %s: bad ready handshake", name);
     }
     if (rc != TACT_OK) {
-        pthread_join(a->thread, NULL);
+        if (!a->group) pthread_join(a->thread, NULL); /* a shared thread did not take it in */
         s_free(a);
         return rc;
     }
@@ -505,11 +659,11 @@ int ta_actor_stop(ta_actor_t **pa, ta_error_t *err) {
     while (rc == TACT_OK && type != TA_MSG_STOP_ACK)
         rc = s_pipe_recv(a->pipe, timeout, &type, &st, NULL, 0, &a->processed);
     if (rc != TACT_OK) {
-        pthread_detach(a->thread);
+        if (!a->group) pthread_detach(a->thread);
         ta_rt_abandon(a->rt);
         return ta_error_set(err, TACT_ETIMEDOUT, "actor %s: did not acknowledge stop within %d ms", a->name, timeout);
     }
-    pthread_join(a->thread, NULL);
+    if (!a->group) pthread_join(a->thread, NULL); /* a shared thread dropped it before its STOP_ACK */
     s_free(a);
     return TACT_OK;
 }

@@ -49,9 +49,24 @@ typedef struct ta_actor_ops {
  * its PROGRAMs where the graph's stream says a realize runs) processes the
  * same messages in the same order in every run, whatever the timing.
  */
+/*
+ * A thread that several actors share.  Each keeps its mailbox, its order
+ * and its log; only the thread is common, so a message from one to another
+ * wakes nobody: the thread takes it on its next turn.  A hand-off between
+ * two threads costs tens of microseconds in a virtual machine (a sleeping
+ * thread woken on another core); light stages that hand work to each other
+ * in turn (the graph, gradient engine, scheduler and planner of a context)
+ * share one.  A member's handler must never wait for another member.
+ * ta_group_stop after every member stopped (ta_actor_stop).
+ */
+typedef struct ta_group ta_group_t;
+int ta_group_start(ta_rt_t *rt, const char *name, ta_group_t **out, ta_error_t *err);
+int ta_group_stop(ta_group_t **g, ta_error_t *err);
+
 typedef struct ta_actor_opts {
     const uint32_t *ordered_inputs;
     size_t n_ordered_inputs;
+    ta_group_t *group; /* NULL: a thread of its own */
 } ta_actor_opts_t;
 
 /*

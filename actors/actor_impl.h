@@ -51,8 +51,12 @@ struct ta_actor {
     ta_error_t dead; /* set by ta_actor_fatal: every later message gets this */
     /* Owner side. */
     pthread_t thread;
+    ta_group_t *group; /* the thread it shares (ta_group_start), or NULL: a thread of its own */
     void *pipe;
     char pipe_endpoint[64];
+    /* Its thread's side. */
+    void *tpipe;
+    int idle_ms;
 };
 
 /* Processes one message now: records it, runs the handler, replies ERROR on

@@ -44,6 +44,7 @@ struct ti_ctx {
     ta_pipeline_t wiring;
     ta_stage_local_t local; /* each stage's own settings (threads, debug, cache folder) */
     ta_actor_t *graph, *scheduler, *planner, **executors, *autograd, *compilers[TA_MAX_COMPILERS]; /* executors: one per device (NULL: a worker's) */
+    ta_group_t *control; /* the thread the graph, scheduler, planner and gradient engine share */
     /* The workers hosting devices (docs/workers.md): one link each, and
      * for each device the link it is reached through (-1: this process's)
      * and its name there. */
@@ -401,6 +402,7 @@ static void s_stop_all(ti_ctx_t *ctx, ta_error_t *first) {
     for (int i = 0; ctx->executors && i < ctx->wiring.ndevices; i++)
         if (ta_actor_stop(&ctx->executors[i], &err) != TACT_OK && first && !first->code) *first = err;
     if (ta_actor_stop(&ctx->autograd, &err) != TACT_OK && first && !first->code) *first = err;
+    if (ta_group_stop(&ctx->control, &err) != TACT_OK && first && !first->code) *first = err;
     for (int i = 0; i < ctx->nlinks; i++) ta_link_close(&ctx->links[i]);
     /* The worker processes started for isolated devices, and their folder. */
     for (int i = 0; ctx->isolated && i < ctx->wiring.ndevices; i++)
@@ -677,12 +679,16 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
     if (rc != TACT_OK) goto fail;
     if ((rc = ta_port_new(ctx->rt, "client", &ctx->port, &err)) != TACT_OK) goto fail;
     w->client = ta_port_id(ctx->port);
-    /* Start order fixes the port ids, so logs of two runs line up. */
-    if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, local, NULL, &ctx->graph, &err)) != TACT_OK) goto fail;
+    /* Start order fixes the port ids, so logs of two runs line up.  The
+     * light stages that hand work to each other in turn share a thread
+     * (ta_group_start): a hand-off among them wakes no other thread. */
+    if ((rc = ta_group_start(ctx->rt, "control", &ctx->control, &err)) != TACT_OK) goto fail;
+    ta_actor_opts_t shared = {NULL, 0, ctx->control};
+    if ((rc = ta_actor_start(ctx->rt, &ta_graph_ops, local, &shared, &ctx->graph, &err)) != TACT_OK) goto fail;
     w->graph = ta_actor_id(ctx->graph);
-    if ((rc = ta_actor_start(ctx->rt, &ta_scheduler_ops, local, NULL, &ctx->scheduler, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_scheduler_ops, local, &shared, &ctx->scheduler, &err)) != TACT_OK) goto fail;
     w->scheduler = ta_actor_id(ctx->scheduler);
-    if ((rc = ta_actor_start(ctx->rt, &ta_planner_ops, local, NULL, &ctx->planner, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_planner_ops, local, &shared, &ctx->planner, &err)) != TACT_OK) goto fail;
     w->planner = ta_actor_id(ctx->planner);
     for (int i = 0; i < w->ncompilers; i++) {
         if ((rc = ta_actor_start(ctx->rt, &ta_compiler_ops, local, NULL, &ctx->compilers[i], &err)) != TACT_OK) goto fail;
@@ -700,7 +706,7 @@ int ti_ctx_open_as(ti_ctx_t **out, const tact_options *opts, const char *cc, int
         if ((rc = ta_actor_start(ctx->rt, &ta_executor_ops, local, NULL, &ctx->executors[i], &err)) != TACT_OK) goto fail;
         w->device[i].executor = ta_actor_id(ctx->executors[i]);
     }
-    if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, NULL, &ctx->autograd, &err)) != TACT_OK) goto fail;
+    if ((rc = ta_actor_start(ctx->rt, &ta_autograd_ops, local, &shared, &ctx->autograd, &err)) != TACT_OK) goto fail;
     w->autograd = ta_actor_id(ctx->autograd);
     if ((rc = s_hello(ctx, &err)) != TACT_OK) goto fail;
     /* Every device, this process's and the workers' (their WELCOME). */

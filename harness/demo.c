@@ -125,7 +125,7 @@ static int s_demo_actors(int argc, char **argv) {
     for (int i = 0; i < 2; i++)
         if (ta_actor_start(rt, &s_square_ops, &w, NULL, &sq[i], &err) != TACT_OK) goto fail;
     uint32_t inputs[2] = {ta_actor_id(sq[0]), ta_actor_id(sq[1])};
-    ta_actor_opts_t opts = {inputs, 2};
+    ta_actor_opts_t opts = {inputs, 2, NULL};
     if (ta_actor_start(rt, &s_sum_ops, &w, &opts, &sum, &err) != TACT_OK) goto fail;
     w.sum_id = ta_actor_id(sum);
     printf("  started: client (port %" PRIu32 "), square (%" PRIu32 "), square (%" PRIu32 "), sum (%" PRIu32

@@ -1,4 +1,5 @@
 /* test_actor.c - actors on every transport: start, echo, stop, errors, timeouts, hostile input. */
+#include <dirent.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 
 #include "actor.h"
 #include "builtin.h"
+#include "tact.h"
 #include "testutil.h"
 
 static double s_now(void) {
@@ -313,13 +315,18 @@ Test(actors_actor, sending_to_a_port_that_is_not_bound_fails) {
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK);
 }
 
-Test(actors_actor, a_hung_actor_makes_stop_time_out_not_hang) {
+/* A handler that never returns: stopping its actor (and the thread it
+ * shares, when in a group) times out instead of hanging. */
+static void s_hung(int grouped) {
     ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 200, NULL);
     ta_port_t *port;
+    ta_group_t *g = NULL;
     ta_actor_t *mute;
     ta_error_t err;
     cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK);
-    cr_assert_eq(ta_actor_start(rt, &s_mute_ops, NULL, NULL, &mute, &err), TACT_OK);
+    if (grouped) cr_assert_eq(ta_group_start(rt, "shared", &g, &err), TACT_OK, "%s", err.text);
+    ta_actor_opts_t in_g = {NULL, 0, g};
+    cr_assert_eq(ta_actor_start(rt, &s_mute_ops, NULL, &in_g, &mute, &err), TACT_OK);
     ta_msg_t m;
     ta_msg_init(&m, TA_MSG_ECHO);
     m.as.echo.data = ta_bytes_str("sleep");
@@ -328,9 +335,18 @@ Test(actors_actor, a_hung_actor_makes_stop_time_out_not_hang) {
     double t0 = s_now();
     cr_assert_eq(ta_actor_stop(&mute, &err), TACT_ETIMEDOUT);
     cr_assert(strstr(err.text, "did not acknowledge stop within 200 ms"), "%s", err.text);
+    if (grouped) {
+        cr_assert_eq(ta_group_stop(&g, &err), TACT_ETIMEDOUT);
+        cr_assert(strstr(err.text, "thread shared: did not end within 200 ms"), "%s", err.text);
+    }
     ta_port_destroy(&port);
     cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_ETIMEDOUT, "destroy reports the stray actor instead of waiting");
     cr_assert(s_now() - t0 < 1.5, "neither stop nor destroy waited for the hung handler");
+}
+
+Test(actors_actor, a_hung_actor_makes_stop_time_out_not_hang) {
+    s_hung(0);
+    s_hung(1); /* in a thread it shares */
 }
 
 Test(actors_actor, destroying_a_runtime_with_open_ports_is_refused_not_hung) {
@@ -543,4 +559,75 @@ Test(actors_actor, idle_runs_when_the_mailbox_is_empty_until_it_has_nothing_left
     cr_assert_eq(s_request_text(f.port, ta_actor_id(f.a), "two", &err), TACT_OK, "%s", err.text);
     cr_assert_eq(s_idle_wait_calls(6), 6);
     s_stop_with_port(&f);
+}
+
+/* Actors sharing a thread (ta_group_start): each serves, fails to start,
+ * hangs and stops on its own, as one with a thread of its own does; the
+ * thread carries the group's name and none of the members'. */
+static int s_threads_named(const char *name) {
+    int n = 0;
+    char path[300], comm[64];
+    DIR *d = opendir("/proc/self/task");
+    cr_assert(d, "cannot list /proc/self/task");
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.') continue;
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* a thread that ended meanwhile */
+        if (fgets(comm, sizeof comm, f)) comm[strcspn(comm, "\n")] = 0, n += strcmp(comm, name) == 0;
+        fclose(f);
+    }
+    closedir(d);
+    return n;
+}
+
+Test(actors_actor, actors_sharing_a_thread_serve_fail_and_stop_alone) {
+    static const ta_actor_ops_t broken = {"broken", s_bad_init, s_moody_handle, NULL, NULL};
+    uint64_t rng = tu_seed();
+    ta_rt_t *rt = tu_rt(TA_TRANSPORT_INPROC, 3000, NULL);
+    ta_port_t *port;
+    ta_group_t *g;
+    ta_actor_t *a, *b, *c = (ta_actor_t *)1;
+    ta_error_t err = {0, ""};
+    cr_assert_eq(ta_port_new(rt, "client", &port, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_group_start(rt, "shared", &g, &err), TACT_OK, "%s", err.text);
+    ta_actor_opts_t in_g = {NULL, 0, g};
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, &in_g, &a, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_actor_start(rt, &broken, NULL, &in_g, &c, &err), TACT_EIO);
+    cr_assert_null(c);
+    cr_assert(strstr(err.text, "broken: failed to start: cannot open the device"), "%s", err.text);
+    cr_assert_eq(ta_actor_start(rt, &ta_echo_ops, NULL, &in_g, &b, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(s_threads_named("shared"), 1, "the group's thread");
+    cr_assert_eq(s_threads_named("echo"), 0, "a member got a thread of its own");
+    for (int i = 0; i < 20; i++) s_echo_once(port, ta_actor_id(i % 2 ? a : b), &rng);
+    cr_assert_eq(ta_actor_stop(&a, &err), TACT_OK, "%s", err.text);
+    for (int i = 0; i < 5; i++) s_echo_once(port, ta_actor_id(b), &rng); /* the other goes on */
+    cr_assert_eq(ta_actor_stop(&b, &err), TACT_OK, "%s", err.text);
+    cr_assert_eq(ta_group_stop(&g, &err), TACT_OK, "%s", err.text);
+    cr_assert_null(g);
+    cr_assert_eq(s_threads_named("shared"), 0, "the group's thread ended");
+    ta_port_destroy(&port);
+    cr_assert_eq(ta_rt_destroy(&rt, &err), TACT_OK, "%s", err.text);
+}
+
+/* A context's light stages (graph, scheduler, planner, gradient engine)
+ * share its "control" thread; the compilers and executors keep their own. */
+Test(actors_actor, a_context_runs_its_light_stages_on_one_thread) {
+    tact_options o;
+    tact_options_default(&o);
+    o.cpu_threads = 1;
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, &o), TACT_OK, "%s", tact_last_open_error());
+    cr_assert_eq(s_threads_named("control"), 1);
+    const char *own[] = {"graph", "scheduler", "planner", "autograd"};
+    for (int i = 0; i < 4; i++) cr_assert_eq(s_threads_named(own[i]), 0, "the %s has a thread of its own", own[i]);
+    cr_assert_eq(s_threads_named("executor"), 1);
+    cr_assert_eq(s_threads_named("compiler"), 2);
+    /* Work goes through all of them. */
+    float x[3] = {1, 2, 3}, y = 0;
+    tact_tensor *t = tact_sum(tact_mul(tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){3}, x), tact_scalar(ctx, 2.0)), -1, NULL, 0);
+    cr_assert_eq(tact_read(t, &y, sizeof y), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(y, 12.0f);
+    tact_ctx_close(&ctx);
+    cr_assert_eq(s_threads_named("control"), 0, "the thread ended with the context");
 }

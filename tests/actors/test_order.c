@@ -98,7 +98,7 @@ static s_seen_t *s_flood(uint64_t jitter_seed, size_t *n, int drop_eos_of_last) 
     }
     s_consumer_t state = {ta_port_id(report), S_PRODUCERS - (drop_eos_of_last ? 1 : 0), 0, NULL, 0, 0};
     /* The producer that "dies" is declared but never sends anything. */
-    ta_actor_opts_t opts = {inputs, S_PRODUCERS};
+    ta_actor_opts_t opts = {inputs, S_PRODUCERS, NULL};
     ta_actor_t *consumer;
     cr_assert_eq(ta_actor_start(rt, &s_consumer_ops, &state, &opts, &consumer, &err), TACT_OK);
     pthread_t th[S_PRODUCERS];
