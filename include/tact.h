@@ -874,7 +874,8 @@ void tact_grad_clear(tact_tensor *t);
  * with the reference's initialization (from the context's random numbers:
  * tact_manual_seed first for repeatable runs) and applied with
  * tact_layer_forward.  The tensors are kept (tact_keep) in the scope open
- * when the layer was made; weight and bias require gradients, a batch
+ * when the layer was made, realized; what drawing them took (a uniform's
+ * random bits) is released by then; weight and bias require gradients, a batch
  * norm's running statistics do not (an optimizer given them as parameters
  * realizes their updates with each step, as the reference's buffers).
  * tact_layer_params lists them under PyTorch's state-dict names
