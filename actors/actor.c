@@ -341,15 +341,16 @@ static int s_open(ta_actor_t *a) {
     m.sender = a->id;
     m.as.ready.status = rc;
     m.as.ready.text = ta_bytes_str(rc == TACT_OK ? "" : err.text);
-    s_pipe_send(a->tpipe, &m);
-    if (rc != TACT_OK) {
-        ta_port_destroy(&a->port);
-        zmq_close(a->tpipe);
-        a->tpipe = NULL;
-        return -1;
-    }
     a->idle_ms = -1;
-    return 0;
+    if (rc == TACT_OK) return s_pipe_send(a->tpipe, &m), 0;
+    /* Refused: a is the owner's to free once it hears so (a shared thread
+     * is not joined first), so nothing of it is touched after. */
+    void *tpipe = a->tpipe;
+    a->tpipe = NULL;
+    ta_port_destroy(&a->port);
+    s_pipe_send(tpipe, &m);
+    zmq_close(tpipe);
+    return -1;
 }
 
 /* How long its thread may wait for it: without a bound when idle (the pipe
