@@ -447,7 +447,7 @@ static void *s_group_run(void *arg) {
     ta_group_t *g = arg;
     pthread_setname_np(pthread_self(), g->name);
     void *ctl = zmq_socket(ta_rt_zmq(g->rt), ZMQ_PAIR);
-    if (!ctl || zmq_connect(ctl, g->ctl_endpoint) != 0) { /* the owner's actors time out waiting for READY */
+    if (!ctl || zmq_connect(ctl, g->ctl_endpoint) != 0) { /* the owner's sends to it time out */
         if (ctl) zmq_close(ctl);
         return NULL;
     }
@@ -509,8 +509,11 @@ int ta_group_start(ta_rt_t *rt, const char *name, ta_group_t **out, ta_error_t *
     static uint64_t serial; /* as an actor's pipe's: unique against a freed group's */
     snprintf(g->ctl_endpoint, sizeof g->ctl_endpoint, "inproc://tact-group-%p-%" PRIu64, (void *)g, __atomic_add_fetch(&serial, 1, __ATOMIC_RELAXED));
     g->ctl = zmq_socket(ta_rt_zmq(rt), ZMQ_PAIR);
-    int linger = 0;
-    if (!g->ctl || zmq_setsockopt(g->ctl, ZMQ_LINGER, &linger, sizeof linger) != 0 || zmq_bind(g->ctl, g->ctl_endpoint) != 0) {
+    /* A send waits at most the timeout for the thread's end: one that never
+     * connected (or failed) makes a start fail, not hang. */
+    int linger = 0, timeout = ta_rt_config(rt)->timeout_ms;
+    if (!g->ctl || zmq_setsockopt(g->ctl, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(g->ctl, ZMQ_SNDTIMEO, &timeout, sizeof timeout) != 0 || zmq_bind(g->ctl, g->ctl_endpoint) != 0) {
         if (g->ctl) zmq_close(g->ctl);
         ta_free(g);
         return ta_error_set(err, TACT_ETRANSPORT, "thread %s: cannot create its control pipe", name);

@@ -82,6 +82,10 @@ static int s_bw_pack(const g_node_t *n, int walked, msgpack_packer *pk) {
     return ta_rec_pack(TA_REC_NODE, &r, pk);
 }
 
+/* What bw_chosen holds for an id the client chose for a gradient: chosen,
+ * then listed by the engine's answer (each once). */
+enum { S_CHOSEN = 1, S_LISTED = 2 };
+
 /* BACKWARD from the client: the forward records go to the gradient engine,
  * whose GRADS the graph awaits before anything else. */
 int g_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
@@ -109,7 +113,7 @@ int g_backward(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
             return ta_actor_fail(self, TACT_EPROTO, "backward: gradient id %" PRIu64 " is taken or out of the client's range", id);
         }
         g->bw_ids[g->bw_nids++] = id;
-        if (ta_map_put(&g->bw_chosen, id, 1) != TACT_OK) {
+        if (ta_map_put(&g->bw_chosen, id, S_CHOSEN) != TACT_OK) {
             ta_free(olds);
             return ta_actor_fail(self, TACT_ENOMEM, "backward: out of memory");
         }
@@ -202,15 +206,15 @@ void g_bw_unhold(g_state_t *g, int keep_chosen) {
  * chose, listed once), and told to the client before its ops join the
  * graph: the client builds what reads them (an optimizer's step) while
  * the graph adds them, its next ops queued behind them.  Marks each listed
- * id in bw_chosen (2). */
+ * id S_LISTED in bw_chosen. */
 static int s_bw_answer(ta_actor_t *self, g_state_t *g, const ta_msg_t *m, ta_error_t *err) {
     ta_u64s_it_t ui;
     uint64_t id, v;
     ta_u64s_begin(&ui, &m->as.grads.ids);
     while (ta_u64s_next(&ui, &id)) {
-        if (!ta_map_get(&g->bw_chosen, id, &v) || v == 2)
+        if (!ta_map_get(&g->bw_chosen, id, &v) || v == S_LISTED)
             return ta_error_set(err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not asked for or listed twice", id);
-        if (ta_map_put(&g->bw_chosen, id, 2) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "grads: out of memory");
+        if (ta_map_put(&g->bw_chosen, id, S_LISTED) != TACT_OK) return ta_error_set(err, TACT_ENOMEM, "grads: out of memory");
     }
     ta_msg_t r;
     ta_msg_init(&r, TA_MSG_GRADS);
@@ -271,7 +275,7 @@ int g_grads(ta_actor_t *self, g_state_t *g, const ta_msg_t *m) {
         if (!g_find(g, id)) rc = ta_error_set(&err, TACT_EPROTO, "grads: gradient %" PRIu64 " was not made", id);
     /* A chosen id the answer does not list is nobody's: it goes. */
     for (size_t i = 0; i < g->bw_nids; i++)
-        if (!ta_map_get(&g->bw_chosen, g->bw_ids[i], &v) || v != 2) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
+        if (!ta_map_get(&g->bw_chosen, g->bw_ids[i], &v) || v != S_LISTED) ta_map_del(&g->bw_chosen, g->bw_ids[i]), g->bw_ids[i] = 0;
 
     if (rc != TACT_OK) {
         g_bw_unhold(g, 0); /* the chosen ids too: the client keeps none */

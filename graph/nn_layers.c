@@ -90,16 +90,11 @@ int tact_layer_params(const tact_layer *l, const char *prefix, tact_params *p) {
  * order), kept, requiring a gradient. */
 static tact_tensor *s_param(tact_tensor *t) { return tact_set_requires_grad(tact_keep(tact_contiguous(t)), 1); }
 
-/* A constructor makes its tensors in a scope of its own (s_begin), so
- * what initializing them took (a uniform's random bits: hundreds of
- * nodes) goes once they are realized; only the layer's tensors stay, kept
- * in the caller's scope (before, every layer left its intermediates held
- * in the caller's scope until the context closed: the MLP's two layers
- * and optimizer 1,500 graph nodes). */
-static void s_begin(tact_ctx *ctx) { tact_scope_begin(ctx); }
-
-/* Realizes the layer's tensors and ends the constructor's scope; any error
- * tensor among them fails the layer. */
+/* Realizes the layer's tensors and ends the scope the constructor made
+ * them in, so what initializing them took (a uniform's random bits:
+ * hundreds of nodes) goes; only the layer's tensors stay, kept in the
+ * caller's scope (before, every layer's intermediates stayed held there
+ * until the context closed).  Any error tensor among them fails the layer. */
 static int s_finish(tact_layer *l, tact_ctx *ctx) {
     tact_tensor *all[4] = {l->weight, l->bias, l->running_mean, l->running_var}, *some[4];
     int n = 0;
@@ -128,7 +123,7 @@ int tact_layer_linear(tact_layer *l, tact_ctx *ctx, int64_t in, int64_t out, int
     l->kind = TACT_LAYER_LINEAR;
     l->features = out;
     double b = s_uniform_bound((double)in);
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     l->weight = s_param(tact_uniform(ctx, TACT_FLOAT32, 2, (int64_t[]){out, in}, -b, b));
     if (bias) l->bias = s_param(tact_uniform(ctx, TACT_FLOAT32, 1, (int64_t[]){out}, -b, b));
     return s_finish(l, ctx);
@@ -150,7 +145,7 @@ static int s_conv(tact_layer *l, tact_ctx *ctx, int transposed, int64_t in, int6
      * or (in, out/groups, kh, kw) transposed; the bias bound from the fan in
      * of that weight's shape. */
     int64_t shape[4] = {transposed ? in : out, transposed ? out / g : in / g, kh, kw};
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     l->weight = s_param(tact_kaiming_uniform(ctx, TACT_FLOAT32, 4, shape, sqrt(5.0)));
     double b = s_uniform_bound((double)(shape[1] * kh * kw));
     if (bias) l->bias = s_param(tact_uniform(ctx, TACT_FLOAT32, 1, (int64_t[]){out}, -b, b));
@@ -175,7 +170,7 @@ int tact_layer_batchnorm(tact_layer *l, tact_ctx *ctx, int64_t features, double 
     l->eps = eps;
     l->momentum = momentum;
     int64_t shape[1] = {features};
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     if (affine) {
         l->weight = s_param(tact_ones(ctx, TACT_FLOAT32, 1, shape));
         l->bias = s_param(tact_zeros(ctx, TACT_FLOAT32, 1, shape));
@@ -197,7 +192,7 @@ int tact_layer_layernorm(tact_layer *l, tact_ctx *ctx, int ndims, const int64_t 
     l->naxes = ndims;
     memcpy(l->norm_shape, shape, sizeof *shape * (size_t)ndims);
     l->eps = eps;
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     if (affine) {
         l->weight = s_param(tact_ones(ctx, TACT_FLOAT32, ndims, shape));
         l->bias = s_param(tact_zeros(ctx, TACT_FLOAT32, ndims, shape));
@@ -213,7 +208,7 @@ int tact_layer_groupnorm(tact_layer *l, tact_ctx *ctx, int64_t groups, int64_t c
     l->groups = groups;
     l->features = channels;
     l->eps = eps;
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     if (affine) {
         l->weight = s_param(tact_ones(ctx, TACT_FLOAT32, 1, (int64_t[]){channels}));
         l->bias = s_param(tact_zeros(ctx, TACT_FLOAT32, 1, (int64_t[]){channels}));
@@ -227,7 +222,7 @@ int tact_layer_embedding(tact_layer *l, tact_ctx *ctx, int64_t vocab, int64_t em
     memset(l, 0, sizeof *l);
     l->kind = TACT_LAYER_EMBEDDING;
     l->features = vocab;
-    s_begin(ctx);
+    tact_scope_begin(ctx); /* ended by s_finish */
     l->weight = s_param(tact_glorot_uniform(ctx, TACT_FLOAT32, 2, (int64_t[]){vocab, embed}));
     return s_finish(l, ctx);
 }
