@@ -705,6 +705,21 @@ void ta_ctx_set_error(tact_ctx *h, const char *text) {
     ti_ctx_leave(ctx);
 }
 
+int ta_mark_ahead(tact_ctx *h, ta_mark_t *m) { S_CTX_INT(h, ti_mark_ahead(c_, m)); }
+int ta_mark_end(tact_ctx *h, const ta_mark_t *m, int keep) { S_CTX_INT(h, ti_mark_end(c_, m, keep)); }
+int ta_settle_backward(tact_ctx *h) { S_CTX_INT(h, ti_settle_backward(c_)); }
+
+tact_tensor *ta_grad_now(tact_tensor *h, uint64_t *id) {
+    ti_tensor_t *xs[1];
+    int busy;
+    const tact_tensor *hs[1] = {h};
+    ti_ctx_t *ctx = s_enter(1, hs, xs, &busy);
+    ti_tensor_t *g = ctx ? ti_grad_now(xs[0]) : NULL;
+    *id = g ? ti_id(g) : 0;
+    if (ctx) ti_ctx_leave(ctx);
+    return g ? s_h(g) : NULL;
+}
+
 tact_tensor *ta_place_like(tact_tensor *hv, tact_tensor *hlike) {
     tact_tensor *hs[2] = {hv, hlike};
     S_TENSORS(2, hs, ti_place_like(xs[0], xs[1]));

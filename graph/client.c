@@ -60,6 +60,14 @@ struct ti_ctx {
     size_t nscopes, scopes_cap;
     msgpack_sbuffer batch; /* op records not yet sent */
     size_t nbatch;
+    uint64_t flushes; /* batches sent so far (ti_mark_ahead) */
+    int hold;         /* a mark holds: the batch is not sent when it grows long, assigns are noted */
+    struct s_undo {
+        ti_tensor_t *t;
+        uint64_t id;
+        int realized;
+    } *undo; /* the assigns since the mark: the node each target named before */
+    size_t nundo, undo_cap;
     /* Ids the client released: those the graph may drop with the next
      * OP_BATCH (which it handles before that batch's ops), and those
      * released while ops that may read them wait in the batch, which go
@@ -99,6 +107,7 @@ struct ti_ctx {
     } returned[TA_RETURNS_MAX];
     int next_returned;
     uint64_t assigns;
+    void *backward; /* a backward sent and not yet answered (client_grad.c) */
 };
 
 void ti_rng_take(ti_ctx_t *ctx, uint64_t num, uint64_t *seed, uint32_t *counter) {
@@ -262,6 +271,7 @@ ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
 static void s_free_tensor(ti_tensor_t *t) {
     if (!t->ctx) return; /* a static error tensor */
     if (t->multi) tc_multi_free(t); /* its parts are tensors of the same scope */
+    if (t->grad && t->ctx->backward) tc_backward_forget(t);
     tc_free_grad(t);
     ta_handle_free(t->handle);
     ta_free(t->message);
@@ -296,7 +306,7 @@ static int s_record(ti_ctx_t *ctx, const ti_tensor_t *out, ta_op_t op, int nsrc,
     msgpack_packer pk;
     msgpack_packer_init(&pk, &ctx->batch, msgpack_sbuffer_write);
     if (ta_rec_pack(TA_REC_NODE, &r, &pk) != 0) return TACT_ENOMEM;
-    if (++ctx->nbatch >= S_BATCH_OPS) return s_flush(ctx, NULL);
+    if (++ctx->nbatch >= S_BATCH_OPS && !ctx->hold) return s_flush(ctx, NULL);
     return TACT_OK;
 }
 
@@ -319,6 +329,7 @@ static int s_flush(ti_ctx_t *ctx, ta_error_t *err) {
         m.as.op_batch.ops = ta_recs_raw(TA_REC_NODE, sb.data, sb.size, ctx->nbatch);
         rc = ta_port_send(ctx->port, ctx->wiring.graph, &m, err);
         ctx->unsynced = 1;
+        ctx->flushes++;
     }
     msgpack_sbuffer_destroy(&sb);
     msgpack_sbuffer_clear(&ctx->batch);
@@ -784,6 +795,7 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     msgpack_sbuffer_destroy(&ctx->batch);
     ta_free(ctx->released);
     ta_free(ctx->deferred);
+    ta_free(ctx->undo);
     ta_free(ctx->inflight);
     ta_free(ctx->failed);
     ta_handle_free(ctx->handle); /* every copy of it is stale now */
@@ -1128,7 +1140,11 @@ ti_tensor_t *ti_assign(ti_tensor_t *target, ti_tensor_t *value) {
     ti_tensor_t next = *target;
     next.id = ctx->next_id++;
     const ti_tensor_t *src[2] = {target, value};
+    /* While a mark holds, what the target named is noted (ti_mark_end). */
+    if (ctx->hold && ta_grow((void **)&ctx->undo, &ctx->undo_cap, ctx->nundo + 1, sizeof *ctx->undo) != TACT_OK)
+        return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
     if (s_record(ctx, &next, TA_OP_ASSIGN, 2, src, 0, NULL, 0) != TACT_OK) return tc_error(ctx, TACT_ENOMEM, "assign: out of memory");
+    if (ctx->hold) ctx->undo[ctx->nundo++] = (struct s_undo){target, target->id, target->realized};
     /* The assign reads the node it releases: the release goes after it. */
     tc_release_id(ctx, target->id);
     target->id = next.id;
@@ -1171,7 +1187,7 @@ static void s_keep_returned(ti_ctx_t *ctx, const ta_msg_t *done) {
  * ctx->error), or TACT_OK; the stats come from the last one.  The graph
  * hears of the failed ones with the next REALIZE. */
 static int s_wait(ti_ctx_t *ctx, int closing) {
-    int first = TACT_OK;
+    int first = ti_settle_backward(ctx); /* its answer came before theirs */
     const ta_pipeline_t *w = &ctx->wiring;
     for (size_t i = 0; i < ctx->ninflight; i++) {
         /* Every executor answers each realize, in the order of the devices. */
@@ -1253,6 +1269,49 @@ static int s_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) {
 }
 
 int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply) { return s_request(ctx, req, reply); }
+
+int tc_send_request(ti_ctx_t *ctx, ta_msg_t *req) {
+    ta_error_t err = {0, ""};
+    int rc = s_flush(ctx, &err);
+    if (rc == TACT_OK) rc = ta_port_send_request(ctx->port, ctx->wiring.graph, req, &err);
+    if (rc == TACT_OK) ctx->unsynced = 1;
+    else snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+    return rc;
+}
+
+int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply) {
+    ta_error_t err = {0, ""};
+    int rc = ta_port_wait_from(ctx->port, corr, ctx->wiring.graph, reply, ctx->timeout_ms, 1, &err);
+    if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
+    return rc;
+}
+
+void **tc_backward_slot(ti_ctx_t *ctx) { return &ctx->backward; }
+
+/* One mark at a time: the optimizer's (nn_optim.c), which frees no
+ * tensor between its mark and its end. */
+int ti_mark_ahead(ti_ctx_t *ctx, ta_mark_t *m) {
+    if (!ctx->backward) return 0;
+    *m = (ta_mark_t){ctx->batch.size, ctx->nbatch, ctx->nreleased, ctx->ndeferred, ctx->flushes};
+    ctx->hold = 1;
+    ctx->nundo = 0;
+    return 1;
+}
+
+int ti_mark_end(ti_ctx_t *ctx, const ta_mark_t *m, int keep) {
+    int was = ctx->hold;
+    ctx->hold = 0;
+    if (keep) return TACT_OK;
+    /* Nothing was sent while the mark held (no flush but a request's,
+     * and the step makes none before its end). */
+    if (!was || ctx->flushes != m->flushes) return TACT_EINVAL;
+    ctx->batch.size = m->bytes;
+    ctx->nbatch = m->nbatch;
+    ctx->nreleased = m->nreleased;
+    ctx->ndeferred = m->ndeferred; /* the assigns' releases of what they replaced */
+    for (size_t i = ctx->nundo; i-- > 0;) ctx->undo[i].t->id = ctx->undo[i].id, ctx->undo[i].t->realized = ctx->undo[i].realized;
+    return TACT_OK;
+}
 
 uint64_t tc_new_id(ti_ctx_t *ctx) { return ctx->next_id++; }
 

@@ -97,6 +97,16 @@ ti_tensor_t *tc_movement(ti_tensor_t *x, ta_op_t op, const ta_shape_t *out, int 
 uint64_t tc_new_id(ti_ctx_t *ctx);
 void tc_release_id(ti_ctx_t *ctx, uint64_t id);
 int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply);
+/* A request to the graph whose reply is read later (the batch goes
+ * first; req's corr is set), and the wait for that reply; ctx's error set
+ * on failure. */
+int tc_send_request(ti_ctx_t *ctx, ta_msg_t *req);
+int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply);
+/* The backward sent and not yet answered (client_grad.c keeps it here;
+ * ti_settle_backward reads its answer), and a target of it going before
+ * that. */
+void **tc_backward_slot(ti_ctx_t *ctx);
+void tc_backward_forget(ti_tensor_t *t);
 void tc_each_tensor(ti_ctx_t *ctx, void (*fn)(ti_tensor_t *t, void *ud), void *ud);
 ti_tensor_t *tc_new_unscoped(ti_ctx_t *ctx, uint64_t id, tact_dtype dtype, const ta_shape_t *shape);
 void tc_free_grad(ti_tensor_t *t);

@@ -63,12 +63,93 @@ static void s_collect_target(ti_tensor_t *t, void *ud) {
     else s->owners[s->n++] = t;
 }
 
+/*
+ * A backward is sent, not waited for: tact_backward returns once the
+ * graph has the request, and the client builds what comes next (an
+ * optimizer's step) while the graph and the gradient engine work.  Each
+ * target's gradient handle is made (or moved) at once, under the id its
+ * new gradient gets; the graph's answer says which targets got one, and
+ * is read at the client's next wait (ti_settle_backward: a realize's
+ * answer, a read, tact_grad, the next backward, the close).  A target
+ * that got none then loses the handle, or gets back its earlier gradient.
+ * Nothing outside the client sees a handle before its answer was read:
+ * tact_grad reads it first, and an optimizer that built its step on the
+ * handles takes that step back when the answer differs (nn_optim.c).
+ */
+typedef struct {
+    uint64_t corr;
+    size_t n;
+    ti_tensor_t **owners; /* the targets; NULL where one went before the answer */
+    uint64_t *fresh;      /* the id each target's new gradient gets */
+    uint64_t *olds;       /* its earlier gradient's id (0: none), held until the answer */
+} s_pending_t;
+
+static void s_pending_free(s_pending_t *p) {
+    if (!p) return;
+    ta_free(p->owners);
+    ta_free(p->fresh);
+    ta_free(p);
+}
+
+void tc_backward_forget(ti_tensor_t *t) {
+    s_pending_t *p = *tc_backward_slot(t->ctx);
+    for (size_t i = 0; p && i < p->n; i++)
+        if (p->owners[i] == t) p->owners[i] = NULL;
+}
+
+int ti_settle_backward(ti_ctx_t *ctx) {
+    void **slot = tc_backward_slot(ctx);
+    s_pending_t *p = *slot;
+    if (!p) return TACT_OK;
+    *slot = NULL;
+    ta_msg_t reply;
+    ta_msg_init(&reply, TA_MSG_READY);
+    int rc = tc_wait_reply(ctx, p->corr, &reply);
+    if (rc == TACT_OK && reply.type != TA_MSG_GRADS) {
+        ti_ctx_set_error(ctx, "backward: the graph answered with something else than GRADS");
+        rc = TACT_EPROTO;
+    }
+    char *listed = ta_calloc(p->n + 1, 1);
+    if (!listed && rc == TACT_OK) {
+        ti_ctx_set_error(ctx, "backward: out of memory reading the answer");
+        rc = TACT_ENOMEM;
+    }
+    /* Every id of the answer is the client's to keep or release: the
+     * graph holds each for it. */
+    ta_u64s_it_t it;
+    uint64_t id;
+    if (rc == TACT_OK) ta_u64s_begin(&it, &reply.as.grads.ids);
+    while (rc == TACT_OK && ta_u64s_next(&it, &id)) {
+        size_t i = 0;
+        while (i < p->n && (p->fresh[i] != id || listed[i])) i++;
+        if (i == p->n) tc_release_id(ctx, id); /* not asked for, or listed twice */
+        else listed[i] = 1;
+    }
+    ta_msg_release(&reply);
+    for (size_t i = 0; i < p->n; i++) {
+        ti_tensor_t *t = p->owners[i], *h = t && t->grad && t->grad->id == p->fresh[i] ? t->grad : NULL;
+        if (listed && listed[i]) {
+            tc_release_id(ctx, p->olds[i]); /* the new gradient added it in */
+        } else if (h && p->olds[i]) {
+            h->id = p->olds[i]; /* none this time: the earlier gradient stays */
+        } else {
+            tc_release_id(ctx, p->olds[i]);
+            if (h) tc_free_grad(t);
+        }
+    }
+    ta_free(listed);
+    s_pending_free(p);
+    return rc;
+}
+
 int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     if (!loss) return TACT_EINVAL;
     if (loss->status) return tc_report(loss);
     ti_ctx_t *ctx = loss->ctx;
     char text[256];
-    int rc = TACT_OK;
+    /* An earlier backward's answer first: this one's targets start from it. */
+    int rc = ti_settle_backward(ctx);
+    if (rc != TACT_OK) return rc;
     loss = tc_solid(loss);
     if (loss->status) return tc_report(loss);
     if (loss->multi) {
@@ -117,65 +198,67 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     s_targets_t s;
     memset(&s, 0, sizeof s);
     tc_each_tensor(ctx, s_collect_target, &s);
-    /* For each: its id, the id its new gradient gets, its old gradient's. */
+    s_pending_t *p = ta_calloc(1, sizeof *p);
     uint64_t *ids = ta_malloc(sizeof *ids * 3 * (s.n + 1));
-    if (s.oom || !ids) rc = TACT_ENOMEM;
-    uint64_t *targets = ids, *fresh = ids + s.n, *olds = ids + 2 * s.n;
-    for (size_t i = 0; rc == TACT_OK && i < s.n; i++) {
+    if (p) {
+        p->fresh = ids, p->owners = s.owners, p->n = s.n;
+    } else {
+        ta_free(s.owners);
+        ta_free(ids);
+    }
+    if (s.oom || !p || !ids) {
+        s_pending_free(p);
+        ti_ctx_set_error(ctx, "backward: out of memory");
+        return TACT_ENOMEM;
+    }
+    /* For each target: its id, the id its new gradient gets, its old gradient's. */
+    uint64_t *targets = ids + 2 * s.n;
+    p->olds = ids + s.n;
+    for (size_t i = 0; i < s.n; i++) {
         targets[i] = s.owners[i]->id;
-        fresh[i] = tc_new_id(ctx);
-        olds[i] = s.owners[i]->grad ? s.owners[i]->grad->id : 0;
+        p->fresh[i] = tc_new_id(ctx);
+        p->olds[i] = s.owners[i]->grad ? s.owners[i]->grad->id : 0;
     }
-    if (rc == TACT_OK) {
-        ta_msg_t req, reply;
-        ta_msg_init(&req, TA_MSG_BACKWARD);
-        ta_msg_init(&reply, TA_MSG_READY);
-        req.as.backward.loss = loss->id;
-        req.as.backward.grad = grad ? grad->id : 0;
-        req.as.backward.targets = ta_u64s(targets, s.n);
-        req.as.backward.ids = ta_u64s(fresh, s.n);
-        req.as.backward.olds = ta_u64s(olds, s.n);
-        rc = tc_request(ctx, &req, &reply);
-        if (rc == TACT_OK && reply.type != TA_MSG_GRADS) {
-            ti_ctx_set_error(ctx, "backward: the graph answered with something else than GRADS");
-            rc = TACT_EPROTO;
-        }
-        ta_u64s_it_t it;
-        uint64_t id;
-        if (rc == TACT_OK) ta_u64s_begin(&it, &reply.as.grads.ids);
-        /* Every id of the answer is adopted or released, even after an
-         * allocation failed: the graph holds each for the client. */
-        int ok = rc == TACT_OK;
-        while (ok && ta_u64s_next(&it, &id)) {
-            size_t i = 0;
-            while (i < s.n && (fresh[i] != id || !s.owners[i])) i++;
-            if (i == s.n) {
-                tc_release_id(ctx, id);
-                continue;
-            }
-            ti_tensor_t *t = s.owners[i];
-            s.owners[i] = NULL; /* an id listed twice is adopted once */
-            if (t->grad) { /* the engine added the old gradient in: the handle moves to the sum */
-                tc_release_id(ctx, t->grad->id);
-                t->grad->id = id;
-                t->grad->realized = 0;
-            } else if (!(t->grad = tc_new_unscoped(ctx, id, t->dtype, &t->shape))) {
-                tc_release_id(ctx, id);
-                rc = TACT_ENOMEM;
-            } else {
-                t->grad->device = tc_home(t); /* made where its tensor is */
-            }
-        }
-        ta_msg_release(&reply);
+    ta_msg_t req;
+    ta_msg_init(&req, TA_MSG_BACKWARD);
+    req.as.backward.loss = loss->id;
+    req.as.backward.grad = grad ? grad->id : 0;
+    req.as.backward.targets = ta_u64s(targets, s.n);
+    req.as.backward.ids = ta_u64s(p->fresh, s.n);
+    req.as.backward.olds = ta_u64s(p->olds, s.n);
+    rc = tc_send_request(ctx, &req);
+    if (rc != TACT_OK) {
+        s_pending_free(p);
+        return rc;
     }
+    p->corr = req.corr;
+    /* Each target's handle now: a new one, or the old one moved to the
+     * new id (the old id is held until the answer says which stands). */
+    for (size_t i = 0; i < s.n; i++) {
+        ti_tensor_t *t = s.owners[i];
+        if (t->grad) {
+            t->grad->id = p->fresh[i];
+            t->grad->realized = 0;
+        } else if ((t->grad = tc_new_unscoped(ctx, p->fresh[i], t->dtype, &t->shape))) {
+            t->grad->device = tc_home(t); /* made where its tensor is */
+        } else {
+            p->owners[i] = NULL; /* its gradient, if made, is released with the answer */
+            rc = TACT_ENOMEM;
+        }
+    }
+    *tc_backward_slot(ctx) = p;
     if (rc == TACT_ENOMEM) ti_ctx_set_error(ctx, "backward: out of memory");
-    ta_free(ids);
-    ta_free(s.owners);
     return rc;
 }
 
+ti_tensor_t *ti_grad_now(ti_tensor_t *t) { return t && !t->status && !t->multi ? t->grad : NULL; }
+uint64_t ti_id(const ti_tensor_t *t) { return t->id; }
+
 ti_tensor_t *ti_grad(ti_tensor_t *t) {
     TC_CHECK(t);
+    /* The answer of a backward says which gradients exist. */
+    int rc = ti_settle_backward(t->ctx);
+    if (rc != TACT_OK) return tc_fail(t, rc, "%s", ti_ctx_error(t->ctx));
     if (t->multi) return tc_multi_grad(t);
     if (!t->grad)
         return tc_fail(t, TACT_EINVAL,

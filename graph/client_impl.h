@@ -252,11 +252,38 @@ ti_tensor_t *ti_detach(ti_tensor_t *x);
 int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad);
 ti_tensor_t *ti_grad(ti_tensor_t *t);
 void ti_grad_clear(ti_tensor_t *t);
+/* Inside ta_grad_now and ta_settle_backward (below). */
+ti_tensor_t *ti_grad_now(ti_tensor_t *t);
+uint64_t ti_id(const ti_tensor_t *t);
+int ti_settle_backward(ti_ctx_t *ctx);
 
 int ti_wait(ti_ctx_t *ctx);
 
+/* A mark in a context's unsent ops (the client's batch and the releases
+ * queued behind it), to take back what was built after it. */
+typedef struct {
+    size_t bytes, nbatch, nreleased, ndeferred;
+    uint64_t flushes;
+} ta_mark_t;
+/* Inside ta_mark_ahead and ta_mark_end (below). */
+int ti_mark_ahead(ti_ctx_t *ctx, ta_mark_t *m);
+int ti_mark_end(ti_ctx_t *ctx, const ta_mark_t *m, int keep);
+
 /* For the code above the API (nn_optim.c): sets a context's error text. */
 void ta_ctx_set_error(tact_ctx *h, const char *text);
+/* For an optimizer that builds its step before the answer of the backward
+ * it follows was read (client_grad.c).  ta_mark_ahead: 0 where no backward
+ * is unanswered; else 1, and a mark in the unsent ops: until ta_mark_end,
+ * no batch is sent for its length and each assign notes what its target
+ * named.  ta_mark_end keeps what was built since (keep 1) or takes it back
+ * (keep 0: the ops never sent, the assigns undone; TACT_EINVAL where some
+ * were sent).  A tensor's gradient handle as it stands, not waiting (NULL
+ * where there is none, or the tensor is sharded), *id its id (0: none).
+ * ta_settle_backward reads the answer, returning its error. */
+int ta_mark_ahead(tact_ctx *h, ta_mark_t *m);
+int ta_mark_end(tact_ctx *h, const ta_mark_t *m, int keep);
+tact_tensor *ta_grad_now(tact_tensor *t, uint64_t *id);
+int ta_settle_backward(tact_ctx *h);
 /* An error tensor of a context with code and text (the layers' own errors). */
 tact_tensor *ta_error_tensor(tact_ctx *h, int code, const char *text);
 /* For the optimizers' state: v where like is (on its device, or sharded as

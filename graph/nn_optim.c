@@ -149,6 +149,57 @@ static tact_tensor *s_adam(tact_optim *p, int i, tact_tensor *t, tact_tensor *g)
     return tact_mul(s_at(p->lr, t), up);
 }
 
+/* Steps built on the gradients of a backward whose answer was not read
+ * yet (tact_backward does not wait for it) take at most this many
+ * parameters: their ops wait in the client's batch until the answer is
+ * read, so they can be taken back. */
+enum { S_AHEAD_PARAMS = 64, S_AGAIN = 1 /* not a status: build again on tact_grad */ };
+
+/* Builds the step (its assigns; all gets what it realizes) on each
+ * parameter's gradient: as it stands (now: ids gets each one's id, and a
+ * parameter without one gives S_AGAIN), or as tact_grad gives it.
+ * Returns TACT_OK, S_AGAIN or an error with text set. */
+static int s_build(tact_optim *p, int now, uint64_t *ids, tact_tensor **all, int *na, char *text, size_t len) {
+    tact_ctx *ctx = p->ctx;
+    int adam = p->o.kind != TACT_OPTIM_SGD;
+    /* Every gradient first: a step that fails changes nothing (an assign
+     * made before the failure would still run at the next realize). */
+    for (int i = 0; i < p->n; i++) {
+        if (p->buffer[i]) continue;
+        tact_tensor *g = now ? ta_grad_now(p->params[i], &ids[i]) : tact_grad(p->params[i]);
+        if (now && !g) return S_AGAIN; /* none as it stands: the answer says */
+        if (tact_status_of(g) != TACT_OK) {
+            snprintf(text, len, "optim step: parameter %d: %s", i, tact_error_message(g));
+            return tact_status_of(g);
+        }
+    }
+    if (adam) {
+        tact_assign(p->b1_t, tact_mul(p->b1_t, s_k(ctx, p->o.b1)));
+        tact_assign(p->b2_t, tact_mul(p->b2_t, s_k(ctx, p->o.b2)));
+        all[(*na)++] = p->b1_t, all[(*na)++] = p->b2_t;
+    }
+    for (int i = 0; i < p->n; i++) {
+        tact_tensor *param = p->params[i];
+        if (p->buffer[i]) { /* a running statistic: its assigns realize now */
+            all[(*na)++] = param;
+            continue;
+        }
+        uint64_t id;
+        tact_tensor *g = now ? ta_grad_now(param, &id) : tact_grad(param);
+        tact_tensor *t = tact_detach(param);
+        tact_tensor *delta = adam ? s_adam(p, i, t, g) : s_sgd(p, i, t, g);
+        tact_tensor *r = tact_assign(param, tact_cast(tact_sub(t, delta), tact_dtype_of(param)));
+        if (tact_status_of(r) != TACT_OK) {
+            snprintf(text, len, "optim step: parameter %d: %s", i, tact_error_message(r));
+            return tact_status_of(r);
+        }
+        all[(*na)++] = param;
+        if (p->m[i]) all[(*na)++] = p->m[i];
+        if (p->v[i]) all[(*na)++] = p->v[i];
+    }
+    return TACT_OK;
+}
+
 int tact_optim_step(tact_optim *p) { return tact_optim_step_with(p, 0, NULL); }
 
 int tact_optim_step_with(tact_optim *p, int nalso, tact_tensor *const *also) {
@@ -159,51 +210,40 @@ int tact_optim_step_with(tact_optim *p, int nalso, tact_tensor *const *also) {
     int was = tact_set_no_grad(ctx, 1);
     char text[256] = "";
     tact_tensor **all = ta_calloc(3 * (size_t)p->n + 3 + (size_t)nalso, sizeof *all);
+    uint64_t *ids = ta_calloc((size_t)p->n + 1, sizeof *ids);
     int na = 0;
-    if (!all) rc = TACT_ENOMEM;
+    if (!all || !ids) rc = TACT_ENOMEM;
     for (int i = 0; rc == TACT_OK && i < nalso; i++) all[na++] = also[i];
-    int adam = p->o.kind != TACT_OPTIM_SGD;
-    /* Every gradient first: a step that fails changes nothing (an assign
-     * made before the failure would still run at the next realize). */
-    for (int i = 0; rc == TACT_OK && i < p->n; i++) {
-        tact_tensor *g = p->buffer[i] ? NULL : tact_grad(p->params[i]);
-        if (g && tact_status_of(g) != TACT_OK) {
-            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(g));
-            rc = tact_status_of(g);
+    ta_mark_t mark;
+    int ahead = rc == TACT_OK && p->n <= S_AHEAD_PARAMS && ta_mark_ahead(ctx, &mark);
+    if (rc == TACT_OK) rc = S_AGAIN;
+    /* A backward not answered yet: the step is built on the gradients as
+     * they stand while the graph works, and kept when the answer leaves
+     * each as it was; else it is taken back (its ops never sent, its
+     * assigns undone) and built again on the answer. */
+    if (ahead) {
+        int n0 = na, built = s_build(p, 1, ids, all, &na, text, sizeof text) == TACT_OK;
+        int settled = ta_settle_backward(ctx), same = built && settled == TACT_OK;
+        for (int i = 0; same && i < p->n; i++) {
+            uint64_t id;
+            same = p->buffer[i] || (ta_grad_now(p->params[i], &id) && id == ids[i]);
+        }
+        text[0] = '\0';
+        if (ta_mark_end(ctx, &mark, same) != TACT_OK) {
+            snprintf(text, sizeof text, "optim step: the step built ahead of the backward's answer could not be taken back");
+            rc = TACT_EPROTO;
+        } else if (same) {
+            rc = TACT_OK;
+        } else {
+            na = n0;
+            rc = settled != TACT_OK ? settled : S_AGAIN; /* the backward's error (its text is the context's) */
         }
     }
-    if (rc == TACT_OK && adam) {
-        tact_assign(p->b1_t, tact_mul(p->b1_t, s_k(ctx, p->o.b1)));
-        tact_assign(p->b2_t, tact_mul(p->b2_t, s_k(ctx, p->o.b2)));
-        all[na++] = p->b1_t, all[na++] = p->b2_t;
-    }
-    for (int i = 0; rc == TACT_OK && i < p->n; i++) {
-        tact_tensor *param = p->params[i];
-        if (p->buffer[i]) { /* a running statistic: its assigns realize now */
-            all[na++] = param;
-            continue;
-        }
-        tact_tensor *g = tact_grad(param);
-        if (tact_status_of(g) != TACT_OK) {
-            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(g));
-            rc = tact_status_of(g);
-            break;
-        }
-        tact_tensor *t = tact_detach(param);
-        tact_tensor *delta = adam ? s_adam(p, i, t, g) : s_sgd(p, i, t, g);
-        tact_tensor *r = tact_assign(param, tact_cast(tact_sub(t, delta), tact_dtype_of(param)));
-        if (tact_status_of(r) != TACT_OK) {
-            snprintf(text, sizeof text, "optim step: parameter %d: %s", i, tact_error_message(r));
-            rc = tact_status_of(r);
-            break;
-        }
-        all[na++] = param;
-        if (p->m[i]) all[na++] = p->m[i];
-        if (p->v[i]) all[na++] = p->v[i];
-    }
+    if (rc == S_AGAIN) rc = s_build(p, 0, ids, all, &na, text, sizeof text);
     if (rc == TACT_OK) rc = tact_realize(ctx, na, all);
-    else ta_ctx_set_error(ctx, text);
+    else if (text[0]) ta_ctx_set_error(ctx, text);
     ta_free(all);
+    ta_free(ids);
     tact_set_no_grad(ctx, was);
     tact_scope_end(ctx);
     return rc;

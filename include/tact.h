@@ -854,11 +854,17 @@ int tact_set_no_grad(tact_ctx *ctx, int on);
 /*
  * Computes the gradients of loss (a float scalar, or any shape with grad,
  * the loss's upstream gradient, of the same shape) with respect to every
- * tensor that asked for one.  It is a sync point (it waits for realizes in
- * flight) but computes nothing: the gradients are lazy until realized.
- * Returns TACT_OK, or an error with its text in tact_ctx_error (a loss
- * that is not a float or not a scalar, a graph an earlier backward
- * consumed).
+ * tensor that asked for one.  It computes nothing (the gradients are lazy
+ * until realized) and does not wait: it sends the request and returns,
+ * and the program goes on (builds an optimizer's step) while the graph
+ * works out the gradients.  Returns TACT_OK, or an error found at once
+ * with its text in tact_ctx_error (a loss that is not a float or not a
+ * scalar, a gradient of another shape).  The graph's answer (which
+ * tensors got a gradient, or its error: a graph an earlier backward
+ * consumed) is read at the next call that waits: tact_grad, a read, a
+ * realize's answer (tact_wait), an optimizer step, the next backward, the
+ * close; that call returns the backward's error.  A tensor off the loss's
+ * path keeps an earlier gradient, or has none.
  */
 int tact_backward(tact_tensor *loss, tact_tensor *grad);
 /* t's gradient (owned by t: it lives as long as t, whatever the scopes),

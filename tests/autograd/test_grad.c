@@ -261,12 +261,67 @@ Test(autograd_semantics, explicit_upstream_gradient_for_a_vector) {
     tact_ctx_close(&ctx);
 }
 
+/* tact_backward returns before the graph answers which targets got a
+ * gradient; the next wait reads the answer (here a realize of something
+ * else): a target on the loss's path adds to its gradient under the same
+ * handle, one off the path keeps an earlier gradient (same handle, same
+ * values) or has none. */
+Test(autograd_semantics, a_backward_is_answered_at_the_next_wait) {
+    tact_ctx *ctx = s_open();
+    float gx[2], gy[2];
+    tact_tensor *x = tact_set_requires_grad(s_vec(ctx, 2, (float[]){1, 2}), 1);
+    tact_tensor *y = tact_set_requires_grad(s_vec(ctx, 2, (float[]){3, 5}), 1);
+    tact_tensor *lone = tact_set_requires_grad(s_vec(ctx, 2, (float[]){7, 9}), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(x, y), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *hx = tact_grad(x), *hy = tact_grad(y);
+    cr_assert_eq(tact_status_of(hy), TACT_OK, "%s", tact_error_message(hy));
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(x, x), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *other = tact_add(lone, lone);
+    cr_assert_eq(tact_realize(ctx, 1, &other), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_expect_eq(tact_grad(x), hx, "x's gradient keeps its handle");
+    cr_expect_eq(tact_grad(y), hy, "y's earlier gradient stays, handle and all");
+    s_read(tact_grad(x), gx, 2);
+    s_read(tact_grad(y), gy, 2);
+    cr_expect(gx[0] == 3 + 2 && gx[1] == 5 + 4, "x: y + 2x, got %g %g", gx[0], gx[1]);
+    cr_expect(gy[0] == 1 && gy[1] == 2, "y: x from the first backward, got %g %g", gy[0], gy[1]);
+    cr_expect_neq(tact_status_of(tact_grad(lone)), TACT_OK, "lone is on neither loss's path");
+    cr_expect(strstr(tact_error_message(tact_grad(lone)), "no gradient"), "%s", tact_error_message(tact_grad(lone)));
+    tact_ctx_close(&ctx);
+}
+
+/* A target freed with its scope, or a gradient cleared, before the answer
+ * is read: the answer finds them gone (ASan checks nothing is touched). */
+Test(autograd_semantics, a_target_freed_or_cleared_before_the_answer) {
+    tact_ctx *ctx = s_open();
+    float g[2];
+    tact_tensor *w = tact_keep(tact_set_requires_grad(s_vec(ctx, 2, (float[]){1, 2}), 1));
+    tact_scope_begin(ctx);
+    tact_tensor *t = tact_set_requires_grad(s_vec(ctx, 2, (float[]){3, 4}), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(t, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_scope_end(ctx);
+    s_read(tact_grad(w), g, 2);
+    cr_expect(g[0] == 3 && g[1] == 4, "w: t, got %g %g", g[0], g[1]);
+    tact_grad_clear(w);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(w, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_grad_clear(w);
+    cr_expect_neq(tact_status_of(tact_grad(w)), TACT_OK, "cleared before its answer");
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(w, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    s_read(tact_grad(w), g, 2);
+    cr_expect(g[0] == 2 && g[1] == 4, "w: 2w, got %g %g", g[0], g[1]);
+    tact_ctx_close(&ctx);
+}
+
 Test(autograd_semantics, second_backward_through_a_consumed_graph_is_an_error) {
     tact_ctx *ctx = s_open();
     tact_tensor *x = tact_set_requires_grad(s_vec(ctx, 2, (float[]){1, 2}), 1);
     tact_tensor *loss = tact_sum(tact_exp2(x), -1, NULL, 0);
     cr_assert_eq(tact_backward(loss, NULL), TACT_OK);
-    cr_expect_eq(tact_backward(loss, NULL), TACT_EINVAL);
+    /* tact_backward does not wait for the graph: its refusal comes with
+     * the next wait (here tact_grad), and x keeps the first gradient. */
+    cr_assert_eq(tact_backward(loss, NULL), TACT_OK);
+    tact_tensor *refused = tact_grad(x);
+    cr_expect_eq(tact_status_of(refused), TACT_EINVAL);
+    cr_expect(strstr(tact_error_message(refused), "earlier backward"), "%s", tact_error_message(refused));
     cr_expect(strstr(tact_ctx_error(ctx), "earlier backward"), "%s", tact_ctx_error(ctx));
     /* The same forward made again is new: a backward through it works,
      * and the context goes on working. */
