@@ -705,9 +705,16 @@ void ta_ctx_set_error(tact_ctx *h, const char *text) {
     ti_ctx_leave(ctx);
 }
 
-int ta_mark_ahead(tact_ctx *h, ta_mark_t *m) { S_CTX_INT(h, ti_mark_ahead(c_, m)); }
+int ta_mark_ahead(tact_ctx *h, ta_mark_t *m) {
+    int stale, busy;
+    ti_ctx_t *ctx = s_enter_ctx(h, &stale, &busy);
+    if (!ctx) return 0;
+    int ahead = ti_mark_ahead(ctx, m);
+    ti_ctx_leave(ctx);
+    return ahead;
+}
 int ta_mark_end(tact_ctx *h, const ta_mark_t *m, int keep) { S_CTX_INT(h, ti_mark_end(c_, m, keep)); }
-int ta_settle_backward(tact_ctx *h) { S_CTX_INT(h, ti_settle_backward(c_)); }
+int ta_settle_backward(tact_ctx *h) { S_CTX_INT(h, ti_settle_backward(c_, 1)); }
 
 tact_tensor *ta_grad_now(tact_tensor *h, uint64_t *id) {
     ti_tensor_t *xs[1];

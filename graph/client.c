@@ -271,7 +271,7 @@ ti_tensor_t *tc_new(ti_ctx_t *ctx, tact_dtype dtype, const ta_shape_t *shape) {
 static void s_free_tensor(ti_tensor_t *t) {
     if (!t->ctx) return; /* a static error tensor */
     if (t->multi) tc_multi_free(t); /* its parts are tensors of the same scope */
-    if (t->grad && t->ctx->backward) tc_backward_forget(t);
+    if (t->target) tc_backward_forget(t);
     tc_free_grad(t);
     ta_handle_free(t->handle);
     ta_free(t->message);
@@ -774,9 +774,13 @@ int ti_ctx_close(ti_ctx_t **pctx) {
     if (!ctx) return TACT_OK;
     *pctx = NULL;
     ta_error_t first = {0, ""};
+    /* A backward not answered yet: its failure is the close's (and the
+     * last realize below still goes). */
+    int brc = ti_settle_backward(ctx, 0);
+    if (brc != TACT_OK) ta_error_set(&first, brc, "%s", ctx->error);
     /* Realizes in flight get timeout_ms to end, then stop with the stages. */
     int wrc = s_wait(ctx, 1);
-    if (wrc != TACT_OK) ta_error_set(&first, wrc, "%s", ctx->error);
+    if (wrc != TACT_OK && !first.code) ta_error_set(&first, wrc, "%s", ctx->error);
     /* A last realize of nothing: the stages process everything sent
      * before it (ops and releases no answer was awaited for) before they
      * are stopped, so how a run ends, and its log, does not depend on
@@ -1187,7 +1191,7 @@ static void s_keep_returned(ti_ctx_t *ctx, const ta_msg_t *done) {
  * ctx->error), or TACT_OK; the stats come from the last one.  The graph
  * hears of the failed ones with the next REALIZE. */
 static int s_wait(ti_ctx_t *ctx, int closing) {
-    int first = ti_settle_backward(ctx); /* its answer came before theirs */
+    int first = ti_settle_backward(ctx, !closing); /* its answer came before theirs */
     const ta_pipeline_t *w = &ctx->wiring;
     for (size_t i = 0; i < ctx->ninflight; i++) {
         /* Every executor answers each realize, in the order of the devices. */
@@ -1279,14 +1283,25 @@ int tc_send_request(ti_ctx_t *ctx, ta_msg_t *req) {
     return rc;
 }
 
-int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply) {
+int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply, int extend) {
     ta_error_t err = {0, ""};
-    int rc = ta_port_wait_from(ctx->port, corr, ctx->wiring.graph, reply, ctx->timeout_ms, 1, &err);
+    int rc = ta_port_wait_from(ctx->port, corr, ctx->wiring.graph, reply, ctx->timeout_ms, extend, &err);
     if (rc != TACT_OK) snprintf(ctx->error, sizeof ctx->error, "%s", err.text);
     return rc;
 }
 
 void **tc_backward_slot(ti_ctx_t *ctx) { return &ctx->backward; }
+
+/* Takes id out of list[from..*n) (its last release there); 1 if found. */
+static int s_unrelease(uint64_t *list, size_t *n, size_t from, uint64_t id) {
+    for (size_t i = *n; i-- > from;) {
+        if (list[i] != id) continue;
+        memmove(&list[i], &list[i + 1], (*n - i - 1) * sizeof *list);
+        (*n)--;
+        return 1;
+    }
+    return 0;
+}
 
 /* One mark at a time: the optimizer's (nn_optim.c), which frees no
  * tensor between its mark and its end. */
@@ -1307,9 +1322,13 @@ int ti_mark_end(ti_ctx_t *ctx, const ta_mark_t *m, int keep) {
     if (!was || ctx->flushes != m->flushes) return TACT_EINVAL;
     ctx->batch.size = m->bytes;
     ctx->nbatch = m->nbatch;
-    ctx->nreleased = m->nreleased;
-    ctx->ndeferred = m->ndeferred; /* the assigns' releases of what they replaced */
-    for (size_t i = ctx->nundo; i-- > 0;) ctx->undo[i].t->id = ctx->undo[i].id, ctx->undo[i].t->realized = ctx->undo[i].realized;
+    /* Each assign released what its target named: that release goes (the
+     * others made since, the answer's, stay). */
+    for (size_t i = ctx->nundo; i-- > 0;) {
+        struct s_undo *u = &ctx->undo[i];
+        u->t->id = u->id, u->t->realized = u->realized;
+        if (!s_unrelease(ctx->deferred, &ctx->ndeferred, m->ndeferred, u->id)) s_unrelease(ctx->released, &ctx->nreleased, m->nreleased, u->id);
+    }
     return TACT_OK;
 }
 

@@ -39,6 +39,7 @@ struct ti_tensor {
     int requires_grad;
     int wants_grad;
     ti_tensor_t *grad;
+    int target; /* a target of the backward not yet answered (client_grad.c) */
     /* A realize that named it was waited for and succeeded: a read may ask
      * for its bytes at once (the graph refuses if they are not there, and
      * the read realizes first after all). */
@@ -101,7 +102,7 @@ int tc_request(ti_ctx_t *ctx, ta_msg_t *req, ta_msg_t *reply);
  * first; req's corr is set), and the wait for that reply; ctx's error set
  * on failure. */
 int tc_send_request(ti_ctx_t *ctx, ta_msg_t *req);
-int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply);
+int tc_wait_reply(ti_ctx_t *ctx, uint64_t corr, ta_msg_t *reply, int extend);
 /* The backward sent and not yet answered (client_grad.c keeps it here;
  * ti_settle_backward reads its answer), and a target of it going before
  * that. */

@@ -66,28 +66,35 @@ static void s_collect_target(ti_tensor_t *t, void *ud) {
 /*
  * A backward is sent, not waited for: tact_backward returns once the
  * graph has the request, and the client builds what comes next (an
- * optimizer's step) while the graph and the gradient engine work.  Each
- * target's gradient handle is made (or moved) at once, under the id its
- * new gradient gets; the graph's answer says which targets got one, and
- * is read at the client's next wait (ti_settle_backward: a realize's
- * answer, a read, tact_grad, the next backward, the close).  A target
- * that got none then loses the handle, or gets back its earlier gradient.
- * Nothing outside the client sees a handle before its answer was read:
- * tact_grad reads it first, and an optimizer that built its step on the
- * handles takes that step back when the answer differs (nn_optim.c).
+ * optimizer's step) while the graph and the gradient engine work.  A
+ * target without a gradient gets its handle at once, under the id its
+ * gradient will have; one with a gradient keeps its handle on the old id
+ * until the answer.  The answer, which says which targets got one, is
+ * read at the client's next wait (ti_settle_backward: a realize's answer,
+ * a read, tact_grad, the next backward, the close): a new handle whose
+ * target got none goes, an old one moves to the sum.  Nothing outside the
+ * client sees a new handle before its answer was read (tact_grad reads it
+ * first), and an optimizer that built its step on the handles takes that
+ * step back when the answer differs (nn_optim.c).
  */
+enum { S_NEW, S_OLD, S_NONE }; /* a target's handle: made at once, its earlier one, none (out of memory) */
+
 typedef struct {
     uint64_t corr;
     size_t n;
     ti_tensor_t **owners; /* the targets; NULL where one went before the answer */
     uint64_t *fresh;      /* the id each target's new gradient gets */
-    uint64_t *olds;       /* its earlier gradient's id (0: none), held until the answer */
+    uint64_t *olds;       /* its earlier gradient's id (0: none) */
+    char *kind;           /* S_NEW, S_OLD or S_NONE */
 } s_pending_t;
 
 static void s_pending_free(s_pending_t *p) {
     if (!p) return;
+    for (size_t i = 0; i < p->n; i++)
+        if (p->owners[i]) p->owners[i]->target = 0;
     ta_free(p->owners);
     ta_free(p->fresh);
+    ta_free(p->kind);
     ta_free(p);
 }
 
@@ -95,24 +102,24 @@ void tc_backward_forget(ti_tensor_t *t) {
     s_pending_t *p = *tc_backward_slot(t->ctx);
     for (size_t i = 0; p && i < p->n; i++)
         if (p->owners[i] == t) p->owners[i] = NULL;
+    t->target = 0;
 }
 
-int ti_settle_backward(ti_ctx_t *ctx) {
+int ti_settle_backward(ti_ctx_t *ctx, int extend) {
     void **slot = tc_backward_slot(ctx);
     s_pending_t *p = *slot;
     if (!p) return TACT_OK;
     *slot = NULL;
     ta_msg_t reply;
     ta_msg_init(&reply, TA_MSG_READY);
-    int rc = tc_wait_reply(ctx, p->corr, &reply);
-    if (rc == TACT_OK && reply.type != TA_MSG_GRADS) {
-        ti_ctx_set_error(ctx, "backward: the graph answered with something else than GRADS");
-        rc = TACT_EPROTO;
-    }
+    int rc = tc_wait_reply(ctx, p->corr, &reply, extend);
+    char text[400];
+    if (rc == TACT_OK && reply.type != TA_MSG_GRADS) rc = TACT_EPROTO, ti_ctx_set_error(ctx, "the graph answered with something else than GRADS");
     char *listed = ta_calloc(p->n + 1, 1);
-    if (!listed && rc == TACT_OK) {
-        ti_ctx_set_error(ctx, "backward: out of memory reading the answer");
-        rc = TACT_ENOMEM;
+    if (!listed && rc == TACT_OK) rc = TACT_ENOMEM, ti_ctx_set_error(ctx, "out of memory reading the answer");
+    if (rc != TACT_OK) { /* the call that reads it returns it: named as the backward's */
+        snprintf(text, sizeof text, "the last backward failed: %s", ti_ctx_error(ctx));
+        ti_ctx_set_error(ctx, text);
     }
     /* Every id of the answer is the client's to keep or release: the
      * graph holds each for it. */
@@ -127,14 +134,17 @@ int ti_settle_backward(ti_ctx_t *ctx) {
     }
     ta_msg_release(&reply);
     for (size_t i = 0; i < p->n; i++) {
-        ti_tensor_t *t = p->owners[i], *h = t && t->grad && t->grad->id == p->fresh[i] ? t->grad : NULL;
-        if (listed && listed[i]) {
-            tc_release_id(ctx, p->olds[i]); /* the new gradient added it in */
-        } else if (h && p->olds[i]) {
-            h->id = p->olds[i]; /* none this time: the earlier gradient stays */
-        } else {
-            tc_release_id(ctx, p->olds[i]);
-            if (h) tc_free_grad(t);
+        ti_tensor_t *t = p->owners[i], *h = t ? t->grad : NULL;
+        int got = listed && listed[i];
+        if (p->kind[i] == S_NEW) {
+            /* Gone with its tensor or cleared: its id went with it. */
+            if (!got && h && h->id == p->fresh[i]) tc_free_grad(t);
+        } else if (got && p->kind[i] == S_OLD && h && h->id == p->olds[i]) {
+            tc_release_id(ctx, h->id); /* the new gradient added it in */
+            h->id = p->fresh[i];
+            h->realized = 0;
+        } else if (got) {
+            tc_release_id(ctx, p->fresh[i]); /* its handle went (or was never made) */
         }
     }
     ta_free(listed);
@@ -148,7 +158,7 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     ti_ctx_t *ctx = loss->ctx;
     char text[256];
     /* An earlier backward's answer first: this one's targets start from it. */
-    int rc = ti_settle_backward(ctx);
+    int rc = ti_settle_backward(ctx, 1);
     if (rc != TACT_OK) return rc;
     loss = tc_solid(loss);
     if (loss->status) return tc_report(loss);
@@ -200,13 +210,16 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     tc_each_tensor(ctx, s_collect_target, &s);
     s_pending_t *p = ta_calloc(1, sizeof *p);
     uint64_t *ids = ta_malloc(sizeof *ids * 3 * (s.n + 1));
+    char *kind = ta_calloc(s.n + 1, 1);
     if (p) {
-        p->fresh = ids, p->owners = s.owners, p->n = s.n;
+        p->fresh = ids, p->owners = s.owners, p->n = s.n, p->kind = kind;
     } else {
         ta_free(s.owners);
         ta_free(ids);
+        ta_free(kind);
     }
-    if (s.oom || !p || !ids) {
+    if (s.oom || !p || !ids || !kind) {
+        if (p) p->n = 0; /* no target is marked yet */
         s_pending_free(p);
         ti_ctx_set_error(ctx, "backward: out of memory");
         return TACT_ENOMEM;
@@ -228,21 +241,22 @@ int ti_backward(ti_tensor_t *loss, ti_tensor_t *grad) {
     req.as.backward.olds = ta_u64s(p->olds, s.n);
     rc = tc_send_request(ctx, &req);
     if (rc != TACT_OK) {
+        p->n = 0;
         s_pending_free(p);
         return rc;
     }
     p->corr = req.corr;
-    /* Each target's handle now: a new one, or the old one moved to the
-     * new id (the old id is held until the answer says which stands). */
+    /* A target without a gradient gets its handle now. */
     for (size_t i = 0; i < s.n; i++) {
         ti_tensor_t *t = s.owners[i];
+        t->target = 1;
         if (t->grad) {
-            t->grad->id = p->fresh[i];
-            t->grad->realized = 0;
+            p->kind[i] = S_OLD;
         } else if ((t->grad = tc_new_unscoped(ctx, p->fresh[i], t->dtype, &t->shape))) {
+            p->kind[i] = S_NEW;
             t->grad->device = tc_home(t); /* made where its tensor is */
         } else {
-            p->owners[i] = NULL; /* its gradient, if made, is released with the answer */
+            p->kind[i] = S_NONE; /* its gradient, if made, is released with the answer */
             rc = TACT_ENOMEM;
         }
     }
@@ -257,7 +271,7 @@ uint64_t ti_id(const ti_tensor_t *t) { return t->id; }
 ti_tensor_t *ti_grad(ti_tensor_t *t) {
     TC_CHECK(t);
     /* The answer of a backward says which gradients exist. */
-    int rc = ti_settle_backward(t->ctx);
+    int rc = ti_settle_backward(t->ctx, 1);
     if (rc != TACT_OK) return tc_fail(t, rc, "%s", ti_ctx_error(t->ctx));
     if (t->multi) return tc_multi_grad(t);
     if (!t->grad)

@@ -255,7 +255,7 @@ void ti_grad_clear(ti_tensor_t *t);
 /* Inside ta_grad_now and ta_settle_backward (below). */
 ti_tensor_t *ti_grad_now(ti_tensor_t *t);
 uint64_t ti_id(const ti_tensor_t *t);
-int ti_settle_backward(ti_ctx_t *ctx);
+int ti_settle_backward(ti_ctx_t *ctx, int extend);
 
 int ti_wait(ti_ctx_t *ctx);
 

@@ -863,8 +863,10 @@ int tact_set_no_grad(tact_ctx *ctx, int on);
  * tensors got a gradient, or its error: a graph an earlier backward
  * consumed) is read at the next call that waits: tact_grad, a read, a
  * realize's answer (tact_wait), an optimizer step, the next backward, the
- * close; that call returns the backward's error.  A tensor off the loss's
- * path keeps an earlier gradient, or has none.
+ * close; that call returns the backward's error ("the last backward
+ * failed: ...").  A tensor off the loss's path keeps an earlier gradient,
+ * or has none.  A gradient handle held from before keeps its values until
+ * the answer moves it to the sum.
  */
 int tact_backward(tact_tensor *loss, tact_tensor *grad);
 /* t's gradient (owned by t: it lives as long as t, whatever the scopes),

@@ -236,3 +236,17 @@ int tu_have_device(const char *prefix) {
         if (strncmp(d[i].name, prefix, strlen(prefix)) == 0) return 1;
     return 0;
 }
+
+long tu_live_bytes;
+
+void *tu_counting(void *ud, void *ptr, size_t old_size, size_t size) {
+    (void)ud;
+    if (!size) {
+        if (ptr) __atomic_sub_fetch(&tu_live_bytes, (long)old_size, __ATOMIC_RELAXED);
+        free(ptr);
+        return NULL;
+    }
+    void *p = realloc(ptr, size);
+    if (p) __atomic_add_fetch(&tu_live_bytes, (long)size - (long)(ptr ? old_size : 0), __ATOMIC_RELAXED);
+    return p;
+}

@@ -71,4 +71,9 @@ char *tu_tmpfile(const char *tag);
 #include "tact.h"
 void tu_window(const int64_t *p, tact_window *w);
 
+/* A counting allocator (tact_set_allocator(tu_counting, NULL)): the live
+ * bytes of tact's allocations are in tu_live_bytes (read atomically). */
+extern long tu_live_bytes;
+void *tu_counting(void *ud, void *ptr, size_t old_size, size_t size);
+
 #endif

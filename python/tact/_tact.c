@@ -661,7 +661,10 @@ static PyObject *py_backward(PyObject *self, PyObject *args) {
     if (g != Py_None && !s_is_handle(g)) return NULL;
     int rc;
     tact_tensor *lt = s_h(x), *gt = g == Py_None ? NULL : s_h(g);
+    /* tact_backward does not wait for the graph's answer; Python's raises
+     * where the reference's does, so the answer is read here (tact_wait). */
     Py_BEGIN_ALLOW_THREADS rc = tact_backward(lt, gt);
+    if (rc == TACT_OK) rc = tact_wait(s_ctx);
     Py_END_ALLOW_THREADS if (rc != TACT_OK) return s_raise(rc, tact_ctx_error(s_ctx));
     Py_RETURN_NONE;
 }

@@ -289,6 +289,26 @@ Test(autograd_semantics, a_backward_is_answered_at_the_next_wait) {
     tact_ctx_close(&ctx);
 }
 
+/* A gradient handle the program holds keeps its id and values until the
+ * answer says its tensor got a new gradient: here it got none, and reads
+ * of it before the answer see the earlier gradient. */
+Test(autograd_semantics, a_held_gradient_stays_until_the_answer) {
+    tact_ctx *ctx = s_open();
+    float g[2];
+    tact_tensor *w = tact_set_requires_grad(s_vec(ctx, 2, (float[]){1, 2}), 1);
+    tact_tensor *u = tact_set_requires_grad(s_vec(ctx, 2, (float[]){3, 5}), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(w, u), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *h = tact_grad(u);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(w, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_tensor *twice = tact_mul(h, tact_scalar(ctx, 2.0)); /* built on h before the answer */
+    s_read(h, g, 2);
+    cr_expect(g[0] == 1 && g[1] == 2, "u's earlier gradient: %g %g", g[0], g[1]);
+    s_read(twice, g, 2);
+    cr_expect(g[0] == 2 && g[1] == 4, "twice it: %g %g", g[0], g[1]);
+    cr_expect_eq(tact_grad(u), h);
+    tact_ctx_close(&ctx);
+}
+
 /* A target freed with its scope, or a gradient cleared, before the answer
  * is read: the answer finds them gone (ASan checks nothing is touched). */
 Test(autograd_semantics, a_target_freed_or_cleared_before_the_answer) {
@@ -301,6 +321,12 @@ Test(autograd_semantics, a_target_freed_or_cleared_before_the_answer) {
     tact_scope_end(ctx);
     s_read(tact_grad(w), g, 2);
     cr_expect(g[0] == 3 && g[1] == 4, "w: t, got %g %g", g[0], g[1]);
+    tact_grad_clear(w);
+    tact_scope_begin(ctx); /* cleared, then freed */
+    tact_tensor *t2 = tact_set_requires_grad(s_vec(ctx, 2, (float[]){3, 4}), 1);
+    cr_assert_eq(tact_backward(tact_sum(tact_mul(t2, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+    tact_grad_clear(t2);
+    tact_scope_end(ctx);
     tact_grad_clear(w);
     cr_assert_eq(tact_backward(tact_sum(tact_mul(w, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
     tact_grad_clear(w);

@@ -275,3 +275,34 @@ Test(optim, a_step_built_ahead_of_the_backward_answer_is_the_step_built_after) {
     cr_expect(memcmp(a, b, sizeof a) == 0, "kept, ahead %g %g %g %g, after %g %g %g %g", a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
     cr_expect(a[2] != 0.5f && a[3] != 3, "u stepped with its kept gradient: %g %g", a[2], a[3]);
 }
+
+
+/* Steps taken back and built again, each after two backwards (w's
+ * gradient accumulates, u keeps its earlier one): what reading the
+ * answer released (w's earlier gradient) stays released when the step is
+ * taken back, so memory stays flat. */
+Test(optim, steps_taken_back_leave_memory_flat) {
+    tact_set_allocator(tu_counting, NULL);
+    tact_ctx *ctx;
+    cr_assert_eq(tact_ctx_open(&ctx, NULL), TACT_OK);
+    tact_tensor *w = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){2}, (float[]){1, -2});
+    tact_tensor *u = tact_from_data(ctx, TACT_FLOAT32, 1, (int64_t[]){2}, (float[]){0.5f, 3});
+    tact_optim *o = s_optim2(ctx, TACT_OPTIM_ADAM, 0.01, w, u);
+    long at[2] = {0, 0};
+    for (int s = 0; s < 300; s++) {
+        tact_scope_begin(ctx);
+        cr_assert_eq(tact_backward(tact_sum(tact_add(tact_mul(w, w), tact_mul(u, u)), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_backward(tact_sum(tact_mul(w, w), -1, NULL, 0), NULL), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_optim_step(o), TACT_OK, "step %d: %s", s, tact_ctx_error(ctx));
+        tact_optim_zero_grad(o);
+        tact_scope_end(ctx);
+        if (s == 99 || s == 299) {
+            cr_assert_eq(tact_realize(ctx, 1, &w), TACT_OK, "%s", tact_ctx_error(ctx)); /* the graph took every release */
+            at[s == 299] = __atomic_load_n(&tu_live_bytes, __ATOMIC_RELAXED);
+        }
+    }
+    cr_expect_lt(at[1] - at[0], 64 * 1024, "live bytes after 100 steps: %ld, after 300: %ld", at[0], at[1]);
+    tact_optim_free(&o);
+    tact_ctx_close(&ctx);
+    tact_set_allocator(NULL, NULL);
+}

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 
 #include "tact.h"
+#include "testutil.h"
 
 static tact_ctx *s_open(void) {
     tact_ctx *ctx = NULL;
@@ -426,19 +427,6 @@ Test(graph_api, released_tensors_go_one_by_one) {
     free(x);
 }
 
-/* Live bytes of tact's allocations (tact_set_allocator). */
-static long s_live_bytes;
-static void *s_counting(void *ud, void *ptr, size_t old_size, size_t size) {
-    (void)ud;
-    if (!size) {
-        if (ptr) __atomic_sub_fetch(&s_live_bytes, (long)old_size, __ATOMIC_RELAXED);
-        free(ptr);
-        return NULL;
-    }
-    void *p = realloc(ptr, size);
-    if (p) __atomic_add_fetch(&s_live_bytes, (long)size - (long)(ptr ? old_size : 0), __ATOMIC_RELAXED);
-    return p;
-}
 
 /* A language binding's pattern: each op in a scope of its own, its result
  * kept and later released (while its op may still wait in the batch).
@@ -446,7 +434,7 @@ static void *s_counting(void *ud, void *ptr, size_t old_size, size_t size) {
  * the graph after the op it releases (a release before the op would leave
  * the node held forever). */
 Test(graph_api, ten_thousand_released_tensors_leave_memory_flat) {
-    tact_set_allocator(s_counting, NULL);
+    tact_set_allocator(tu_counting, NULL);
     tact_ctx *ctx = s_open();
     float x[64];
     for (int i = 0; i < 64; i++) x[i] = (float)i;
@@ -461,13 +449,13 @@ Test(graph_api, ten_thousand_released_tensors_leave_memory_flat) {
         cr_assert_eq(tact_release(t), TACT_OK);
         if (i == 999 || i == 9999) {
             cr_assert_eq(tact_realize(ctx, 1, &b), TACT_OK);
-            after[i == 9999] = __atomic_load_n(&s_live_bytes, __ATOMIC_RELAXED);
+            after[i == 9999] = __atomic_load_n(&tu_live_bytes, __ATOMIC_RELAXED);
         }
     }
     cr_expect_lt(after[1] - after[0], 256 * 1024, "live bytes after 1,000 released tensors: %ld, after 10,000: %ld", after[0], after[1]);
     tact_ctx_close(&ctx);
     /* (What stays is the process's: the handle table and its static entries.) */
-    cr_expect_lt(__atomic_load_n(&s_live_bytes, __ATOMIC_RELAXED), 4096, "%ld bytes live after close", s_live_bytes);
+    cr_expect_lt(__atomic_load_n(&tu_live_bytes, __ATOMIC_RELAXED), 4096, "%ld bytes live after close", tu_live_bytes);
     tact_set_allocator(NULL, NULL);
 }
 
@@ -476,15 +464,15 @@ Test(graph_api, ten_thousand_released_tensors_leave_memory_flat) {
  * the context closed before): thirty layers made in one scope cost little
  * more than their tensors, and the last one computes x W^T + b. */
 Test(graph_api, layers_keep_their_tensors_and_drop_their_initialization) {
-    tact_set_allocator(s_counting, NULL);
+    tact_set_allocator(tu_counting, NULL);
     tact_ctx *ctx = s_open();
     tact_layer first, l;
     cr_assert_eq(tact_layer_linear(&first, ctx, 16, 16, 1), TACT_OK, "%s", tact_ctx_error(ctx));
     cr_assert_eq(tact_realize(ctx, 1, &first.weight), TACT_OK, "%s", tact_ctx_error(ctx));
-    long before = __atomic_load_n(&s_live_bytes, __ATOMIC_RELAXED);
+    long before = __atomic_load_n(&tu_live_bytes, __ATOMIC_RELAXED);
     for (int i = 0; i < 30; i++) cr_assert_eq(tact_layer_linear(&l, ctx, 16, 16, 1), TACT_OK, "%s", tact_ctx_error(ctx));
     cr_assert_eq(tact_realize(ctx, 1, &first.weight), TACT_OK, "%s", tact_ctx_error(ctx)); /* the graph has taken every release */
-    long per = (__atomic_load_n(&s_live_bytes, __ATOMIC_RELAXED) - before) / 30;
+    long per = (__atomic_load_n(&tu_live_bytes, __ATOMIC_RELAXED) - before) / 30;
     /* 36 KB a layer here (tables growing by doubling: 19 KB over 90), 2.5 MB
      * when a layer's initialization stayed held. */
     cr_expect_lt(per, 256 * 1024, "each linear layer left %ld bytes live", per);
