@@ -104,6 +104,7 @@ typedef struct {
     ta_pipeline_t w;
     ta_stage_local_t local;
     int configured;
+    int alone; /* the only executor of its process: the compilers' only ordered input (s_ask) */
     const ta_device_ops_t *dev_ops;
     ta_device_t *dev;
     s_buf_t *bufs;
@@ -411,11 +412,14 @@ static const s_known_t *s_known(const s_state_t *s, const uint64_t ast[2]) {
  * failure (asked again: the compiler's answer to a later realize is its
  * final word), or lost.  A kernel whose AST an earlier step of the plan
  * asked for waits for that program (it names no PROGRAM and runs what
- * that step's PROGRAM left).  Every compiler gets one COMPILE per RUN,
- * with no jobs when there is nothing to build for it, so the compilers'
- * merge of the executors' streams never waits for one that has nothing to
- * say.  What is asked depends on the messages this executor processed
- * alone, never on timing.
+ * that step's PROGRAM left).  Where the process has several executors,
+ * every compiler gets one COMPILE per RUN, with no jobs when there is
+ * nothing to build for it, so the compilers' merge of the executors'
+ * streams never waits for one that has nothing to say; the only executor
+ * of its process sends a compiler only the COMPILEs with jobs (each one
+ * wakes the compiler's thread, and its DONE this one: tens of
+ * microseconds a realize on a VM).  What is asked depends on the messages
+ * this executor processed alone, never on timing.
  */
 static void s_ask(ta_actor_t *self, s_state_t *s) {
     s_run_t *r = &s->run;
@@ -452,6 +456,7 @@ static void s_ask(ta_actor_t *self, s_state_t *s) {
         int n = 0;
         for (int j = 0; mine && j < njobs; j++)
             if (of[j] == c) mine[n++] = jobs[j];
+        if (!n && s->alone) continue; /* nothing to build, no merge to keep going */
         ta_msg_t msg;
         ta_msg_init(&msg, TA_MSG_COMPILE);
         msg.corr = r->acks[c] = ta_actor_new_corr(self);
@@ -899,6 +904,10 @@ static int s_handle(ta_actor_t *self, ta_msg_t *m) {
          * they come, and they hear this one is alive. */
         for (int d = 0; rc == TACT_OK && d < s->w.ndevices; d++)
             if (d != s->w.self_device && ta_actor_add_peer(self, s->w.device[d].executor) != TACT_OK) rc = ta_error_set(&err, TACT_ENOMEM, "out of memory");
+        /* The compilers merge the executors of this process (pipeline.c). */
+        int local = 0;
+        for (int d = 0; d < s->w.ndevices; d++) local += !ta_rt_is_route(ta_actor_rt(self), s->w.device[d].executor);
+        s->alone = local == 1;
         ta_device_options_t opt = {s->local.cpu_threads, s->local.check_bounds, s->local.cache_dir};
         if (rc == TACT_OK) rc = s->dev_ops->open(&s->dev, index, &opt, &err);
         if (rc != TACT_OK && err.code) {

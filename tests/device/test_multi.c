@@ -722,6 +722,7 @@ Test(device_multi, replicated_parameters_train_on_every_device_like_one) {
  * (the executors' ports come in device order: the first is the lower). */
 typedef struct {
     int jobs[16][2];
+    int sent[16]; /* COMPILEs of each realize */
     uint32_t first_port;
 } s_asked_t;
 
@@ -734,6 +735,11 @@ static void s_count_asked(const ta_msg_t *m, void *ud) {
 static void s_count_asked2(const ta_msg_t *m, void *ud) {
     s_asked_t *a = ud;
     if (m->as.compile.realize < 16) a->jobs[m->as.compile.realize][m->sender != a->first_port] += (int)m->as.compile.jobs.n;
+}
+
+static void s_count_compiles(const ta_msg_t *m, void *ud) {
+    s_asked_t *a = ud;
+    if (m->as.compile.realize < 16) a->sent[m->as.compile.realize]++;
 }
 
 static void s_note_program(const ta_msg_t *m, void *ud) {
@@ -787,6 +793,10 @@ Test(device_multi, an_executor_asks_for_a_program_it_lacks_and_gets_it) {
         if (a.jobs[r][1]) last = r;
     cr_assert(last >= 1, "CPU:1 asked in realize %d", last);
     for (int r = last + 2; r < 16; r++) cr_assert_eq(a.jobs[r][0] + a.jobs[r][1], 0, "realize %d asked:%s", r, seen);
+    /* Two executors: each sends every compiler one COMPILE a realize, jobs
+     * or not, so the compilers' merge of their streams goes on. */
+    tu_log_sent(path, "executor", TA_MSG_COMPILE, s_count_compiles, &a);
+    for (int r = 2; r <= 5; r++) cr_assert(a.sent[r] == a.sent[1] && a.sent[1] >= 2 && a.sent[1] % 2 == 0, "COMPILEs of realize %d: %d, of realize 1: %d", r, a.sent[r], a.sent[1]);
     unlink(path);
     free(path);
 }

@@ -1355,6 +1355,11 @@ static void s_count_jobs(const ta_msg_t *m, void *ud) {
     if (m->as.compile.realize < 16) jobs[m->as.compile.realize] += (int)m->as.compile.jobs.n;
 }
 
+static void s_count_compiles(const ta_msg_t *m, void *ud) {
+    int *sent = ud;
+    if (m->as.compile.realize < 16) sent[m->as.compile.realize]++;
+}
+
 /* A kernel is compiled in the first two realizes that use it (the quick
  * build, then the full one, which the compiler says is final); after that
  * the executor runs the program it holds for its AST and asks for
@@ -1407,6 +1412,12 @@ Test(graph_pipeline, a_kernel_is_compiled_twice_then_run_from_the_executor) {
     cr_assert(jobs[3] == 0 && jobs[4] == 0, "realizes 3 and 4 compile nothing (%d, %d jobs)", jobs[3], jobs[4]);
     cr_assert_eq(jobs[5], 1, "realize 5 compiles its new kernel alone (%d jobs)", jobs[5]);
     for (int r = 6; r <= 8; r++) cr_assert_eq(jobs[r], 0, "realize %d compiles nothing (%d jobs)", r, jobs[r]);
+    /* The context's only executor sends a compiler a COMPILE only with
+     * jobs for it (no merge of several executors to keep going). */
+    int sent[16] = {0};
+    tu_log_sent(path, "executor", TA_MSG_COMPILE, s_count_compiles, sent);
+    cr_assert(sent[1] >= 1 && sent[1] <= 2 && sent[5] == 1, "COMPILEs sent by realizes 1 and 5: %d, %d", sent[1], sent[5]);
+    for (int r = 3; r <= 8; r++) cr_assert(r == 5 || sent[r] == 0, "realize %d sent %d COMPILEs for no job", r, sent[r]);
     unlink(path), unlink(flag);
     free(path), free(flag), free(cache);
 }
