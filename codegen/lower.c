@@ -400,7 +400,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
     int64_t tail = 0, mc = 0; /* rows in a short last row tile (0: none), and in a work item of tr-row tiles (0: none) */
     for (int k = 0; k < a->ndim; k++)
         if (out[k] > 1) inner = k;
-    enum { S_MC = 128, S_KB = 256, S_CS = 1024, S_CB = 8 };
+    enum { S_MC = 128, S_KB = 256, S_CS = 1024, S_CB = 8, S_APACK_BYTES = 256 << 10 };
     for (int allow_pad = 1;; allow_pad = 0) {
         /* The vector dim: the one most loads read contiguously (a store
          * must), at the widest width that divides it, or (allow_pad) an
@@ -807,6 +807,22 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 continue;
             ln->packed = 1;
             l->pack_level = l->post_level - 1;
+        }
+        /* A's values: scalar loads of the inner reduce that depend on the
+         * row tile but not on the column tile, packed once per block of K
+         * (the outer REDUCE just around the column tiles' loop), while the
+         * pack fits the stack's budget. */
+        int x = l->post_level - 2;
+        for (int i = 0; l->pack_level && x >= 1 && l->axes[x].kind == TA_AXIS_REDUCE && i < a->nnodes; i++) {
+            ta_lir_node_t *ln = &l->nodes[i];
+            if (a->nodes[i].op != TA_OP_LOAD || ln->vector || ln->packed || ln->level != l->nloops || !(dep[i] >> l->post_level & 1) ||
+                (dep[i] >> (l->post_level - 1) & 1) || a->nodes[i].dtype != TACT_FLOAT32)
+                continue;
+            int64_t rows = 0; /* its distinct lanes: a row tile's rows */
+            for (int u = 0; u < ta_lir_nlanes(l); u++) rows += ta_lir_lane_of(l, i, u) == u;
+            if (l->axes[l->post_level].size * l->axes[l->nloops].size * rows * 4 > S_APACK_BYTES) continue;
+            ln->apacked = 1;
+            l->apack_level = x;
         }
     }
     if (l->reduce >= 0 && rc == TACT_OK) {

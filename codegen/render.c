@@ -182,6 +182,15 @@ static int s_pack_slot(const ta_lir_t *l, int i, int lane, int *count) {
     return slot;
 }
 
+/* Where an A-packed load's value sits in its pack: row tile, step of the
+ * inner reduce, its lane's place among the node's distinct lanes. */
+static void s_apack_at(s_ctx_t *c, int i, char *at, size_t len) {
+    const ta_lir_t *l = c->l;
+    const ta_axis_t *t = &l->axes[l->post_level], *k = &l->axes[l->nloops];
+    int count, slot = s_pack_slot(l, i, c->lane, &count);
+    snprintf(at, len, "apack%d[(%s * %" PRId64 " + %s) * %d + %d]", i, t->name, k->size, k->name, count, slot);
+}
+
 /* Renders the position and validity of node n's view in the current lane
  * (base: the vector at its first lane); returns 0 or -1. */
 static int s_index(s_ctx_t *c, const ta_ast_node_t *n, int pre, int base, char *pos, size_t pos_len, char *valid,
@@ -437,6 +446,12 @@ static int s_node(s_ctx_t *c, int i) {
             else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
             return 0;
         }
+        if (ln->apacked) { /* from the A pack (s_apacks) */
+            char at[200];
+            s_apack_at(c, i, at, sizeof at);
+            s_put(o, "float %s = %s;\n", name, at);
+            return 0;
+        }
         if (ln->packed && !c->masked) { /* from the pack (s_packs; a padded dim's last tile has none) */
             int count, slot = s_pack_slot(c->l, i, c->lane, &count);
             const ta_axis_t *k = &c->l->axes[c->l->nloops];
@@ -686,6 +701,48 @@ static void s_close(s_ctx_t *c) {
     s_put(c->out, "}\n");
 }
 
+/* The A packs (lowering's apack_level): each A-packed load's values for
+ * every row tile of the item and the whole inner reduce block, its rows
+ * side by side; the short last tile's rows alone. */
+static int s_apacks(s_ctx_t *c) {
+    const ta_lir_t *l = c->l;
+    const ta_axis_t *t = &l->axes[l->post_level], *k = &l->axes[l->nloops];
+    int tail = l->tail_rows && l->tail_axis == l->post_level;
+    for (int i = 0; i < c->a->nnodes; i++) {
+        if (!l->nodes[i].apacked) continue;
+        int count;
+        s_pack_slot(l, i, 0, &count);
+        s_indent(c);
+        s_put(c->out, "float apack%d[%" PRId64 "]; /* node %d's values, packed */\n", i, t->size * k->size * count, i);
+        for (int last = 0; last <= tail; last++) {
+            s_indent(c);
+            if (!tail) s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", t->name, t->name, t->size, t->name);
+            else if (!last) s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", t->name, t->name, t->size - 1, t->name);
+            else s_put(c->out, "for (int64_t %s = %" PRId64 "; %s < %" PRId64 "; %s++) { /* the last tile's rows */\n", t->name, t->size - 1, t->name, t->size, t->name);
+            c->depth++;
+            s_indent(c);
+            s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", k->name, k->name, k->size, k->name);
+            c->depth++;
+            c->tail = last;
+            int nl = ta_lir_nlanes(l);
+            for (c->lane = 0; c->lane < nl; c->lane++) {
+                if (ta_lir_lane_of(l, i, c->lane) != c->lane || !s_live(c)) continue;
+                char pos[4096], valid[4096], at[200];
+                int always, never;
+                if (s_index(c, &c->a->nodes[i], c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0 || !always) return -1;
+                s_apack_at(c, i, at, sizeof at);
+                s_indent(c);
+                s_put(c->out, "%s = data%d[%s];\n", at, c->a->nodes[i].buf, pos);
+            }
+            c->lane = 0;
+            c->tail = 0;
+            s_close(c);
+            s_close(c);
+        }
+    }
+    return 0;
+}
+
 /* The accumulators, the reduce's loops and the update, then what follows
  * the reduce. */
 static int s_reduce(s_ctx_t *c) {
@@ -785,7 +842,7 @@ static int s_loops(s_ctx_t *c, int x) {
         s_indent(c);
         s_put(c->out, "if (%s < %" PRId64 ") {\n", l->axes[x].name, last == &c->masked ? l->pad_full : l->axes[x].size - 1);
         c->depth++;
-        status = s_emit_level(c, x, 0) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
+        status = s_emit_level(c, x, 0) || (x == l->pack_level && s_packs(c)) || (x == l->apack_level && s_apacks(c)) || s_loops(c, x + 1);
         c->depth--;
         s_indent(c);
         if (last == &c->masked) s_put(c->out, "} else { /* the last tile, past the end of dim %d */\n", l->pad_dim);
@@ -798,7 +855,7 @@ static int s_loops(s_ctx_t *c, int x) {
         s_indent(c);
         s_put(c->out, "}\n");
     } else {
-        status = s_level_of(c, x) || (x == l->pack_level && s_packs(c)) || s_loops(c, x + 1);
+        status = s_level_of(c, x) || (x == l->pack_level && s_packs(c)) || (x == l->apack_level && s_apacks(c)) || s_loops(c, x + 1);
     }
     s_close(c);
     return status;

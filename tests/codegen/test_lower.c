@@ -451,16 +451,20 @@ Test(codegen_lower, the_lowering_chooses_register_tiles_and_vectors) {
                       l.post_level, l.pack_level, l.tail_axis, (long long)l.tail_rows, packed);
             /* AVX2 (16 registers): the same blocks, tiles of 6 rows x 2
              * vectors of 8 (12 accumulators), ten of them and a last one
-             * of 4 rows in each 64, B's panel packed. */
+             * of 4 rows in each 64, B's panel packed, and A's rows (the
+             * load that depends on the row tiles, not the column tiles)
+             * packed once per block of K, around the column tiles. */
             ta_target_t avx2 = {&ta_printer_c, 32, 1, 1, 0, NULL, 0};
             cr_assert_eq(ta_lower(k, &avx2, &l, &err), TACT_OK, "%s", err.text);
             packed = 0;
+            int apacked = 0;
             ups = s_upcasts(&l);
-            for (int i2 = 0; i2 < k->nnodes; i2++) packed += l.nodes[i2].packed;
+            for (int i2 = 0; i2 < k->nnodes; i2++) packed += l.nodes[i2].packed, apacked += l.nodes[i2].apacked;
             cr_assert(l.width == 8 && ups == 12 && l.align == 64 * 640 && l.post_level == 3 && l.pack_level == 2 && l.axes[2].kind == TA_AXIS_LOOP &&
-                          l.axes[2].size == 640 / 16 && l.axes[3].size == 11 && l.tail_axis == 3 && l.tail_rows == 4 && packed == 1,
-                      "width %d upcasts %lld post_level %d pack_level %d tail %d/%lld packed %d", l.width, (long long)ups, l.post_level,
-                      l.pack_level, l.tail_axis, (long long)l.tail_rows, packed);
+                          l.axes[2].size == 640 / 16 && l.axes[3].size == 11 && l.tail_axis == 3 && l.tail_rows == 4 && packed == 1 &&
+                          l.apack_level == 1 && apacked == 1,
+                      "width %d upcasts %lld post_level %d pack_level %d tail %d/%lld packed %d apack_level %d apacked %d", l.width, (long long)ups,
+                      l.post_level, l.pack_level, l.tail_axis, (long long)l.tail_rows, packed, l.apack_level, apacked);
             found[4] = 1;
         } else if (k->ndim == 3) {
             /* 40x1100x36: 16 lanes would pad 36 to 48, 8 lanes to 40 (at
