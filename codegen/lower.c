@@ -608,8 +608,10 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
             up_dim[1] == vdim && up_size[0] == 8 && up_size[1] == 2)
         {
             int64_t rows = out[up_dim[0]];
-            for (int64_t c2 = S_MC; c2 >= 24 && !two && !mc; c2 -= 8)
-                if (rows % c2 == 0 && rows / c2 >= 4 && ((c2 + tr - 1) / tr * tr - c2) * 20 <= c2) mc = c2;
+            for (int64_t c2 = S_MC; c2 >= 24 && !two && !mc; c2--)
+                if (rows % c2 == 0 && rows / c2 >= 4 &&
+                    (c2 % tr == 0 || c2 % (tr * 5 / 6) == 0 || (c2 % 8 == 0 && ((c2 + tr - 1) / tr * tr - c2) * 20 <= c2)))
+                    mc = c2;
             for (int items = two ? 2 : 8; items >= 1 && !mc; items -= two ? 1 : 7) /* 8 items or more where that can be */
                 for (int64_t c2 = 64; c2 >= (two ? 8 : 24) && !mc; c2 -= 8)
                     if (rows % c2 == 0 && rows / c2 >= items) mc = c2;
