@@ -57,6 +57,8 @@ static int64_t s_digit(const ta_lir_t *l, int lane, int u) {
 
 int ta_lir_in_tail(const ta_lir_t *l, int lane) { return !l->tail_rows || s_digit(l, lane, 0) < l->tail_rows; }
 
+int64_t ta_lir_digit(const ta_lir_t *l, int lane, int u) { return s_digit(l, lane, u); }
+
 int ta_lir_has_whole(const ta_lir_t *l) { return l->pad >= 0 && l->pad_full >= 1; }
 
 int ta_lir_lane_of(const ta_lir_t *l, int node, int lane) {
@@ -393,7 +395,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
 
     /* The choices, first allowing a padded vector dim (below); when the
      * work item cannot hold the padded dim whole, again without. */
-    int vdim, width, up_dim[2], j, kblock, pad;
+    int vdim, width, up_dim[2], j, kblock, pad, tdim = -1;
     int64_t kb;
     int64_t factor[TA_MAX_DIMS], vfactor[TA_MAX_DIMS], up_size[2], extra[TA_MAX_DIMS], whole_j, tiles = 0;
     int inner = -1;
@@ -437,11 +439,37 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 score = score * 4 + !reduced;
                 if (ok && score > 4 && score > best) best = score, vdim = d, width = w;
             }
+        /* A transposing copy (x.T.contiguous(): W^T for x @ W^T): no dim
+         * that the store and every load run along.  With 8 lanes, the
+         * store's inner dim as the vector and an upcast of 8 along a dim
+         * the other loads run along: each such load is 8 vectors along
+         * that dim, transposed in registers (8 x 8 floats a block), not 64
+         * scalar loads. */
+        tdim = -1;
+        if (vdim < 0 && l->reduce < 0 && all_f32 && !masked && !empty && guard < 0 && t->vector_bytes == 32 && t->printer->ranges && inner >= 0 &&
+            out[inner] % 8 == 0) {
+            int d = inner, ok = 1, gathers = 0;
+            for (int m = 0; m < a->ndim && tdim < 0; m++) {
+                if (m == d || out[m] % 8) continue;
+                ok = 1, gathers = 0;
+                for (int i = 0; i < a->nnodes && ok; i++) {
+                    const ta_ast_node_t *n = &a->nodes[i];
+                    if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
+                    ta_access_t along = s_access_along(a, n, 0, d, ar);
+                    if (n->op == TA_OP_STORE) ok = along == TA_ACCESS_CONTIGUOUS;
+                    else if (along == TA_ACCESS_GATHER) ok = s_access_along(a, n, 0, m, ar) == TA_ACCESS_CONTIGUOUS, gathers++;
+                    else ok = along == TA_ACCESS_CONTIGUOUS || along == TA_ACCESS_BROADCAST;
+                }
+                if (ok && gathers) tdim = m;
+            }
+            if (tdim >= 0) vdim = d, width = 8;
+        }
 
         /* Register blocking: factors of output dims unrolled as UPCAST axes. */
         for (int k = 0; k < a->ndim; k++) factor[k] = 1, vfactor[k] = 1, extra[k] = 1;
         up_dim[0] = up_dim[1] = -1, up_size[0] = up_size[1] = 1;
         if (vdim >= 0) vfactor[vdim] = width;
+        if (tdim >= 0) up_dim[0] = tdim, up_size[0] = 8;
         if (l->reduce >= 0 && !empty && vdim < 0 && !gather) {
             /* A reduce without a vector (a padded convolution and its
              * gradients: masked, or gathers): scalar tiles of up to two
@@ -753,6 +781,15 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 if (l->axes[x].dim == l->pad_dim && !l->axes[x].reduce && (slots >> x & 1)) ln->padded = 1;
             if (l->vector >= 0 && n->op != TA_OP_CONST && n->op != TA_OP_IOTA) {
                 ln->access = ln->access_last = s_access(t, l, n, pos, valid);
+                /* A transposing copy's load: contiguous along the upcast of tdim. */
+                int64_t step;
+                for (int x = 1, u = 0; x < l->naxes && tdim >= 0 && n->op == TA_OP_LOAD && ln->access == TA_ACCESS_GATHER; x++) {
+                    if (l->axes[x].kind != TA_AXIS_UPCAST) continue;
+                    if (l->axes[x].dim == tdim && l->axes[x].size == l->width && !(ta_sym_slots(valid) >> x & 1) && ta_sym_linear(pos, x, &step) &&
+                        step == 1)
+                        ln->transposed = 1, l->transpose_u = u;
+                    u++;
+                }
                 if (whole && n->op == TA_OP_LOAD) {
                     if (ta_vstack_expr(&a->views[n->view], ar, pre[i] ? fullw : outiw, &pos, &valid) != 0) {
                         rc = ta_error_set(err, TACT_ENOMEM, "lower: out of memory");

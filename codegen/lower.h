@@ -88,6 +88,7 @@ typedef struct {
     int padded;       /* a LOAD or STORE whose position depends on the padded dim */
     int packed;       /* a vector LOAD of the inner reduce read from the pack built at pack_level */
     int apacked;      /* a scalar LOAD of the inner reduce (A's rows) read from the pack built at apack_level */
+    int transposed;   /* a LOAD contiguous along the first UPCAST (of the vector's width), not along the vector: a block of vectors, transposed */
 } ta_lir_node_t;
 
 typedef struct ta_lir {
@@ -133,6 +134,8 @@ typedef struct ta_lir {
      * packed). */
     int pack_level;
     int apack_level;
+    /* A transposing copy: its transposed LOADs run along UPCAST transpose_u. */
+    int transpose_u;
     /* A short last tile (a blocked matmul's tiles of 6 or 12 rows: in 64
      * rows, ten or five whole tiles and one of 4): in the last iteration of
      * LOOP axis tail_axis, only the lanes whose digit along the first
@@ -184,6 +187,8 @@ int ta_lir_lane_of(const ta_lir_t *l, int node, int lane);
 int ta_lir_nlanes(const ta_lir_t *l);
 /* Whether lane exists in the short last tile of axis tail_axis. */
 int ta_lir_in_tail(const ta_lir_t *l, int lane);
+/* The digit of lane along the u-th UPCAST axis. */
+int64_t ta_lir_digit(const ta_lir_t *l, int lane, int u);
 /* Whether l has a padded vector dim with whole tiles (ta_lir_index's whole
  * then differs from the index over all tiles). */
 int ta_lir_has_whole(const ta_lir_t *l);

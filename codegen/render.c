@@ -136,6 +136,7 @@ typedef struct {
     int masked;                  /* emitting the padded dim's last tile */
     int tail;                    /* emitting the short last tile (only the lanes ta_lir_in_tail) */
     int nalu, nval, depth;
+    int block[TA_AST_MAX_NODES]; /* a transposed load's block of vectors (tr<n>) */
 } s_ctx_t;
 
 static void s_indent(s_ctx_t *c) {
@@ -444,6 +445,23 @@ static int s_node(s_ctx_t *c, int i) {
             if (s_index(c, n, c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
             if (*cnt) s_put(o, "tact_vf %s = tact_vload_half_n(data%d+%s, %s);\n", name, n->buf, pos, cnt);
             else s_put(o, "tact_vf %s = tact_vload_half(data%d+%s);\n", name, n->buf, pos);
+            return 0;
+        }
+        if (ln->transposed) {
+            /* A block of TACT_W vectors along the upcast, one per vector
+             * lane, transposed: lane u's vector is row u of the result. */
+            int64_t u = ta_lir_digit(c->l, c->lane, c->l->transpose_u);
+            if (u == 0) {
+                if (s_index(c, n, c->pre[i], 0, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0 || !always) return -1;
+                c->block[i] = c->nval;
+                s_put(o, "tact_vf tr%d[TACT_W];\n", c->block[i]);
+                s_indent(c);
+                s_put(o, "for (int64_t vl = 0; vl < TACT_W; vl++) tr%d[vl] = tact_vload(data%d+%s);\n", c->block[i], n->buf, pos);
+                s_indent(c);
+                s_put(o, "tact_vtranspose(tr%d);\n", c->block[i]);
+                s_indent(c);
+            }
+            s_put(o, "tact_vf %s = tr%d[%" PRId64 "];\n", name, c->block[i], u);
             return 0;
         }
         if (ln->apacked) { /* from the A pack (s_apacks) */

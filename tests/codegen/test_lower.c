@@ -1155,3 +1155,57 @@ Test(codegen_lower, an_embeddings_gradient_is_a_scatter) {
     free(path);
     free(g);
 }
+
+/* A transposing copy (x.T.contiguous(), W^T for x @ W^T) on a 32-byte
+ * target: the store's row as the vector, an upcast of 8 along the dim
+ * the load runs along, and the load a block of 8 vectors transposed in
+ * registers; elsewhere (64-byte vectors, a dim of 12) lane by lane.  The
+ * values are the input's, exactly, with 1 and 8 threads, including a
+ * transposed view of a slice and a three-dim permute. */
+Test(codegen_lower, a_transposing_copy_loads_blocks_of_vectors) {
+    uint64_t seed = tu_seed(), rng = seed;
+    static const int shapes[][2] = {{128, 784}, {16, 8}, {40, 24}, {12, 16}, {24, 12}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int r = shapes[s][0], c = shapes[s][1];
+        float *x = s_rand(&rng, (size_t)r * c, -1, 1), *o = malloc(sizeof *o * (size_t)r * c);
+        for (int threads = 1; threads <= 8; threads += 7) {
+            char *path = tu_tmpfile("transpose");
+            tact_ctx *ctx = s_open(threads, path);
+            tact_tensor *t = tact_contiguous(tact_T(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){r, c}, x)));
+            cr_assert_eq(tact_read(t, o, sizeof *o * (size_t)r * c), TACT_OK, "%s", tact_ctx_error(ctx));
+            tact_ctx_close(&ctx);
+            for (int i = 0; i < c; i++)
+                for (int j = 0; j < r; j++)
+                    cr_assert_eq(o[i * r + j], x[j * c + i], "seed %#llx, %dx%d, %d threads: [%d,%d]", (unsigned long long)seed, r, c, threads, i, j);
+            const ta_ast_t *k = s_one_ast(path);
+            const ta_lir_t *l = s_lower_for(k, 32);
+            int transposed = 0;
+            for (int i = 0; i < k->nnodes; i++) transposed += l->nodes[i].transposed;
+            int want = r % 8 == 0 && c % 8 == 0;
+            cr_assert_eq(transposed, want, "%dx%d on AVX2: %d transposed loads", r, c, transposed);
+            if (want) cr_assert(l->width == 8 && s_upcasts(l) == 8, "%dx%d: %d lanes, %lld upcast", r, c, l->width, (long long)s_upcasts(l));
+            l = s_lower_for(k, 64);
+            transposed = 0;
+            for (int i = 0; i < k->nnodes; i++) transposed += l->nodes[i].transposed;
+            cr_assert_eq(transposed, 0, "%dx%d on AVX-512: lane by lane", r, c);
+            unlink(path);
+            free(path);
+        }
+        free(x), free(o);
+    }
+    /* A transposed slice, and a three-dim permute, through the op suite's path. */
+    float *x = s_rand(&rng, 16 * 24 * 8, -1, 1), o[16 * 24 * 8];
+    tact_ctx *ctx = s_open(2, NULL);
+    tact_tensor *t = tact_from_data(ctx, TACT_FLOAT32, 3, (int64_t[]){16, 24, 8}, x);
+    tact_tensor *p = tact_contiguous(tact_permute(t, (int[]){2, 0, 1}));
+    cr_assert_eq(tact_read(p, o, sizeof o), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 16; b++)
+            for (int d = 0; d < 24; d++) cr_assert_eq(o[(a * 16 + b) * 24 + d], x[(b * 24 + d) * 8 + a], "seed %#llx: permute [%d,%d,%d]", (unsigned long long)seed, a, b, d);
+    tact_tensor *sl = tact_contiguous(tact_T(tact_shrink(tact_reshape(t, 2, (int64_t[]){16, 192}), (const int64_t[][2]){{0, 16}, {8, 40}})));
+    cr_assert_eq(tact_read(sl, o, sizeof *o * 32 * 16), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 32; i++)
+        for (int j = 0; j < 16; j++) cr_assert_eq(o[i * 16 + j], x[j * 192 + 8 + i], "seed %#llx: slice [%d,%d]", (unsigned long long)seed, i, j);
+    tact_ctx_close(&ctx);
+    free(x);
+}
