@@ -683,6 +683,16 @@ static int s_level_of(s_ctx_t *c, int x) {
     return s_emit_nodes(c, x, 0, ax->skip + 1, c->a->nnodes);
 }
 
+/* Node i's vector position in the current lane (its first lane's
+ * element), indented for the line that uses it; -1 on error. */
+static int s_vpos(s_ctx_t *c, int i, char *pos, size_t len) {
+    char valid[4096];
+    int always, never;
+    if (s_index(c, &c->a->nodes[i], c->pre[i], 1, pos, len, valid, sizeof valid, &always, &never) != 0) return -1;
+    s_indent(c);
+    return 0;
+}
+
 /* The packs (lowering's pack_level): each packed load's vectors for the
  * whole inner reduce, its distinct lanes side by side, copied to an array
  * on the stack before the row tiles read them. */
@@ -700,11 +710,9 @@ static int s_packs(s_ctx_t *c) {
         c->depth++;
         int nl = ta_lir_nlanes(l), slot = 0;
         for (c->lane = 0; c->lane < nl; c->lane++) {
+            char pos[4096];
             if (ta_lir_lane_of(l, i, c->lane) != c->lane) continue;
-            char pos[4096], valid[4096];
-            int always, never;
-            if (s_index(c, &c->a->nodes[i], c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            s_indent(c);
+            if (s_vpos(c, i, pos, sizeof pos) != 0) return -1;
             s_put(c->out, "pack%d[%s * %d + %d] = %s(data%d+%s);\n", i, k->name, count, slot++, s_vload(c->a->nodes[i].dtype), c->a->nodes[i].buf, pos);
         }
         c->lane = 0;
@@ -744,11 +752,9 @@ static int s_prefetch_next(s_ctx_t *c) {
         s_put(c->out, "const int64_t %s = next, %s = pf;\n", col->name, k->name);
         int nl = ta_lir_nlanes(l);
         for (c->lane = 0; c->lane < nl; c->lane++) {
+            char pos[4096];
             if (ta_lir_lane_of(l, i, c->lane) != c->lane) continue;
-            char pos[4096], valid[4096];
-            int always, never;
-            if (s_index(c, &c->a->nodes[i], c->pre[i], 1, pos, sizeof pos, valid, sizeof valid, &always, &never) != 0) return -1;
-            s_indent(c);
+            if (s_vpos(c, i, pos, sizeof pos) != 0) return -1;
             s_put(c->out, "__builtin_prefetch(data%d+%s);\n", c->a->nodes[i].buf, pos);
         }
         c->lane = 0;
