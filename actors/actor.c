@@ -518,7 +518,7 @@ int ta_group_start(ta_rt_t *rt, const char *name, ta_group_t **out, ta_error_t *
         ta_free(g);
         return ta_error_set(err, TACT_ETRANSPORT, "thread %s: cannot create its control pipe", name);
     }
-    if (pthread_create(&g->thread, NULL, s_group_run, g) != 0) {
+    if (ta_thread_create(&g->thread, s_group_run, g) != 0) {
         zmq_close(g->ctl);
         ta_free(g);
         return ta_error_set(err, TACT_ENOMEM, "thread %s: cannot create it", name);
@@ -617,7 +617,7 @@ int ta_actor_start(ta_rt_t *rt, const ta_actor_ops_t *ops, void *arg, const ta_a
     uint8_t cmd[1 + sizeof a];
     cmd[0] = 'A';
     memcpy(cmd + 1, &a, sizeof a);
-    if (a->group ? zmq_send(a->group->ctl, cmd, sizeof cmd, 0) != (int)sizeof cmd : pthread_create(&a->thread, NULL, s_run, a) != 0) {
+    if (a->group ? zmq_send(a->group->ctl, cmd, sizeof cmd, 0) != (int)sizeof cmd : ta_thread_create(&a->thread, s_run, a) != 0) {
         s_free(a);
         return ta_error_set(err, TACT_ENOMEM, "actor %s: cannot create its thread", name);
     }

@@ -1,6 +1,7 @@
 /* mem.c - the allocator hook (tact_set_allocator) and the helpers that use it. */
 #include "mem.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,4 +74,14 @@ int ta_grow(void **items, size_t *cap, size_t need, size_t elem_size) {
     *items = n;
     *cap = ncap;
     return TACT_OK;
+}
+
+int ta_thread_create(pthread_t *t, void *(*fn)(void *), void *arg) {
+    pthread_attr_t attr;
+    int rc = pthread_attr_init(&attr);
+    if (rc != 0) return rc;
+    rc = pthread_attr_setstacksize(&attr, TA_THREAD_STACK);
+    if (rc == 0) rc = pthread_create(t, &attr, fn, arg);
+    pthread_attr_destroy(&attr);
+    return rc;
 }

@@ -16,4 +16,12 @@ char *ta_strdup(const char *s);
  * need elements, doubling.  Returns 0, or TACT_ENOMEM leaving *items intact. */
 int ta_grow(void **items, size_t *cap, size_t need, size_t elem_size);
 
+/* pthread_create with a stack of TA_THREAD_STACK bytes, whatever the
+ * process's default (RLIMIT_STACK, or a C library's small one): kernels
+ * run on tact's threads with packs of up to 300 KiB on the stack
+ * (codegen/lower.c).  Returns pthread_create's result. */
+#define TA_THREAD_STACK ((size_t)8 << 20)
+#include <pthread.h>
+int ta_thread_create(pthread_t *t, void *(*fn)(void *), void *arg);
+
 #endif

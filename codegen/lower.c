@@ -457,7 +457,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                     if (n->op != TA_OP_LOAD && n->op != TA_OP_STORE) continue;
                     ta_access_t along = s_access_along(a, n, 0, d, ar);
                     if (n->op == TA_OP_STORE) ok = along == TA_ACCESS_CONTIGUOUS;
-                    else if (along == TA_ACCESS_GATHER) ok = s_access_along(a, n, 0, m, ar) == TA_ACCESS_CONTIGUOUS, gathers++;
+                    else if (along == TA_ACCESS_GATHER) /* float32 (a 16-bit load converts lanes, not blocks) */
+                        ok = n->dtype == TACT_FLOAT32 && s_access_along(a, n, 0, m, ar) == TA_ACCESS_CONTIGUOUS, gathers++;
                     else ok = along == TA_ACCESS_CONTIGUOUS || along == TA_ACCESS_BROADCAST;
                 }
                 if (ok && gathers) tdim = m;
@@ -783,7 +784,8 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 ln->access = ln->access_last = s_access(t, l, n, pos, valid);
                 /* A transposing copy's load: contiguous along the upcast of tdim. */
                 int64_t step;
-                for (int x = 1, u = 0; x < l->naxes && tdim >= 0 && n->op == TA_OP_LOAD && ln->access == TA_ACCESS_GATHER; x++) {
+                for (int x = 1, u = 0; x < l->naxes && tdim >= 0 && n->op == TA_OP_LOAD && n->dtype == TACT_FLOAT32 && ln->access == TA_ACCESS_GATHER;
+                     x++) {
                     if (l->axes[x].kind != TA_AXIS_UPCAST) continue;
                     if (l->axes[x].dim == tdim && l->axes[x].size == l->width && !(ta_sym_slots(valid) >> x & 1) && ta_sym_linear(pos, x, &step) &&
                         step == 1)
@@ -852,6 +854,7 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
          * (the outer REDUCE just around the column tiles' loop), while the
          * pack fits the stack's budget. */
         int x = l->post_level - 2;
+        int64_t apack_bytes = 0; /* all the A packs of the kernel: one stack frame */
         for (int i = 0; l->pack_level && x >= 1 && l->axes[x].kind == TA_AXIS_REDUCE && i < a->nnodes; i++) {
             ta_lir_node_t *ln = &l->nodes[i];
             if (a->nodes[i].op != TA_OP_LOAD || ln->vector || ln->packed || ln->level != l->nloops || !(dep[i] >> l->post_level & 1) ||
@@ -859,7 +862,9 @@ int ta_lower(const ta_ast_t *a, const ta_target_t *t, ta_lir_t *l, ta_error_t *e
                 continue;
             int64_t rows = 0; /* its distinct lanes: a row tile's rows */
             for (int u = 0; u < ta_lir_nlanes(l); u++) rows += ta_lir_lane_of(l, i, u) == u;
-            if (l->axes[l->post_level].size * l->axes[l->nloops].size * rows * 4 > S_APACK_BYTES) continue;
+            int64_t bytes = l->axes[l->post_level].size * l->axes[l->nloops].size * rows * 4;
+            if (apack_bytes + bytes > S_APACK_BYTES) continue;
+            apack_bytes += bytes;
             ln->apacked = 1;
             l->apack_level = x;
         }

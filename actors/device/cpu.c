@@ -258,7 +258,7 @@ static int s_open(ta_device_t **out, int index, const ta_device_options_t *opt, 
     pthread_cond_init(&d->work, NULL);
     ta_cond_init_monotonic(&d->done);
     for (int i = 0; i < threads - 1; i++) { /* the launching thread is the last */
-        if (pthread_create(&d->workers[i], NULL, s_worker, d) != 0) {
+        if (ta_thread_create(&d->workers[i], s_worker, d) != 0) {
             s_close(&d);
             return ta_error_set(err, TACT_EDEVICE, "CPU: cannot start worker thread %d", i);
         }

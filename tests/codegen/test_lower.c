@@ -1206,6 +1206,37 @@ Test(codegen_lower, a_transposing_copy_loads_blocks_of_vectors) {
     cr_assert_eq(tact_read(sl, o, sizeof *o * 32 * 16), TACT_OK, "%s", tact_ctx_error(ctx));
     for (int i = 0; i < 32; i++)
         for (int j = 0; j < 16; j++) cr_assert_eq(o[i * 16 + j], x[j * 192 + 8 + i], "seed %#llx: slice [%d,%d]", (unsigned long long)seed, i, j);
+    /* 16-bit floats (converted lane by lane, never as blocks of floats):
+     * a transposed copy of float16 and bfloat16, read back as float32, is
+     * the untransposed one's transposition; so is a float16 x @ W^T (the
+     * client's copy of W^T) against a double loop. */
+    for (int h = 0; h < 2; h++) {
+        tact_dtype dt = h ? TACT_BFLOAT16 : TACT_FLOAT16;
+        float *y = s_rand(&rng, 16 * 8, -1, 1), plain[16 * 8], trans[16 * 8];
+        tact_tensor *yt = tact_cast(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){16, 8}, y), dt);
+        cr_assert_eq(tact_realize(ctx, 1, &yt), TACT_OK, "%s", tact_ctx_error(ctx)); /* a buffer of 16-bit floats */
+        cr_assert_eq(tact_read(tact_cast(yt, TACT_FLOAT32), plain, sizeof plain), TACT_OK, "%s", tact_ctx_error(ctx));
+        cr_assert_eq(tact_read(tact_cast(tact_contiguous(tact_T(yt)), TACT_FLOAT32), trans, sizeof trans), TACT_OK, "%s", tact_ctx_error(ctx));
+        for (int i = 0; i < 8; i++)
+            for (int j = 0; j < 16; j++) cr_assert_eq(trans[i * 16 + j], plain[j * 8 + i], "seed %#llx: dtype %d [%d,%d]", (unsigned long long)seed, dt, i, j);
+        free(y);
+    }
+    float *xs = s_rand(&rng, 64 * 128, -1, 1), *ws = s_rand(&rng, 256 * 128, -1, 1), *lin = malloc(sizeof *lin * 64 * 256);
+    tact_tensor *xh = tact_cast(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){64, 128}, xs), TACT_FLOAT16);
+    tact_tensor *wh = tact_cast(tact_from_data(ctx, TACT_FLOAT32, 2, (int64_t[]){256, 128}, ws), TACT_FLOAT16);
+    tact_tensor *both[2] = {xh, wh};
+    cr_assert_eq(tact_realize(ctx, 2, both), TACT_OK, "%s", tact_ctx_error(ctx));
+    float xr[64 * 128], wr[256 * 128];
+    cr_assert_eq(tact_read(tact_cast(xh, TACT_FLOAT32), xr, sizeof xr), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_cast(wh, TACT_FLOAT32), wr, sizeof wr), TACT_OK, "%s", tact_ctx_error(ctx));
+    cr_assert_eq(tact_read(tact_cast(tact_matmul(xh, tact_T(wh)), TACT_FLOAT32), lin, sizeof *lin * 64 * 256), TACT_OK, "%s", tact_ctx_error(ctx));
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 256; j++) {
+            double want = 0;
+            for (int q = 0; q < 128; q++) want += (double)xr[i * 128 + q] * wr[j * 128 + q];
+            cr_assert_leq(fabs(lin[i * 256 + j] - want), 2e-2 + 2e-3 * fabs(want), "seed %#llx: float16 x @ W^T [%d,%d]: %g, not %g", (unsigned long long)seed, i, j, lin[i * 256 + j], want);
+        }
+    free(xs), free(ws), free(lin);
     tact_ctx_close(&ctx);
     free(x);
 }
