@@ -778,10 +778,9 @@ static int s_apacks(s_ctx_t *c) {
         s_indent(c);
         s_put(c->out, "float apack%d[%" PRId64 "]; /* node %d's values, packed */\n", i, t->size * k->size * count, i);
         for (int last = 0; last <= tail; last++) {
+            int64_t from = last ? t->size - 1 : 0, to = tail && !last ? t->size - 1 : t->size; /* the last tile apart */
             s_indent(c);
-            if (!tail) s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", t->name, t->name, t->size, t->name);
-            else if (!last) s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", t->name, t->name, t->size - 1, t->name);
-            else s_put(c->out, "for (int64_t %s = %" PRId64 "; %s < %" PRId64 "; %s++) { /* the last tile's rows */\n", t->name, t->size - 1, t->name, t->size, t->name);
+            s_put(c->out, "for (int64_t %s = %" PRId64 "; %s < %" PRId64 "; %s++) {\n", t->name, from, t->name, to, t->name);
             c->depth++;
             s_indent(c);
             s_put(c->out, "for (int64_t %s = 0; %s < %" PRId64 "; %s++) {\n", k->name, k->name, k->size, k->name);

@@ -173,6 +173,17 @@ class Autograd(unittest.TestCase):
             (x * 2).backward()
         self.assertIn("scalar", str(e.exception))
 
+    def test_a_second_backward_through_the_same_graph_raises_at_backward(self):
+        # The graph refuses it; tact_backward does not wait, but backward()
+        # reads the graph's answer before it returns, as the reference raises.
+        x = Tensor([1.0, 2.0], requires_grad=True)
+        loss = (x * x).sum()
+        loss.backward()
+        with self.assertRaises(tact.TactError) as e:
+            loss.backward()
+        self.assertIn("earlier backward", str(e.exception))
+        self.assertEqual(x.grad.tolist(), [2.0, 4.0])
+
 
 class NN(unittest.TestCase):
     """nn layers, optimizers and state against NumPy and hand-computed steps."""
